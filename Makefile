@@ -1,0 +1,28 @@
+# havln_robot -- the two commands a newcomer needs:  make demo   |   make test
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+# DDS stays on loopback for everything started from here (see config/fastdds_loopback.xml).
+export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
+export FASTRTPS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_loopback.xml
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+export MUJOCO_GL ?= egl
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup demo test lint unit clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(VENV)/bin/havln-robot demo $(ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check havln_robot test launch
+	$(VENV)/bin/ruff format --check havln_robot test launch
+
+test: setup lint
+	$(PY) -m pytest -q test $(ARGS)
+
+clean:
+	rm -rf $(VENV) build install log .pytest_cache .ruff_cache

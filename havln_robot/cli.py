@@ -1,0 +1,95 @@
+"""``havln-robot`` command: one entry point, subcommands owned by the modules that implement them.
+
+Each subcommand is ``"module:function"`` taking ``argv: list[str]`` and returning an exit code;
+modules are imported lazily so ``havln-robot --help`` is instant and a subcommand whose module is
+not in this build says so instead of crashing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+#: subcommand → (handler "module:function", one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("havln_robot.demo:main", "run the whole stack on a real HA-R2R episode in the embedded simulator"),
+    "launch": ("havln_robot.bringup:main", "start a profile's nodes in one process (config/sim.yaml, ...)"),
+    "eval": ("havln_robot.sim.evaluate:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
+    "bench": ("havln_robot.bench:main", "benchmarks: bench sim | motion | policy"),
+    "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
+    "replay": ("havln_robot.challenge.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
+    "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),
+    "pack": ("havln_robot.challenge.cli:pack_main", "pack val_seen.json + val_unseen.json into a submission zip"),
+    "validate": ("havln_robot.challenge.cli:validate_main", "validate a submission zip against every organiser rule"),
+    "trial": ("havln_robot.trials.cli:main", "trial campaign: start, end --success|--failure, list"),
+    "report": ("havln_robot.trials.report:main", "success-rate report (Markdown + CSV + PNG) from the trial store"),
+    "config": ("havln_robot.cli:config_main", "validate a deployment profile without starting anything"),
+}
+
+
+def config_main(argv: list[str]) -> int:
+    """``havln-robot config PROFILE``: validate a profile and print the nodes it would start."""
+    import argparse
+
+    from havln_robot.config import load_profile
+    from havln_robot.params import ConfigError
+
+    ap = argparse.ArgumentParser(prog="havln-robot config", description=config_main.__doc__)
+    ap.add_argument("profile")
+    args = ap.parse_args(argv)
+    try:
+        prof = load_profile(args.profile)
+    except ConfigError as exc:
+        print(f"havln-robot config: {exc}", file=sys.stderr)
+        return 2
+    for name, params in prof.nodes.items():
+        print(f"{name}: {len(params)} parameters OK")
+    for name, why in prof.not_built.items():
+        print(f"{name}: {why}")
+    return 0
+
+
+def _usage() -> str:
+    width = max(len(c) for c in COMMANDS)
+    lines = ["usage: havln-robot COMMAND [ARGS...]", "", "HA-VLN 2.0 policy on a Unitree Go2 with ROS 2.", "", "commands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run 'havln-robot COMMAND --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``havln-robot COMMAND ...``; returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    if argv[0] == "--version":
+        from havln_robot import __version__
+
+        print(__version__)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in COMMANDS:
+        print(f"havln-robot: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    mod_name, func = COMMANDS[cmd][0].split(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and mod_name.startswith(exc.name):
+            print(f"havln-robot {cmd}: not built yet in this checkout ({mod_name} is missing)", file=sys.stderr)
+            return 3
+        raise
+    handler = getattr(mod, func, None)
+    if handler is None:
+        print(f"havln-robot {cmd}: not built yet in this checkout ({mod_name}.{func} is missing)", file=sys.stderr)
+        return 3
+    try:
+        return int(handler(rest) or 0)
+    except KeyboardInterrupt:
+        print(f"havln-robot {cmd}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Deployment profiles: ROS-params YAML files validated before any node starts.
+
+Pure Python. A profile (``config/go2.yaml``, ``config/sim.yaml``, ``config/gazebo.yaml``) is a
+standard ROS 2 parameters file::
+
+    motion_node:
+      ros__parameters:
+        max_linear_speed: 0.3
+
+Its top-level keys are the nodes the profile runs (``havln-robot launch`` starts exactly these);
+each node's parameters are checked against that node's :class:`~havln_robot.params.ParamSpec`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from havln_robot.params import ConfigError, ParamSpec
+
+#: node name → (node module, "module:attribute" of its ParamSpec). The spec lives in the
+#: functional core so a profile can be validated without importing rclpy.
+NODES: dict[str, tuple[str, str]] = {
+    "camera_node": ("havln_robot.nodes.camera_node", "havln_robot.perception.params:CAMERA_PARAMS"),
+    "go2_driver_node": ("havln_robot.nodes.go2_driver_node", "havln_robot.robot.params:GO2_DRIVER_PARAMS"),
+    "sim_node": ("havln_robot.nodes.sim_node", "havln_robot.sim.params:SIM_NODE_PARAMS"),
+    "motion_node": ("havln_robot.nodes.motion_node", "havln_robot.motion.params:MOTION_PARAMS"),
+    "agent_node": ("havln_robot.nodes.agent_node", "havln_robot.policy.params:AGENT_PARAMS"),
+    "trial_logger_node": ("havln_robot.nodes.trial_logger_node", "havln_robot.trials.params:TRIAL_LOGGER_PARAMS"),
+}
+
+
+class NodeNotBuilt(ImportError):
+    """The node's module (or its parameter spec) does not exist in this checkout yet."""
+
+
+def load_spec(node: str) -> ParamSpec:
+    """Return the ParamSpec of a registered node.
+
+    Raises:
+        ConfigError: ``node`` is not a known node name.
+        NodeNotBuilt: the spec module is not part of this build.
+    """
+    if node not in NODES:
+        raise ConfigError(f"{node}: unknown node; known nodes: {', '.join(NODES)}")
+    mod_name, attr = NODES[node][1].split(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and mod_name.startswith(exc.name):
+            raise NodeNotBuilt(f"not built yet ({mod_name} is missing)") from exc
+        raise
+    spec = getattr(mod, attr, None)
+    if not isinstance(spec, ParamSpec):
+        raise NodeNotBuilt(f"not built yet ({mod_name}.{attr} is missing)")
+    return spec
+
+
+@dataclass
+class Profile:
+    """A validated deployment profile.
+
+    Attributes:
+        path: the YAML file.
+        nodes: node name → complete, validated parameter dict (defaults filled in), in file order.
+        not_built: node name → reason, for nodes listed in the file whose code is not in this build.
+    """
+
+    path: Path
+    nodes: dict[str, dict[str, Any]]
+    not_built: dict[str, str]
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file, turning I/O and syntax errors into one-line ConfigErrors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; profiles live in config/ (go2.yaml, sim.yaml, gazebo.yaml)") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}:{where}: invalid YAML ({problem})") from None
+
+
+def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None = None) -> Profile:
+    """Read and validate a profile.
+
+    Args:
+        path: the ROS-params YAML file.
+        overrides: node → {param: value} applied over the file (e.g. from the CLI), validated too.
+
+    Returns:
+        The validated :class:`Profile`.
+
+    Raises:
+        ConfigError: unreadable file, bad YAML, wrong structure, unknown node or parameter,
+            wrong type or out-of-range value -- one line naming the file, node and key.
+    """
+    path = Path(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{path}: expected a mapping of node names to {{ros__parameters: ...}}")
+    overrides = overrides or {}
+    nodes: dict[str, dict[str, Any]] = {}
+    not_built: dict[str, str] = {}
+    for node, body in data.items():
+        where = f"{path}: {node}"
+        if not isinstance(node, str) or node not in NODES:
+            close = difflib.get_close_matches(str(node), list(NODES), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known nodes: {', '.join(NODES)}"
+            raise ConfigError(f"{path}: {node}: unknown node{hint}")
+        if body is None:
+            body = {"ros__parameters": {}}
+        if not isinstance(body, dict) or set(body) != {"ros__parameters"}:
+            raise ConfigError(f"{where}: expected exactly one key 'ros__parameters' under the node name")
+        params = body["ros__parameters"] or {}
+        if not isinstance(params, dict):
+            raise ConfigError(f"{where}.ros__parameters: expected a mapping of parameter names to values")
+        params = {**params, **overrides.get(node, {})}
+        try:
+            spec = load_spec(node)
+        except NodeNotBuilt as exc:
+            not_built[node] = str(exc)
+            continue
+        nodes[node] = spec.validate(params, where=where)
+    for node in overrides:
+        if node not in data:
+            raise ConfigError(f"override for {node}: that node is not in {path}")
+    return Profile(path=path, nodes=nodes, not_built=not_built)

@@ -1,0 +1,175 @@
+"""Typed, range-checked node parameters (pure Python, no ROS import).
+
+Every node declares its tunables once as a :class:`ParamSpec`; the same spec
+* fills the ROS parameter declarations (defaults, descriptions),
+* validates a deployment profile (``config/*.yaml``) before any node starts, and
+* validates the values a node actually received under ``ros2 launch``.
+
+A wrong key, wrong type or out-of-range value raises :class:`ConfigError` whose message
+names the file, node, key, what was given and what is allowed -- one line, no traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Parameters every ROS 2 node accepts (rclpy declares ``use_sim_time`` itself).
+COMMON_KEYS = frozenset({"use_sim_time"})
+
+_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "float_list": list, "str_list": list, "int_list": list}
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One node parameter.
+
+    Attributes:
+        name: ROS parameter name (``snake_case``; dots allowed for namespaces).
+        default: default value; its type must match ``type``.
+        type: one of ``bool``, ``int``, ``float``, ``str``, ``float_list``, ``int_list``, ``str_list``.
+        description: what it does, with its unit (SI: m, rad, s, Hz unless stated).
+        min, max: inclusive numeric bounds (for lists: bounds of each element).
+        choices: allowed values for ``str`` parameters (or each element of ``str_list``).
+        min_len, max_len: bounds on list length.
+    """
+
+    name: str
+    default: Any
+    type: str
+    description: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+    min_len: int | None = None
+    max_len: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in _TYPES:
+            raise TypeError(f"Param {self.name}: unknown type {self.type!r}")
+        # Defaults must satisfy their own spec; a bad default is a programming error.
+        self.check(self.default, where="default")
+
+    def allowed(self) -> str:
+        """Human-readable description of the allowed values."""
+        parts = [self.type.replace("_", " ")]
+        if self.choices:
+            parts.append("one of " + ", ".join(repr(c) for c in self.choices))
+        if self.min is not None or self.max is not None:
+            lo = "-inf" if self.min is None else f"{self.min:g}"
+            hi = "inf" if self.max is None else f"{self.max:g}"
+            parts.append(f"in [{lo}, {hi}]")
+        if self.min_len is not None or self.max_len is not None:
+            parts.append(f"length {self.min_len or 0}..{self.max_len if self.max_len is not None else 'any'}")
+        return " ".join(parts)
+
+    def check(self, value: Any, where: str = "") -> Any:
+        """Return ``value`` converted to the parameter type (int → float allowed).
+
+        Raises:
+            ConfigError: wrong type or out of range; the message names the key and the allowed values.
+        """
+        prefix = f"{where + ': ' if where else ''}{self.name}"
+
+        def bad(why: str) -> ConfigError:
+            return ConfigError(f"{prefix}: {why}; allowed: {self.allowed()}")
+
+        def scalar(v: Any, t: str) -> Any:
+            if t == "bool":
+                if not isinstance(v, bool):
+                    raise bad(f"expected true/false, got {v!r}")
+                return v
+            if t == "int":
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise bad(f"expected an integer, got {v!r}")
+            elif t == "float":
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise bad(f"expected a number, got {v!r}")
+                v = float(v)
+                if not math.isfinite(v):
+                    raise bad(f"expected a finite number, got {v!r}")
+            elif t == "str":
+                if not isinstance(v, str):
+                    raise bad(f"expected a string, got {v!r}")
+                if self.choices is not None and v not in self.choices:
+                    raise bad(f"{v!r} is not allowed")
+                return v
+            if (self.min is not None and v < self.min) or (self.max is not None and v > self.max):
+                raise bad(f"{v!r} is out of range")
+            return v
+
+        if self.type.endswith("_list"):
+            if not isinstance(value, (list, tuple)):
+                raise bad(f"expected a list, got {value!r}")
+            n = len(value)
+            if (self.min_len is not None and n < self.min_len) or (self.max_len is not None and n > self.max_len):
+                raise bad(f"list of length {n}")
+            return [scalar(v, self.type[:-5]) for v in value]
+        return scalar(value, self.type)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """All parameters of one node.
+
+    Attributes:
+        node: default ROS node name (also the top-level key in the profile YAML).
+        params: the parameters, names unique.
+    """
+
+    node: str
+    params: tuple[Param, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.params]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise TypeError(f"ParamSpec {self.node}: duplicate parameters {sorted(dup)}")
+
+    def by_name(self) -> dict[str, Param]:
+        return {p.name: p for p in self.params}
+
+    def defaults(self) -> dict[str, Any]:
+        """Mapping of every parameter to its default value."""
+        return {p.name: p.default for p in self.params}
+
+    def validate(self, values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+        """Merge ``values`` over the defaults and check each one.
+
+        Args:
+            values: parameter name → value (e.g. a node's ``ros__parameters`` mapping).
+            where: context for messages, e.g. ``"config/sim.yaml: motion_node"``.
+
+        Returns:
+            A complete, type-converted parameter dict (``use_sim_time`` passed through).
+
+        Raises:
+            ConfigError: unknown key (with a close-match suggestion), wrong type, out of range.
+        """
+        spec = self.by_name()
+        out = self.defaults()
+        for key, value in values.items():
+            if key in COMMON_KEYS:
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}")
+                out[key] = value
+                continue
+            if key not in spec:
+                raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{_suggest(key, spec)}")
+            out[key] = spec[key].check(value, where)
+        return out
+
+
+def _suggest(key: str, names: Iterable[str]) -> str:
+    names = sorted(names)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f"; known parameters: {', '.join(names)}" if names else "; this node takes no parameters"

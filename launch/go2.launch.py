@@ -1,0 +1,42 @@
+"""Real robot: Unitree Go2 EDU + Jetson + RealSense D435i.
+
+    ros2 launch havln_robot go2.launch.py [params_file:=/path/to/go2.yaml] [namespace:=go2]
+
+Starts camera_node, go2_driver_node, motion_node, agent_node and trial_logger_node with the
+parameters of config/go2.yaml (installed to share/havln_robot/config). DDS: this launch file does
+not touch the DDS environment; on the Jetson set it for the robot's network (README, "Deploying
+on the Go2").
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+NODES = ["camera_node", "go2_driver_node", "motion_node", "agent_node", "trial_logger_node"]
+
+
+def generate_launch_description():
+    default_params = os.path.join(get_package_share_directory("havln_robot"), "config", "go2.yaml")
+    params_file = LaunchConfiguration("params_file")
+    namespace = LaunchConfiguration("namespace")
+    actions = [
+        DeclareLaunchArgument("params_file", default_value=default_params, description="ROS-params YAML (config/go2.yaml)"),
+        DeclareLaunchArgument("namespace", default_value="", description="namespace for every node and topic"),
+    ]
+    for name in NODES:
+        actions.append(
+            Node(
+                package="havln_robot",
+                executable=name,
+                name=name,
+                namespace=namespace,
+                parameters=[params_file],
+                output="screen",
+                emulate_tty=True,
+            )
+        )
+    return LaunchDescription(actions)

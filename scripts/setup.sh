@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One-step, idempotent setup: Debian packages + .venv with every pinned Python dependency.
+# Run by `make setup` (and so by `make demo` / `make test`). A second run checks and exits.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV="$ROOT/.venv"
+PY=${PYTHON:-python3}
+
+# Debian packages: librealsense USB runtime, Cyclone DDS 0.10.2 (the Go2's version) to build the
+# cyclonedds Python binding, EGL/OSMesa/GL for MuJoCo's headless renderer and OpenCV.
+APT_PKGS=(libusb-1.0-0 cyclonedds-dev libegl1 libgl1 libosmesa6 libglib2.0-0)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python venv, reinstalled only when the lock file or setup.py changed.
+want=$(cat requirements.lock setup.py | sha256sum | cut -c1-16)
+stamp="$VENV/.havln-setup-$want"
+if [ -f "$stamp" ] && "$VENV/bin/python" -c "import havln_robot" 2>/dev/null; then
+  echo "[setup] up to date (.venv matches requirements.lock)"
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || { echo "[setup] creating .venv"; "$PY" -m venv "$VENV"; }
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel
+
+# cyclonedds==0.10.2 must match the robot's Cyclone DDS; build it against Debian's library through
+# a CYCLONEDDS_HOME of symlinks (the binding's build looks for include/, lib/, bin/ under it).
+ARCH_LIB=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+CYHOME="$VENV/cyclonedds-home"
+mkdir -p "$CYHOME"
+ln -sfn /usr/include "$CYHOME/include"
+ln -sfn /usr/bin "$CYHOME/bin"
+ln -sfn "/usr/lib/$ARCH_LIB" "$CYHOME/lib"
+echo "[setup] installing pinned Python packages (first run takes a few minutes)"
+CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+  --no-binary cyclonedds -r requirements.lock
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+rm -f "$VENV"/.havln-setup-*
+touch "$stamp"
+echo "[setup] done: $("$VENV/bin/python" --version), $(wc -l < requirements.lock) pinned packages"

@@ -1,0 +1,34 @@
+"""ament_python package setup for havln_robot (also `pip install -e .` for the pip-wheel ROS 2)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "havln_robot"
+NODES = ["camera_node", "go2_driver_node", "sim_node", "motion_node", "agent_node", "trial_logger_node"]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    include_package_data=True,
+    package_data={PACKAGE: ["sim/assets/*", "sim/scenes/*"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
+        (f"share/{PACKAGE}/models", glob("models/*")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="havln_robot maintainers",
+    maintainer_email="havln-robot@example.org",
+    description="Run a trained HA-VLN 2.0 policy on a Unitree Go2 with ROS 2; replay in sim; log trials.",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [f"{n} = {PACKAGE}.nodes.{n}:main" for n in NODES]
+        + ["havln-robot = havln_robot.cli:main"],
+    },
+)

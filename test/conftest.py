@@ -1,0 +1,46 @@
+"""Shared pytest fixtures: DDS on loopback for every test, the HA-VLN data folder, a ROS context."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from havln_robot.dds import configure_dds
+from havln_robot.paths import data_dir
+
+# Every test process keeps DDS on loopback, whatever the calling shell had set.
+os.environ.pop("HAVLN_DDS", None)
+configure_dds()
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+_DOMAIN_BASE = 40 + (os.getpid() % 50) * 2
+
+
+@pytest.fixture(scope="session")
+def havln_data():
+    """Path of ../shared/data/ha-vln; skips the test with a reason when it is absent."""
+    d = data_dir()
+    if not (d / "ha_r2r_de" / "HA_val_seen.json").is_file():
+        pytest.skip(f"HA-VLN reference data not found at {d} (set HAVLN_DATA or place ../shared next to the checkout)")
+    return d
+
+
+@pytest.fixture
+def ros_context():
+    """A fresh rclpy context on a per-process ROS domain id (loopback DDS); shut down afterwards."""
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=_DOMAIN_BASE, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture
+def free_port():
+    """An unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
