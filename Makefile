@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 # DDS stays on loopback for everything started from here (see config/fastdds_loopback.xml).
 export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
 export FASTRTPS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_loopback.xml
-export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+# SYSTEM_DEFAULT: rmw applies the profile as written (LOCALHOST adds a non-loopback socket; see havln_robot/dds.py)
+export ROS_AUTOMATIC_DISCOVERY_RANGE := SYSTEM_DEFAULT
 export MUJOCO_GL ?= egl
 export PYTHONDONTWRITEBYTECODE := 1
 

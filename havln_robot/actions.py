@@ -118,9 +118,11 @@ def sequence_problems(actions: object) -> list[SequenceProblem]:
         problems.append(SequenceProblem(stops[-1], "stop-last", "STOP must be the last action; drop the actions after it"))
     if not stops and n != MAX_ACTIONS:
         problems.append(
-            SequenceProblem(None, "stop-last", f"sequence of {n} actions does not end with STOP (only a full {MAX_ACTIONS}-action sequence may omit it)")
+            SequenceProblem(
+                None, "stop-last", f"sequence of {n} actions does not end with STOP (only a full {MAX_ACTIONS}-action sequence may omit it)"
+            )
         )
-    problems.sort(key=lambda p: (-1 if p.index is None else p.index))
+    problems.sort(key=lambda p: -1 if p.index is None else p.index)
     return problems
 
 

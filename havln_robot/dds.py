@@ -6,8 +6,13 @@ Loopback mode (default) sets
 * ``RMW_IMPLEMENTATION=rmw_fastrtps_cpp`` (the RMW shipped with the pip wheels),
 * ``FASTRTPS_DEFAULT_PROFILES_FILE`` → ``config/fastdds_loopback.xml`` (UDP whitelisted to
   127.0.0.1, SHM, builtin transports off, initial peer 127.0.0.1),
-* ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (ROS 2 Jazzy discovery range, REP 2016-era
-  replacement of ROS_LOCALHOST_ONLY).
+* ``ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT`` so rmw_fastrtps applies the profile as written.
+
+Why not ``LOCALHOST``: measured here with rmw_fastrtps_cpp 8.4.3 (Jazzy), ``LOCALHOST`` makes the
+RMW add its own transport on top of the profile -- every participant then holds a UDP socket bound
+to the eth0 address and one bound to 0.0.0.0. With ``SYSTEM_DEFAULT`` and this profile every UDP
+socket of the process is bound to 127.0.0.1 (checked by test/test_dds_loopback.py) and two processes
+still discover each other through the 127.0.0.1 initial peer.
 
 Robot mode (``HAVLN_DDS=robot``) leaves the environment as the user set it, so a Jetson on the
 Go2's network uses its normal DDS configuration.
@@ -50,7 +55,7 @@ def configure_dds(env: MutableMapping[str, str] | None = None) -> str:
             raise FileNotFoundError(f"DDS loopback profile missing: {profile}")
         env["RMW_IMPLEMENTATION"] = "rmw_fastrtps_cpp"
         env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
-        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "SYSTEM_DEFAULT"
         env.pop("ROS_STATIC_PEERS", None)
         env.pop("ROS_LOCALHOST_ONLY", None)
     return mode

@@ -55,7 +55,7 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     """
     s = os.fspath(path)
     if s.startswith("$DATA"):
-        return data_dir() / s[len("$DATA"):].lstrip("/")
+        return data_dir() / s[len("$DATA") :].lstrip("/")
     p = Path(s).expanduser()
     if p.is_absolute() or p.exists():
         return p

@@ -15,7 +15,9 @@ os.environ.pop("HAVLN_DDS", None)
 configure_dds()
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-_DOMAIN_BASE = 40 + (os.getpid() % 50) * 2
+# A per-run ROS domain (inherited by subprocesses) so parallel runs on one machine don't cross-talk.
+os.environ.setdefault("ROS_DOMAIN_ID", str(40 + os.getpid() % 50 * 2))
+ROS_DOMAIN_ID = int(os.environ["ROS_DOMAIN_ID"])
 
 
 @pytest.fixture(scope="session")
@@ -29,11 +31,11 @@ def havln_data():
 
 @pytest.fixture
 def ros_context():
-    """A fresh rclpy context on a per-process ROS domain id (loopback DDS); shut down afterwards."""
+    """A fresh rclpy context on this run's ROS domain id (loopback DDS); shut down afterwards."""
     import rclpy
 
     ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=_DOMAIN_BASE, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    rclpy.init(context=ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     yield ctx
     rclpy.try_shutdown(context=ctx)
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import InvalidParameterTypeException, ParameterException
+from rclpy.exceptions import InvalidParameterTypeException, ParameterException, ParameterUninitializedException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -54,27 +54,31 @@ class HavlnNode(Node):
     SPEC: ClassVar[ParamSpec]
 
     def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
-        overrides = []
+        overrides = list(kwargs.pop("parameter_overrides", None) or [])
+        spec = self.SPEC.by_name()
         if params is not None:
             for k, v in params.items():
                 if k == "use_sim_time":
                     overrides.append(Parameter(k, Parameter.Type.BOOL, v))
-                elif k in self.SPEC.by_name():
-                    overrides.append(Parameter(k, _ROS_TYPES[self.SPEC.by_name()[k].type], v))
+                elif k in spec and not (isinstance(v, list) and not v):  # [] has no ROS type; default applies
+                    overrides.append(Parameter(k, _ROS_TYPES[spec[k].type], v))
         super().__init__(node_name or self.SPEC.node, parameter_overrides=overrides, **kwargs)
         values: dict[str, Any] = {}
         for p in self.SPEC.params:
             desc = ParameterDescriptor(description=f"{p.description} (allowed: {p.allowed()})")
+            default = params.get(p.name, p.default) if params is not None else p.default
             try:
-                if p.type.endswith("_list") and not p.default:
+                if p.type.endswith("_list") and not default:
                     self.declare_parameter(p.name, _ROS_TYPES[p.type], desc)
-                    par = self.get_parameter_or(p.name, Parameter(p.name, value=None))
-                    values[p.name] = p.default if par.value is None else list(par.value)
+                    try:
+                        values[p.name] = self.get_parameter(p.name).value
+                    except ParameterUninitializedException:
+                        values[p.name] = default
                 else:
-                    values[p.name] = self.declare_parameter(p.name, p.default, desc).value
+                    values[p.name] = self.declare_parameter(p.name, default, desc).value
             except (InvalidParameterTypeException, ParameterException) as exc:
                 raise ConfigError(f"{self.get_name()}: {p.name}: {exc}; allowed: {p.allowed()}") from None
-            if isinstance(values[p.name], tuple) or type(values[p.name]).__name__ == "array":
+            if p.type.endswith("_list"):
                 values[p.name] = list(values[p.name])
         values["use_sim_time"] = bool(self.get_parameter("use_sim_time").value)
         self.params: dict[str, Any] = self.SPEC.validate(values, where=self.get_name())

@@ -1,0 +1,65 @@
+"""Launch files cannot run here (no `launch`/`launch_ros`): check them statically."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
+
+
+def entry_points() -> set[str]:
+    text = (REPO / "setup.py").read_text()
+    nodes = ast.literal_eval(re.search(r"NODES = (\[.*?\])", text, re.S).group(1))
+    return set(nodes) | {"havln-robot"}
+
+
+def string_constants(tree: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_required_launch_files_exist():
+    names = {p.name for p in LAUNCH_FILES}
+    assert {"go2.launch.py", "sim.launch.py"} <= names
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_parses_and_references_real_things(path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert "generate_launch_description" in funcs
+    eps = entry_points()
+    # executables of this package: Node(package="havln_robot", executable=...) and names in a NODES list
+    executables = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            kw = {k.arg: k.value for k in node.keywords}
+            pkg, exe = kw.get("package"), kw.get("executable")
+            if isinstance(pkg, ast.Constant) and pkg.value == "havln_robot" and isinstance(exe, ast.Constant):
+                executables.append(exe.value)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NODES" for t in node.targets):
+            executables += ast.literal_eval(node.value)
+    assert executables, f"{path.name} starts no havln_robot node"
+    for exe in executables:
+        assert exe in eps, f"{path.name}: executable {exe!r} is not a console_scripts entry point in setup.py"
+    # every referenced config/launch/world file exists in the package
+    for s in string_constants(tree):
+        if re.fullmatch(r"[\w./-]+\.(yaml|xml|sdf|urdf|py)", s) and "/" not in s.strip("/"):
+            candidates = [REPO / d / s for d in ("config", "launch", "gazebo", "gazebo/worlds", "gazebo/models")]
+            assert any(c.exists() for c in candidates), f"{path.name} references {s!r}, which is not in the package"
+
+
+def test_profiles_match_launch_files():
+    """go2.launch.py / sim.launch.py start exactly the nodes their profile configures."""
+    import yaml
+
+    for launch_name, profile in (("go2.launch.py", "go2.yaml"), ("sim.launch.py", "sim.yaml")):
+        tree = ast.parse((REPO / "launch" / launch_name).read_text())
+        nodes = next(
+            ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "NODES"
+        )
+        assert set(nodes) == set(yaml.safe_load((REPO / "config" / profile).read_text())), launch_name
