@@ -28,7 +28,6 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     entry_points={
-        "console_scripts": [f"{n} = {PACKAGE}.nodes.{n}:main" for n in NODES]
-        + ["havln-robot = havln_robot.cli:main"],
+        "console_scripts": [f"{n} = {PACKAGE}.nodes.{n}:main" for n in NODES] + ["havln-robot = havln_robot.cli:main"],
     },
 )
