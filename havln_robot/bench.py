@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy``: dispatch to each subsystem's benchmark."""
+"""``havln-robot bench sim|motion|policy|robot``: dispatch to each subsystem's benchmark."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ BENCHES = {
     "sim": "havln_robot.sim.bench:main",
     "motion": "havln_robot.motion.bench:main",
     "policy": "havln_robot.policy.bench:main",
+    "robot": "havln_robot.robot.bench:main",
 }
 
 

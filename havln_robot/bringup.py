@@ -82,6 +82,19 @@ class Bringup:
             raise
         return self
 
+    @property
+    def context(self):
+        """The rclpy Context the nodes run in (``None`` before :meth:`start` / after :meth:`shutdown`)."""
+        return self._context
+
+    def add_node(self, node: Any, name: str | None = None) -> None:
+        """Spin an extra node (created with ``context=self.context``) with the profile's nodes.
+
+        It is safe-stopped (if it has ``safe_stop``) and destroyed by :meth:`shutdown` like the others.
+        """
+        self.nodes[name or node.get_name()] = node
+        self._executor.add_node(node)
+
     def spin_until(self, done: Callable[[], bool] | None = None, timeout: float | None = None) -> str:
         """Spin until ``done()`` is true, ``timeout`` s pass, or :meth:`stop` is called.
 
@@ -112,7 +125,8 @@ class Bringup:
             return
         for name, node in self.nodes.items():
             try:
-                node.safe_stop()
+                if hasattr(node, "safe_stop"):
+                    node.safe_stop()
             except Exception as exc:  # a failing safe_stop must not prevent the others
                 self.log(f"[bringup] {name}: safe_stop failed: {exc}")
         if self._executor is not None:

@@ -1,0 +1,153 @@
+"""Benchmark of go2_driver_node against the fake Go2 (loopback): latencies and command rate.
+
+``python -m havln_robot.robot.bench [--trials N]`` starts the fake Go2 in its own process (Unitree
+SDK on ``lo``, its own DDS domain) and the real driver node in this one, then prints:
+
+* cmd_vel -> first Move latency (ms), and the Move interval while commanded (ms, p50 / p95);
+* e-stop latency: ``go2/estop`` request sent -> ``Damp`` received by the robot (ms);
+* cmd_vel watchdog: last cmd_vel -> ``StopMove`` (ms; configured limit 300 ms);
+* lost state: sportmodestate stopped -> ``StopMove`` (ms; configured limit 500 ms).
+
+Both processes stamp with ``time.monotonic`` (CLOCK_MONOTONIC, shared by processes on one machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+
+def _pct(xs: list[float]) -> str:
+    if not xs:
+        return "n/a"
+    a = np.asarray(xs) * 1e3
+    return f"p50 {np.percentile(a, 50):6.1f}  p95 {np.percentile(a, 95):6.1f}  max {a.max():6.1f} ms  (n={len(a)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; returns 0 on success, 1 when a measurement is missing."""
+    ap = argparse.ArgumentParser(prog="python -m havln_robot.robot.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=10, help="e-stop / watchdog trials (default 10)")
+    args = ap.parse_args(argv)
+
+    from havln_robot.dds import configure_dds
+
+    configure_dds()
+    import rclpy
+    from geometry_msgs.msg import Twist
+    from rclpy.executors import SingleThreadedExecutor
+    from std_srvs.srv import Trigger
+
+    from havln_robot.nodes.go2_driver_node import Go2DriverNode
+    from havln_robot.robot.fake_go2 import FakeGo2Process
+
+    ros_domain = 40 + (os.getpid() % 50) * 2
+    unitree_domain = ros_domain + 1
+    fake = FakeGo2Process(unitree_domain)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=ros_domain, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    try:
+        fake.wait_ready(20.0)
+        driver = Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": unitree_domain}, context=ctx)
+        node = rclpy.create_node("robot_bench", context=ctx)
+        pub = node.create_publisher(Twist, "cmd_vel", 10)
+        estop = node.create_client(Trigger, "go2/estop")
+        recover = node.create_client(Trigger, "go2/recover")
+        ex = SingleThreadedExecutor(context=ctx)
+        ex.add_node(driver)
+        ex.add_node(node)
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                ex.spin_once(timeout_sec=0.01)
+
+        th = threading.Thread(target=spin, daemon=True)
+        th.start()
+
+        def drive(vx: float, seconds: float, rate: float = 10.0) -> float:
+            """Publish cmd_vel for `seconds`; returns the time of the last publish."""
+            end, last = time.monotonic() + seconds, 0.0
+            while time.monotonic() < end:
+                t = Twist()
+                t.linear.x = vx
+                last = time.monotonic()
+                pub.publish(t)
+                time.sleep(1.0 / rate)
+            return last
+
+        def call(client: Any) -> tuple[float, Any]:
+            client.wait_for_service(timeout_sec=5.0)
+            t0 = time.monotonic()
+            fut = client.call_async(Trigger.Request())
+            while not fut.done() and time.monotonic() - t0 < 5.0:
+                time.sleep(0.001)
+            return t0, fut.result()
+
+        def first_after(api: str, t0: float, timeout: float = 2.0) -> float | None:
+            ev = fake.wait(lambda e: e["event"] == "call" and e["api"] == api and e["t"] >= t0, timeout)
+            return None if ev is None else ev["t"] - t0
+
+        time.sleep(1.0)  # driver sees the state
+        first_move, intervals, estops, watchdogs = [], [], [], []
+        for _ in range(args.trials):
+            t0 = time.monotonic()
+            t = Twist()
+            t.linear.x = 0.3
+            pub.publish(t)
+            d = first_after("Move", t0)
+            if d is not None:
+                first_move.append(d)
+            drive(0.3, 0.6)
+            moves = fake.calls("Move", since=t0)
+            intervals += [b["t"] - a["t"] for a, b in zip(moves[1:], moves[2:], strict=False)]
+            last = drive(0.3, 0.1)
+            d = first_after("StopMove", last)
+            if d is not None:
+                watchdogs.append(d)
+            drive(0.3, 0.3)
+            t0, res = call(estop)
+            d = first_after("Damp", t0)
+            if d is not None and res is not None and res.success:
+                estops.append(d)
+            call(recover)
+            time.sleep(0.2)
+        drive(0.3, 0.3)
+        fake.command("pause")
+        t_pause = time.monotonic()
+        drive(0.3, 1.0)
+        lost = first_after("StopMove", t_pause)
+        fake.command("resume")
+
+        print(f"go2_driver_node vs fake Go2 on lo ({args.trials} trials; Move re-send {driver.params['command_rate_hz']:g} Hz configured)")
+        print(f"  cmd_vel -> first Move     {_pct(first_move)}")
+        print(f"  Move interval (commanded) {_pct(intervals)}")
+        print(f"  e-stop -> Damp received   {_pct(estops)}")
+        print(f"  cmd_vel silence -> StopMove {_pct(watchdogs)}   (watchdog {driver.params['cmd_timeout_s'] * 1e3:.0f} ms)")
+        print(
+            f"  state lost -> StopMove    {'n/a' if lost is None else f'{lost * 1e3:.1f} ms'}   (state timeout {driver.params['state_timeout_s'] * 1e3:.0f} ms)"
+        )
+        stop.set()
+        th.join(timeout=2)
+        driver.safe_stop()
+        ex.shutdown()
+        driver.destroy_node()
+        node.destroy_node()
+        ok = bool(first_move and intervals and estops and watchdogs and lost is not None)
+        return 0 if ok else 1
+    except RuntimeError as exc:
+        print(f"robot bench: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        fake.close()
+        rclpy.try_shutdown(context=ctx)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

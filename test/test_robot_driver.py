@@ -1,0 +1,252 @@
+"""go2_driver_node driven end to end through the fake Go2 (unitree_sdk2py server classes, on loopback).
+
+The fake runs in its own process (python -m havln_robot.robot.fake_go2) on a Unitree DDS domain
+distinct from the ROS domain; these tests talk ROS to the real driver node and read back what the
+fake robot received over the SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("unitree_sdk2py")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import Twist  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import Imu  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from havln_robot.geometry import quat_to_yaw  # noqa: E402
+from havln_robot.nodes._msgs import status_dict  # noqa: E402
+from havln_robot.nodes.go2_driver_node import Go2DriverNode  # noqa: E402
+from havln_robot.params import ConfigError  # noqa: E402
+from havln_robot.robot.fake_go2 import FakeGo2Process  # noqa: E402
+
+# test/conftest.py puts ROS on the even domain 40 + (pid % 50) * 2; the Unitree SDK takes the next (odd) one.
+UNITREE_DOMAIN = 40 + (os.getpid() % 50) * 2 + 1
+
+
+@pytest.fixture(scope="module")
+def fake():
+    f = FakeGo2Process(UNITREE_DOMAIN)
+    try:
+        f.wait_ready(20.0)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield f
+    f.close()
+
+
+class Harness:
+    """Driver node + a test node (cmd_vel publisher, odom/imu/diagnostics subscriber, estop client)."""
+
+    def __init__(self, ctx, **params) -> None:
+        p = {"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN, "status_rate_hz": 10.0, **params}
+        self.driver = Go2DriverNode(params=p, context=ctx)
+        self.node = rclpy.create_node("robot_test", context=ctx)
+        self.cmd = self.node.create_publisher(Twist, "cmd_vel", 10)
+        self.odom: list[Odometry] = []
+        self.imu: list[Imu] = []
+        self.diag: list[dict] = []
+        self.node.create_subscription(Odometry, "odom", self.odom.append, 50)
+        self.node.create_subscription(Imu, "imu", self.imu.append, 50)
+        self.node.create_subscription(DiagnosticArray, "diagnostics", self._diag, 10)
+        self.estop = self.node.create_client(Trigger, "go2/estop")
+        self.recover = self.node.create_client(Trigger, "go2/recover")
+        self.ex = SingleThreadedExecutor(context=ctx)
+        self.ex.add_node(self.driver)
+        self.ex.add_node(self.node)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while not self.stop.is_set():
+            self.ex.spin_once(timeout_sec=0.02)
+
+    def _diag(self, msg: DiagnosticArray) -> None:
+        for st in msg.status:
+            self.diag.append({"level": st.level if isinstance(st.level, int) else st.level[0], "message": st.message, **status_dict(st)})
+
+    def drive(self, vx: float, vy: float, wz: float, seconds: float, rate: float = 20.0) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t = Twist()
+            t.linear.x, t.linear.y, t.angular.z = vx, vy, wz
+            self.cmd.publish(t)
+            time.sleep(1.0 / rate)
+
+    def wait_for(self, pred, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if pred():
+                return True
+            time.sleep(0.02)
+        return pred()
+
+    def call(self, client, timeout: float = 5.0) -> Trigger.Response:
+        assert client.wait_for_service(timeout_sec=5.0)
+        fut = client.call_async(Trigger.Request())
+        assert self.wait_for(fut.done, timeout), "service call timed out"
+        return fut.result()
+
+    def close(self) -> None:
+        self.driver.safe_stop()
+        time.sleep(0.1)
+        self.stop.set()
+        self.thread.join(timeout=2)
+        self.ex.shutdown()
+        self.driver.destroy_node()
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def rig(ros_context, fake):
+    fake.command("reset")
+    h = Harness(ros_context)
+    assert h.wait_for(lambda: len(h.odom) > 3, 10.0), "no odom from the driver: sportmodestate not received"
+    yield h
+    h.close()
+
+
+def _intervals(calls: list[dict]) -> list[float]:
+    return [b["t"] - a["t"] for a, b in zip(calls, calls[1:], strict=False)]
+
+
+def test_move_balance_stand_first_rate_and_odometry(rig, fake):
+    t0 = time.monotonic()
+    rig.drive(0.3, 0.0, 0.0, 1.0)
+    moves = fake.calls("Move", since=t0)
+    balance = fake.calls("BalanceStand", since=t0)
+    assert balance, "no BalanceStand before moving"
+    assert moves and balance[0]["t"] < moves[0]["t"], "BalanceStand must precede the first Move"
+    assert all(m["accepted"] for m in moves), "the fake ignored a Move (robot not in balance stand)"
+    assert moves[-1]["params"] == {"x": pytest.approx(0.3), "y": 0.0, "z": 0.0}
+    # re-sent at >= 20 Hz while non-zero
+    iv = sorted(_intervals(moves))
+    assert len(moves) >= 25, f"only {len(moves)} Move calls in ~1 s"
+    assert iv[len(iv) // 2] <= 0.05, f"median Move interval {iv[len(iv) // 2] * 1e3:.0f} ms > 50 ms"
+    # odometry follows the fake's integrated pose
+    snap = fake.command("state")
+    assert rig.wait_for(lambda: rig.odom[-1].pose.pose.position.x > 0.2, 2.0)
+    o = rig.odom[-1]
+    assert o.header.frame_id == "odom" and o.child_frame_id == "base_link"
+    assert o.pose.pose.position.x == pytest.approx(snap["x"], abs=0.05)
+    assert 0.2 < snap["x"] < 0.45, f"fake moved {snap['x']:.3f} m for 0.3 m/s x ~1 s"
+
+
+def test_zero_command_sends_stopmove_and_robot_stops(rig, fake):
+    rig.drive(0.3, 0.0, 0.0, 0.4)
+    t0 = time.monotonic()
+    rig.drive(0.0, 0.0, 0.0, 0.3)
+    stops = fake.calls("StopMove", since=t0)
+    assert stops, "no StopMove after a zero cmd_vel"
+    assert stops[0]["t"] - t0 < 0.1, f"StopMove came {stops[0]['t'] - t0:.3f} s after the zero command"
+    assert not fake.calls("Move", since=stops[0]["t"] + 0.01), "Move sent after StopMove with a zero command"
+    snap = fake.command("state")
+    assert snap["vx"] == 0.0 and snap["mode"] == 1
+
+
+def test_cmd_vel_watchdog_stops_after_silence(rig, fake):
+    rig.drive(0.2, 0.0, 0.3, 0.5)
+    t_last = time.monotonic()
+    time.sleep(0.8)
+    stops = fake.calls("StopMove", since=t_last)
+    assert stops, "watchdog did not send StopMove after cmd_vel silence"
+    delay = stops[0]["t"] - t_last
+    assert 0.25 <= delay <= 0.45, f"StopMove {delay:.3f} s after the last cmd_vel (watchdog 0.3 s)"
+    assert not fake.calls("Move", since=stops[0]["t"] + 0.01)
+    assert fake.command("state")["vx"] == 0.0
+
+
+def test_commands_clamped_to_indoor_limits(rig, fake):
+    t0 = time.monotonic()
+    rig.drive(5.0, -3.0, 9.0, 0.3)
+    m = fake.calls("Move", since=t0)[-1]["params"]
+    assert m == {"x": pytest.approx(0.5), "y": pytest.approx(-0.3), "z": pytest.approx(1.0)}
+
+
+def test_yaw_and_imu_follow_the_robot(rig, fake):
+    rig.drive(0.0, 0.0, 0.8, 1.0)
+    snap = fake.command("state")
+    assert snap["yaw"] > 0.5
+    assert any(m.angular_velocity.z == pytest.approx(0.8, abs=1e-3) for m in list(rig.imu)), "gyroscope z not on imu"
+    assert any(o.twist.twist.angular.z == pytest.approx(0.8, abs=1e-3) for o in list(rig.odom)), "yaw rate not on odom twist"
+    time.sleep(0.4)  # let the watchdog stop the turn; pose then stays put
+    snap = fake.command("state")
+    o, m = rig.odom[-1], rig.imu[-1]
+    q = o.pose.pose.orientation
+    assert quat_to_yaw(q.x, q.y, q.z, q.w) == pytest.approx(snap["yaw"], abs=0.02)  # (w,x,y,z) -> (x,y,z,w) done right
+    mq = m.orientation
+    assert quat_to_yaw(mq.x, mq.y, mq.z, mq.w) == pytest.approx(snap["yaw"], abs=0.02)
+    assert m.header.frame_id == "imu_link" and m.linear_acceleration.z == pytest.approx(9.81, abs=1e-3)
+
+
+def test_estop_damps_and_refuses_motion_until_recover(rig, fake):
+    rig.drive(0.3, 0.0, 0.0, 0.3)
+    res = rig.call(rig.estop)
+    assert res.success, res.message
+    damps = fake.calls("Damp")
+    assert damps, "no Damp on e-stop"
+    t_damp = damps[-1]["t"]
+    rig.drive(0.3, 0.0, 0.0, 0.5)
+    assert not fake.calls("Move", since=t_damp + 0.01), "Move sent while e-stopped"
+    assert fake.command("state")["mode"] == 7
+    assert rig.wait_for(lambda: rig.diag and rig.diag[-1]["estopped"] == "true" and rig.diag[-1]["level"] == 2, 2.0)
+    res = rig.call(rig.recover)
+    assert res.success, res.message
+    t1 = time.monotonic()
+    rig.drive(0.3, 0.0, 0.0, 0.4)
+    assert fake.calls("StandUp"), "recover did not call StandUp"
+    assert fake.calls("BalanceStand", since=t1), "no BalanceStand after recovery"
+    assert any(c["accepted"] for c in fake.calls("Move", since=t1)), "motion not resumed after recover"
+
+
+def test_lost_state_stops_faults_and_refuses_until_state_returns(rig, fake):
+    rig.drive(0.3, 0.0, 0.0, 0.3)
+    fake.command("pause")
+    t_pause = time.monotonic()
+    rig.drive(0.3, 0.0, 0.0, 1.0)  # keep commanding while the state is gone
+    stops = fake.calls("StopMove", since=t_pause)
+    assert stops, "no StopMove after the state stream stopped"
+    assert stops[0]["t"] - t_pause < 0.75, f"StopMove {stops[0]['t'] - t_pause:.2f} s after the state stopped (limit 0.5 s)"
+    assert not fake.calls("Move", since=stops[0]["t"] + 0.01), "Move sent while the state is lost"
+    assert rig.wait_for(lambda: any(d["level"] == 2 and "sportmodestate" in d["message"] for d in rig.diag), 2.0), "no fault on diagnostics"
+    fake.command("resume")
+    time.sleep(0.3)
+    t1 = time.monotonic()
+    rig.drive(0.3, 0.0, 0.0, 0.4)
+    assert fake.calls("BalanceStand", since=t1), "no BalanceStand after the fault cleared"
+    assert any(c["accepted"] for c in fake.calls("Move", since=t1)), "motion not resumed after state returned"
+    assert rig.diag[-1]["level"] == 0 or rig.wait_for(lambda: rig.diag[-1]["level"] == 0, 1.0)
+
+
+def test_safe_stop_sends_stopmove(ros_context, fake):
+    fake.command("reset")
+    h = Harness(ros_context)
+    try:
+        assert h.wait_for(lambda: len(h.odom) > 3, 10.0)
+        h.drive(0.3, 0.0, 0.0, 0.3)
+        t0 = time.monotonic()
+        h.driver.safe_stop()
+        assert fake.wait(lambda e: e["event"] == "call" and e["api"] == "StopMove" and e["t"] >= t0, 2.0), "no StopMove on shutdown"
+        time.sleep(0.2)
+        h.drive(0.3, 0.0, 0.0, 0.2)
+        assert not fake.calls("Move", since=time.monotonic() - 0.15), "Move sent after shutdown"
+    finally:
+        h.close()
+
+
+def test_bad_interface_or_second_domain_is_a_one_line_config_error(ros_context, fake):
+    with pytest.raises(ConfigError, match="network_interface='nosuch0': no such network interface"):
+        Go2DriverNode(params={"network_interface": "nosuch0", "dds_domain_id": UNITREE_DOMAIN}, context=ros_context)
+    # the SDK's channel is one per process: a different domain in the same process is refused, not ignored
+    with pytest.raises(ConfigError, match="one per process"):
+        Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN + 2}, context=ros_context)
