@@ -1,0 +1,318 @@
+"""``havln-robot trial ...``: run a trial campaign from the operator's terminal.
+
+Subcommands (all take ``--db PATH``; default ``$HAVLN_TRIALS_DB`` or ``~/havln_trials/trials.db``,
+the same file trial_logger_node writes):
+
+* ``plan FILE [--name N]``      import a campaign plan (YAML/CSV); re-importing resumes it
+* ``next [--campaign C]``       show the next pending planned trial and the campaign progress
+* ``start [--next] [...]``      open a trial (from the plan with ``--next``, or from options)
+* ``end --success|--failure|--abort [--reason R] [--ne M] [--id N]``   record the verdict
+* ``list [--campaign C] [--platform P] [--limit N]``, ``show ID [--steps]``, ``campaigns``
+* ``bench [--steps N]``         measure the per-step commit latency of the store (fsync)
+
+Errors are one line on stderr, exit code 2; nothing already recorded is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from havln_robot.trials.metrics import summarize
+from havln_robot.trials.regions import short_label
+from havln_robot.trials.store import GOAL_FRAMES, PLATFORMS, PlannedTrial, Step, Trial, TrialError, TrialStore, default_db_path
+
+
+def _fmt_time(t: float | None) -> str:
+    return "-" if t is None else _dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _fmt_m(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _planned_line(p: PlannedTrial) -> str:
+    goal = f" goal=({p.goal_x:g}, {p.goal_y:g}) [{p.goal_frame}]" if p.goal_x is not None else ""
+    inst = f" ({p.instance})" if p.instance else ""
+    return (
+        f"#{p.seq + 1} {p.platform} {short_label(p.region)}{inst}, people={p.people_present}{goal}\n    instruction: {p.instruction or '-'}"
+    )
+
+
+def _pick_campaign(st: TrialStore, name: str | None) -> str:
+    if name:
+        return name
+    camps = st.campaigns()
+    if not camps:
+        raise TrialError("no campaign imported yet; run: havln-robot trial plan PLAN.yaml")
+    open_ = [c for c in camps if c.done < c.planned]
+    return (open_ or camps)[-1].name
+
+
+def _cmd_plan(st: TrialStore, a: argparse.Namespace) -> int:
+    from havln_robot.trials.plan import load_plan
+
+    name, desc, planned = load_plan(a.file, a.name)
+    st.import_plan(name, planned, source=str(Path(a.file).resolve()), description=desc)
+    return _cmd_next(st, argparse.Namespace(campaign=name))
+
+
+def _cmd_next(st: TrialStore, a: argparse.Namespace) -> int:
+    name = _pick_campaign(st, a.campaign)
+    rows = st.planned(name)
+    name = next((c.name for c in st.campaigns() if c.id == rows[0][0].campaign_id), name) if rows else name
+    done = sum(s == "done" for _, s in rows)
+    print(f"campaign {name}: {done}/{len(rows)} trials done")
+    nxt = next(((p, s) for p, s in rows if s != "done"), None)
+    if nxt is None:
+        print("campaign complete; havln-robot report --campaign " + name)
+        return 0
+    p, status = nxt
+    print(f"next ({status}): {_planned_line(p)}")
+    if status == "pending":
+        print(f"start it with: havln-robot trial start --next --campaign {name}")
+    else:
+        print("a trial for it is open; finish it with: havln-robot trial end --success|--failure|--abort")
+    return 0
+
+
+def _cmd_start(st: TrialStore, a: argparse.Namespace) -> int:
+    meta = {
+        "people_present": a.people,
+        "instance": a.instance,
+        "instruction": a.instruction,
+        "operator": a.operator,
+        "episode_id": a.episode_id,
+        "scan": a.scan,
+        "notes": a.notes,
+        "goal_frame": a.goal_frame,
+        "goal_radius": a.goal_radius,
+    }
+    if a.goal:
+        meta["goal_x"], meta["goal_y"] = a.goal
+    meta = {k: v for k, v in meta.items() if v is not None}
+    supersede = "superseded by a new trial (operator)" if a.supersede else None
+    if a.next:
+        name = _pick_campaign(st, a.campaign)
+        p = st.next_planned(name)
+        if p is None:
+            print(f"campaign {name} is complete; nothing to start")
+            return 0
+        t = st.start_planned(p, supersede=supersede, platform=a.platform, region=a.region, **meta)
+    else:
+        if a.region is None:
+            raise TrialError("start: --region is required (or --next to take the next planned trial)")
+        t = st.start_trial(a.platform or "go2", a.region, supersede=supersede, **meta)
+    print(f"trial {t.id} started: {t.platform} {short_label(t.region)}, people={t.people_present}")
+    if t.instruction:
+        print(f"  instruction: {t.instruction}")
+    print("  end it with: havln-robot trial end --success|--failure|--abort [--reason ...]")
+    return 0
+
+
+def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
+    if a.id is not None:
+        t = st.trial(a.id)
+    else:
+        t = st.current_trial()
+        if t is None:
+            raise TrialError("end: no running or unjudged trial; pass --id N (havln-robot trial list)")
+    outcome = "success" if a.success else "failure" if a.failure else "aborted"
+    reason = a.reason or ("operator abort" if outcome == "aborted" else "")
+    t = st.set_outcome(t.id, outcome, reason=reason, ne_m=a.ne, overwrite=a.overwrite)
+    ne = f", NE {t.ne_m:.2f} m ({t.ne_source})" if t.ne_m is not None else ""
+    print(f"trial {t.id}: {t.outcome}{ne}; {st.step_count(t.id)} steps recorded")
+    if t.campaign_id is not None:
+        _cmd_next(st, argparse.Namespace(campaign=str(t.campaign_id)))
+    return 0
+
+
+def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
+    trials = st.trials(campaign=a.campaign, platform=a.platform, limit=a.limit)
+    if not trials:
+        print("no trials")
+        return 0
+    print(f"{'id':>4}  {'started':19}  {'platform':8}  {'region':14}  {'people':>6}  {'steps':>5}  {'state':16}  {'NE m':>6}")
+    for t in trials:
+        print(
+            f"{t.id:>4}  {_fmt_time(t.started):19}  {t.platform:8}  {short_label(t.region)[:14]:14}  {t.people_present:>6}  "
+            f"{st.step_count(t.id):>5}  {t.state[:16]:16}  {_fmt_m(t.ne_m):>6}"
+        )
+    return 0
+
+
+def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
+    s = summarize(t, st.steps(t.id), st.collisions(t.id))
+    rows = [
+        ("trial", t.id),
+        ("state", t.state),
+        ("platform", t.platform),
+        ("region", t.region),
+        ("instance", t.instance or "-"),
+        ("people present", t.people_present),
+        ("instruction", t.instruction or "-"),
+        ("goal", f"({t.goal_x:g}, {t.goal_y:g}) in {t.goal_frame}, radius {t.goal_radius:g} m" if t.goal_known else "unknown"),
+        ("operator", t.operator or "-"),
+        ("episode / scan", f"{t.episode_id or '-'} / {t.scan or '-'}"),
+        ("started", _fmt_time(t.started)),
+        ("finished", f"{_fmt_time(t.finished)} ({t.end_reason or '-'})"),
+        ("outcome", f"{t.outcome or '-'} {('(' + t.reason + ')') if t.reason else ''}"),
+        ("NE", f"{_fmt_m(t.ne_m)} m ({t.ne_source or '-'})"),
+        ("steps", s.steps),
+        ("collisions", f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static})"),
+        ("path length", f"{s.path_length_m:.2f} m"),
+        ("mcap", t.mcap_path or "-"),
+    ]
+    for k, v in rows:
+        print(f"{k:>15}: {v}")
+    if with_steps:
+        for step in st.steps(t.id):
+            pose = f"({_fmt_m(step.x)}, {_fmt_m(step.y)})" if step.x is not None else "-"
+            print(f"  [{step.seq:3}] {step.action:12} {step.outcome:10} pose={pose} collisions={step.collisions}")
+
+
+def _cmd_show(st: TrialStore, a: argparse.Namespace) -> int:
+    _print_trial(st, st.trial(a.id), a.steps)
+    return 0
+
+
+def _cmd_campaigns(st: TrialStore, a: argparse.Namespace) -> int:
+    camps = st.campaigns()
+    if not camps:
+        print("no campaigns")
+    for c in camps:
+        print(f"{c.id:>3}  {c.name:24}  {c.done}/{c.planned} done  created {_fmt_time(c.created)}  {c.description}")
+    return 0
+
+
+def _cmd_bench(a: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(dir=a.dir) as d:
+        with TrialStore(Path(d) / "bench.db") as st:
+            t = st.start_trial("sim", "office")
+            lat = []
+            for i in range(a.steps):
+                t0 = time.perf_counter()
+                st.add_step(t.id, Step(seq=0, stamp=float(i), action="MOVE_FORWARD", outcome="ok", x=0.25 * i, y=0.0, yaw=0.0))
+                lat.append(time.perf_counter() - t0)
+    lat.sort()
+    n = len(lat)
+    print(f"trial store commit latency (WAL, synchronous=FULL), {n} steps in {Path(d).parent} (one transaction + fsync per step):")
+    print(f"  median {1e3 * lat[n // 2]:.2f} ms  p95 {1e3 * lat[int(0.95 * (n - 1))]:.2f} ms  max {1e3 * lat[-1]:.2f} ms")
+    if a.mcap:
+        _bench_mcap(a)
+    return 0
+
+
+def _bench_mcap(a: argparse.Namespace) -> None:
+    """MCAP cost of one 640x480 rgb8 frame per recorder setting (needs the ROS message packages)."""
+    import numpy as np
+
+    try:
+        from sensor_msgs.msg import Image
+    except ImportError as exc:
+        print(f"MCAP bench skipped: {exc}")
+        return
+    from havln_robot.trials.recorder import McapRecorder
+
+    rng = np.random.default_rng(0)
+    base = np.kron(rng.integers(0, 255, size=(60, 80, 3), dtype=np.uint8), np.ones((8, 8, 1), np.uint8))  # blocky texture
+    frames = [np.clip(base.astype(int) + rng.integers(-8, 8, size=base.shape), 0, 255).astype(np.uint8) for _ in range(4)]
+    print("MCAP recording of 640x480 rgb8 frames (per frame: time to downsample/encode/serialise/write, bytes on disk):")
+    for stride, fmt in ((1, "raw"), (2, "raw"), (2, "jpeg"), (1, "jpeg")):
+        with tempfile.TemporaryDirectory(dir=a.dir) as d:
+            rec = McapRecorder(Path(d) / "bench", image_stride=stride, image_format=fmt)
+            t0 = time.perf_counter()
+            for i in range(a.frames):
+                f = frames[i % len(frames)]
+                msg = Image(height=480, width=640, encoding="rgb8", step=640 * 3, data=f.tobytes())
+                rec.write("camera/color/image_raw", msg, log_time_ns=i * 200_000_000)
+            rec.close()
+            dt = (time.perf_counter() - t0) / a.frames
+            size = sum(p.stat().st_size for p in rec.stats.files) / a.frames
+        print(f"  stride {stride} {fmt:4}: {1e3 * dt:6.2f} ms/frame  {size / 1024:7.1f} KiB/frame")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="havln-robot trial", description="Trial campaign: plan, next, start, end, list, show.")
+    ap.add_argument("--db", default=None, help=f"trial database (default $HAVLN_TRIALS_DB or {default_db_path()})")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("plan", help="import a campaign plan (YAML/CSV); re-import to resume")
+    p.add_argument("file")
+    p.add_argument("--name", help="campaign name (default: the file's 'campaign' key / CSV file stem)")
+
+    p = sub.add_parser("next", help="show the next pending planned trial")
+    p.add_argument("--campaign")
+
+    p = sub.add_parser("start", help="open a trial")
+    p.add_argument("--next", action="store_true", help="take the next pending trial of the campaign plan")
+    p.add_argument("--campaign")
+    p.add_argument("--platform", choices=PLATFORMS)
+    p.add_argument("--region", help="region type, e.g. office, 'living room', hallway, lobby")
+    p.add_argument("--people", type=int, help="number of people present (0 = without people)")
+    p.add_argument("--instance", help="which room of that type (free text)")
+    p.add_argument("--instruction")
+    p.add_argument("--goal", type=float, nargs=2, metavar=("X", "Y"), help="goal position, metres")
+    p.add_argument("--goal-frame", choices=GOAL_FRAMES, help="frame of --goal (default start: x forward, y left of the start pose)")
+    p.add_argument("--goal-radius", type=float, help="success radius, m (default 3.0)")
+    p.add_argument("--operator")
+    p.add_argument("--episode-id")
+    p.add_argument("--scan")
+    p.add_argument("--notes")
+    p.add_argument("--supersede", action="store_true", help="abort a trial that is still running instead of refusing")
+
+    p = sub.add_parser("end", help="record the verdict of the running (or latest unjudged) trial")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--success", action="store_true")
+    g.add_argument("--failure", action="store_true")
+    g.add_argument("--abort", action="store_true", help="aborted (not counted in the success rate)")
+    p.add_argument("--reason", default="")
+    p.add_argument("--ne", type=float, help="navigation error measured on site, metres (overrides odometry)")
+    p.add_argument("--id", type=int, help="trial id (default: running or latest unjudged trial)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier verdict")
+
+    p = sub.add_parser("list", help="list trials")
+    p.add_argument("--campaign")
+    p.add_argument("--platform", choices=PLATFORMS)
+    p.add_argument("--limit", type=int, default=None)
+
+    p = sub.add_parser("show", help="show one trial")
+    p.add_argument("id", type=int)
+    p.add_argument("--steps", action="store_true")
+
+    sub.add_parser("campaigns", help="list campaigns and their progress")
+
+    p = sub.add_parser("bench", help="measure the per-step commit latency of the store")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--dir", default=None, help="folder on the disk to measure (default: the temp folder)")
+    p.add_argument("--mcap", action="store_true", help="also measure MCAP image recording cost")
+    p.add_argument("--frames", type=int, default=30, help="frames per MCAP setting")
+    return ap
+
+
+_COMMANDS = {
+    "plan": _cmd_plan,
+    "next": _cmd_next,
+    "start": _cmd_start,
+    "end": _cmd_end,
+    "list": _cmd_list,
+    "show": _cmd_show,
+    "campaigns": _cmd_campaigns,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry of ``havln-robot trial``; returns the exit code (0 ok, 2 bad input)."""
+    a = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if a.cmd == "bench":
+            return _cmd_bench(a)
+        with TrialStore(a.db) as st:
+            return _COMMANDS[a.cmd](st, a)
+    except TrialError as exc:
+        print(f"havln-robot trial {a.cmd}: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,454 @@
+"""MCAP recording of trials: rosbag2-compatible bags readable by ``ros2 bag`` and Foxglove.
+
+No rclpy import at module level: messages are serialised with
+``rclpy.serialization.serialize_message`` (imported on first use, or injected), so the size-cap,
+roll-over, throttling and downsampling logic is testable without a ROS graph.
+
+Format (MCAP spec, ``ros2`` profile; what rosbag2_storage_mcap writes):
+
+* header profile ``ros2``; schemas with encoding ``ros2msg`` named ``pkg/msg/Type`` whose data
+  is the ``.msg`` text followed by every dependency as
+  ``"=" * 80 + "\\nMSG: pkg/msg/Dep\\n" + text`` (the rosbag2 message-definition layout),
+  read from ``share/<pkg>/msg/<Type>.msg`` of the ROS installation;
+* channels with message encoding ``cdr`` and metadata ``offered_qos_profiles``;
+* a bag *directory* ``<name>/`` holding ``<name>_0.mcap``, ``<name>_1.mcap``, ... and a rosbag2
+  ``metadata.yaml`` (version 8), so ``ros2 bag info/play <name>`` work; each ``.mcap`` file also
+  opens on its own in Foxglove.
+
+Size cap: ``max_bytes`` per file (estimated from the payload bytes, an upper bound of the
+compressed file size); at the cap the recorder rolls over to the next file (``on_limit="roll"``,
+at most ``max_files`` files) or stops (``on_limit="stop"``), saying so once through ``log``.
+
+Images: ``image_stride`` keeps every n-th row and column of ``sensor_msgs/Image`` (and scales the
+matching ``CameraInfo``); ``image_max_rate_hz`` drops frames (and camera_info) above that rate per topic;
+``image_format="jpeg"`` stores 8-bit colour/mono images as ``sensor_msgs/CompressedImage`` on
+``<topic>/compressed`` (depth stays raw).
+
+A bag whose writer was killed lacks its summary; the data chunks before the kill are intact
+(``mcap recover FILE`` rewrites it, ``ros2 bag reindex`` rebuilds metadata.yaml).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mcap.writer import CompressionType
+from mcap.writer import Writer as McapWriter
+
+_PRIMITIVES = frozenset("bool byte char float32 float64 int8 uint8 int16 uint16 int32 uint32 int64 uint64 string wstring".split())
+_SEP = "=" * 80
+_COMPRESSION = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4, "none": CompressionType.NONE}
+_BYTES_PER_PIXEL = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1, "8UC3": 3, "mono16": 2, "16UC1": 2, "32FC1": 4}
+_JPEG_OK = {"rgb8", "bgr8", "mono8", "8UC1"}
+#: Per-message overhead assumed by the size estimate (MCAP Message record + index entry), bytes.
+_MSG_OVERHEAD = 64
+
+
+class RecorderError(ValueError):
+    """A message type whose ``.msg`` definition cannot be found, or a bad recorder option."""
+
+
+def _share_dirs() -> list[Path]:
+    dirs = [Path(p) / "share" for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    dirs += [Path(sys.prefix) / "share", Path("/opt/ros") / os.environ.get("ROS_DISTRO", "jazzy") / "share"]
+    return dirs
+
+
+def find_msg_file(pkg: str, name: str) -> Path:
+    """Path of ``<pkg>/msg/<name>.msg`` in the ROS installation.
+
+    Searches ``$AMENT_PREFIX_PATH/*/share``, ``<sys.prefix>/share`` (pip-installed ROS) and
+    ``/opt/ros/$ROS_DISTRO/share``.
+
+    Raises:
+        RecorderError: not found.
+    """
+    for d in _share_dirs():
+        p = d / pkg / "msg" / f"{name}.msg"
+        if p.is_file():
+            return p
+    raise RecorderError(f"message definition {pkg}/msg/{name}.msg not found under {', '.join(map(str, _share_dirs()))}")
+
+
+def _deps(pkg: str, text: str) -> list[tuple[str, str]]:
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) < 2 or "=" in parts[1] or (len(parts) > 2 and parts[2].startswith("=")):
+            continue  # constant
+        t = re.sub(r"\[[^\]]*\]$", "", parts[0]).split("<=")[0]
+        if t in _PRIMITIVES:
+            continue
+        bits = t.split("/")
+        dep = (bits[0], bits[-1]) if len(bits) > 1 else (pkg, t)
+        if dep not in out:
+            out.append(dep)
+    return out
+
+
+def message_definition(type_name: str) -> str:
+    """rosbag2-style full message definition of ``pkg/msg/Type`` (top-level text + dependencies).
+
+    Raises:
+        RecorderError: a definition file is missing or ``type_name`` is malformed.
+    """
+    bits = type_name.split("/")
+    if len(bits) != 3 or bits[1] != "msg":
+        raise RecorderError(f"type {type_name!r}: expected 'pkg/msg/Type'")
+    pkg, name = bits[0], bits[2]
+    top = find_msg_file(pkg, name).read_text(encoding="utf-8")
+    seen: list[tuple[str, str]] = []
+    texts: dict[tuple[str, str], str] = {}
+    stack = list(reversed(_deps(pkg, top)))
+    while stack:
+        dep = stack.pop()
+        if dep in seen:
+            continue
+        seen.append(dep)
+        texts[dep] = find_msg_file(*dep).read_text(encoding="utf-8")
+        stack.extend(reversed([d for d in _deps(dep[0], texts[dep]) if d not in seen]))
+    parts = [top.rstrip("\n")]
+    for dep in seen:
+        parts.append(f"{_SEP}\nMSG: {dep[0]}/msg/{dep[1]}\n{texts[dep].rstrip(chr(10))}")
+    return "\n".join(parts) + "\n"
+
+
+def type_name_of(msg: Any) -> str:
+    """``pkg/msg/Type`` of a generated ROS 2 message instance (e.g. ``nav_msgs/msg/Odometry``)."""
+    cls = type(msg)
+    return f"{cls.__module__.split('.')[0]}/msg/{cls.__name__}"
+
+
+def downsample_image(msg: Any, stride: int) -> Any:
+    """A copy of a ``sensor_msgs/Image`` keeping every ``stride``-th row and column.
+
+    Raises:
+        RecorderError: unsupported encoding.
+    """
+    import numpy as np
+
+    if stride <= 1:
+        return msg
+    bpp = _BYTES_PER_PIXEL.get(msg.encoding)
+    if bpp is None:
+        raise RecorderError(f"image encoding {msg.encoding!r} cannot be downsampled; allowed: {', '.join(_BYTES_PER_PIXEL)}")
+    a = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.step)[::stride, : msg.width * bpp]
+    a = np.ascontiguousarray(a.reshape(a.shape[0], msg.width, bpp)[:, ::stride, :])
+    out = type(msg)()
+    out.header = msg.header
+    out.height, out.width = int(a.shape[0]), int(a.shape[1])
+    out.encoding, out.is_bigendian = msg.encoding, msg.is_bigendian
+    out.step = out.width * bpp
+    out.data = a.tobytes()
+    return out
+
+
+def downsample_camera_info(msg: Any, stride: int) -> Any:
+    """A copy of a ``sensor_msgs/CameraInfo`` for an image downsampled by ``stride`` (K, P scaled)."""
+    if stride <= 1:
+        return msg
+    out = type(msg)()
+    out.header, out.distortion_model, out.d, out.r = msg.header, msg.distortion_model, msg.d, msg.r
+    out.width, out.height = (msg.width + stride - 1) // stride, (msg.height + stride - 1) // stride
+    k, p = list(msg.k), list(msg.p)
+    for i in (0, 2, 4, 5):  # fx, cx, fy, cy
+        k[i] /= stride
+    for i in (0, 2, 5, 6, 3):  # fx, cx, fy, cy, Tx*fx
+        p[i] /= stride
+    out.k, out.p = k, p
+    return out
+
+
+def jpeg_image(msg: Any, quality: int = 85) -> Any:
+    """``sensor_msgs/CompressedImage`` (JPEG) from an 8-bit ``sensor_msgs/Image``.
+
+    Raises:
+        RecorderError: not an 8-bit colour/mono image.
+    """
+    import cv2
+    import numpy as np
+    from sensor_msgs.msg import CompressedImage
+
+    if msg.encoding not in _JPEG_OK:
+        raise RecorderError(f"image encoding {msg.encoding!r} cannot be stored as JPEG; allowed: {', '.join(sorted(_JPEG_OK))}")
+    bpp = _BYTES_PER_PIXEL[msg.encoding]
+    a = (
+        np.frombuffer(bytes(msg.data), dtype=np.uint8)
+        .reshape(msg.height, msg.step)[:, : msg.width * bpp]
+        .reshape(msg.height, msg.width, bpp)
+    )
+    if msg.encoding == "rgb8":
+        a = cv2.cvtColor(a, cv2.COLOR_RGB2BGR)
+    ok, buf = cv2.imencode(".jpg", a, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise RecorderError("JPEG encoding failed")
+    out = CompressedImage()
+    out.header = msg.header
+    out.format = f"{msg.encoding}; jpeg compressed {'bgr8' if bpp == 3 else 'mono8'}"
+    out.data = buf.tobytes()
+    return out
+
+
+@dataclass
+class _FileStats:
+    path: Path
+    start_ns: int | None = None
+    end_ns: int | None = None
+    count: int = 0
+    est_bytes: int = 0
+
+
+@dataclass
+class RecorderStats:
+    """What a recorder wrote: files, messages per topic, dropped messages (by reason)."""
+
+    files: list[Path] = field(default_factory=list)
+    messages: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+class McapRecorder:
+    """Record ROS 2 messages into a rosbag2-compatible MCAP bag directory.
+
+    Args:
+        bag_dir: the bag folder to create (must not exist or be empty); files are named
+            ``<folder name>_<i>.mcap``.
+        max_bytes: size cap per file in bytes (0 = none).
+        on_limit: ``roll`` (continue in the next file) or ``stop`` at the cap.
+        max_files: with ``roll``, stop after this many files (0 = no limit).
+        image_stride: keep every n-th row/column of ``sensor_msgs/Image`` (1 = full size).
+        image_max_rate_hz: per-topic image rate limit (0 = every frame).
+        image_format: ``raw`` or ``jpeg`` (8-bit images as ``<topic>/compressed``).
+        compression: MCAP chunk compression ``zstd`` | ``lz4`` | ``none``.
+        chunk_size: MCAP chunk size, bytes (data in an unfinished chunk is lost on a crash).
+        log: called with one-line notices (cap reached, roll-over).
+        serialize: message → CDR bytes; default ``rclpy.serialization.serialize_message``.
+
+    Raises:
+        RecorderError: bad option or ``bag_dir`` not empty.
+    """
+
+    def __init__(
+        self,
+        bag_dir: str | os.PathLike[str],
+        max_bytes: int = 0,
+        on_limit: str = "roll",
+        max_files: int = 0,
+        image_stride: int = 1,
+        image_max_rate_hz: float = 0.0,
+        image_format: str = "raw",
+        compression: str = "zstd",
+        chunk_size: int = 1 << 20,
+        log: Callable[[str], None] | None = None,
+        serialize: Callable[[Any], bytes] | None = None,
+    ) -> None:
+        if on_limit not in ("roll", "stop"):
+            raise RecorderError(f"on_limit: {on_limit!r} is not one of roll, stop")
+        if image_format not in ("raw", "jpeg"):
+            raise RecorderError(f"image_format: {image_format!r} is not one of raw, jpeg")
+        if compression not in _COMPRESSION:
+            raise RecorderError(f"compression: {compression!r} is not one of {', '.join(_COMPRESSION)}")
+        if image_stride < 1 or max_bytes < 0 or max_files < 0 or image_max_rate_hz < 0:
+            raise RecorderError("image_stride must be >= 1; max_bytes, max_files, image_max_rate_hz must be >= 0")
+        self.dir = Path(bag_dir).expanduser()
+        if self.dir.exists() and any(self.dir.iterdir()):
+            raise RecorderError(f"{self.dir}: bag folder exists and is not empty; choose another name")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.max_bytes, self.on_limit, self.max_files = int(max_bytes), on_limit, int(max_files)
+        self.image_stride, self.image_max_rate_hz, self.image_format = int(image_stride), float(image_max_rate_hz), image_format
+        self._compression, self._chunk_size = _COMPRESSION[compression], int(chunk_size)
+        self._compression_name = compression
+        self._log = log or (lambda s: None)
+        self._serialize = serialize
+        self.stats = RecorderStats()
+        self.stopped = False
+        self._types: dict[str, str] = {}  # topic -> type
+        self._defs: dict[str, bytes] = {}
+        self._last_image_ns: dict[str, int] = {}
+        self._files: list[_FileStats] = []
+        self._fh: Any = None
+        self._writer: McapWriter | None = None
+        self._schemas: dict[str, int] = {}
+        self._channels: dict[str, int] = {}
+        self._seq = 0
+        self._open_next()
+
+    # --- files ------------------------------------------------------------------------------------
+    def _open_next(self) -> None:
+        self._close_file()
+        path = self.dir / f"{self.dir.name}_{len(self._files)}.mcap"
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed in _close_file
+        self._writer = McapWriter(self._fh, chunk_size=self._chunk_size, compression=self._compression)
+        self._writer.start(profile="ros2", library="havln_robot trial recorder (mcap python)")
+        self._schemas, self._channels = {}, {}
+        self._files.append(_FileStats(path))
+        self.stats.files.append(path)
+
+    def _close_file(self) -> None:
+        if self._writer is not None:
+            self._writer.finish()
+            self._fh.close()
+            self._writer = None
+            self._fh = None
+
+    def close(self) -> None:
+        """Finish the current file and write ``metadata.yaml``. Safe to call twice."""
+        self._close_file()
+        self._write_metadata()
+
+    def __enter__(self) -> McapRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write_metadata(self) -> None:
+        files = [f for f in self._files if f.path.exists()]
+        starts = [f.start_ns for f in files if f.start_ns is not None]
+        ends = [f.end_ns for f in files if f.end_ns is not None]
+        t0 = min(starts) if starts else 0
+        t1 = max(ends) if ends else 0
+        info = {
+            "rosbag2_bagfile_information": {
+                "version": 8,
+                "storage_identifier": "mcap",
+                "duration": {"nanoseconds": int(t1 - t0)},
+                "starting_time": {"nanoseconds_since_epoch": int(t0)},
+                "message_count": int(sum(f.count for f in files)),
+                "topics_with_message_count": [
+                    {
+                        "topic_metadata": {
+                            "name": topic,
+                            "type": typ,
+                            "serialization_format": "cdr",
+                            "offered_qos_profiles": "",
+                            "type_description_hash": "",
+                        },
+                        "message_count": int(self.stats.messages.get(topic, 0)),
+                    }
+                    for topic, typ in self._types.items()
+                ],
+                "compression_format": "",
+                "compression_mode": "",
+                "relative_file_paths": [f.path.name for f in files],
+                "files": [
+                    {
+                        "path": f.path.name,
+                        "starting_time": {"nanoseconds_since_epoch": int(f.start_ns or 0)},
+                        "duration": {"nanoseconds": int((f.end_ns or 0) - (f.start_ns or 0))},
+                        "message_count": int(f.count),
+                    }
+                    for f in files
+                ],
+                "custom_data": {"writer": "havln_robot", "mcap_chunk_compression": self._compression_name},
+                "ros_distro": os.environ.get("ROS_DISTRO", "jazzy"),
+            }
+        }
+        tmp = self.dir / "metadata.yaml.tmp"
+        tmp.write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
+        os.replace(tmp, self.dir / "metadata.yaml")
+
+    # --- writing ----------------------------------------------------------------------------------
+    def _drop(self, why: str) -> bool:
+        self.stats.dropped[why] = self.stats.dropped.get(why, 0) + 1
+        return False
+
+    def write(self, topic: str, msg: Any, log_time_ns: int | None = None, publish_time_ns: int | None = None) -> bool:
+        """Record one message (after image throttling/downsampling).
+
+        Args:
+            topic: topic name as published (a leading ``/`` is added, as rosbag2 does).
+            msg: a generated ROS 2 message instance.
+            log_time_ns: receive time, ns (default: now).
+            publish_time_ns: publish time, ns (default: the header stamp, else the log time).
+
+        Returns:
+            True if written, False if dropped (rate limit, cap reached, recorder stopped).
+        """
+        if self.stopped:
+            return self._drop("stopped")
+        log_time_ns = time.time_ns() if log_time_ns is None else int(log_time_ns)
+        tname = type_name_of(msg)
+        if tname in ("sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo") and self.image_max_rate_hz > 0:
+            last = self._last_image_ns.get(topic)
+            if last is not None and log_time_ns - last < 1e9 / self.image_max_rate_hz:
+                return self._drop("image_rate")
+            self._last_image_ns[topic] = log_time_ns
+        if tname == "sensor_msgs/msg/Image":
+            msg = downsample_image(msg, self.image_stride)
+            if self.image_format == "jpeg" and msg.encoding in _JPEG_OK:
+                msg = jpeg_image(msg)
+                topic = topic.rstrip("/") + "/compressed"
+                tname = "sensor_msgs/msg/CompressedImage"
+        elif tname == "sensor_msgs/msg/CameraInfo":
+            msg = downsample_camera_info(msg, self.image_stride)
+        if publish_time_ns is None:
+            stamp = getattr(getattr(msg, "header", None), "stamp", None)
+            publish_time_ns = stamp.sec * 1_000_000_000 + stamp.nanosec if stamp is not None else log_time_ns
+            if publish_time_ns == 0:
+                publish_time_ns = log_time_ns
+        if self._serialize is None:
+            from rclpy.serialization import serialize_message
+
+            self._serialize = serialize_message
+        return self.write_serialized(topic, tname, self._serialize(msg), log_time_ns, publish_time_ns)
+
+    def write_serialized(self, topic: str, type_name: str, data: bytes, log_time_ns: int, publish_time_ns: int | None = None) -> bool:
+        """Record one CDR-serialised message of type ``pkg/msg/Type`` (no image processing).
+
+        Returns:
+            True if written, False if dropped because the size cap stopped the recorder.
+
+        Raises:
+            RecorderError: the type's definition is missing, or the topic changed type.
+        """
+        if self.stopped:
+            return self._drop("stopped")
+        topic = topic if topic.startswith("/") else "/" + topic
+        if self._types.setdefault(topic, type_name) != type_name:
+            raise RecorderError(f"topic {topic}: type {type_name} differs from the recorded {self._types[topic]}")
+        if type_name not in self._defs:
+            self._defs[type_name] = message_definition(type_name).encode()
+        cur = self._files[-1]
+        need = len(data) + _MSG_OVERHEAD + (0 if topic in self._channels else len(self._defs[type_name]) + 256)
+        if self.max_bytes and cur.count > 0 and cur.est_bytes + need > self.max_bytes:
+            if self.on_limit == "stop" or (self.max_files and len(self._files) >= self.max_files):
+                self.stopped = True
+                self._log(
+                    f"MCAP size cap reached ({self.max_bytes} bytes x {len(self._files)} file(s)); recording stopped, {self.dir} kept"
+                )
+                self._write_metadata()
+                return self._drop("stopped")
+            self._open_next()
+            self._log(f"MCAP file reached {self.max_bytes} bytes; continuing in {self._files[-1].path.name}")
+            self._write_metadata()
+            cur = self._files[-1]
+            need = len(data) + _MSG_OVERHEAD + len(self._defs[type_name]) + 256
+        assert self._writer is not None
+        if type_name not in self._schemas:
+            self._schemas[type_name] = self._writer.register_schema(type_name, "ros2msg", self._defs[type_name])
+        if topic not in self._channels:
+            self._channels[topic] = self._writer.register_channel(
+                topic, "cdr", self._schemas[type_name], metadata={"offered_qos_profiles": ""}
+            )
+        self._writer.add_message(
+            self._channels[topic], log_time=log_time_ns, data=data, publish_time=publish_time_ns or log_time_ns, sequence=self._seq
+        )
+        self._seq += 1
+        cur.count += 1
+        cur.est_bytes += need
+        cur.start_ns = log_time_ns if cur.start_ns is None else min(cur.start_ns, log_time_ns)
+        cur.end_ns = log_time_ns if cur.end_ns is None else max(cur.end_ns, log_time_ns)
+        self.stats.messages[topic] = self.stats.messages.get(topic, 0) + 1
+        return True

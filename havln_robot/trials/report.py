@@ -1,0 +1,392 @@
+"""``havln-robot report``: campaign report (Markdown + CSV + PNG) from the trial store.
+
+Pure Python (sqlite3 via the store, numpy, matplotlib with the Agg backend; no ROS).
+
+Writes into ``--out`` (default ``./trial_report``):
+
+* ``report.md`` -- summary, the success table, per-trial table, figures.
+* ``success_by_region.csv`` / ``.png`` -- success rate by region type × without / with people:
+  the layout of the real-robot table of HA-VLN 2.0 (arXiv 2503.14229, real-world validation
+  section: success per environment type, with and without people present).
+* ``trials.csv`` -- one row per trial (outcome, NE, steps, collisions, path length, ...).
+* ``collisions_per_trial.png`` -- human / static collisions of every trial.
+* ``ne_distribution.png`` -- NE histogram, without vs. with people, 3 m success radius marked.
+* ``trajectories[_N].png`` -- top-down paths in each trial's start frame with collision points
+  and the goal (24 trials per figure).
+
+Success rates count only trials judged ``success`` / ``failure``; ``aborted`` and unjudged
+trials are listed but excluded (their count is printed next to the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from havln_robot.trials.metrics import Trajectory, TrialSummary, success_table, summarize, trajectory
+from havln_robot.trials.regions import short_label
+from havln_robot.trials.store import PLATFORMS, SUCCESS_RADIUS_M, TrialError, TrialStore, default_db_path
+
+#: Trials per trajectory figure (a 6 x 4 grid).
+TRAJ_PER_FIGURE = 24
+_OUTCOME_COLORS = {"success": "#2ca02c", "failure": "#d62728", "aborted": "#7f7f7f", None: "#1f77b4"}
+
+
+def _ne_str(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def _when(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_success(table: dict, path: Path) -> None:
+    """Grouped bars: success rate (%) per region, without / with people; ``k/n`` over each bar."""
+    plt = _plt()
+    regions = [r for r in table if r != "all"] + ["all"]
+    x = np.arange(len(regions))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(regions) + 2), 4.2))
+    for off, col, color, label in ((-0.2, "without", "#4c72b0", "without people"), (0.2, "with", "#dd8452", "with people")):
+        rates = [table[r][col] for r in regions]
+        h = [100.0 * r.rate if r.rate is not None else 0.0 for r in rates]
+        bars = ax.bar(x + off, h, width=0.38, color=color, label=label)
+        for b, r in zip(bars, rates, strict=True):
+            ax.text(
+                b.get_x() + b.get_width() / 2, b.get_height() + 1.5, f"{r.k}/{r.n}" if r.n else "n/a", ha="center", va="bottom", fontsize=8
+            )
+    ax.set_xticks(
+        x, [short_label(r) for r in regions], rotation=20 if len(regions) > 5 else 0, ha="right" if len(regions) > 5 else "center"
+    )
+    ax.set_ylim(0, 125)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel("success rate (%)")
+    ax.set_title("Success rate by region type, without / with people")
+    ax.axvline(len(regions) - 1.5, color="0.7", lw=0.8)
+    ax.legend(loc="upper center", fontsize=8, ncols=2, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_collisions(summaries: Sequence[TrialSummary], path: Path) -> None:
+    """Stacked bars of human / static / other collisions per trial; people-present trials marked."""
+    plt = _plt()
+    n = len(summaries)
+    fig, ax = plt.subplots(figsize=(min(18.0, max(6.0, 0.28 * n + 2)), 4.0))
+    x = np.arange(n)
+    hum = np.array([s.collisions_human for s in summaries])
+    sta = np.array([s.collisions_static for s in summaries])
+    oth = np.array([s.collisions_other for s in summaries])
+    ax.bar(x, hum, color="#d62728", label="human")
+    ax.bar(x, sta, bottom=hum, color="#8c8c8c", label="static")
+    if oth.any():
+        ax.bar(x, oth, bottom=hum + sta, color="#bcbd22", label="other")
+    with_p = [s.trial.with_people for s in summaries]
+    top = float(max(1, (hum + sta + oth).max(initial=0)))
+    for i, wp in enumerate(with_p):
+        if wp:
+            ax.plot(i, -0.06 * top, marker="^", color="#dd8452", ms=5, clip_on=False)
+    ax.set_xticks(x, [str(s.trial.id) for s in summaries], fontsize=7 if n > 30 else 9, rotation=90 if n > 30 else 0)
+    ax.set_xlim(-0.7, n - 0.3)
+    ax.set_ylim(-0.1 * top, top * 1.15)
+    ax.set_xlabel("trial id  (▲ = people present)")
+    ax.set_ylabel("collisions")
+    mean_wo = np.mean([s.collisions for s in summaries if not s.trial.with_people]) if any(not w for w in with_p) else float("nan")
+    mean_w = np.mean([s.collisions for s in summaries if s.trial.with_people]) if any(with_p) else float("nan")
+    ax.set_title(f"Collisions per trial (mean {mean_wo:.2f} without people, {mean_w:.2f} with people)")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_ne(summaries: Sequence[TrialSummary], path: Path) -> None:
+    """NE histograms (without / with people) with the success radius marked."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    groups = (("without people", "#4c72b0", False), ("with people", "#dd8452", True))
+    all_ne = [s.trial.ne_m for s in summaries if s.trial.ne_m is not None]
+    hi = max([SUCCESS_RADIUS_M * 2, *all_ne]) if all_ne else SUCCESS_RADIUS_M * 2
+    bins = np.linspace(0.0, math.ceil(hi + 0.5), int(min(30, max(8, math.ceil(hi + 0.5) * 2))) + 1)
+    data, colors, labels = [], [], []
+    for label, color, wp in groups:
+        ne = [s.trial.ne_m for s in summaries if s.trial.ne_m is not None and s.trial.with_people == wp]
+        if ne:
+            data.append(ne)
+            colors.append(color)
+            labels.append(f"{label} (n={len(ne)}, median {np.median(ne):.2f} m)")
+    if data:
+        counts, _, _ = ax.hist(data, bins=bins, color=colors, label=labels, rwidth=0.9)
+        top = float(np.max(counts))
+        ax.set_ylim(0, max(1.0, top) * 1.35)
+    ax.axvline(SUCCESS_RADIUS_M, color="k", ls="--", lw=1)
+    ax.text(SUCCESS_RADIUS_M + 0.05, ax.get_ylim()[1] * 0.5, f"{SUCCESS_RADIUS_M:g} m success radius", fontsize=8, rotation=90, va="center")
+    ax.set_xlabel("navigation error NE (m)")
+    ax.set_ylabel("trials")
+    ax.set_title("Navigation error distribution")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    if all_ne:
+        ax.legend(fontsize=8, loc="upper right")
+    else:
+        ax.text(0.5, 0.5, "no trial with a known NE", transform=ax.transAxes, ha="center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_trajectories(items: Sequence[tuple[TrialSummary, Trajectory]], path: Path) -> None:
+    """Small multiples: path (start frame), start ▶, end ■, collisions ✕, goal ★ with radius."""
+    plt = _plt()
+    from matplotlib.patches import Circle
+
+    n = len(items)
+    cols = min(6, max(1, n))
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.8 * cols, 2.9 * rows + 0.6), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    for ax, (s, tr) in zip(axes.flat, items, strict=False):
+        t = s.trial
+        p = tr.points
+        ax.plot(p[:, 0], p[:, 1], "-", color="#1f77b4", lw=1.4)
+        ax.plot(0, 0, marker=">", color="#2ca02c", ms=8, ls="none")
+        if len(p) > 1:
+            ax.plot(p[-1, 0], p[-1, 1], marker="s", color="k", ms=5, ls="none")
+        ext = [p]
+        if tr.goal is not None:
+            gx, gy = tr.goal
+            ax.add_patch(Circle((gx, gy), t.goal_radius, fill=False, ls="--", lw=0.8, color="#9467bd"))
+            ax.plot(gx, gy, marker="*", color="#9467bd", ms=10, ls="none")
+            ext.append(np.array([[gx - t.goal_radius, gy - t.goal_radius], [gx + t.goal_radius, gy + t.goal_radius]]))
+        for (cx, cy), ct in zip(tr.collisions, tr.collision_types, strict=True):
+            ax.plot(cx, cy, marker="X", color="#d62728" if ct == "human" else "#ff7f0e", ms=8, mec="k", mew=0.5, ls="none")
+        allp = np.vstack(ext)
+        lo, hi = allp.min(axis=0), allp.max(axis=0)
+        c, half = (lo + hi) / 2, max(1.0, float((hi - lo).max()) / 2 + 0.5)
+        ax.set_xlim(c[0] - half, c[0] + half)
+        ax.set_ylim(c[1] - half, c[1] + half)
+        ax.set_aspect("equal")
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ne = f" NE {t.ne_m:.1f} m" if t.ne_m is not None else ""
+        ax.set_title(
+            f"#{t.id} {short_label(t.region)}, {t.people_present} ppl\n{t.outcome or t.state}{ne}",
+            fontsize=8,
+            color=_OUTCOME_COLORS.get(t.outcome, "k"),
+        )
+    fig.suptitle(
+        "Top-down trajectories in each trial's start frame (m, x forward at start)\n"
+        "▶ start  ■ stop  ★ goal (dashed: success radius)  ✕ collision (red: human, orange: static)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def write_report(
+    store: TrialStore, out: Path, campaign: str | None = None, platform: str | None = None, title: str = "HA-VLN trial report"
+) -> dict[str, Path]:
+    """Write the report files for the selected trials.
+
+    Args:
+        store: the trial store.
+        out: output folder (created).
+        campaign: restrict to a campaign (name or id).
+        platform: restrict to a platform.
+        title: Markdown title.
+
+    Returns:
+        name → path of every file written.
+
+    Raises:
+        TrialError: unknown campaign, or no trial matches.
+    """
+    trials = store.trials(campaign=campaign, platform=platform)
+    if not trials:
+        sel = f" for campaign {campaign!r}" if campaign else ""
+        raise TrialError(f"no trials{sel} in {store.path}; run some first (havln-robot trial start ...)")
+    out.mkdir(parents=True, exist_ok=True)
+    items = []
+    for t in trials:
+        steps, colls = store.steps(t.id), store.collisions(t.id)
+        items.append((summarize(t, steps, colls), trajectory(t, steps, colls)))
+    summaries = [s for s, _ in items]
+    table = success_table(trials)
+    files: dict[str, Path] = {}
+
+    # CSV ------------------------------------------------------------------------------------------
+    files["success_csv"] = out / "success_by_region.csv"
+    with files["success_csv"].open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "region",
+                "without_people_success",
+                "without_people_trials",
+                "without_people_sr",
+                "with_people_success",
+                "with_people_trials",
+                "with_people_sr",
+                "all_success",
+                "all_trials",
+                "all_sr",
+            ]
+        )
+        for region, row in table.items():
+            cells = []
+            for col in ("without", "with", "all"):
+                r = row[col]
+                cells += [r.k, r.n, "" if r.rate is None else f"{r.rate:.4f}"]
+            w.writerow([region, *cells])
+    files["trials_csv"] = out / "trials.csv"
+    cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
+            "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "collisions_human", "collisions_static",
+            "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path"]  # fmt: skip
+    with files["trials_csv"].open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        for s in summaries:
+            t = s.trial
+            w.writerow([t.id, _dt.datetime.fromtimestamp(t.started).isoformat(timespec="seconds"), t.platform, t.region, t.instance,
+                        t.people_present, t.operator, t.episode_id, t.scan, t.instruction, t.outcome or "", t.reason, t.end_reason,
+                        _ne_str(t.ne_m), t.ne_source, s.steps, s.collisions_human, s.collisions_static, s.collisions_other,
+                        f"{s.path_length_m:.3f}", "" if s.duration_s is None else f"{s.duration_s:.1f}",
+                        "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, t.goal_frame or "",
+                        "" if t.campaign_id is None else t.campaign_id, t.mcap_path])  # fmt: skip
+
+    # PNG ------------------------------------------------------------------------------------------
+    files["success_png"] = out / "success_by_region.png"
+    plot_success(table, files["success_png"])
+    files["collisions_png"] = out / "collisions_per_trial.png"
+    plot_collisions(summaries, files["collisions_png"])
+    files["ne_png"] = out / "ne_distribution.png"
+    plot_ne(summaries, files["ne_png"])
+    traj_files = []
+    for k in range(0, len(items), TRAJ_PER_FIGURE):
+        name = "trajectories.png" if len(items) <= TRAJ_PER_FIGURE else f"trajectories_{k // TRAJ_PER_FIGURE + 1}.png"
+        plot_trajectories(items[k : k + TRAJ_PER_FIGURE], out / name)
+        files[name.removesuffix(".png")] = out / name
+        traj_files.append(name)
+
+    # Markdown -------------------------------------------------------------------------------------
+    counts = {o: sum(t.outcome == o for t in trials) for o in ("success", "failure", "aborted")}
+    unjudged = sum(t.outcome is None for t in trials)
+    ne_all = [t.ne_m for t in trials if t.ne_m is not None and t.outcome in ("success", "failure")]
+    sel = []
+    if campaign:
+        sel.append(f"campaign `{campaign}`")
+    if platform:
+        sel.append(f"platform `{platform}`")
+    md = [
+        f"# {title}",
+        "",
+        f"Database `{store.path}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
+        "",
+        f"**{len(trials)} trials** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
+        f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
+        "Success rates count success/failure verdicts only.",
+        "",
+        "## Success rate by region type and people present",
+        "",
+        _md_table(
+            ["Region", "Without people", "With people", "All"],
+            [
+                [("**all**" if r == "all" else short_label(r)), row["without"].cell(), row["with"].cell(), row["all"].cell()]
+                for r, row in table.items()
+            ],
+        ),
+        "",
+        "![success by region](success_by_region.png)",
+        "",
+        "## Navigation error",
+        "",
+    ]
+    if ne_all:
+        md.append(
+            f"NE over {len(ne_all)} judged trials with a known goal: mean {np.mean(ne_all):.2f} m, median {np.median(ne_all):.2f} m, "
+            f"max {np.max(ne_all):.2f} m (success radius {SUCCESS_RADIUS_M:g} m)."
+        )
+    else:
+        md.append("No judged trial has a known NE (give a goal or `havln-robot trial end --ne M`).")
+    md += ["", "![NE distribution](ne_distribution.png)", "", "## Collisions", ""]
+    for label, wp in (("without people", False), ("with people", True)):
+        ss = [s for s in summaries if s.trial.with_people == wp]
+        if ss:
+            md.append(
+                f"- {label}: {len(ss)} trials, {np.mean([s.collisions for s in ss]):.2f} collisions per trial "
+                f"(human {sum(s.collisions_human for s in ss)}, static {sum(s.collisions_static for s in ss)}); "
+                f"{sum(s.collisions > 0 for s in ss)} trials with at least one collision"
+            )
+    md += ["", "![collisions per trial](collisions_per_trial.png)", "", "## Trajectories", ""]
+    md += [f"![trajectories]({name})" for name in traj_files]
+    md += ["", "## Trials", ""]
+    md.append(
+        _md_table(
+            ["id", "started", "platform", "region", "people", "outcome", "NE (m)", "steps", "collisions (h/s)", "path (m)", "reason"],
+            [
+                [
+                    s.trial.id,
+                    _when(s.trial.started),
+                    s.trial.platform,
+                    short_label(s.trial.region),
+                    s.trial.people_present,
+                    s.trial.outcome or s.trial.state,
+                    _ne_str(s.trial.ne_m) or "–",
+                    s.steps,
+                    f"{s.collisions_human}/{s.collisions_static}",
+                    f"{s.path_length_m:.1f}",
+                    (s.trial.reason or "").replace("|", "/"),
+                ]
+                for s in summaries
+            ],
+        )  # fmt: skip
+    )
+    md += ["", "CSV: [trials.csv](trials.csv), [success_by_region.csv](success_by_region.csv).", ""]
+    files["report_md"] = out / "report.md"
+    files["report_md"].write_text("\n".join(md), encoding="utf-8")
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry of ``havln-robot report``; returns the exit code (0 ok, 2 bad input)."""
+    ap = argparse.ArgumentParser(prog="havln-robot report", description="Success-rate report (Markdown + CSV + PNG) from the trial store.")
+    ap.add_argument("--db", default=None, help=f"trial database (default $HAVLN_TRIALS_DB or {default_db_path()})")
+    ap.add_argument("--out", default="trial_report", help="output folder (default ./trial_report)")
+    ap.add_argument("--campaign", help="only this campaign (name or id)")
+    ap.add_argument("--platform", choices=PLATFORMS)
+    ap.add_argument("--title", default="HA-VLN trial report")
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        with TrialStore(a.db, readonly=True) as st:
+            files = write_report(st, Path(a.out), campaign=a.campaign, platform=a.platform, title=a.title)
+    except TrialError as exc:
+        print(f"havln-robot report: {exc}", file=sys.stderr)
+        return 2
+    print(f"report written to {Path(a.out) / 'report.md'} ({len(files)} files)")
+    return 0

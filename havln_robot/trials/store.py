@@ -1,0 +1,992 @@
+"""Trial store: every real-robot / sim / Gazebo trial, its steps, collisions and outcome, in SQLite.
+
+Pure Python (stdlib ``sqlite3``; no ROS import). One database file holds any number of
+campaigns and trials; several processes (trial_logger_node, ``havln-robot trial``, the report,
+the challenge exporter) may open it at once.
+
+Durability (the crash-safety claim)
+-----------------------------------
+* ``journal_mode=WAL``: a commit appends to the write-ahead log; readers never block the writer
+  and a process killed mid-write leaves the database consistent (the torn transaction is
+  ignored on the next open).
+* every step is its own transaction (autocommit), so ``kill -9`` of the writer loses at most the
+  step whose ``INSERT`` had not returned yet -- tested for real in ``test/test_trials_store.py``
+  (a subprocess writing steps is SIGKILLed, the file is reopened and the rows counted).
+* ``synchronous=FULL``: each commit also fsyncs the WAL. ``NORMAL`` would already survive a
+  *process* crash (the OS holds the written pages) but not a power cut, and on a legged robot the
+  Jetson loses power on a battery swap or a hard e-stop. Steps arrive at about 1 Hz (one per
+  discrete action), so one fsync per step costs nothing that matters (``havln-robot trial bench``
+  prints the measured commit latency; see docs/trials.md).
+
+Frames and units: poses are metres / radians, REP 103 (x forward, y left, yaw CCW). Step poses
+``x, y, yaw`` are the odometry pose (``odom`` frame) at the end of the action; ``map_*`` is the
+ground-truth pose (sim only). Trial times (``started``, ``finished``, ``judged``) are Unix wall
+time in seconds; step/collision ``stamp`` is the ROS clock of the logger (sim time in sim).
+
+Read API for other tools (e.g. the challenge exporter)::
+
+    with TrialStore(path, readonly=True) as st:
+        for t in st.trials(platform="go2", outcome="success"):
+            actions = st.actions(t.id)      # list[str]: the policy actions, in order (finalize_sequence for v1)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from havln_robot.actions import ACTIONS, is_action
+from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_region
+
+#: Platforms a trial can run on.
+PLATFORMS: tuple[str, ...] = ("go2", "sim", "gazebo")
+#: Final outcomes. ``aborted`` trials are excluded from success rates (see report).
+OUTCOMES: tuple[str, ...] = ("success", "failure", "aborted")
+#: Frames a goal position can be given in: ``start`` = robot pose at trial start (x forward,
+#: y left; what an operator measures with a tape), ``odom``, ``map`` (sim ground truth).
+GOAL_FRAMES: tuple[str, ...] = ("start", "odom", "map")
+#: Success radius (m): HA-VLN / VLN-CE success = STOP within 3 m of the goal (HA-VLN 2.0 Sec. 4;
+#: challenge rules in ../shared/data/ha-vln/README.md).
+SUCCESS_RADIUS_M: float = 3.0
+#: Default database (overridden by ``$HAVLN_TRIALS_DB``, ``--db`` or the node's ``db_path``).
+DEFAULT_DB = "~/havln_trials/trials.db"
+
+SCHEMA_VERSION = 2
+
+
+def default_db_path() -> Path:
+    """``$HAVLN_TRIALS_DB`` or :data:`DEFAULT_DB`, user-expanded."""
+    return Path(os.environ.get("HAVLN_TRIALS_DB") or DEFAULT_DB).expanduser()
+
+
+class TrialError(ValueError):
+    """Bad trial input or an operation that does not fit the trial's state; one-line message."""
+
+
+# --- schema ----------------------------------------------------------------------------------------
+#: Migration scripts; entry ``i`` upgrades user_version ``i`` to ``i + 1``. Never edit a released
+#: entry -- append a new one and bump :data:`SCHEMA_VERSION`.
+MIGRATIONS: tuple[str, ...] = (
+    # v0 -> v1: trials, steps, collisions
+    """
+    CREATE TABLE trials (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        started REAL NOT NULL,
+        finished REAL,
+        judged REAL,
+        platform TEXT NOT NULL CHECK (platform IN ('go2', 'sim', 'gazebo')),
+        region TEXT NOT NULL,
+        instance TEXT NOT NULL DEFAULT '',
+        people_present INTEGER NOT NULL DEFAULT 0 CHECK (people_present >= 0),
+        instruction TEXT NOT NULL DEFAULT '',
+        goal_x REAL, goal_y REAL,
+        goal_frame TEXT CHECK (goal_frame IS NULL OR goal_frame IN ('start', 'odom', 'map')),
+        goal_radius REAL NOT NULL DEFAULT 3.0,
+        operator TEXT NOT NULL DEFAULT '',
+        episode_id TEXT NOT NULL DEFAULT '',
+        scan TEXT NOT NULL DEFAULT '',
+        start_x REAL, start_y REAL, start_yaw REAL,
+        start_map_x REAL, start_map_y REAL, start_map_yaw REAL,
+        end_reason TEXT NOT NULL DEFAULT '',
+        outcome TEXT CHECK (outcome IS NULL OR outcome IN ('success', 'failure', 'aborted')),
+        reason TEXT NOT NULL DEFAULT '',
+        ne_m REAL,
+        ne_source TEXT NOT NULL DEFAULT '',
+        mcap_path TEXT NOT NULL DEFAULT '',
+        notes TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX trials_running ON trials(finished) WHERE finished IS NULL;
+    CREATE TABLE steps (
+        trial_id INTEGER NOT NULL REFERENCES trials(id),
+        seq INTEGER NOT NULL,
+        stamp REAL NOT NULL,
+        action TEXT NOT NULL,
+        outcome TEXT NOT NULL DEFAULT '',
+        x REAL, y REAL, yaw REAL,
+        imu_yaw REAL,
+        map_x REAL, map_y REAL, map_yaw REAL,
+        distance_to_goal_m REAL,
+        collisions INTEGER NOT NULL DEFAULT 0,
+        nearest_person_m REAL,
+        nearest_person_id TEXT NOT NULL DEFAULT '',
+        people_visible INTEGER,
+        result TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (trial_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE collisions (
+        id INTEGER PRIMARY KEY,
+        trial_id INTEGER NOT NULL REFERENCES trials(id),
+        step_seq INTEGER NOT NULL,
+        stamp REAL NOT NULL,
+        type TEXT NOT NULL DEFAULT '',
+        x REAL, y REAL, yaw REAL,
+        map_x REAL, map_y REAL,
+        distance_m REAL,
+        human_id TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX collisions_trial ON collisions(trial_id);
+    """,
+    # v1 -> v2: campaigns (planned trial lists) and the link from a trial to its plan row
+    """
+    CREATE TABLE campaigns (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created REAL NOT NULL,
+        source TEXT NOT NULL DEFAULT '',
+        description TEXT NOT NULL DEFAULT ''
+    );
+    CREATE TABLE planned (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        seq INTEGER NOT NULL,
+        platform TEXT NOT NULL,
+        region TEXT NOT NULL,
+        instance TEXT NOT NULL DEFAULT '',
+        people_present INTEGER NOT NULL DEFAULT 0,
+        instruction TEXT NOT NULL DEFAULT '',
+        goal_x REAL, goal_y REAL, goal_frame TEXT,
+        goal_radius REAL NOT NULL DEFAULT 3.0,
+        operator TEXT NOT NULL DEFAULT '',
+        episode_id TEXT NOT NULL DEFAULT '',
+        scan TEXT NOT NULL DEFAULT '',
+        notes TEXT NOT NULL DEFAULT '',
+        UNIQUE (campaign_id, seq)
+    );
+    ALTER TABLE trials ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);
+    ALTER TABLE trials ADD COLUMN planned_id INTEGER REFERENCES planned(id);
+    ALTER TABLE trials ADD COLUMN agent_summary TEXT NOT NULL DEFAULT '{}';
+    CREATE INDEX trials_planned ON trials(planned_id);
+    """,
+)
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+# --- records -----------------------------------------------------------------------------------------
+@dataclass
+class Trial:
+    """One trial (a row of ``trials``).
+
+    State: *running* (``finished is None``) → *finished* (agent done or stopped; ``outcome``
+    may still be ``None`` while the operator's verdict is awaited) → *judged* (``outcome`` set).
+
+    Attributes:
+        id: trial id (1, 2, ...). started/finished/judged: Unix time, s.
+        platform: one of :data:`PLATFORMS`. region: canonical region name (regions.py).
+        instance: which room/site of that type (free text, e.g. ``"lab 3F-312"``).
+        people_present: number of people in the scene during the trial (0 = without people).
+        instruction: the natural-language instruction given to the agent.
+        goal_x, goal_y, goal_frame, goal_radius: goal position (m) in ``goal_frame`` when known,
+            success radius (m, default 3.0).
+        operator, episode_id, scan: who ran it; HA-R2R episode id and Matterport3D scan if any.
+        start_x, start_y, start_yaw: odometry pose at the start (m, rad); start_map_*: sim truth.
+        end_reason: why the run ended (``stop``, ``budget``, ``aborted``, ``interrupted``, ...).
+        outcome: ``success`` / ``failure`` / ``aborted`` or ``None`` (not judged yet).
+        reason: operator's reason / abort cause. ne_m: navigation error (m) when known;
+        ne_source: ``ground_truth`` | ``odometry`` | ``operator``.
+        mcap_path: the MCAP bag directory of the trial, if recorded.
+        campaign_id, planned_id: the campaign and plan row this trial executes, if any.
+        agent_summary: the agent's havln/episode_done payload (``reason``, ``steps``, ``actions``
+            = policy actions without panorama turns, ``policy``, ...), ``{}`` if none arrived.
+    """
+
+    id: int
+    started: float
+    platform: str
+    region: str
+    finished: float | None = None
+    judged: float | None = None
+    instance: str = ""
+    people_present: int = 0
+    instruction: str = ""
+    goal_x: float | None = None
+    goal_y: float | None = None
+    goal_frame: str | None = None
+    goal_radius: float = SUCCESS_RADIUS_M
+    operator: str = ""
+    episode_id: str = ""
+    scan: str = ""
+    start_x: float | None = None
+    start_y: float | None = None
+    start_yaw: float | None = None
+    start_map_x: float | None = None
+    start_map_y: float | None = None
+    start_map_yaw: float | None = None
+    end_reason: str = ""
+    outcome: str | None = None
+    reason: str = ""
+    ne_m: float | None = None
+    ne_source: str = ""
+    mcap_path: str = ""
+    notes: str = ""
+    campaign_id: int | None = None
+    planned_id: int | None = None
+    agent_summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        """``running``, ``awaiting verdict`` or the outcome."""
+        if self.finished is None:
+            return "running"
+        return self.outcome or "awaiting verdict"
+
+    @property
+    def goal_known(self) -> bool:
+        return self.goal_x is not None and self.goal_y is not None and self.goal_frame is not None
+
+    @property
+    def with_people(self) -> bool:
+        return self.people_present > 0
+
+
+@dataclass
+class Step:
+    """One executed action (a row of ``steps``).
+
+    Attributes:
+        seq: 0-based index within the trial. stamp: ROS time, s.
+        action: action literal (havln_robot.actions.ACTIONS). outcome: motion_node outcome
+            (``ok``, ``collision``, ``timeout``, ``rejected``, ...; topics.ACTION_RESULT_KEYS).
+        x, y, yaw: odometry pose after the action (odom frame; m, rad).
+        imu_yaw: IMU orientation yaw after the action (rad).
+        map_x, map_y, map_yaw: ground-truth pose (sim only). distance_to_goal_m: ground truth.
+        collisions: collision events during this action.
+        nearest_person_m, nearest_person_id: nearest person (m) at the end of the action.
+        people_visible: number of people detected at the end of the action.
+        result: every field of the action-result record (strings), for later analysis.
+    """
+
+    seq: int
+    stamp: float
+    action: str
+    outcome: str = ""
+    x: float | None = None
+    y: float | None = None
+    yaw: float | None = None
+    imu_yaw: float | None = None
+    map_x: float | None = None
+    map_y: float | None = None
+    map_yaw: float | None = None
+    distance_to_goal_m: float | None = None
+    collisions: int = 0
+    nearest_person_m: float | None = None
+    nearest_person_id: str = ""
+    people_visible: int | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Collision:
+    """One collision event (a row of ``collisions``).
+
+    Attributes:
+        step_seq: seq of the step (action) during which it happened. stamp: ROS time, s.
+        type: ``human`` | ``static`` | other detector label. x, y, yaw: odom pose (m, rad).
+        map_x, map_y: ground-truth position (sim). distance_m: range to the obstacle (m).
+        human_id: id of the person hit, if known. detail: every field of the collision record.
+    """
+
+    step_seq: int
+    stamp: float
+    type: str = ""
+    x: float | None = None
+    y: float | None = None
+    yaw: float | None = None
+    map_x: float | None = None
+    map_y: float | None = None
+    distance_m: float | None = None
+    human_id: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PlannedTrial:
+    """One row of a campaign plan (see :mod:`havln_robot.trials.plan`).
+
+    Attributes:
+        seq: 0-based position in the plan. Other fields as in :class:`Trial`.
+        id, campaign_id: database ids (0 before the plan is stored).
+    """
+
+    seq: int
+    platform: str
+    region: str
+    people_present: int = 0
+    instance: str = ""
+    instruction: str = ""
+    goal_x: float | None = None
+    goal_y: float | None = None
+    goal_frame: str | None = None
+    goal_radius: float = SUCCESS_RADIUS_M
+    operator: str = ""
+    episode_id: str = ""
+    scan: str = ""
+    notes: str = ""
+    id: int = 0
+    campaign_id: int = 0
+
+
+@dataclass
+class CampaignInfo:
+    """A campaign and its progress. done = plan rows with a success/failure trial."""
+
+    id: int
+    name: str
+    created: float
+    source: str
+    description: str
+    planned: int
+    done: int
+
+
+_TRIAL_FIELDS = [f.name for f in fields(Trial)]
+_STEP_FIELDS = [f.name for f in fields(Step)]
+_COLL_FIELDS = [f.name for f in fields(Collision)]
+_PLAN_FIELDS = [f.name for f in fields(PlannedTrial)]
+#: Fields the caller may set with :meth:`TrialStore.update_trial`.
+UPDATABLE = frozenset(
+    {
+        "region",
+        "instance",
+        "people_present",
+        "instruction",
+        "goal_x",
+        "goal_y",
+        "goal_frame",
+        "goal_radius",
+        "operator",
+        "episode_id",
+        "scan",
+        "start_x",
+        "start_y",
+        "start_yaw",
+        "start_map_x",
+        "start_map_y",
+        "start_map_yaw",
+        "mcap_path",
+        "notes",
+    }
+)
+
+
+def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """Validate and normalise trial metadata fields (platform, region, people, goal, ...).
+
+    Returns:
+        A copy with ``region`` canonical, numbers converted, strings stripped.
+
+    Raises:
+        TrialError: a field is invalid; the one-line message names it and the fix.
+    """
+    pre = f"{where}: " if where else ""
+    out = dict(meta)
+    if "platform" in out:
+        if out["platform"] not in PLATFORMS:
+            raise TrialError(f"{pre}platform: {out['platform']!r} is not one of {', '.join(PLATFORMS)}")
+    if "region" in out:
+        try:
+            out["region"] = canonical_region(str(out["region"] if out["region"] is not None else ""))
+        except RegionError as exc:
+            raise TrialError(f"{pre}{exc}") from None
+    if "people_present" in out:
+        p = out["people_present"]
+        try:
+            p = int(p)
+            ok = str(out["people_present"]).strip().lstrip("+").isdigit() or isinstance(out["people_present"], int)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok or isinstance(out["people_present"], bool) or p < 0:
+            raise TrialError(f"{pre}people_present: expected a count >= 0 (0 = without people), got {out['people_present']!r}")
+        out["people_present"] = p
+    for key in ("goal_x", "goal_y", "goal_radius", "start_x", "start_y", "start_yaw", "start_map_x", "start_map_y", "start_map_yaw"):
+        if key in out and out[key] is not None and out[key] != "":
+            try:
+                v = float(out[key])
+            except (TypeError, ValueError):
+                raise TrialError(f"{pre}{key}: expected a number in metres/radians, got {out[key]!r}") from None
+            if not math.isfinite(v):
+                raise TrialError(f"{pre}{key}: expected a finite number, got {out[key]!r}")
+            out[key] = v
+        elif key in out:
+            out[key] = None if key != "goal_radius" else SUCCESS_RADIUS_M
+    if out.get("goal_radius") is not None and out["goal_radius"] <= 0:
+        raise TrialError(f"{pre}goal_radius: must be > 0 m (HA-VLN success radius is 3.0), got {out['goal_radius']!r}")
+    if "goal_frame" in out:
+        gf = out["goal_frame"] or None
+        if gf is not None and gf not in GOAL_FRAMES:
+            raise TrialError(f"{pre}goal_frame: {gf!r} is not one of {', '.join(GOAL_FRAMES)}")
+        out["goal_frame"] = gf
+    has_x, has_y = out.get("goal_x") is not None, out.get("goal_y") is not None
+    if has_x != has_y:
+        raise TrialError(f"{pre}goal: give both goal_x and goal_y (metres) or neither")
+    if has_x and not out.get("goal_frame"):
+        out["goal_frame"] = "start"
+    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path"):
+        if key in out:
+            v = out[key]
+            out[key] = "" if v is None else str(v).strip()
+    return out
+
+
+class TrialStore:
+    """SQLite trial store (WAL, synchronous=FULL, schema ``PRAGMA user_version`` with migrations).
+
+    Thread-safe (one lock around the connection); several processes may open the same file.
+
+    Args:
+        path: database file; parent folders are created. ``":memory:"`` for tests.
+        readonly: open read-only (the file must exist; no migration is run).
+        timeout_s: how long to wait for another process's write lock (s).
+
+    Raises:
+        TrialError: the file is not a trial database, was written by a newer version, or cannot
+            be opened (one-line message with the path).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, readonly: bool = False, timeout_s: float = 10.0) -> None:
+        self.path = default_db_path() if path is None else (Path(path).expanduser() if str(path) != ":memory:" else Path(":memory:"))
+        self._lock = threading.RLock()
+        try:
+            if readonly:
+                if not self.path.is_file():
+                    raise TrialError(f"{self.path}: no trial database here (run a trial first, or pass --db)")
+                uri = f"file:{self.path}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+            else:
+                if str(self.path) != ":memory:":
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            if not readonly:
+                self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self._migrate()
+            else:
+                v = self.schema_version
+                if v != SCHEMA_VERSION:
+                    raise TrialError(
+                        f"{self.path}: schema version {v}, this build reads {SCHEMA_VERSION}; open it once read-write to migrate"
+                    )
+        except sqlite3.DatabaseError as exc:
+            raise TrialError(f"{self.path}: cannot open trial database ({exc})") from None
+        except OSError as exc:
+            raise TrialError(f"{self.path}: cannot create trial database ({exc.strerror})") from None
+
+    # --- plumbing ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection (checkpoints the WAL when this is the last connection)."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> TrialStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        """``PRAGMA user_version`` of the file."""
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE: takes the write lock up front)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._tx() as db:
+            v = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if v > SCHEMA_VERSION:
+                raise TrialError(f"{self.path}: schema version {v} is newer than this build ({SCHEMA_VERSION}); upgrade havln_robot")
+            if v == 0:
+                tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+                if tables:
+                    raise TrialError(f"{self.path}: not a trial database (has tables {', '.join(tables)}); pass another --db")
+            for i in range(v, SCHEMA_VERSION):
+                for stmt in _split_sql(MIGRATIONS[i]):
+                    db.execute(stmt)
+                db.execute(f"PRAGMA user_version = {i + 1}")
+
+    def integrity_ok(self) -> bool:
+        """``PRAGMA integrity_check`` passes."""
+        with self._lock:
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    # --- trials -----------------------------------------------------------------------------------
+    def start_trial(self, platform: str, region: str = UNKNOWN_REGION, supersede: str | None = None, **meta: Any) -> Trial:
+        """Open a new running trial.
+
+        Args:
+            platform: ``go2`` | ``sim`` | ``gazebo``.
+            region: region type (aliases accepted, see regions.py).
+            supersede: if a trial is still running, finish it with this ``end_reason`` (and
+                outcome ``aborted``) instead of refusing.
+            **meta: other :class:`Trial` fields (people_present, instance, instruction, goal_x,
+                goal_y, goal_frame, goal_radius, operator, episode_id, scan, start_*, notes,
+                campaign_id, planned_id).
+
+        Returns:
+            The new trial.
+
+        Raises:
+            TrialError: invalid metadata, unknown field, or another trial is running and
+                ``supersede`` is None.
+        """
+        unknown = set(meta) - UPDATABLE - {"campaign_id", "planned_id"}
+        if unknown:
+            raise TrialError(f"start_trial: unknown field(s) {', '.join(sorted(unknown))}")
+        values = check_meta({"platform": platform, "region": region, **meta})
+        with self._tx() as db:
+            run = db.execute("SELECT id FROM trials WHERE finished IS NULL ORDER BY id DESC LIMIT 1").fetchone()
+            if run is not None:
+                if supersede is None:
+                    raise TrialError(
+                        f"trial {run['id']} is still running; end it first (havln-robot trial end --success|--failure|--abort)"
+                    )
+                now = time.time()
+                db.execute(
+                    "UPDATE trials SET finished = ?, judged = ?, end_reason = ?, outcome = 'aborted', reason = ? WHERE finished IS NULL",
+                    (now, now, supersede, supersede),
+                )
+            values["started"] = time.time()
+            cols = ", ".join(values)
+            cur = db.execute(f"INSERT INTO trials ({cols}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
+            tid = int(cur.lastrowid)
+        return self.trial(tid)
+
+    def update_trial(self, trial_id: int, **meta: Any) -> Trial:
+        """Set metadata fields of a trial (any state).
+
+        Raises:
+            TrialError: unknown trial or field, invalid value.
+        """
+        unknown = set(meta) - UPDATABLE
+        if unknown:
+            raise TrialError(f"update_trial: field(s) {', '.join(sorted(unknown))} cannot be set; settable: {', '.join(sorted(UPDATABLE))}")
+        values = check_meta(meta)
+        if values:
+            with self._tx() as db:
+                self._require(db, trial_id)
+                db.execute(f"UPDATE trials SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?", [*values.values(), trial_id])
+        return self.trial(trial_id)
+
+    def _require(self, db: sqlite3.Connection, trial_id: int) -> sqlite3.Row:
+        row = db.execute("SELECT * FROM trials WHERE id = ?", (trial_id,)).fetchone()
+        if row is None:
+            raise TrialError(f"trial {trial_id}: no such trial (havln-robot trial list shows the ids)")
+        return row
+
+    def trial(self, trial_id: int) -> Trial:
+        """The trial with this id.
+
+        Raises:
+            TrialError: no such trial.
+        """
+        with self._lock:
+            return _trial(self._require(self._db, trial_id))
+
+    def running_trial(self) -> Trial | None:
+        """The trial that is running (not finished), if any."""
+        with self._lock:
+            row = self._db.execute("SELECT * FROM trials WHERE finished IS NULL ORDER BY id DESC LIMIT 1").fetchone()
+        return _trial(row) if row else None
+
+    def current_trial(self) -> Trial | None:
+        """The trial an operator's verdict applies to: the running one, else the latest unjudged one."""
+        run = self.running_trial()
+        if run is not None:
+            return run
+        with self._lock:
+            row = self._db.execute("SELECT * FROM trials WHERE outcome IS NULL ORDER BY id DESC LIMIT 1").fetchone()
+        return _trial(row) if row else None
+
+    def trials(
+        self,
+        campaign: str | int | None = None,
+        platform: str | None = None,
+        outcome: str | None = None,
+        judged_only: bool = False,
+        limit: int | None = None,
+    ) -> list[Trial]:
+        """Trials in id order, filtered.
+
+        Args:
+            campaign: campaign name or id.
+            platform: one of PLATFORMS.
+            outcome: one of OUTCOMES.
+            judged_only: only trials with an outcome.
+            limit: return only the last ``limit`` trials.
+
+        Raises:
+            TrialError: unknown campaign / platform / outcome.
+        """
+        where, args = [], []
+        if campaign is not None:
+            where.append("campaign_id = ?")
+            args.append(self._campaign_id(campaign))
+        if platform is not None:
+            if platform not in PLATFORMS:
+                raise TrialError(f"platform: {platform!r} is not one of {', '.join(PLATFORMS)}")
+            where.append("platform = ?")
+            args.append(platform)
+        if outcome is not None:
+            if outcome not in OUTCOMES:
+                raise TrialError(f"outcome: {outcome!r} is not one of {', '.join(OUTCOMES)}")
+            where.append("outcome = ?")
+            args.append(outcome)
+        if judged_only:
+            where.append("outcome IS NOT NULL")
+        sql = "SELECT * FROM trials" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        with self._lock:
+            rows = [_trial(r) for r in self._db.execute(sql, args)]
+        return rows[-limit:] if limit else rows
+
+    def finish_trial(self, trial_id: int, end_reason: str) -> Trial:
+        """Mark a running trial as finished (the agent stopped / ran out of budget); outcome unset.
+
+        Does nothing if the trial is already finished.
+
+        Raises:
+            TrialError: no such trial.
+        """
+        with self._tx() as db:
+            self._require(db, trial_id)
+            db.execute(
+                "UPDATE trials SET finished = ?, end_reason = ? WHERE id = ? AND finished IS NULL", (time.time(), end_reason, trial_id)
+            )
+        return self.trial(trial_id)
+
+    def set_outcome(
+        self,
+        trial_id: int,
+        outcome: str,
+        reason: str = "",
+        ne_m: float | None = None,
+        ne_source: str = "",
+        end_reason: str | None = None,
+        overwrite: bool = False,
+    ) -> Trial:
+        """Record the verdict; finishes the trial if it is still running.
+
+        When ``ne_m`` is None and the goal is known, NE is computed from the recorded poses
+        (:func:`havln_robot.trials.metrics.navigation_error`).
+
+        Args:
+            trial_id: the trial.
+            outcome: ``success`` | ``failure`` | ``aborted``.
+            reason: free text (why it failed / was aborted).
+            ne_m: navigation error measured by the operator (m), overrides the computed one.
+            ne_source: where ``ne_m`` comes from (default ``operator``).
+            end_reason: why the run ended, if it is still running (default: the outcome).
+            overwrite: replace an earlier verdict.
+
+        Raises:
+            TrialError: bad outcome / NE, no such trial, or the trial already has a verdict and
+                ``overwrite`` is False.
+        """
+        from havln_robot.trials.metrics import navigation_error
+
+        if outcome not in OUTCOMES:
+            raise TrialError(f"outcome: {outcome!r} is not one of {', '.join(OUTCOMES)}")
+        if ne_m is not None:
+            try:
+                ne_m = float(ne_m)
+            except (TypeError, ValueError):
+                raise TrialError(f"ne: expected a distance in metres, got {ne_m!r}") from None
+            if not math.isfinite(ne_m) or ne_m < 0:
+                raise TrialError(f"ne: expected a distance >= 0 m, got {ne_m!r}")
+            ne_source = ne_source or "operator"
+        with self._tx() as db:
+            row = self._require(db, trial_id)
+            if row["outcome"] is not None and not overwrite:
+                raise TrialError(f"trial {trial_id} already ended as {row['outcome']}; pass --overwrite to change the verdict")
+        if ne_m is None:
+            trial = self.trial(trial_id)
+            ne = navigation_error(trial, self.steps(trial_id))
+            if ne is not None:
+                ne_m, ne_source = ne
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "UPDATE trials SET finished = COALESCE(finished, ?), end_reason = CASE WHEN finished IS NULL THEN ? ELSE end_reason END, "
+                "judged = ?, outcome = ?, reason = ?, ne_m = ?, ne_source = ? WHERE id = ?",
+                (now, end_reason or outcome, now, outcome, reason, ne_m, ne_source if ne_m is not None else "", trial_id),
+            )
+        return self.trial(trial_id)
+
+    def close_interrupted(self, end_reason: str = "interrupted", judge: bool = False) -> list[int]:
+        """Finish every trial left running by a process that died (call on logger start).
+
+        Args:
+            end_reason: stored as the trial's ``end_reason``.
+            judge: also set outcome ``aborted`` (sim); else the operator's verdict stays open.
+
+        Returns:
+            The ids of the trials closed.
+        """
+        with self._tx() as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM trials WHERE finished IS NULL")]
+            now = time.time()
+            if judge:
+                db.execute(
+                    "UPDATE trials SET finished = ?, judged = ?, end_reason = ?, outcome = 'aborted', reason = ? WHERE finished IS NULL",
+                    (now, now, end_reason, end_reason),
+                )
+            else:
+                db.execute("UPDATE trials SET finished = ?, end_reason = ? WHERE finished IS NULL", (now, end_reason))
+        return ids
+
+    # --- steps and collisions ----------------------------------------------------------------------
+    def add_step(self, trial_id: int, step: Step | Mapping[str, Any]) -> Step:
+        """Append one executed action; committed (fsynced) before returning.
+
+        ``step.seq`` is ignored: the next free index of the trial is used.
+
+        Raises:
+            TrialError: no such trial, the trial is finished, or ``action`` is not a literal.
+        """
+        s = step if isinstance(step, Step) else Step(seq=0, **dict(step))
+        if not is_action(s.action):
+            raise TrialError(f"step action: {s.action!r} is not one of {', '.join(ACTIONS)}")
+        with self._tx() as db:
+            row = self._require(db, trial_id)
+            if row["finished"] is not None:
+                raise TrialError(f"trial {trial_id} is finished ({row['end_reason']}); start a new trial to record steps")
+            seq = int(db.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM steps WHERE trial_id = ?", (trial_id,)).fetchone()[0])
+            s = Step(**{**asdict(s), "seq": seq})
+            vals = asdict(s)
+            vals["result"] = json.dumps(vals["result"], default=str)
+            db.execute(
+                f"INSERT INTO steps (trial_id, {', '.join(vals)}) VALUES (?, {', '.join('?' * len(vals))})", [trial_id, *vals.values()]
+            )
+        return s
+
+    def add_collision(self, trial_id: int, coll: Collision | Mapping[str, Any], count_in_step: bool = False) -> Collision:
+        """Record one collision event (committed before returning).
+
+        Args:
+            trial_id: the trial.
+            coll: the event; ``step_seq`` names the action during which it happened.
+            count_in_step: also add 1 to the ``collisions`` count of the already recorded step
+                ``step_seq`` (for a collision report that arrives after its action's result).
+
+        Raises:
+            TrialError: no such trial.
+        """
+        c = coll if isinstance(coll, Collision) else Collision(**dict(coll))
+        vals = asdict(c)
+        vals["detail"] = json.dumps(vals["detail"], default=str)
+        with self._tx() as db:
+            self._require(db, trial_id)
+            if count_in_step:
+                db.execute("UPDATE steps SET collisions = collisions + 1 WHERE trial_id = ? AND seq = ?", (trial_id, c.step_seq))
+            db.execute(
+                f"INSERT INTO collisions (trial_id, {', '.join(vals)}) VALUES (?, {', '.join('?' * len(vals))})",
+                [trial_id, *vals.values()],
+            )
+        return c
+
+    def steps(self, trial_id: int) -> list[Step]:
+        """All steps of a trial, in order (empty list for an unknown id)."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {', '.join(_STEP_FIELDS)} FROM steps WHERE trial_id = ? ORDER BY seq", (trial_id,)).fetchall()
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["result"] = json.loads(d["result"] or "{}")
+            out.append(Step(**d))
+        return out
+
+    def record_agent_summary(self, trial_id: int, summary: Mapping[str, Any]) -> None:
+        """Store the agent's episode summary (havln/episode_done JSON) with the trial.
+
+        Raises:
+            TrialError: no such trial.
+        """
+        with self._tx() as db:
+            self._require(db, trial_id)
+            db.execute("UPDATE trials SET agent_summary = ? WHERE id = ?", (json.dumps(dict(summary), default=str), trial_id))
+
+    def actions(self, trial_id: int) -> list[str]:
+        """The trial's action sequence as the policy chose it -- what the challenge format wants.
+
+        The agent's own list from havln/episode_done (policy actions; panorama turns excluded)
+        when it reported one, else :meth:`executed_actions`. Not yet finalised: pass it through
+        :func:`havln_robot.actions.finalize_sequence` for format v1.
+        """
+        summary = self.trial(trial_id).agent_summary
+        acts = summary.get("actions") if isinstance(summary, dict) else None
+        if isinstance(acts, list) and all(is_action(a) for a in acts):
+            return list(acts)
+        return self.executed_actions(trial_id)
+
+    def executed_actions(self, trial_id: int, include_rejected: bool = False) -> list[str]:
+        """The action literals motion_node executed (one per step row), in order.
+
+        Includes panorama turns. Actions answered with outcome ``rejected`` (sent while another
+        action was running; never executed) are left out unless ``include_rejected``.
+        """
+        with self._lock:
+            rows = self._db.execute("SELECT action, outcome FROM steps WHERE trial_id = ? ORDER BY seq", (trial_id,)).fetchall()
+        return [r["action"] for r in rows if include_rejected or r["outcome"] != "rejected"]
+
+    def collisions(self, trial_id: int) -> list[Collision]:
+        """All collision events of a trial, in time order."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join(_COLL_FIELDS)} FROM collisions WHERE trial_id = ? ORDER BY stamp, id", (trial_id,)
+            ).fetchall()
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["detail"] = json.loads(d["detail"] or "{}")
+            out.append(Collision(**d))
+        return out
+
+    def step_count(self, trial_id: int) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM steps WHERE trial_id = ?", (trial_id,)).fetchone()[0])
+
+    # --- campaigns ---------------------------------------------------------------------------------
+    def _campaign_id(self, campaign: str | int) -> int:
+        with self._lock:
+            if isinstance(campaign, int) or (isinstance(campaign, str) and campaign.isdigit()):
+                row = self._db.execute("SELECT id FROM campaigns WHERE id = ?", (int(campaign),)).fetchone()
+                if row:
+                    return int(row[0])
+            row = self._db.execute("SELECT id FROM campaigns WHERE name = ?", (str(campaign),)).fetchone()
+            if row is None:
+                names = [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY id")]
+                known = f"known campaigns: {', '.join(names)}" if names else "no campaign imported yet (havln-robot trial plan FILE)"
+                raise TrialError(f"campaign {campaign!r}: not found; {known}")
+            return int(row[0])
+
+    def import_plan(self, name: str, planned: Sequence[PlannedTrial], source: str = "", description: str = "") -> int:
+        """Store a campaign plan. Re-importing the same plan is a no-op (resume).
+
+        Raises:
+            TrialError: a campaign of that name exists with a different plan, or the plan is empty.
+        """
+        if not name:
+            raise TrialError("campaign: a name is required")
+        if not planned:
+            raise TrialError(f"campaign {name!r}: the plan has no trials")
+        with self._tx() as db:
+            row = db.execute("SELECT id FROM campaigns WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                cid = int(row[0])
+                have = [_planned(r) for r in db.execute("SELECT * FROM planned WHERE campaign_id = ? ORDER BY seq", (cid,))]
+                if [_plan_key(p) for p in have] != [_plan_key(p) for p in planned]:
+                    raise TrialError(
+                        f"campaign {name!r} already exists with a different plan ({len(have)} trials); use another campaign name"
+                    )
+                return cid
+            cid = int(
+                db.execute(
+                    "INSERT INTO campaigns (name, created, source, description) VALUES (?, ?, ?, ?)",
+                    (name, time.time(), source, description),
+                ).lastrowid
+            )
+            for p in planned:
+                vals = {k: v for k, v in asdict(p).items() if k not in ("id", "campaign_id")}
+                db.execute(
+                    f"INSERT INTO planned (campaign_id, {', '.join(vals)}) VALUES (?, {', '.join('?' * len(vals))})", [cid, *vals.values()]
+                )
+        return cid
+
+    def campaigns(self) -> list[CampaignInfo]:
+        """All campaigns with their progress."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT c.*, (SELECT COUNT(*) FROM planned p WHERE p.campaign_id = c.id) AS planned, "
+                "(SELECT COUNT(DISTINCT t.planned_id) FROM trials t WHERE t.campaign_id = c.id AND t.outcome IN ('success','failure')) AS done "
+                "FROM campaigns c ORDER BY c.id"
+            ).fetchall()
+        return [CampaignInfo(**dict(r)) for r in rows]
+
+    def planned(self, campaign: str | int) -> list[tuple[PlannedTrial, str]]:
+        """The plan of a campaign with each row's status (``done``, ``running``, ``awaiting verdict``, ``pending``).
+
+        A plan row is done once a trial executing it ended in ``success`` or ``failure``;
+        aborted trials do not count, so an interrupted trial is run again on resume.
+        """
+        cid = self._campaign_id(campaign)
+        with self._lock:
+            plan = [_planned(r) for r in self._db.execute("SELECT * FROM planned WHERE campaign_id = ? ORDER BY seq", (cid,))]
+            states: dict[int, list[str]] = {}
+            for r in self._db.execute("SELECT planned_id, finished, outcome FROM trials WHERE campaign_id = ?", (cid,)):
+                st = "running" if r["finished"] is None else (r["outcome"] or "awaiting verdict")
+                states.setdefault(r["planned_id"], []).append(st)
+        out = []
+        for p in plan:
+            s = states.get(p.id, [])
+            if "success" in s or "failure" in s:
+                out.append((p, "done"))
+            elif "running" in s:
+                out.append((p, "running"))
+            elif "awaiting verdict" in s:
+                out.append((p, "awaiting verdict"))
+            else:
+                out.append((p, "pending"))
+        return out
+
+    def next_planned(self, campaign: str | int) -> PlannedTrial | None:
+        """The first plan row not done yet (None when the campaign is complete)."""
+        for p, status in self.planned(campaign):
+            if status != "done":
+                return p
+        return None
+
+    def start_planned(self, planned: PlannedTrial, supersede: str | None = None, **overrides: Any) -> Trial:
+        """Start a trial from a plan row (its metadata, overridden by ``overrides``)."""
+        meta = {k: getattr(planned, k) for k in UPDATABLE if hasattr(planned, k)}
+        meta.update({k: v for k, v in overrides.items() if v is not None})
+        platform = meta.pop("platform", planned.platform)
+        region = meta.pop("region", planned.region)
+        return self.start_trial(platform, region, supersede=supersede, campaign_id=planned.campaign_id, planned_id=planned.id, **meta)
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _trial(row: sqlite3.Row) -> Trial:
+    d = dict(row)
+    try:
+        d["agent_summary"] = json.loads(d.get("agent_summary") or "{}")
+    except ValueError:
+        d["agent_summary"] = {}
+    return Trial(**{k: d[k] for k in _TRIAL_FIELDS if k in d})
+
+
+def _planned(row: sqlite3.Row) -> PlannedTrial:
+    d = dict(row)
+    return PlannedTrial(**{k: d[k] for k in _PLAN_FIELDS if k in d})
+
+
+def _plan_key(p: PlannedTrial) -> tuple:
+    d = asdict(p)
+    d.pop("id")
+    d.pop("campaign_id")
+    return tuple(sorted(d.items()))
