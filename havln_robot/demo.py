@@ -1,0 +1,409 @@
+"""``havln-robot demo``: the whole stack on real HA-R2R episodes in the embedded simulator.
+
+Per episode: start sim_node, motion_node, agent_node (trained model from ``models/``) and
+trial_logger_node in one process over loopback DDS (:mod:`havln_robot.bringup`), publish the
+episode's instruction, print one live line per policy step, and when the agent ends (STOP or the
+action budget) collect the trial row, the MCAP bag, a report with a top-down trajectory plot
+(people and collisions on the scene map), a format-v1 action file and a summary.
+
+Ctrl-C: the nodes are safe-stopped (zero ``cmd_vel``), the trial is closed as aborted, and
+everything recorded so far is kept and reported.
+
+Without ``../shared/data/ha-vln`` the project's own small scene and episode run instead, and the
+demo says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from havln_robot import topics
+from havln_robot.paths import config_dir, data_dir
+
+DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
+
+
+@dataclass
+class EpisodeRun:
+    """What the demo observed of one episode (map frame, metres)."""
+
+    episode_id: str
+    scan: str
+    instruction: str
+    trajectory: list[tuple[float, float]] = field(default_factory=list)
+    humans: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    collisions: list[dict[str, str]] = field(default_factory=list)
+    ground_truth: dict[str, str] = field(default_factory=dict)
+    done: dict[str, Any] | None = None
+    steps_printed: int = 0
+    wall_s: float = 0.0
+    trial_id: int | None = None
+    outcome: str = ""
+
+
+def _fmt_line(status: dict[str, str], gt: dict[str, str]) -> str:
+    def f(key: str, default: str = "?") -> str:
+        return gt.get(key, default)
+
+    try:
+        pose = f"({float(f('x')):6.2f}, {float(f('y')):6.2f}, {float(f('yaw_deg')):6.1f}°)"
+        dist = f"{float(f('distance_to_goal_m')):5.2f} m"
+        near = float(f("nearest_human_m", "inf"))
+        person = f"{near:5.2f} m" if math.isfinite(near) else "  none "
+    except ValueError:
+        pose, dist, person = "(?)", "?", "?"
+    return (
+        f"  step {status.get('step', '?'):>3}  {status.get('action', ''):<12}  pose {pose}  goal {dist}  "
+        f"nearest person {person}  collisions human {f('collisions_human', '0')} static {f('collisions_static', '0')}"
+    )
+
+
+class _Monitor:
+    """A plain rclpy node in the bringup's context: live lines, ground truth, episode end."""
+
+    def __init__(self, context: Any, run: EpisodeRun, quiet: bool) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from geometry_msgs.msg import PoseArray
+        from rclpy.node import Node
+        from std_msgs.msg import String
+
+        from havln_robot.nodes._msgs import status_dict
+
+        self.node = Node("demo_monitor", context=context)
+        self.run, self.quiet = run, quiet
+        self._dict = status_dict
+        self.instruction_pub = self.node.create_publisher(String, topics.INSTRUCTION, 10)
+        n = self.node
+        n.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._on_gt, 10)
+        n.create_subscription(DiagnosticStatus, topics.AGENT_STATUS, self._on_status, 50)
+        n.create_subscription(DiagnosticStatus, topics.COLLISION, self._on_collision, 50)
+        n.create_subscription(PoseArray, topics.HUMANS, self._on_humans, 10)
+        n.create_subscription(String, topics.EPISODE_DONE, self._on_done, 10)
+        self._last_step = -1
+
+    def _on_gt(self, msg: Any) -> None:
+        gt = self._dict(msg)
+        self.run.ground_truth = gt
+        try:
+            xy = (float(gt["x"]), float(gt["y"]))
+        except (KeyError, ValueError):
+            return
+        if not self.run.trajectory or math.dist(self.run.trajectory[-1], xy) > 0.02:
+            self.run.trajectory.append(xy)
+
+    def _on_status(self, msg: Any) -> None:
+        st = self._dict(msg)
+        try:
+            step = int(st.get("step", -1))
+        except ValueError:
+            return
+        if st.get("action") and step != self._last_step:
+            self._last_step = step
+            self.run.steps_printed += 1
+            if not self.quiet:
+                print(_fmt_line(st, self.run.ground_truth), flush=True)
+
+    def _on_collision(self, msg: Any) -> None:
+        rec = self._dict(msg)
+        gt = self.run.ground_truth
+        rec["map_x"], rec["map_y"] = gt.get("x", ""), gt.get("y", "")
+        self.run.collisions.append(rec)
+        if not self.quiet:
+            print(f"  ! collision ({rec.get('type', '?')}, {rec.get('source', '')}) during {rec.get('action', '?')}", flush=True)
+
+    def _on_humans(self, msg: Any) -> None:
+        for i, pose in enumerate(msg.poses):
+            track = self.run.humans.setdefault(i, [])
+            xy = (pose.position.x, pose.position.y)
+            if not track or math.dist(track[-1], xy) > 0.05:
+                track.append(xy)
+
+    def _on_done(self, msg: Any) -> None:
+        try:
+            self.run.done = json.loads(msg.data)
+        except json.JSONDecodeError:
+            self.run.done = {"reason": "unknown", "raw": msg.data}
+
+    def ready(self) -> bool:
+        """The simulator publishes ground truth and the agent listens for instructions."""
+        return bool(self.run.ground_truth) and self.instruction_pub.get_subscription_count() > 0
+
+    def send_instruction(self, text: str) -> None:
+        from std_msgs.msg import String
+
+        self.instruction_pub.publish(String(data=text))
+
+
+def _pick_episodes(n: int, seed: int, episodes_file: Path) -> list[tuple[int, str]]:
+    """(index, episode_id) of ``n`` episodes drawn with ``seed`` (same seed → same episodes)."""
+    from havln_robot.episodes import load_episodes
+
+    eps = load_episodes(episodes_file, data_dir() / "connectivity")
+    rng = random.Random(seed)
+    picks = rng.sample(range(len(eps)), k=min(n, len(eps)))
+    return [(i, eps[i].episode_id) for i in picks]
+
+
+def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> Path:
+    """Top-down map of one run: free space, reference path, trajectory, people, collisions, goal.
+
+    Returns:
+        The PNG path.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from havln_robot.sim.session import open_episode
+
+    opened = open_episode(sim_params)
+    scene, ep = opened.scene, opened.episode
+    floor = scene.floor_index(ep.start_position[2])
+    fig, ax = plt.subplots(figsize=(8, 8), dpi=110)
+    geom = scene.floors[floor].free
+    polys = getattr(geom, "geoms", [geom])
+    for poly in polys:
+        if poly.is_empty or not hasattr(poly, "exterior"):
+            continue
+        x, y = poly.exterior.xy
+        ax.fill(x, y, color="#e8e4da", zorder=0)
+        for hole in poly.interiors:
+            hx, hy = hole.xy
+            ax.fill(hx, hy, color="white", zorder=0)
+    ref = [(p[0], p[1]) for p in ep.reference_path]
+    if ref:
+        ax.plot(*zip(*ref, strict=True), "--", color="#7a7a7a", lw=1.5, label="reference path", zorder=1)
+    if run.trajectory:
+        ax.plot(*zip(*run.trajectory, strict=True), "-", color="#1f5fbf", lw=2.2, label="robot (ground truth)", zorder=3)
+    for hid, track in run.humans.items():
+        ax.plot(*zip(*track, strict=True), "-", color="#d98c1f", lw=1, alpha=0.6, zorder=2)
+        ax.add_patch(plt.Circle(track[-1], 0.3, color="#d98c1f", alpha=0.9, zorder=4, label="person" if hid == 0 else None))
+    cx = [float(c["map_x"]) for c in run.collisions if c.get("map_x")]
+    cy = [float(c["map_y"]) for c in run.collisions if c.get("map_y")]
+    if cx:
+        ax.scatter(cx, cy, marker="x", s=90, color="#c0152f", lw=2.5, zorder=5, label="collision")
+    sx, sy = ep.start_position[0], ep.start_position[1]
+    ax.scatter([sx], [sy], marker="o", s=80, color="#2e9e44", zorder=6, label="start")
+    gx, gy = ep.goal_position[0], ep.goal_position[1]
+    ax.add_patch(plt.Circle((gx, gy), ep.goal_radius, fill=False, ls=":", color="#2e9e44", lw=1.5, zorder=2))
+    ax.scatter([gx], [gy], marker="*", s=220, color="#2e9e44", zorder=6, label="goal (3 m radius)")
+    pts = ref + run.trajectory + [(sx, sy), (gx, gy)]
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    pad = 4.0
+    ax.set_xlim(min(xs) - pad, max(xs) + pad)
+    ax.set_ylim(min(ys) - pad, max(ys) + pad)
+    ax.set_aspect("equal")
+    ax.set_xlabel("map x [m]")
+    ax.set_ylabel("map y [m]")
+    ax.set_title(f"episode {run.episode_id} ({run.scan}): {run.outcome or 'unjudged'}", fontsize=11)
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    ax.grid(True, alpha=0.25)
+    fig.tight_layout()
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png)
+    plt.close(fig)
+    return out_png
+
+
+def _on_signal(bringup: Any, flag: dict[str, bool]) -> None:
+    """SIGINT/SIGTERM: remember it and make the bringup return from spinning (nodes stop safely after)."""
+
+    def handler(*_: Any) -> None:
+        flag["flag"] = True
+        bringup.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+
+
+def _episode_over(run: EpisodeRun) -> Any:
+    return lambda: run.done is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry of ``havln-robot demo``; returns 0 on a completed run, 130 when interrupted, 2 on bad input."""
+    ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0])
+    ap.add_argument("--episodes", type=int, default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
+    ap.add_argument("--seed", type=int, default=0, help="picks the episodes and seeds the simulator (same seed, same result)")
+    ap.add_argument("--episode-id", default="", help="run this episode (path_id) instead of a seeded pick")
+    ap.add_argument("--episodes-file", default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
+    ap.add_argument("--policy", default=None, help="agent policy (default: the trained model in models/, see config/sim.yaml)")
+    ap.add_argument("--max-actions", type=int, default=None, help="policy action budget per episode (default 500)")
+    ap.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
+    ap.add_argument("--profile", default=str(config_dir() / "sim.yaml"), help="deployment profile (default config/sim.yaml)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="wall-clock limit per episode, s")
+    ap.add_argument("--quiet", action="store_true", help="no per-step lines")
+    args = ap.parse_args(argv)
+
+    from havln_robot.bringup import Bringup
+    from havln_robot.config import load_profile
+    from havln_robot.params import ConfigError
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    episodes_file = Path(args.episodes_file) if args.episodes_file else data_dir() / DEFAULT_EPISODES
+    have_data = episodes_file.is_file() and (data_dir() / "connectivity").is_dir()
+    if have_data:
+        if args.episode_id:
+            picks = [(0, args.episode_id)]
+        else:
+            picks = _pick_episodes(args.episodes, args.seed, episodes_file)
+        print(f"havln-robot demo: {len(picks)} real HA-R2R episode(s) from {episodes_file} (seed {args.seed})")
+    else:
+        picks = [(0, "")]
+        print(f"havln-robot demo: HA-VLN data not found at {data_dir()}: running the project's own builtin scene and episode instead")
+
+    db = out / "trials.db"
+    stop_requested = {"flag": False}
+    runs: list[EpisodeRun] = []
+    t_all = time.monotonic()
+    for n, (_index, episode_id) in enumerate(picks):
+        sim_over: dict[str, Any] = {"seed": args.seed}
+        if have_data:
+            sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)
+        else:
+            sim_over.update(scene_source="builtin")
+        agent_over: dict[str, Any] = {}
+        if args.policy:
+            agent_over["policy"] = args.policy
+        if args.max_actions:
+            agent_over["max_actions"] = args.max_actions
+        logger_over = {
+            "platform": "sim",
+            "db_path": str(db),
+            "auto_start": True,
+            "auto_end": True,
+            "auto_judge": True,
+            "record_mcap": True,
+            "mcap_dir": str(out / "mcap"),
+        }
+        try:
+            profile = load_profile(args.profile, {"sim_node": sim_over, "agent_node": agent_over, "trial_logger_node": logger_over})
+        except ConfigError as exc:
+            print(f"havln-robot demo: {exc}", file=sys.stderr)
+            return 2
+        from havln_robot.sim.session import SessionError, open_episode
+
+        try:
+            opened = open_episode(profile.nodes["sim_node"])
+        except SessionError as exc:
+            print(f"havln-robot demo: {exc}", file=sys.stderr)
+            return 2
+        ep = opened.episode
+        run = EpisodeRun(ep.episode_id, ep.scan, ep.instruction)
+        runs.append(run)
+        print(f"\n[{n + 1}/{len(picks)}] {opened.note}")
+        print(f'  instruction: "{ep.instruction}"')
+        print(
+            f"  start→goal {math.dist(ep.start_position[:2], ep.goal_position[:2]):.1f} m straight, {ep.geodesic_distance:.1f} m along the path"
+        )
+
+        bringup = Bringup(profile, log=lambda s: None)
+        _on_signal(bringup, stop_requested)
+        t0 = time.monotonic()
+        try:
+            bringup.start()
+            missing = [name for name in ("sim_node", "motion_node", "agent_node", "trial_logger_node") if name not in bringup.nodes]
+            if missing:
+                print(f"havln-robot demo: node(s) not built in this checkout: {', '.join(missing)}", file=sys.stderr)
+                return 3
+            mon = _Monitor(bringup.context, run, args.quiet)
+            bringup.add_node(mon.node)
+            if bringup.spin_until(mon.ready, timeout=60.0) != "done":
+                if not stop_requested["flag"]:
+                    print("havln-robot demo: the simulator or agent did not come up within 60 s", file=sys.stderr)
+            else:
+                mon.send_instruction(ep.instruction)
+                how = bringup.spin_until(_episode_over(run), timeout=args.timeout)
+                if how == "timeout":
+                    print(f"  episode timed out after {args.timeout:.0f} s (wall clock)")
+                # give the trial logger a moment to judge and close the trial
+                bringup.spin_until(timeout=1.0) if not stop_requested["flag"] else None
+        finally:
+            bringup.shutdown()
+            run.wall_s = time.monotonic() - t0
+        if stop_requested["flag"]:
+            print("\nhavln-robot demo: interrupted -- robot commanded to stop, trial closed as aborted, logs kept")
+            break
+
+    status = _finish(runs, db, out, args, have_data, episodes_file)
+    print(f"\ntotal wall time {time.monotonic() - t_all:.1f} s; outputs in {out}")
+    if stop_requested["flag"]:
+        return 130
+    return status
+
+
+def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespace, have_data: bool, episodes_file: Path) -> int:
+    """Trial rows, report, plots, format-v1 file and the summary table."""
+    from havln_robot.trials.report import write_report
+    from havln_robot.trials.store import TrialError, TrialStore
+
+    if not db.exists():
+        print("no trial was recorded")
+        return 1
+    try:
+        with TrialStore(db, readonly=True) as store:
+            trials = store.trials(platform="sim")
+            by_episode = {}
+            for t in trials:
+                by_episode[t.episode_id] = t
+            for run in runs:
+                t = by_episode.get(run.episode_id)
+                if t is not None:
+                    run.trial_id, run.outcome = t.id, (t.outcome or t.state)
+            write_report(store, out / "report", platform="sim", title="havln_robot demo")
+            records = []
+            from havln_robot.challenge.export import Record, export
+
+            for t in trials:
+                if t.episode_id:
+                    records.append(Record(str(t.episode_id), tuple(store.actions(t.id)), "val_seen", f"trial {t.id}"))
+            if records:
+                export(records, out, split="val_seen")
+            rows = {t.id: t for t in trials}
+    except TrialError as exc:
+        print(f"havln-robot demo: trial store: {exc}", file=sys.stderr)
+        return 1
+
+    sim_base: dict[str, Any] = {"scene_source": "episodes" if have_data else "builtin"}
+    if have_data:
+        sim_base.update(episodes_file=str(episodes_file), connectivity_dir=str(data_dir() / "connectivity"))
+    print("\nsummary")
+    print(f"  {'episode':<10} {'outcome':<9} {'NE [m]':>7} {'steps':>5} {'coll h/s':>8} {'wall [s]':>8} {'policy wait [s]':>15}  trial")
+    for run in runs:
+        t = rows.get(run.trial_id) if run.trial_id else None
+        ne = t.ne_m if t is not None and t.ne_m is not None else float(run.ground_truth.get("distance_to_goal_m", "nan"))
+        done = run.done or {}
+        steps = done.get("steps", "?")
+        pm = done.get("policy_ms_mean")
+        wait = (pm or 0.0) * (steps if isinstance(steps, int) else 0) / 1000.0
+        ch = run.ground_truth.get("collisions_human", "0")
+        cs = run.ground_truth.get("collisions_static", "0")
+        png = plot_episode(
+            run, {**sim_base, "episode_id": run.episode_id if have_data else ""}, out / "report" / f"topdown_{run.episode_id}.png"
+        )
+        print(
+            f"  {run.episode_id:<10} {run.outcome or '?':<9} {ne:7.2f} {steps!s:>5} {ch + '/' + cs:>8} {run.wall_s:8.1f} {wait:15.1f}  #{run.trial_id}"
+        )
+        print(f"    top-down plot: {png}")
+        if t is not None and t.mcap_path:
+            print(f"    MCAP bag: {t.mcap_path}")
+    print(f"  trial DB: {db}")
+    print(f"  report:   {out / 'report' / 'report.md'}")
+    if (out / "val_seen.json").exists():
+        print(f"  actions:  {out / 'val_seen.json'} (challenge format v1; ids are HA-R2R path ids)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
