@@ -19,6 +19,7 @@ setup(
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
         (f"share/{PACKAGE}/models", glob("models/*")),
+        (f"share/{PACKAGE}/gazebo", glob("gazebo/*")),
     ],
     install_requires=["setuptools"],
     zip_safe=False,

@@ -1,0 +1,8 @@
+"""HA-VLN challenge action format v1: export, pack, validate, replay (see docs/challenge.md).
+
+Pure Python except :mod:`havln_robot.challenge.replay`'s ``ros`` backend, which imports rclpy lazily.
+"""
+
+from havln_robot.challenge.format import FORMAT_VERSION, FormatError, Problem, SplitFile, read_split_file, write_split_file
+
+__all__ = ["FORMAT_VERSION", "FormatError", "Problem", "SplitFile", "read_split_file", "write_split_file"]

@@ -1,0 +1,163 @@
+"""``havln-robot export | pack | validate``: the challenge-format commands.
+
+Exit codes: 0 success / PASS; 1 submission rejected; 2 bad arguments or unreadable inputs.
+Every failure is one clear line on stderr (or the validation report on stdout), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from havln_robot.challenge.export import ExportError, export, read_run_file, reference_records, trial_records
+from havln_robot.challenge.format import PHASE1_SPLITS, FormatError
+from havln_robot.challenge.manifest import Manifest, ManifestError, default_manifest_path, load_manifest, parse_manifest_arg
+from havln_robot.challenge.pack import PackError, pack
+from havln_robot.challenge.validate import Limits, validate_zip
+
+
+def _err(prog: str, msg: str) -> int:
+    print(f"havln-robot {prog}: {msg}", file=sys.stderr)
+    return 2
+
+
+def resolve_manifests(args_manifest: list[str], splits: list[str], *, required: bool) -> dict[str, Manifest]:
+    """Manifests for ``splits``: ``--manifest`` overrides, else the official files (digest-checked).
+
+    Args:
+        args_manifest: ``--manifest`` values (``SPLIT=PATH`` or ``collision_num_<split>.json``).
+        splits: splits wanted.
+        required: raise when a split has no manifest; otherwise skip it.
+
+    Raises:
+        ManifestError: a file is unreadable / malformed / not official, or missing while required.
+    """
+    given = dict(parse_manifest_arg(a) for a in args_manifest)
+    out: dict[str, Manifest] = {}
+    for split in dict.fromkeys([*splits, *given]):
+        if split in given:
+            out[split] = load_manifest(given[split], split)
+            continue
+        path = default_manifest_path(split)
+        if not path.is_file():
+            if required:
+                raise ManifestError(f"{split} manifest not found at {path}; pass --manifest {split}=PATH or set HAVLN_DATA")
+            continue
+        out[split] = load_manifest(path, split, require_official=True)
+    return out
+
+
+def validate_main(argv: list[str]) -> int:
+    """``havln-robot validate submission.zip [--manifest SPLIT=PATH ...] [--splits a,b] [--max-problems N]``."""
+    ap = argparse.ArgumentParser(
+        prog="havln-robot validate", description="Check a submission zip against every HA-VLN challenge rule (format v1)."
+    )
+    ap.add_argument("zip", help="submission archive")
+    ap.add_argument(
+        "--manifest",
+        action="append",
+        default=[],
+        metavar="SPLIT=PATH",
+        help="episode manifest (default: the official collision_num_<split>.json)",
+    )
+    ap.add_argument("--splits", default=",".join(PHASE1_SPLITS), help="required splits, comma-separated (default: val_seen,val_unseen)")
+    ap.add_argument("--max-problems", type=int, default=100, help="list at most N problems, 0 = all (default 100)")
+    args = ap.parse_args(argv)
+    splits = [s for s in args.splits.split(",") if s]
+    try:
+        manifests = resolve_manifests(args.manifest, splits, required=True)
+    except ManifestError as exc:
+        return _err("validate", str(exc))
+    report = validate_zip(args.zip, manifests, limits=Limits())
+    print(report.render(args.max_problems))
+    return 0 if report.ok else 1
+
+
+def pack_main(argv: list[str]) -> int:
+    """``havln-robot pack FILE_OR_DIR ... -o submission.zip [--no-validate]``."""
+    ap = argparse.ArgumentParser(prog="havln-robot pack", description="Pack prediction files into a flat submission zip, then validate it.")
+    ap.add_argument("inputs", nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
+    ap.add_argument("-o", "--out", default="submission.zip", help="zip to write (default submission.zip)")
+    ap.add_argument("--manifest", action="append", default=[], metavar="SPLIT=PATH")
+    ap.add_argument("--splits", default=",".join(PHASE1_SPLITS))
+    ap.add_argument("--no-validate", action="store_true", help="skip the full validation of the written zip")
+    args = ap.parse_args(argv)
+    try:
+        out = pack(args.inputs, args.out)
+    except (PackError, FormatError, OSError) as exc:
+        return _err("pack", str(exc))
+    print(f"wrote {out}")
+    if args.no_validate:
+        return 0
+    try:
+        manifests = resolve_manifests(args.manifest, [s for s in args.splits.split(",") if s], required=True)
+    except ManifestError as exc:
+        print(f"havln-robot pack: packed, but not validated: {exc}", file=sys.stderr)
+        return 0
+    report = validate_zip(out, manifests)
+    print(report.render())
+    return 0 if report.ok else 1
+
+
+def export_main(argv: list[str]) -> int:
+    """``havln-robot export (--runs FILE ... | --trials DB | --stop-only) [--split S] [--out-dir DIR] [--fill-missing]``."""
+    ap = argparse.ArgumentParser(
+        prog="havln-robot export",
+        description="Write format-v1 prediction files (val_seen.json / val_unseen.json) from sim runs or logged trials.",
+    )
+    ap.add_argument("--runs", nargs="+", default=[], metavar="FILE", help="run files (havln-robot eval --out, JSON/JSONL records)")
+    ap.add_argument("--trials", metavar="DB", help="trial store (SQLite) whose trials name challenge episode ids")
+    ap.add_argument("--platform", help="with --trials: only this platform (go2/sim/gazebo)")
+    ap.add_argument("--campaign", help="with --trials: only this campaign (name or id)")
+    ap.add_argument("--split", choices=["val_seen", "val_unseen", "test"], help="split of records that do not name one")
+    ap.add_argument("--out-dir", default=".", help="output folder (default: current)")
+    ap.add_argument("--fill-missing", action="store_true", help="write [STOP] for manifest ids without a record")
+    ap.add_argument("--stop-only", action="store_true", help="write a STOP-only bundle covering the manifests (format smoke test)")
+    ap.add_argument(
+        "--follow-reference",
+        metavar="EPISODES",
+        help="write sequences that follow each episode's reference path (straight segments) for an HA-R2R episode file; needs --split",
+    )
+    ap.add_argument("--limit", type=int, help="with --follow-reference: first N episodes only")
+    ap.add_argument("--manifest", action="append", default=[], metavar="SPLIT=PATH")
+    args = ap.parse_args(argv)
+    if not (args.runs or args.trials or args.stop_only or args.follow_reference):
+        return _err("export", "nothing to export: give --runs FILE, --trials DB, --follow-reference EPISODES or --stop-only")
+    try:
+        records = []
+        if args.follow_reference:
+            if not args.split:
+                return _err("export", "--follow-reference needs --split (the split the episode file belongs to)")
+            records += reference_records(args.follow_reference, args.split, args.limit)
+        for f in args.runs:
+            records += read_run_file(f)
+        if args.trials:
+            if not args.split:
+                return _err("export", "--trials needs --split val_seen|val_unseen (the trial store does not record splits)")
+            records += trial_records(args.trials, split=args.split, platform=args.platform, campaign=args.campaign)
+        named = {r.split for r in records if r.split} | ({args.split} if args.split else set())
+        wanted = sorted(named) if not args.stop_only else ([args.split] if args.split else list(PHASE1_SPLITS))
+        discrete_ids = bool(args.follow_reference) and not args.follow_reference.endswith(".gz")
+        manifests = {} if discrete_ids else resolve_manifests(args.manifest, wanted, required=args.stop_only)
+        summary = export(
+            records,
+            Path(args.out_dir),
+            split=args.split,
+            manifests=manifests,
+            fill_missing=args.fill_missing or args.stop_only,
+            splits=wanted if args.stop_only else (),
+        )
+    except (ExportError, ManifestError, FormatError) as exc:
+        return _err("export", str(exc))
+    except OSError as exc:
+        return _err("export", f"cannot write to {args.out_dir}: {exc.strerror or exc}")
+    if not summary.files:
+        return _err("export", "no records found in the given sources")
+    for line in summary.lines():
+        print(line)
+    if discrete_ids:
+        print(
+            f"note: ids are path_ids of the discrete file {args.follow_reference}, not challenge ids; replay with --episodes-file {args.follow_reference}"
+        )
+    return 0

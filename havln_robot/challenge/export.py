@@ -1,0 +1,280 @@
+"""Export executed action sequences (simulator runs or logged trials) to format-v1 prediction files.
+
+Pure Python. Sources:
+
+* **run files** -- what ``havln-robot eval --out`` and other tools write: a format-v1 file; a JSON
+  list of ``{"episode_id", "actions", ["split"]}`` records; an object whose ``episodes`` is such a
+  list or an ``{id: actions}`` mapping; an ``{id: actions}`` mapping; or JSON Lines of records.
+* **trials** -- the trial store (:mod:`havln_robot.trials`), read through its public API: each
+  trial that names an ``episode_id`` contributes its executed actions (see :func:`trial_records`).
+
+Raw executed logs are made legal with :func:`havln_robot.actions.finalize_sequence` (cut after the
+first STOP, cut at 500, append STOP to an episode that ended early); every change is counted in the
+summary. Manifest ids with no record can be filled with ``["STOP"]`` (``fill_missing``) so that the
+bundle covers the manifest -- the summary says how many.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from havln_robot.actions import STOP, ActionError, finalize_sequence
+from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
+from havln_robot.challenge.manifest import Manifest
+
+
+class ExportError(ValueError):
+    """A source cannot be read or holds unusable records; the message names the file, record and fix."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One executed episode.
+
+    Attributes:
+        episode_id: challenge episode id (string).
+        actions: action literals as executed (may still need :func:`finalize_sequence`).
+        split: split named by the source, or None.
+        source: where it came from (file:line / trial id).
+    """
+
+    episode_id: str
+    actions: tuple[str, ...]
+    split: str | None
+    source: str
+
+
+@dataclass
+class ExportSummary:
+    """What :func:`export` wrote.
+
+    Attributes:
+        files: split → written path.
+        episodes: split → number of episodes written.
+        finalized: split → number of sequences changed by finalize_sequence.
+        filled: split → number of manifest ids filled with ["STOP"].
+        missing: split → manifest ids still without a prediction.
+        unknown: split → written ids not in the manifest.
+        duplicates: ids seen more than once (the last record wins), with their sources.
+    """
+
+    files: dict[str, Path] = field(default_factory=dict)
+    episodes: dict[str, int] = field(default_factory=dict)
+    finalized: dict[str, int] = field(default_factory=dict)
+    filled: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    unknown: dict[str, list[str]] = field(default_factory=dict)
+    duplicates: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """Human-readable summary, one line per split plus warnings."""
+        out = []
+        for split, path in self.files.items():
+            extra = []
+            if self.finalized.get(split):
+                extra.append(f"{self.finalized[split]} sequence(s) finalized (cut at STOP/500 or STOP appended)")
+            if self.filled.get(split):
+                extra.append(f"{self.filled[split]} missing manifest id(s) filled with [STOP]")
+            if self.missing.get(split):
+                extra.append(
+                    f"{len(self.missing[split])} manifest id(s) still missing -- validate will reject; --fill-missing writes STOP for them"
+                )
+            if self.unknown.get(split):
+                hint = ""
+                if len(self.unknown[split]) * 2 > self.episodes[split]:
+                    hint = (
+                        " -- most ids are foreign to the manifest: discrete HA-R2R path_ids are not challenge ids (see docs/challenge.md)"
+                    )
+                extra.append(f"{len(self.unknown[split])} id(s) not in the manifest, e.g. {self.unknown[split][0]!r}{hint}")
+            out.append(f"{path}: {self.episodes[split]} episodes" + ("; " + "; ".join(extra) if extra else ""))
+        if self.duplicates:
+            out.append(
+                f"warning: {len(self.duplicates)} episode id(s) given more than once, last record kept: {', '.join(self.duplicates[:5])}"
+            )
+        return out
+
+
+def _record(obj: Any, where: str, split: str | None, key: str | None = None) -> Record:
+    if key is not None:
+        eid, actions = key, obj
+    else:
+        if not isinstance(obj, dict):
+            raise ExportError(f"{where}: expected an object with episode_id and actions, got {type(obj).__name__}")
+        if "episode_id" not in obj or "actions" not in obj:
+            raise ExportError(f"{where}: record needs 'episode_id' and 'actions' (has {', '.join(map(str, obj)) or 'nothing'})")
+        eid, actions = obj["episode_id"], obj["actions"]
+        split = obj.get("split", split) if isinstance(obj.get("split", split), str) else split
+    if isinstance(eid, int) and not isinstance(eid, bool):
+        eid = str(eid)
+    if not isinstance(eid, str) or not eid:
+        raise ExportError(f"{where}: episode_id {eid!r} must be a non-empty string (or integer)")
+    if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+        raise ExportError(f"{where}: actions of episode {eid!r} must be a list of action strings")
+    return Record(eid, tuple(actions), split, where)
+
+
+def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
+    """Read executed episodes from a run file (formats in the module docstring).
+
+    Raises:
+        ExportError: unreadable, too large, not JSON/JSONL, or a record without id/actions.
+    """
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_FILE_BYTES * 4:
+            raise ExportError(f"{p}: too large for a run file")
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ExportError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    value, problems = decode_json(data, p.name)
+    if value is None:
+        # JSON Lines?
+        records = []
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ExportError(f"{p}: {problems[0].message}") from None
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            v, probs = decode_json(line.encode(), p.name)
+            if v is None:
+                raise ExportError(f"{p}: neither JSON nor JSON Lines ({problems[0].message}; line {n}: {probs[0].message})")
+            records.append(_record(v, f"{p}:{n}", None))
+        return records
+    if problems:
+        raise ExportError(f"{p}: {problems[0].message}")
+    split = value.get("split") if isinstance(value, dict) and isinstance(value.get("split"), str) else None
+    eps = value.get("episodes", value) if isinstance(value, dict) else value
+    if isinstance(eps, list):
+        return [_record(e, f"{p}: episodes[{n}]", split) for n, e in enumerate(eps)]
+    if isinstance(eps, dict):
+        return [_record(v, f"{p}: episode {k!r}", split, key=k) for k, v in eps.items()]
+    raise ExportError(f"{p}: expected a list of records or an {{episode_id: actions}} object, got {type(eps).__name__}")
+
+
+def trial_records(
+    store_path: str | os.PathLike[str], *, split: str | None = None, platform: str | None = None, campaign: str | None = None
+) -> list[Record]:
+    """Executed actions of logged trials that name an HA-R2R / challenge episode id.
+
+    Reads through the trial store's public API (:class:`havln_robot.trials.store.TrialStore`,
+    opened read-only; ``TrialStore.actions`` leaves out actions motion_node rejected). Trials without
+    an ``episode_id`` (free-form real-robot runs) are skipped. The store does not record a split,
+    so every record gets ``split``.
+
+    Raises:
+        ExportError: the store cannot be opened / filtered, or is not part of this build.
+    """
+    try:
+        from havln_robot.trials.store import TrialError, TrialStore
+    except ImportError as exc:
+        raise ExportError(f"the trial store is not built in this checkout ({exc}); export run files with --runs instead") from None
+    out = []
+    try:
+        with TrialStore(store_path, readonly=True) as store:
+            for t in store.trials(campaign=campaign, platform=platform):
+                if not t.episode_id:
+                    continue
+                out.append(Record(str(t.episode_id), tuple(store.actions(t.id)), split, f"trial {t.id}"))
+    except TrialError as exc:
+        raise ExportError(str(exc)) from None
+    return out
+
+
+def reference_records(episodes_file: str | os.PathLike[str], split: str, limit: int | None = None) -> list[Record]:
+    """Records that follow each episode's reference path (:func:`havln_robot.challenge.replay.follow_reference`).
+
+    Ids are the episode file's ids (``str(path_id)`` for discrete HA-R2R files).
+
+    Raises:
+        ExportError: the episode file cannot be read.
+    """
+    from havln_robot.challenge.replay import follow_reference
+    from havln_robot.episodes import EpisodeError, load_episodes
+
+    try:
+        eps = load_episodes(episodes_file, limit=limit)
+    except EpisodeError as exc:
+        raise ExportError(str(exc)) from None
+    return [Record(e.episode_id, tuple(follow_reference(e)), split, f"{episodes_file}: {e.episode_id}") for e in eps]
+
+
+def export(
+    records: Iterable[Record],
+    out_dir: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    manifests: Mapping[str, Manifest] | None = None,
+    fill_missing: bool = False,
+    splits: Sequence[str] = (),
+) -> ExportSummary:
+    """Write one ``<split>.json`` per split.
+
+    Args:
+        records: executed episodes.
+        out_dir: output folder.
+        split: split for records that do not name one (overrides nothing else).
+        manifests: split → manifest, used for coverage (and ``fill_missing``).
+        fill_missing: give manifest ids without a record the sequence ``["STOP"]``.
+        splits: splits to write even when no record names them (e.g. a STOP-only bundle).
+
+    Returns:
+        The :class:`ExportSummary`.
+
+    Raises:
+        ExportError: a record has no split, or an action is not a literal.
+    """
+    manifests = manifests or {}
+    by_split: dict[str, dict[str, list[str]]] = {s: {} for s in splits}
+    sources: dict[tuple[str, str], str] = {}
+    summary = ExportSummary()
+    for r in records:
+        s = r.split or split
+        if not s:
+            raise ExportError(f"{r.source}: record names no split; pass --split val_seen|val_unseen")
+        try:
+            actions = finalize_sequence(r.actions)
+        except ActionError as exc:
+            raise ExportError(f"{r.source}: episode {r.episode_id}: {exc}") from None
+        eps = by_split.setdefault(s, {})
+        if r.episode_id in eps:
+            summary.duplicates.append(f"{s}/{r.episode_id} ({sources[(s, r.episode_id)]}, {r.source})")
+        sources[(s, r.episode_id)] = r.source
+        eps[r.episode_id] = actions
+        if actions != list(r.actions):
+            summary.finalized[s] = summary.finalized.get(s, 0) + 1
+    out = Path(out_dir)
+    for s, eps in by_split.items():
+        man = manifests.get(s)
+        if man is not None:
+            missing = [i for i in man.ids if i not in eps]
+            if fill_missing:
+                for i in missing:
+                    eps[i] = [STOP]
+                summary.filled[s] = len(missing)
+                missing = []
+            summary.missing[s] = missing
+            known = set(man.ids)
+            summary.unknown[s] = [i for i in eps if i not in known]
+            ordered = {i: eps[i] for i in man.ids if i in eps} | {i: eps[i] for i in eps if i not in known}
+        else:
+            ordered = eps
+        summary.files[s] = write_split_file(out / f"{s}.json", s, ordered)
+        summary.episodes[s] = len(ordered)
+    return summary
+
+
+def write_records_json(records: Iterable[Record], path: str | os.PathLike[str]) -> Path:
+    """Write records as a run file (JSON list of {episode_id, actions, split}); for tools and tests."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(
+        json.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
+    )
+    return p

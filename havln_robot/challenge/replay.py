@@ -1,0 +1,649 @@
+"""``havln-robot replay FILE.json``: run a format-v1 action file in the simulator or over ROS.
+
+Backends:
+
+* ``batch`` (default, fast): each episode's actions go through the batch simulator's
+  ``World.step`` (:mod:`havln_robot.sim.world`: 0.25 m / 15 deg / 30 deg, swept collision check,
+  moving people), then per-episode NE, success, collisions, TCR, CR, SR are printed with the
+  aggregate SR / NE / TCR / CR / Score. No ROS involved.
+* ``ros``: each action is published on ``havln/action`` and the replay waits for motion_node's
+  ``havln/action_result`` before sending the next -- the same path a policy's actions take.
+  ``--target embedded`` starts sim_node + motion_node in this process (config/sim.yaml);
+  ``--target external`` drives nodes already running (Gazebo: ``ros2 launch havln_robot
+  gazebo_replay.launch.py``); ``--target robot`` does the same on the Go2 after the operator types
+  ``yes``. Ctrl-C (and an ``aborted`` action result, e.g. from the e-stop) publishes STOP and ends
+  the replay.
+
+Episode ids. Challenge ids (``"1".."778"`` val_seen, ``"1".."1839"`` val_unseen) are the
+``episode_id`` of the **continuous** HA-R2R split files (VLN-CE ``val_seen.json.gz``), which are not
+in ``../shared``; pass that file with ``--episodes-file``. The discrete ``HA_val_seen.json`` in
+``../shared`` is keyed by ``path_id`` (:func:`havln_robot.episodes.load_episodes` gives discrete
+episodes ``episode_id = str(path_id)``), so a file replayed against it must use path ids as
+episode ids. No mapping between the two id spaces is invented: an id that is not in the episode
+file is refused with this explanation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from havln_robot.actions import (
+    FORWARD_STEP_M,
+    MAX_ACTIONS,
+    MOVE_FORWARD,
+    STOP,
+    TURN_ANGLE_RAD,
+    TURN_LEFT,
+    TURN_RIGHT,
+)
+from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
+from havln_robot.paths import data_dir
+
+
+class ReplayError(ValueError):
+    """Replay cannot start: bad file, unknown episode ids, missing simulator parts; one-line message."""
+
+
+@dataclass
+class EpisodeResult:
+    """Per-episode replay outcome.
+
+    Attributes:
+        episode_id: id in the action file.
+        metrics: :class:`havln_robot.sim.metrics.EpisodeMetrics` (NE m, success, SPL, collisions,
+            TCR/CR/SR with the manifest baseline). NE is NaN when nothing reports ground truth
+            (robot).
+        humans: number of people in the episode (CR counts human-influenced episodes).
+        note: e.g. "interrupted", "aborted (e-stop or safety stop)".
+    """
+
+    episode_id: str
+    metrics: Any
+    humans: int
+    note: str = ""
+
+
+def aggregate(results: Sequence[EpisodeResult], human_influenced: int | None = None) -> Any:
+    """Aggregate with :func:`havln_robot.sim.metrics.aggregate` (SR, NE, TCR, CR, Score, ...).
+
+    Args:
+        results: per-episode results (non-empty).
+        human_influenced: CR denominator (official 682 / 1,593 for complete challenge splits);
+            default = replayed episodes with at least one person.
+    """
+    from havln_robot.sim.metrics import aggregate as sim_aggregate
+
+    return sim_aggregate([r.metrics for r in results], human_influenced, with_humans=[r.humans > 0 for r in results])
+
+
+# --- inputs ----------------------------------------------------------------------------------------
+
+
+def select_episodes(sf: SplitFile, spec: str | None) -> list[str]:
+    """Episode ids to replay: all (None), the first N (``"100"``), or a comma list (``"1,5,9"``).
+
+    Raises:
+        ReplayError: an id is not in the file, or N is not positive.
+    """
+    ids = list(sf.episodes)
+    if not spec:
+        return ids
+    if spec.isdigit() and "," not in spec and spec not in sf.episodes:
+        n = int(spec)
+        if n <= 0:
+            raise ReplayError("--episodes N must be positive")
+        return ids[:n]
+    want = [s.strip() for s in spec.split(",") if s.strip()]
+    missing = [s for s in want if s not in sf.episodes]
+    if missing:
+        raise ReplayError(f"--episodes: {', '.join(missing[:5])} not in {sf.member} (it has {len(ids)} episodes)")
+    return want
+
+
+def default_episodes_file(split: str) -> Path:
+    """``$DATA/ha_r2r_de/HA_<split>.json`` (discrete, keyed by path_id)."""
+    return data_dir() / "ha_r2r_de" / f"HA_{split}.json"
+
+
+def load_replay_episodes(path: Path, ids: Sequence[str]) -> dict[str, Any]:
+    """Episodes of ``path`` (via :func:`havln_robot.episodes.load_episodes`) for the given ids.
+
+    Raises:
+        ReplayError: the file is unreadable or ids are not in it (message explains the id spaces).
+    """
+    from havln_robot.episodes import EpisodeError, load_episodes
+
+    try:
+        eps = {e.episode_id: e for e in load_episodes(path)}
+    except EpisodeError as exc:
+        raise ReplayError(str(exc)) from None
+    missing = [i for i in ids if i not in eps]
+    if missing:
+        discrete = path.suffix == ".json" and not path.name.endswith(".json.gz")
+        why = (
+            f"{path.name} is a discrete file keyed by path_id (e.g. {next(iter(eps))}); challenge ids 1..778 / 1..1839 index the "
+            "continuous HA-R2R split -- pass --episodes-file with the continuous <split>.json.gz"
+            if discrete
+            else f"{path.name} has ids like {next(iter(eps))!r}"
+        )
+        raise ReplayError(f"{len(missing)} episode id(s) not in {path} (first: {', '.join(missing[:5])}): {why}")
+    return {i: eps[i] for i in ids}
+
+
+def manifest_baselines(split: str, ids: Sequence[str], path: str | None) -> tuple[dict[str, int], int | None]:
+    """Baseline collisions per id from the challenge manifest, and the CR denominator.
+
+    Used only when every id is in the manifest *and* the episode file is a continuous one (challenge
+    ids); otherwise baselines are 0 and CR is normalised by the human-influenced episodes replayed.
+    """
+    from havln_robot.challenge.manifest import HUMAN_INFLUENCED, ManifestError, default_manifest_path, load_manifest
+
+    try:
+        m = load_manifest(path or default_manifest_path(split), split)
+    except ManifestError:
+        return {}, None
+    if not all(i in m.baseline for i in ids):
+        return {}, None
+    full = m.official and len(ids) == len(m.ids)
+    return {i: m.baseline[i] for i in ids}, (HUMAN_INFLUENCED.get(split) if full else None)
+
+
+# --- a reference-following action writer (sample files, tests) -----------------------------------
+
+
+def follow_reference(episode: Any, max_actions: int = MAX_ACTIONS) -> list[str]:
+    """Actions that follow an episode's reference path in straight segments, then STOP.
+
+    Pure geometry (no collision check): from ``start_position``/``start_yaw``, for each reference
+    waypoint turn in 15 deg steps towards it until within half a turn step, then MOVE_FORWARD in
+    0.25 m steps while that brings the body closer (horizontal distance). Ends with STOP; cut to
+    the 500-action budget.
+
+    Args:
+        episode: a :class:`havln_robot.episodes.Episode` (uses start_position, start_yaw,
+            reference_path).
+        max_actions: budget including the final STOP.
+
+    Returns:
+        A legal format-v1 sequence.
+    """
+    x, y = episode.start_position[0], episode.start_position[1]
+    yaw = episode.start_yaw
+    out: list[str] = []
+    for wx, wy, *_ in list(episode.reference_path)[1:]:
+        while len(out) < max_actions - 1:
+            d = math.hypot(wx - x, wy - y)
+            if d < FORWARD_STEP_M / 2:
+                break
+            err = math.atan2(wy - y, wx - x) - yaw
+            err = math.atan2(math.sin(err), math.cos(err))
+            if abs(err) > TURN_ANGLE_RAD / 2:
+                step = TURN_ANGLE_RAD if err > 0 else -TURN_ANGLE_RAD
+                out.append(TURN_LEFT if err > 0 else TURN_RIGHT)
+                yaw += step
+                continue
+            nx, ny = x + FORWARD_STEP_M * math.cos(yaw), y + FORWARD_STEP_M * math.sin(yaw)
+            if math.hypot(wx - nx, wy - ny) >= d:
+                break
+            out.append(MOVE_FORWARD)
+            x, y = nx, ny
+    return out[: max_actions - 1] + [STOP]
+
+
+# --- batch backend ---------------------------------------------------------------------------------
+
+
+def replay_batch(
+    episodes: dict[str, Any],
+    actions: dict[str, list[str]],
+    baselines: dict[str, int],
+    *,
+    seed: int = 0,
+    connectivity_dir: str | None = None,
+    progress: bool = True,
+    on_result: Callable[[EpisodeResult], None] | None = None,
+) -> list[EpisodeResult]:
+    """Replay each episode's actions with ``World.step`` (batch mode).
+
+    Args:
+        episodes: id → Episode.
+        actions: id → action literals (a legal sequence).
+        baselines: id → baseline human collisions (missing = 0).
+        seed: crowd / world seed.
+        connectivity_dir: Matterport3D connectivity folder (default ``$DATA/connectivity``).
+        progress: show a tqdm progress bar on stderr.
+        on_result: called after each episode.
+
+    Raises:
+        ReplayError: the batch simulator is not part of this build, or a scene cannot be loaded.
+    """
+    try:
+        from havln_robot.sim.humans import Crowd
+        from havln_robot.sim.scene import Scene, SceneError
+        from havln_robot.sim.world import World
+    except ImportError as exc:
+        raise ReplayError(f"the batch simulator is not built in this checkout ({exc})") from None
+    from tqdm import tqdm
+
+    results: list[EpisodeResult] = []
+    bar = tqdm(list(episodes), desc="replay", unit="ep", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    for eid in bar:
+        ep = episodes[eid]
+        try:
+            scene = Scene.load(ep.scan, connectivity_dir)
+        except SceneError as exc:
+            raise ReplayError(str(exc)) from None
+        crowd = Crowd.from_episode(ep, scene, seed)
+        world = World(scene, ep, crowd, seed=seed, baseline=baselines.get(eid, 0))
+        for a in actions[eid]:
+            if world.step(a).done:
+                break
+        r = EpisodeResult(eid, world.metrics(), len(ep.humans))
+        results.append(r)
+        if on_result:
+            on_result(r)
+        if progress:
+            agg = aggregate(results)
+            bar.set_postfix(SR=f"{agg.sr:.2f}", NE=f"{agg.ne:.2f}", TCR=f"{agg.tcr:.2f}")
+    bar.close()
+    return results
+
+
+# --- ROS backend -----------------------------------------------------------------------------------
+
+
+class RosReplayer:
+    """Publishes actions on ``havln/action`` and waits for motion_node's ``havln/action_result``.
+
+    Args:
+        node: an rclpy node (any context) used for the publisher/subscriptions.
+        spin: callable that spins the executor once (``spin(timeout_s)``).
+
+    Tracks ``havln/ground_truth`` (sim only) for NE and human collisions, and counts
+    ``havln/collision`` records.
+    """
+
+    def __init__(self, node: Any, spin: Callable[[float], None]) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        from havln_robot import topics
+        from havln_robot.nodes._msgs import status_dict
+
+        self._status_dict = status_dict
+        self._String = String
+        self.node = node
+        self.spin = spin
+        self.pub = node.create_publisher(String, topics.ACTION, 10)
+        self.results: list[dict[str, str]] = []
+        self.ground_truth: dict[str, str] = {}
+        self.collisions = 0
+        node.create_subscription(DiagnosticStatus, topics.ACTION_RESULT, lambda m: self.results.append(status_dict(m)), 50)
+        node.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._gt, 10)
+        node.create_subscription(DiagnosticStatus, topics.COLLISION, self._coll, 50)
+        self.odom_count = 0
+        self.depth_count = 0
+        node.create_subscription(Odometry, topics.ODOM, self._odom, 10)
+        node.create_subscription(Image, topics.DEPTH_IMAGE, self._depth, 2)
+        self._depth_topic = topics.DEPTH_IMAGE
+
+    def _depth(self, msg: Any) -> None:
+        self.depth_count += 1
+
+    def _odom(self, msg: Any) -> None:
+        self.odom_count += 1
+
+    def _gt(self, msg: Any) -> None:
+        self.ground_truth = self._status_dict(msg)
+
+    def _coll(self, msg: Any) -> None:
+        self.collisions += 1
+
+    def wait_ready(self, timeout_s: float) -> str:
+        """Wait until motion_node subscribes to ``havln/action``, odometry flows and (when published) depth.
+
+        Returns:
+            "" when ready, else what is missing.
+        """
+        t_end = time.monotonic() + timeout_s
+        while time.monotonic() < t_end:
+            depth_ok = self.depth_count >= 1 or self.node.count_publishers(self._depth_topic) == 0
+            if self.pub.get_subscription_count() > 0 and self.odom_count >= 3 and depth_ok:
+                for _ in range(10):  # let motion_node see the same odometry
+                    self.spin(0.02)
+                return ""
+            self.spin(0.05)
+        if self.pub.get_subscription_count() == 0:
+            return "nothing subscribes to havln/action; is motion_node running?"
+        if self.odom_count < 3:
+            return "no odometry on 'odom'; is the simulator / Gazebo bridge / go2_driver_node running?"
+        return f"no image on '{self._depth_topic}' although it has a publisher"
+
+    def send(self, action: str, timeout_s: float, cancel: Callable[[], bool] | None = None) -> dict[str, str] | None:
+        """Publish one action and wait for its result record.
+
+        Returns:
+            The result record; None on timeout; ``{"outcome": "interrupted"}`` when ``cancel()``
+            became true while waiting (STOP has then already been published).
+        """
+        start = len(self.results)
+        self.pub.publish(self._String(data=action))
+        t_end = time.monotonic() + timeout_s
+        while time.monotonic() < t_end:
+            if cancel is not None and cancel():
+                self.stop()
+                return {"outcome": "interrupted"}
+            self.spin(0.02)
+            for r in self.results[start:]:
+                if r.get("action", "") == action or not r.get("action"):
+                    return r
+        return None
+
+    def stop(self) -> None:
+        """Publish STOP (motion_node aborts any running action and holds zero velocity)."""
+        self.pub.publish(self._String(data=STOP))
+        for _ in range(5):
+            self.spin(0.02)
+
+
+def replay_ros(
+    ids: Sequence[str],
+    actions: dict[str, list[str]],
+    baselines: dict[str, int],
+    *,
+    target: str,
+    episodes_file: Path | None,
+    action_timeout_s: float,
+    sets: Sequence[str] = (),
+    progress: bool = True,
+    stop_event: threading.Event | None = None,
+    record: bool = False,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> list[EpisodeResult]:
+    """Replay over ROS (see the module docstring for the targets).
+
+    ``embedded`` starts sim_node + motion_node from config/sim.yaml per episode (the episode is
+    chosen through sim_node's ``episodes_file`` / ``episode_id`` parameters when the sim node has
+    them; ``--set`` adds overrides). ``external`` / ``robot`` use the running graph and replay
+    the episodes back to back; NE comes from ``havln/ground_truth`` when something publishes it.
+
+    Raises:
+        ReplayError: rclpy / nodes unavailable, motion_node not found, or the profile is refused.
+    """
+    from tqdm import tqdm
+
+    from havln_robot.sim.metrics import episode_metrics
+
+    stop_event = stop_event or threading.Event()
+    results: list[EpisodeResult] = []
+    bar = tqdm(list(ids), desc=f"replay[{target}]", unit="ep", disable=not progress, file=sys.stderr)
+    for eid in bar:
+        if stop_event.is_set():
+            break
+        with _RosSession(target, eid, episodes_file, sets, log, record) as sess:
+            rep = RosReplayer(sess.node, sess.spin)
+            missing = rep.wait_ready(20.0)
+            if missing:
+                raise ReplayError(f"{target}: not ready after 20 s: {missing}")
+            seq = actions[eid]
+            stopped, note, steps = False, "", 0
+            for a in seq:
+                if stop_event.is_set():
+                    rep.stop()
+                    note = "interrupted"
+                    break
+                res = rep.send(a, action_timeout_s, stop_event.is_set)
+                for _ in range(3):  # a rejected action was not executed: safe to resend once motion_node is idle
+                    if res is None or res.get("outcome") != "rejected":
+                        break
+                    for _ in range(25):
+                        sess.spin(0.02)
+                    res = rep.send(a, action_timeout_s, stop_event.is_set)
+                steps += 1
+                if res is not None and res.get("outcome") == "interrupted":
+                    note = "interrupted (Ctrl-C): STOP sent"
+                    break
+                if res is None:
+                    rep.stop()
+                    note = f"no action_result for {a} within {action_timeout_s:.0f} s"
+                    break
+                outcome = res.get("outcome", "")
+                if outcome == "aborted" and a != STOP:
+                    note = f"aborted: {res.get('detail', '')}"
+                    if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
+                        rep.stop()
+                        stop_event.set()
+                    break
+                if outcome == "rejected":
+                    rep.stop()
+                    note = f"motion_node rejected {a}: {res.get('detail', '')}"
+                    break
+                if a == STOP:
+                    stopped = True
+                    break
+            for _ in range(10):
+                sess.spin(0.02)
+            gt = rep.ground_truth
+            ne = float(gt.get("distance_to_goal_m", "nan") or "nan")
+            ch = int(float(gt.get("collisions_human", rep.collisions) or 0))
+            cs = int(float(gt.get("collisions_static", 0) or 0))
+            length = float(gt.get("path_length_m", 0.0) or 0.0)
+            m = episode_metrics(ne, stopped, length, 0.0, ch, cs, steps, baselines.get(eid, 0))
+            r = EpisodeResult(eid, m, 1 if gt.get("nearest_human_id") else 0, note)
+            results.append(r)
+            log(f"[replay] episode {eid}: {steps} actions, {note or ('STOP' if stopped else 'budget')}")
+    bar.close()
+    return results
+
+
+class _RosSession:
+    """An rclpy context + node for one replayed episode (and the embedded nodes when asked)."""
+
+    def __init__(
+        self,
+        target: str,
+        episode_id: str,
+        episodes_file: Path | None,
+        sets: Sequence[str],
+        log: Callable[[str], None],
+        record: bool = False,
+    ) -> None:
+        self.target, self.episode_id, self.episodes_file, self.sets, self.log = target, episode_id, episodes_file, sets, log
+        self.record = record
+        self.bringup = None
+        self.ctx = None
+
+    def __enter__(self) -> _RosSession:
+        try:
+            import rclpy
+            from rclpy.executors import SingleThreadedExecutor
+        except ImportError as exc:
+            raise ReplayError(f"rclpy is not available ({exc}); use --backend batch") from None
+        from havln_robot.dds import configure_dds
+
+        configure_dds()
+        if self.target == "embedded":
+            self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record)
+            self.ctx = self.bringup._context
+            self.node = rclpy.create_node("havln_replay", context=self.ctx)
+            self.bringup._executor.add_node(self.node)
+            self.spin = lambda t: self.bringup._executor.spin_once(timeout_sec=t)
+        else:
+            self.ctx = rclpy.Context()
+            rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+            self.node = rclpy.create_node("havln_replay", context=self.ctx)
+            ex = SingleThreadedExecutor(context=self.ctx)
+            ex.add_node(self.node)
+            self._ex = ex
+            self.spin = lambda t: ex.spin_once(timeout_sec=t)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import rclpy
+
+        if self.bringup is not None:
+            self.bringup.shutdown()
+        else:
+            self.node.destroy_node()
+            self._ex.shutdown()
+            rclpy.try_shutdown(context=self.ctx)
+
+
+def _embedded_bringup(episode_id: str, episodes_file: Path | None, sets: Sequence[str], log: Callable[[str], None], record: bool = False):
+    """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
+    from havln_robot.bringup import Bringup, parse_set
+    from havln_robot.config import ConfigError, NodeNotBuilt, Profile, load_profile, load_spec
+    from havln_robot.paths import config_dir
+
+    overrides = parse_set(list(sets))
+    try:
+        spec = load_spec("sim_node").by_name()
+    except NodeNotBuilt as exc:
+        raise ReplayError(f"the embedded simulator node is not built ({exc}); use --backend batch") from None
+    sim = overrides.setdefault("sim_node", {})
+    for name in ("episodes_file", "episode_file"):
+        if name in spec and episodes_file is not None:
+            sim.setdefault(name, str(episodes_file))
+    if "episode_id" in spec:
+        sim.setdefault("episode_id", episode_id)
+    if "scene_source" in spec and episodes_file is not None:
+        sim.setdefault("scene_source", "episodes")
+    try:
+        prof = load_profile(config_dir() / "sim.yaml", overrides)
+    except ConfigError as exc:
+        raise ReplayError(f"config/sim.yaml: {exc}") from None
+    wanted = ("sim_node", "motion_node", "trial_logger_node") if record else ("sim_node", "motion_node")
+    keep = {k: v for k, v in prof.nodes.items() if k in wanted}
+    for need in ("sim_node", "motion_node"):
+        if need not in keep:
+            raise ReplayError(f"{need} is not available in this build ({prof.not_built.get(need, 'not in config/sim.yaml')})")
+    bringup = Bringup(Profile(prof.path, keep, {}), log=log)
+    try:
+        bringup.start()
+    except ConfigError as exc:
+        raise ReplayError(str(exc)) from None
+    except Exception as exc:  # boundary: a node that fails to start must not leave a traceback
+        raise ReplayError(f"embedded nodes failed to start ({type(exc).__name__}: {exc})") from None
+    return bringup
+
+
+# --- CLI -------------------------------------------------------------------------------------------
+
+
+def _fmt(x: float) -> str:
+    return "  n/a" if not math.isfinite(x) else f"{x:5.2f}"
+
+
+def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool = True, out: Any = None) -> None:
+    """Per-episode table (NE, success, collisions, TCR, CR, SR) then the aggregate line ``SR .. NE .. TCR .. CR ..``."""
+    out = out or sys.stdout
+    if per_episode:
+        print(f"{'episode':>10} {'steps':>5} {'NE':>6} {'succ':>4} {'coll':>4} {'TCR':>4} {'CR':>3} {'SR':>3}  note", file=out)
+        for r in results:
+            m = r.metrics
+            print(
+                f"{r.episode_id:>10} {m.steps:5d} {_fmt(m.ne):>6} {int(m.success):4d} {m.collisions_human:4d} {m.tcr:4d} {m.cr:3d} {m.sr:3d}  {r.note}",
+                file=out,
+            )
+    print(
+        f"{agg.n} episodes: SR {agg.sr:.3f}  NE {_fmt(agg.ne).strip()} m  TCR {agg.tcr:.3f}  CR {agg.cr:.3f}  "
+        f"(success {agg.success_rate:.3f}, SPL {agg.spl:.3f}, CR over {agg.cr_denominator} human-influenced)  Score {agg.score:.3f}",
+        file=out,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``havln-robot replay FILE.json [--episodes ids|N] [--backend batch|ros] [--episodes-file F]``."""
+    ap = argparse.ArgumentParser(
+        prog="havln-robot replay", description="Replay a format-v1 action file in the batch simulator or over ROS."
+    )
+    ap.add_argument("file", help="format-v1 prediction file (val_seen.json ...)")
+    ap.add_argument("--episodes", help="ids 'a,b,c' or a count N (first N of the file); default all")
+    ap.add_argument("--backend", choices=["batch", "ros"], default="batch")
+    ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
+    ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
+    ap.add_argument("--connectivity", help="Matterport3D connectivity folder (default $DATA/connectivity)")
+    ap.add_argument("--manifest", help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--action-timeout", type=float, default=30.0, help="ros: seconds to wait for each action_result")
+    ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="ros embedded: parameter override")
+    ap.add_argument("--json", metavar="OUT", help="also write per-episode results and the aggregate as JSON")
+    ap.add_argument("--quiet", action="store_true", help="no per-episode table and no progress bar")
+    ap.add_argument("--record", action="store_true", help="ros embedded: also run trial_logger_node (trials go to the trial store)")
+    ap.add_argument("--yes", action="store_true", help="robot target: skip the typed confirmation (for scripted runs)")
+    args = ap.parse_args(argv)
+    try:
+        sf = read_split_file(args.file)
+        ids = select_episodes(sf, args.episodes)
+        ep_file = Path(args.episodes_file) if args.episodes_file else default_episodes_file(sf.split)
+        is_continuous = ep_file.name.endswith(".gz")
+        baselines, cr_denom = manifest_baselines(sf.split, ids, args.manifest) if (is_continuous or args.manifest) else ({}, None)
+        if args.backend == "batch" or args.target == "embedded":
+            episodes = load_replay_episodes(ep_file, ids)
+        if args.backend == "batch":
+            results = replay_batch(
+                episodes,
+                {i: sf.episodes[i] for i in ids},
+                baselines,
+                seed=args.seed,
+                connectivity_dir=args.connectivity,
+                progress=not args.quiet,
+            )
+        else:
+            if args.target == "robot" and not args.yes:
+                print(
+                    f"About to drive the REAL robot through {len(ids)} episode(s) ({sum(len(sf.episodes[i]) for i in ids)} actions).",
+                    file=sys.stderr,
+                )
+                print("Clear the area, keep the e-stop in hand. Type 'yes' to start: ", end="", file=sys.stderr, flush=True)
+                if sys.stdin.readline().strip() != "yes":
+                    print("havln-robot replay: not confirmed; nothing was sent", file=sys.stderr)
+                    return 1
+            stop = threading.Event()
+            old = signal.signal(signal.SIGINT, lambda *_: stop.set())
+            try:
+                results = replay_ros(
+                    ids,
+                    {i: sf.episodes[i] for i in ids},
+                    baselines,
+                    target=args.target,
+                    episodes_file=ep_file,
+                    action_timeout_s=args.action_timeout,
+                    sets=args.set,
+                    progress=not args.quiet,
+                    stop_event=stop,
+                    record=args.record,
+                )
+            finally:
+                signal.signal(signal.SIGINT, old)
+    except (ReplayError, FormatError) as exc:
+        print(f"havln-robot replay: {exc}", file=sys.stderr)
+        return 2
+    if not results:
+        print("havln-robot replay: no episode was replayed", file=sys.stderr)
+        return 1
+    agg = aggregate(results, cr_denom)
+    print_results(results, agg, per_episode=not args.quiet)
+    if args.json:
+        doc = {
+            "aggregate": agg.as_dict(),
+            "episodes": [{"episode_id": r.episode_id, "humans": r.humans, "note": r.note, **r.metrics.as_dict()} for r in results],
+        }
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
