@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot``: dispatch to each subsystem's benchmark."""
+"""``havln-robot bench sim|motion|policy|robot|perception``: dispatch to each subsystem's benchmark."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ BENCHES = {
     "motion": "havln_robot.motion.bench:main",
     "policy": "havln_robot.policy.bench:main",
     "robot": "havln_robot.robot.bench:main",
+    "perception": "havln_robot.perception.bench:main",
 }
 
 

@@ -15,7 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("havln_robot.demo:main", "run the whole stack on a real HA-R2R episode in the embedded simulator"),
     "launch": ("havln_robot.bringup:main", "start a profile's nodes in one process (config/sim.yaml, ...)"),
     "eval": ("havln_robot.sim.evaluate:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
-    "bench": ("havln_robot.bench:main", "benchmarks: bench sim | motion | policy | robot"),
+    "bench": ("havln_robot.bench:main", "benchmarks: bench sim | motion | policy | robot | perception"),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
     "replay": ("havln_robot.challenge.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
     "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),

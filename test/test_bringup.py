@@ -146,8 +146,8 @@ def test_launch_sim_profile_starts_and_stops_on_sigint():
         pytest.skip("no node of config/sim.yaml is built yet")
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
-    text = "".join(lines) + out
+    _, err = proc.communicate(timeout=60)
+    text = "".join(lines) + err
     assert proc.returncode == 0, text
     assert "all nodes stopped" in text and "Traceback" not in text
 

@@ -1,0 +1,320 @@
+"""The agent's episode loop (pure Python; agent_node is the ROS shell around it).
+
+One episode: ``policy.reset(instruction)``, then until STOP or the action budget:
+observe (a panorama by rotation when ``policy.views > 1``, else the front view) → preprocess to the
+HA-VLN-CE model format → ``policy.act`` → send the action and wait for its result.
+
+The runner talks to the robot only through an :class:`AgentIO` (send an action and wait for its
+result; grab a synchronised RGB-D pair taken after the robot settled; publish a status record), so
+it runs unchanged over ROS (agent_node), in tests with a scripted robot, or in a simulator loop.
+It runs on its own thread; ``policy.reset`` and ``policy.act`` run on a worker thread (a one-thread
+pool), so where it is safe inference overlaps motion: for a panoramic policy, inference on the
+finished panorama runs while the robot makes the return turns to the start heading (the observation
+is fixed by then; headings are given relative to the start heading, which the return turns restore
+to within the tolerance). A front-view step cannot overlap: its observation depends on the motion
+just executed. ``policy.views`` is read before every step, so a policy may ask for a panorama at
+decision points and the front view in between (e.g. while it replays a multi-action macro).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from havln_robot.actions import ACTIONS, MAX_ACTIONS, STOP, TURN_ANGLE_DEG
+from havln_robot.perception.panorama import PanoramaCapture, TurnResult
+from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
+from havln_robot.policy.api import Observation, Policy
+
+
+class AgentAbort(RuntimeError):
+    """The episode cannot go on: cancelled (new instruction / shutdown) or a robot-side failure.
+
+    Attributes:
+        reason: ``aborted`` (cancelled) or ``error`` (no frames, no action result, policy failure).
+    """
+
+    def __init__(self, message: str, reason: str = "error") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass
+class RawView:
+    """One synchronised RGB-D capture from the camera.
+
+    Attributes:
+        rgb: (H, W, 3) uint8 RGB.
+        depth: (H, W) depth aligned to the colour image: uint16 mm or float32 m.
+        intrinsics: colour intrinsics (camera_info), or None when unknown (then ``hfov_deg`` is used).
+        stamp: capture time, s (header stamp).
+    """
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    intrinsics: Intrinsics | None = None
+    stamp: float = 0.0
+
+
+@dataclass
+class ActionOutcome:
+    """Result of one executed action: motion_node's outcome and its ACTION_RESULT_KEYS record."""
+
+    action: str
+    outcome: str
+    values: dict[str, str] = field(default_factory=dict)
+
+
+class AgentIO(Protocol):
+    """What the runner needs from the robot (implemented by agent_node over ROS, or by test doubles)."""
+
+    def send_action(self, action: str) -> ActionOutcome:
+        """Send ``action`` and block until its result. Raises AgentAbort when cancelled or timed out."""
+        ...
+
+    def grab(self) -> RawView:
+        """Block until an RGB-D pair taken after the last action settled. Raises AgentAbort on cancel/timeout."""
+        ...
+
+    def publish_status(self, values: Mapping[str, Any]) -> None:
+        """Publish one AGENT_STATUS_KEYS record (step, action, state, policy_ms, panorama_s, waiting_s)."""
+        ...
+
+
+@dataclass
+class AgentConfig:
+    """Episode settings (the agent_node parameters of the same names; see havln_robot.policy.params)."""
+
+    max_actions: int = MAX_ACTIONS
+    panorama_direction: str = "left"
+    heading_tolerance_deg: float = TURN_ANGLE_DEG / 2.0
+    max_correction_turns: int = 4
+    heading_source: str = "imu"
+    camera_hfov_deg: float = 0.0
+    fov_mode: str = "pad"
+    overlap: bool = True
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> AgentConfig:
+        """Pick the fields of this dataclass out of a node parameter dict."""
+        return cls(**{k: params[k] for k in cls.__dataclass_fields__ if k in params})
+
+
+@dataclass
+class EpisodeResult:
+    """Summary of one episode (published as JSON on havln/episode_done).
+
+    Attributes:
+        reason: ``stop`` (policy said STOP), ``budget`` (max_actions reached) or ``aborted``
+            (cancelled by a new instruction or shutdown, or a robot/camera/policy failure).
+        error: True when ``aborted`` was caused by a failure (``detail`` says which), not a cancel.
+        steps: policy actions executed (panorama turns excluded).
+        actions: the policy actions, in order (panorama turns excluded) -- the challenge sequence.
+        detail: one-line explanation for aborted/error.
+        duration_s: wall time of the episode, s.
+        policy_ms: per-step inference latency, ms.
+        panoramas: per-panorama summaries (see PanoramaCapture.summary).
+        panorama_turns: TURN actions sent for panoramas.
+        interrupted: the action that was executing when the episode was aborted ("" if none); it is
+            not in ``actions`` (motion_node received STOP while executing it).
+    """
+
+    reason: str
+    steps: int
+    actions: list[str]
+    error: bool = False
+    interrupted: str = ""
+    instruction: str = ""
+    policy: str = ""
+    detail: str = ""
+    duration_s: float = 0.0
+    policy_ms: list[float] = field(default_factory=list)
+    panoramas: list[dict[str, Any]] = field(default_factory=list)
+    panorama_turns: int = 0
+
+    def to_json(self) -> str:
+        """The havln/episode_done payload: {"reason", "steps", ...} (contract keys first)."""
+        pano_s = [p["duration_s"] for p in self.panoramas]
+        body = {
+            "reason": self.reason,
+            "steps": self.steps,
+            "actions": self.actions,
+            "instruction": self.instruction,
+            "policy": self.policy,
+            "error": self.error,
+            "interrupted": self.interrupted,
+            "detail": self.detail,
+            "duration_s": round(self.duration_s, 3),
+            "policy_ms_mean": round(float(np.mean(self.policy_ms)), 2) if self.policy_ms else None,
+            "panoramas": len(self.panoramas),
+            "panorama_s_mean": round(float(np.mean(pano_s)), 3) if pano_s else None,
+            "panorama_turns": self.panorama_turns,
+            "panorama_final_error_deg": [p["final_error_deg"] for p in self.panoramas],
+        }
+        return json.dumps(body)
+
+
+class EpisodeRunner:
+    """Runs episodes of one policy over an :class:`AgentIO`.
+
+    Args:
+        policy: the policy (its ``views`` decides panorama vs front view).
+        io: the robot interface.
+        config: episode settings.
+        clock: monotonic time source, s.
+        cancelled: callable returning True when the current episode must stop (checked between steps;
+            the IO checks it while blocking).
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        io: AgentIO,
+        config: AgentConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.policy = policy
+        self.io = io
+        self.config = config or AgentConfig()
+        self.clock = clock
+        self.cancelled = cancelled
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-inference")
+        self._in_flight = ""
+
+    def close(self) -> None:
+        """Stop the inference worker (waits for a running inference)."""
+        self._pool.shutdown(wait=True)
+
+    # --- observation ---------------------------------------------------------------------------
+    def _preprocess(self, view: RawView) -> tuple[np.ndarray, np.ndarray]:
+        hfov = self.config.camera_hfov_deg or None
+        if view.intrinsics is None and hfov is None:
+            raise AgentAbort(
+                "no camera intrinsics: no camera_info received and camera_hfov_deg is 0; publish camera_info or set camera_hfov_deg"
+            )
+        rgb = to_model_rgb(view.rgb, hfov, intrinsics=view.intrinsics, mode=self.config.fov_mode)
+        depth = to_model_depth(view.depth, hfov, intrinsics=view.intrinsics, mode=self.config.fov_mode)
+        return rgb, depth
+
+    def _check_cancel(self) -> None:
+        if self.cancelled():
+            raise AgentAbort("cancelled", reason="aborted")
+
+    def _front_view(self, step: int) -> Observation:
+        rgb, depth = self._preprocess(self.io.grab())
+        return Observation(rgb=rgb[None], depth=depth[None], headings=np.zeros(1, np.float32), step=step)
+
+    def _panorama(self, step: int, result: EpisodeResult, status: Callable[[str], None]) -> tuple[Future, PanoramaCapture]:
+        """Capture a panorama; returns the inference future (started as soon as the views are in) and the capture."""
+        cap = PanoramaCapture(
+            views=self.policy.views,
+            direction=self.config.panorama_direction,
+            tolerance_deg=self.config.heading_tolerance_deg,
+            max_corrections=self.config.max_correction_turns,
+            clock=self.clock,
+        )
+        fut: Future | None = None
+        while True:
+            self._check_cancel()
+            s = cap.next_step()
+            if s.kind == "done":
+                break
+            if s.kind == "capture":
+                cap.add_view(self._preprocess(self.io.grab()))
+                if cap.views_complete and self.config.overlap:
+                    # Headings relative to the start heading, which the return turns restore.
+                    fut = self._pool.submit(self._act, self._pano_obs(cap, step, reference_deg=0.0))
+                    status("inferring")
+            else:
+                self._in_flight = s.action
+                out = self.io.send_action(s.action)
+                self._in_flight = ""
+                if out.outcome == "rejected":
+                    raise AgentAbort(f"motion_node rejected panorama turn {s.action} repeatedly; is another node sending actions?")
+                cap.add_turn(TurnResult.from_values(s.action, out.values, out.outcome, prefer=self.config.heading_source))
+                result.panorama_turns += 1
+        if fut is None:
+            fut = self._pool.submit(self._act, self._pano_obs(cap, step))
+        return fut, cap
+
+    @staticmethod
+    def _pano_obs(cap: PanoramaCapture, step: int, reference_deg: float | None = None) -> Observation:
+        rgb = np.stack([v.data[0] for v in cap.captured])
+        depth = np.stack([v.data[1] for v in cap.captured])
+        return Observation(rgb=rgb, depth=depth, headings=cap.headings_rad(reference_deg), step=step)
+
+    def _act(self, obs: Observation) -> tuple[str, float]:
+        t0 = time.perf_counter()
+        action = self.policy.act(obs)
+        ms = (time.perf_counter() - t0) * 1000.0
+        if action not in ACTIONS:
+            raise AgentAbort(f"policy {self.policy.name} returned {action!r}, not one of {', '.join(ACTIONS)}")
+        return action, ms
+
+    # --- the episode -----------------------------------------------------------------------------
+    def run(self, instruction: str) -> EpisodeResult:
+        """Run one episode to STOP, the budget, cancellation or an error (never raises for those).
+
+        Returns:
+            The :class:`EpisodeResult` (reason stop | budget | aborted).
+        """
+        t_start = self.clock()
+        self._in_flight = ""
+        result = EpisodeResult(reason="stop", steps=0, actions=[], instruction=instruction, policy=getattr(self.policy, "name", ""))
+        state = {"step": 0, "action": "", "state": "starting", "policy_ms": 0.0, "panorama_s": 0.0, "waiting_s": 0.0}
+
+        def status(s: str, **kw: Any) -> None:
+            state.update(kw, state=s)
+            try:
+                self.io.publish_status(dict(state))
+            except Exception:  # status is best effort; never break the episode on it
+                pass
+
+        try:
+            self._pool.submit(self.policy.reset, instruction).result()
+            while result.steps < self.config.max_actions:
+                self._check_cancel()
+                views = int(getattr(self.policy, "views", 1))  # may change per step (e.g. 1 while replaying a macro)
+                if views > 1:
+                    status("panorama", step=result.steps)
+                    fut, cap = self._panorama(result.steps, result, status)
+                    result.panoramas.append(cap.summary())
+                    pano_s = cap.duration_s
+                else:
+                    status("observing", step=result.steps)
+                    obs = self._front_view(result.steps)
+                    fut, pano_s = self._pool.submit(self._act, obs), 0.0
+                status("inferring", panorama_s=pano_s)
+                action, ms = fut.result()
+                result.policy_ms.append(ms)
+                self._check_cancel()
+                t_act = self.clock()
+                self._in_flight = action
+                out = self.io.send_action(action)
+                self._in_flight = ""
+                if out.outcome == "rejected":
+                    raise AgentAbort(f"motion_node rejected {action} repeatedly; is another node sending actions?")
+                result.actions.append(action)
+                result.steps += 1
+                waiting = self.clock() - t_act
+                status("acting", step=result.steps, action=action, policy_ms=ms, panorama_s=pano_s, waiting_s=waiting)
+                if action == STOP:
+                    result.reason = "stop"
+                    break
+            else:
+                result.reason = "budget"
+        except AgentAbort as exc:
+            result.reason, result.detail, result.error = "aborted", str(exc), exc.reason == "error"
+            result.interrupted = self._in_flight
+        except Exception as exc:  # policy or preprocessing failure: end the episode, keep what was done
+            result.reason, result.detail, result.error = "aborted", f"{type(exc).__name__}: {exc}", True
+        result.duration_s = self.clock() - t_start
+        status("error" if result.error else ("aborted" if result.reason == "aborted" else "done"), step=result.steps)
+        return result

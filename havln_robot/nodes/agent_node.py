@@ -1,0 +1,302 @@
+"""agent_node: instruction in → (panorama | front view) → policy → havln/action, until STOP or the budget.
+
+Thin ROS shell over :class:`havln_robot.agent.core.EpisodeRunner`. Subscribes ``havln/instruction``
+(String), the colour and aligned-depth images and colour camera_info, and ``havln/action_result``
+(DiagnosticStatus from motion_node); publishes ``havln/action`` (String), ``havln/agent_status``
+(DiagnosticStatus, AGENT_STATUS_KEYS, after every decision and state change) and
+``havln/episode_done`` (String JSON, at the end of every episode).
+
+Threads: ROS callbacks only store messages and wake waiters; episodes run on one worker thread and
+policy inference on the runner's own inference thread, so the executor is never blocked. A new
+instruction while an episode runs cancels it (the worker sends STOP to motion_node and publishes
+``episode_done`` with reason ``aborted``) and then starts the new one.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import String
+
+from havln_robot.actions import STOP
+from havln_robot.agent.baselines import make_policy
+from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
+from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.nodes._msgs import image_array, status_dict, status_msg
+from havln_robot.params import ConfigError
+from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
+from havln_robot.perception.preprocess import Intrinsics, PreprocessError
+from havln_robot.policy.api import PolicyError
+from havln_robot.policy.params import AGENT_PARAMS
+
+_FRAMES_KEPT = 8
+_STOP_RESULT_WAIT_S = 2.0  # how long to wait for motion_node's answer to STOP
+
+
+def _stamp_s(msg: Any) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+class AgentNode(HavlnNode):
+    """ROS shell of the agent (see the module docstring).
+
+    Args:
+        params: validated parameters (see :data:`havln_robot.policy.params.AGENT_PARAMS`).
+        policy: an already-built policy object (tests, embedding); default: built from ``params['policy']``.
+        **kwargs: passed to :class:`HavlnNode` (e.g. ``context``).
+
+    Raises:
+        ConfigError: the policy cannot be loaded (one line with the fix).
+    """
+
+    SPEC = AGENT_PARAMS
+
+    def __init__(self, params: dict[str, Any] | None = None, policy: Any = None, **kwargs: Any) -> None:
+        super().__init__(params=params, **kwargs)
+        p = self.params
+        try:
+            self.policy = policy if policy is not None else make_policy(p["policy"], device=p["device"])
+        except PolicyError as exc:
+            msg = f"{self.get_name()}: policy: {exc}"
+            HavlnNode.destroy_node(self)
+            raise ConfigError(msg) from None
+        self.config = AgentConfig.from_params(p)
+        views = int(getattr(self.policy, "views", 1))
+        if views > 1:  # surface panorama configuration errors at start, not mid-episode
+            try:
+                PanoramaCapture(views=views, direction=p["panorama_direction"], tolerance_deg=p["heading_tolerance_deg"])
+            except PanoramaError as exc:
+                msg = f"{self.get_name()}: {exc}"
+                HavlnNode.destroy_node(self)
+                raise ConfigError(msg) from None
+        self._cond = threading.Condition()
+        self._rgb: collections.deque = collections.deque(maxlen=_FRAMES_KEPT)  # (stamp_s, recv_s, array)
+        self._depth: collections.deque = collections.deque(maxlen=_FRAMES_KEPT)
+        self._info: CameraInfo | None = None
+        self._results: collections.deque = collections.deque(maxlen=32)  # (recv_s, DiagnosticStatus)
+        self._ready_after = 0.0  # a frame counts as "after settling" when received at/after this (node clock, s)
+        self._cancel = threading.Event()
+        self._shutdown = threading.Event()
+        self._instructions: queue.Queue[str | None] = queue.Queue()
+        self._running = False
+        self._lock = threading.Lock()  # orders instruction arrival against episode start (no lost abort)
+        self.last_result = None  # EpisodeResult of the last finished episode
+
+        self.pub_action = self.create_publisher(String, p["action_topic"], 10)
+        self.pub_status = self.create_publisher(DiagnosticStatus, p["status_topic"], 10)
+        self.pub_done = self.create_publisher(String, p["episode_done_topic"], 10)
+        self.create_subscription(String, p["instruction_topic"], self._on_instruction, 10)
+        self.create_subscription(DiagnosticStatus, p["action_result_topic"], self._on_result, 50)
+        # Best-effort subscriptions match both reliable (realsense-ros default) and best-effort camera publishers.
+        self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
+        self.create_subscription(Image, p["depth_topic"], self._on_depth, qos_profile_sensor_data)
+        self.create_subscription(CameraInfo, p["color_info_topic"], self._on_info, qos_profile_sensor_data)
+
+        self.runner = EpisodeRunner(self.policy, self, self.config, clock=time.monotonic, cancelled=self._cancel.is_set)
+        self._worker = threading.Thread(target=self._work, name="agent-episodes", daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f"policy {getattr(self.policy, 'name', '?')} ({self.policy.views} view(s) per step); waiting for {p['instruction_topic']}"
+        )
+
+    # --- time ------------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # --- callbacks (store and notify only) --------------------------------------------------------
+    def _on_instruction(self, msg: String) -> None:
+        text = msg.data.strip()
+        if not text:
+            self.get_logger().error(f"{self.params['instruction_topic']}: empty instruction ignored; publish the instruction text")
+            return
+        with self._lock:
+            if self._running:
+                self.get_logger().warning("new instruction while an episode runs: aborting the current episode (STOP)")
+                self._cancel.set()
+            self._instructions.put(text)
+
+    def _on_result(self, msg: DiagnosticStatus) -> None:
+        with self._cond:
+            self._results.append((time.monotonic(), msg))
+            self._cond.notify_all()
+
+    def _on_color(self, msg: Image) -> None:
+        try:
+            a = image_array(msg)
+            if msg.encoding == "bgr8":
+                a = a[..., ::-1]
+            if msg.encoding not in ("rgb8", "bgr8"):
+                raise ValueError(f"colour encoding {msg.encoding!r}; expected rgb8 or bgr8")
+        except ValueError as exc:
+            self.get_logger().error(f"{self.params['color_topic']}: {exc}", throttle_duration_sec=5.0)
+            return
+        with self._cond:
+            self._rgb.append((_stamp_s(msg), self._now(), np.array(a)))
+            self._cond.notify_all()
+
+    def _on_depth(self, msg: Image) -> None:
+        if msg.encoding not in ("16UC1", "32FC1"):
+            self.get_logger().error(
+                f"{self.params['depth_topic']}: encoding {msg.encoding!r}; expected 16UC1 (mm) or 32FC1 (m)", throttle_duration_sec=5.0
+            )
+            return
+        a = np.array(image_array(msg))
+        with self._cond:
+            self._depth.append((_stamp_s(msg), self._now(), a))
+            self._cond.notify_all()
+
+    def _on_info(self, msg: CameraInfo) -> None:
+        self._info = msg
+
+    # --- AgentIO ---------------------------------------------------------------------------------
+    def _wait(self, predicate, timeout_s: float, what: str):
+        """Wait on the condition until predicate() returns non-None; AgentAbort on cancel/timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                got = predicate()
+                if got is not None:
+                    return got
+                if self._cancel.is_set() or self._shutdown.is_set():
+                    raise AgentAbort("cancelled", reason="aborted")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AgentAbort(f"no {what} within {timeout_s:g} s")
+                self._cond.wait(min(left, 0.05))
+
+    def send_action(self, action: str) -> ActionOutcome:
+        """Publish ``action`` and wait for its havln/action_result; re-send on ``rejected`` (busy)."""
+        p = self.params
+        for attempt in range(p["rejected_retries"] + 1):
+            sent = time.monotonic()
+            self.pub_action.publish(String(data=action))
+
+            def match(sent: float = sent):
+                for recv, msg in self._results:
+                    if recv >= sent and (msg.name == action or status_dict(msg).get("action") == action):
+                        return msg
+                return None
+
+            if action == STOP:
+                # STOP only holds zero velocity; a missing result must not turn a finished episode into an error.
+                try:
+                    msg = self._wait(match, min(p["action_timeout_s"], _STOP_RESULT_WAIT_S), "STOP result")
+                except AgentAbort as exc:
+                    if exc.reason == "aborted":
+                        raise
+                    return ActionOutcome(action, "unconfirmed", {})
+            else:
+                msg = self._wait(match, p["action_timeout_s"], f"{p['action_result_topic']} for {action} (is motion_node running?)")
+            values = status_dict(msg)
+            outcome = msg.message or values.get("outcome", "")
+            with self._cond:
+                self._ready_after = self._now() + p["settle_s"]
+            if outcome != "rejected" or attempt == p["rejected_retries"]:
+                return ActionOutcome(action, outcome, values)
+            if self._cancel.wait(p["rejected_wait_s"]):
+                raise AgentAbort("cancelled", reason="aborted")
+        raise AssertionError("unreachable")
+
+    def grab(self) -> RawView:
+        """The newest synchronised RGB-D pair received after the robot settled."""
+        p = self.params
+        tol = p["sync_tolerance_s"]
+
+        def pair():
+            for st_d, recv_d, d in reversed(self._depth):
+                if recv_d < self._ready_after:
+                    break
+                for st_c, recv_c, c in reversed(self._rgb):
+                    if recv_c >= self._ready_after and abs(st_c - st_d) <= tol and c.shape[:2] == d.shape[:2]:
+                        return RawView(c, d, None, st_c)
+            return None
+
+        view = self._wait(pair, p["frame_timeout_s"], f"synchronised RGB-D pair on {p['color_topic']} + {p['depth_topic']}")
+        if p["camera_hfov_deg"] <= 0.0:  # intrinsics must come from camera_info
+            self._wait(lambda: self._info, p["frame_timeout_s"], f"camera_info on {p['color_info_topic']} (or set camera_hfov_deg)")
+        info = self._info
+        if info is not None:
+            try:
+                view.intrinsics = Intrinsics.from_k(info.k, info.width, info.height)
+            except PreprocessError as exc:
+                raise AgentAbort(f"{p['color_info_topic']}: {exc}") from None
+        return view
+
+    def publish_status(self, values) -> None:
+        """Publish one havln/agent_status record."""
+        level = 2 if values.get("state") == "error" else 0
+        self.pub_status.publish(status_msg("agent_node", str(values.get("state", "")), values, level=level))
+
+    # --- episodes ----------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while not self._shutdown.is_set():
+            try:
+                text = self._instructions.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if text is None:
+                break
+            with self._lock:
+                # Only the newest instruction counts when several queued up during an abort.
+                while not self._instructions.empty():
+                    nxt = self._instructions.get_nowait()
+                    if nxt is None:
+                        return
+                    text = nxt
+                self._cancel.clear()
+                self._running = True
+            with self._cond:
+                self._ready_after = self._now()
+            self.get_logger().info(f"episode start: {text!r}")
+            result = self.runner.run(text)
+            self._running = False
+            if result.reason == "aborted":
+                try:
+                    self.pub_action.publish(String(data=STOP))  # halt whatever motion_node is doing
+                except Exception:  # context already shut down
+                    pass
+            self.last_result = result
+            log = self.get_logger().info if not result.error else self.get_logger().error
+            log(f"episode done: {result.reason} after {result.steps} action(s){' -- ' + result.detail if result.detail else ''}")
+            try:
+                self.pub_done.publish(String(data=result.to_json()))
+            except Exception:
+                pass
+
+    def safe_stop(self) -> None:
+        """Cancel the running episode and send STOP to motion_node. Never raises."""
+        try:
+            was_running = self._running
+            self._cancel.set()
+            self._shutdown.set()
+            self._instructions.put(None)
+            if was_running:
+                self.pub_action.publish(String(data=STOP))
+            self._worker.join(timeout=2.0)
+        except Exception:
+            pass
+
+    def destroy_node(self) -> None:
+        self._cancel.set()
+        self._shutdown.set()
+        self._instructions.put(None)
+        if self._worker.is_alive() and threading.current_thread() is not self._worker:
+            self._worker.join(timeout=2.0)
+        self.runner.close()
+        super().destroy_node()
+
+
+NODE_CLASS = AgentNode
+
+
+def main() -> None:
+    sys.exit(run_node(AgentNode))

@@ -1,0 +1,121 @@
+"""``python -m havln_robot.perception.bench`` (``havln-robot bench perception`` once registered):
+print the perception figures of this machine.
+
+* preprocessing: ms per view for ``to_model_rgb`` + ``to_model_depth`` from a D435i-sized frame;
+* capture: frames/s through the real librealsense path (software_device → syncer → ``rs.align`` →
+  depth-units conversion), i.e. the host-side cost of camera_node per frame;
+* panorama overhead: seconds the agent itself spends per 12-view panorama (capture bookkeeping,
+  preprocessing, planning) with an instantaneous robot -- the rest of a real panorama is motion
+  (24 TURN actions plus settling), reported live in ``havln/agent_status`` ``panorama_s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+import numpy as np
+
+from havln_robot.actions import TURN_LEFT, TURN_RIGHT
+from havln_robot.perception.preprocess import D435I_COLOR_HFOV_DEG, Intrinsics, to_model_depth, to_model_rgb
+
+
+def bench_preprocess(width: int, height: int, n: int) -> float:
+    """Mean ms per view (RGB + depth) for a ``width`` x ``height`` camera frame."""
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    depth = rng.integers(0, 12000, (height, width), dtype=np.uint16)
+    intr = Intrinsics.from_hfov(width, height, D435I_COLOR_HFOV_DEG)
+    to_model_rgb(rgb, intrinsics=intr)
+    t = time.perf_counter()
+    for _ in range(n):
+        to_model_rgb(rgb, intrinsics=intr)
+        to_model_depth(depth, intrinsics=intr)
+    return (time.perf_counter() - t) * 1000.0 / n
+
+
+def bench_capture(width: int, height: int, seconds: float) -> float:
+    """Frames/s that RealSenseCamera.read() delivers from a software_device fed as fast as it drains."""
+    from havln_robot.perception.realsense import RealSenseCamera, SoftwareCamera
+
+    intr = Intrinsics.from_hfov(width, height, D435I_COLOR_HFOV_DEG)
+    cam = SoftwareCamera(intr, fps=90)
+    camera = RealSenseCamera(lambda: cam, frame_timeout_s=1.0)
+    rgb = np.zeros((height, width, 3), np.uint8)
+    depth = np.full((height, width), 1500, np.uint16)
+    stop = threading.Event()
+    go = threading.Semaphore(2)
+
+    def feed() -> None:
+        while not stop.is_set():
+            if cam.syncer is not None and go.acquire(timeout=0.1):
+                cam.push(rgb, depth)
+
+    th = threading.Thread(target=feed, daemon=True)
+    th.start()
+    n = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        if camera.read() is not None:
+            n += 1
+            go.release()
+    dt = time.perf_counter() - t0
+    stop.set()
+    th.join()
+    camera.close()
+    return n / dt
+
+
+def bench_panorama(width: int, height: int, n: int) -> float:
+    """Seconds of agent-side work per 12-view panorama (instant robot, no settling)."""
+    from havln_robot.agent.core import ActionOutcome, AgentConfig, EpisodeRunner, RawView
+    from havln_robot.policy.api import Policy
+
+    intr = Intrinsics.from_hfov(width, height, D435I_COLOR_HFOV_DEG)
+    frame = RawView(np.zeros((height, width, 3), np.uint8), np.full((height, width), 1500, np.uint16), intr)
+
+    class Robot:
+        def send_action(self, action: str) -> ActionOutcome:
+            yaw = {TURN_LEFT: 15.0, TURN_RIGHT: -15.0}.get(action, 0.0)
+            return ActionOutcome(action, "ok", {"yaw_imu_deg": str(yaw)})
+
+        def grab(self) -> RawView:
+            return frame
+
+        def publish_status(self, values) -> None:
+            pass
+
+    class StopAfter(Policy):
+        views = 12
+        name = "bench"
+
+        def reset(self, instruction: str) -> None:
+            self.k = 0
+
+        def act(self, obs) -> str:
+            self.k += 1
+            return "STOP" if self.k >= n else "MOVE_FORWARD"
+
+    runner = EpisodeRunner(StopAfter(), Robot(), AgentConfig())
+    res = runner.run("bench")
+    runner.close()
+    return float(np.mean([p["duration_s"] for p in res.panoramas]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the perception benchmark figures; returns 0."""
+    ap = argparse.ArgumentParser(prog="havln-robot bench perception", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--width", type=int, default=848, help="camera width, px (default 848)")
+    ap.add_argument("--height", type=int, default=480, help="camera height, px (default 480)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="duration of the capture benchmark, s")
+    args = ap.parse_args(argv)
+    w, h = args.width, args.height
+    print(f"preprocess {w}x{h} -> rgb 224 + depth 256: {bench_preprocess(w, h, 200):.2f} ms/view")
+    print(f"capture {w}x{h} (software_device -> syncer -> rs.align -> mm): {bench_capture(w, h, args.seconds):.1f} frames/s")
+    print(f"panorama 12 views, agent-side work (instant robot): {bench_panorama(w, h, 5):.3f} s/panorama")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

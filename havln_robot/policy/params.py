@@ -1,0 +1,90 @@
+"""agent_node parameters (pure Python; owned by the perception/agent engineer).
+
+The agent turns an instruction into actions: (panorama by rotation | front view) → policy →
+``havln/action`` → wait for ``havln/action_result`` → ... until STOP or the action budget.
+Defaults for the panorama (12 views, 30° apart = two 15° TURN actions per view) follow the
+panoramic HA-VLN-CE / VLN-CE waypoint setups (12 x 30° RGB-D views); see ``docs/perception.md``.
+"""
+
+from __future__ import annotations
+
+from havln_robot import topics
+from havln_robot.actions import MAX_ACTIONS, TURN_ANGLE_DEG
+from havln_robot.params import Param, ParamSpec
+
+AGENT_PARAMS = ParamSpec(
+    "agent_node",
+    (
+        Param(
+            "policy",
+            "small_panoramic",
+            "str",
+            "policy to run: a checkpoint path, a file name in models/ (loaded by havln_robot.policy.api.load_policy), "
+            "or a builtin baseline 'forward[:steps=N,views=V]' / 'random[:seed=S,views=V,stop_prob=P]'",
+        ),
+        Param("device", "cpu", "str", "torch device for checkpoint policies ('cpu', 'cuda')"),
+        Param(
+            "max_actions",
+            MAX_ACTIONS,
+            "int",
+            "episode action budget (policy actions; panorama turns are not counted)",
+            min=1,
+            max=MAX_ACTIONS,
+        ),
+        Param(
+            "panorama_direction",
+            "left",
+            "str",
+            "turn direction of the panorama sweep (left = CCW = +yaw, REP 103)",
+            choices=("left", "right"),
+        ),
+        Param(
+            "heading_tolerance_deg",
+            TURN_ANGLE_DEG / 2.0,
+            "float",
+            "a panorama view is taken when the measured heading is within this of its target; larger errors get one more turn, deg",
+            min=1.0,
+            max=45.0,
+        ),
+        Param(
+            "max_correction_turns", 4, "int", "extra TURN actions allowed per panorama to correct measured heading errors", min=0, max=24
+        ),
+        Param(
+            "heading_source",
+            "imu",
+            "str",
+            "measured yaw of panorama turns: imu (gyro-integrated yaw_imu_deg; immune to foot slip) or odom (yaw_odom_deg)",
+            choices=("imu", "odom"),
+        ),
+        Param("settle_s", 0.3, "float", "wait after an action result before a frame counts as taken at the new pose, s", min=0.0, max=10.0),
+        Param("sync_tolerance_s", 0.05, "float", "max |stamp(rgb) - stamp(depth)| for a synchronised RGB-D pair, s", min=0.0, max=1.0),
+        Param("frame_timeout_s", 5.0, "float", "wait for a synchronised RGB-D pair before the episode is aborted, s", min=0.1, max=120.0),
+        Param("action_timeout_s", 60.0, "float", "wait for havln/action_result before the episode is aborted, s", min=0.1, max=600.0),
+        Param("rejected_retries", 5, "int", "re-sends of an action that motion_node answered 'rejected' (busy)", min=0, max=100),
+        Param("rejected_wait_s", 0.5, "float", "pause before re-sending a rejected action, s", min=0.0, max=10.0),
+        Param(
+            "camera_hfov_deg",
+            0.0,
+            "float",
+            "colour HFOV to assume when no camera_info arrived; 0 = use camera_info (required then), deg (D435i: 69.4)",
+            min=0.0,
+            max=179.0,
+        ),
+        Param(
+            "fov_mode",
+            "pad",
+            "str",
+            "how camera views map to the model's 90° view: pad (true geometry) or stretch",
+            choices=("pad", "stretch"),
+        ),
+        Param("overlap", True, "bool", "run inference on a finished panorama while the robot makes the return turns to the start heading"),
+        Param("instruction_topic", topics.INSTRUCTION, "str", "std_msgs/String instruction in; a new one aborts the running episode"),
+        Param("action_topic", topics.ACTION, "str", "std_msgs/String action literal out (to motion_node)"),
+        Param("action_result_topic", topics.ACTION_RESULT, "str", "diagnostic_msgs/DiagnosticStatus action result in (from motion_node)"),
+        Param("color_topic", topics.COLOR_IMAGE, "str", "colour image in (rgb8 or bgr8)"),
+        Param("depth_topic", topics.DEPTH_IMAGE, "str", "depth aligned to colour in (16UC1 mm or 32FC1 m)"),
+        Param("color_info_topic", topics.COLOR_INFO, "str", "colour camera_info in (intrinsics for the FOV mapping)"),
+        Param("status_topic", topics.AGENT_STATUS, "str", "diagnostic_msgs/DiagnosticStatus agent status out (AGENT_STATUS_KEYS)"),
+        Param("episode_done_topic", topics.EPISODE_DONE, "str", "std_msgs/String JSON episode summary out"),
+    ),
+)
