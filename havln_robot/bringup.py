@@ -133,6 +133,13 @@ class Bringup:
             t_end = time.monotonic() + 0.2
             while time.monotonic() < t_end:
                 self._executor.spin_once(timeout_sec=0.02)
+            # Let callbacks already handed to the thread pool finish and be collected before the
+            # executor destroys its guard conditions (rclpy 7 would otherwise run a queued guard
+            # task on a destroyed handle and print "exception was never retrieved").
+            t_end = time.monotonic() + 1.0
+            while getattr(self._executor, "_futures", None) and time.monotonic() < t_end:
+                self._executor.spin_once(timeout_sec=0.0)
+                time.sleep(0.005)
             self._executor.shutdown()
         for node in self.nodes.values():
             node.destroy_node()
