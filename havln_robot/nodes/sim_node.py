@@ -1,0 +1,435 @@
+"""sim_node: the embedded simulator, seen by the rest of the stack exactly like the Go2 + RealSense.
+
+Thin ROS shell over :class:`havln_robot.sim.session.SimSession` (world, people, noisy Go2 base)
+and :class:`havln_robot.sim.render.Renderer` (MuJoCo RGB-D).
+
+* subscribes ``cmd_vel`` (geometry_msgs/Twist: linear.x m/s, angular.z rad/s; angular.y = body
+  pitch rate when ``camera_pitch_source`` is ``cmd_vel``) and ``havln/action_result`` (its
+  ``pitch_deg`` = motion_node's virtual camera pitch, when ``camera_pitch_source`` is ``action_result``);
+* publishes ``clock`` (sim time), ``odom`` (nav_msgs/Odometry odom → base_link, noisy, with
+  covariance), ``imu`` (sensor_msgs/Imu, gyro noise + bias, yaw integrated from the gyro), the
+  realsense-ros camera topics (rgb8 colour, 16UC1 mm depth aligned to colour, both camera_info,
+  frame ``camera_color_optical_frame``), ``havln/humans`` (PoseArray, map), ``havln/people``
+  (PoseArray, base_link, relative to the TRUE pose), ``havln/ground_truth`` (DiagnosticStatus,
+  :data:`havln_robot.topics.GROUND_TRUTH_KEYS`) and, where tf2_msgs imports, ``tf``
+  (odom → base_link, map → odom, base_link → camera optical frame);
+* serves ``sim/reset`` (std_srvs/Trigger): restart the episode, re-reading the episode parameters.
+
+Time: a thread on a steady wall-clock schedule steps the simulation at ``sim_rate_hz`` (100 Hz),
+advancing sim time by the wall time elapsed x ``real_time_factor`` (at most 50 ms per tick, so a
+stalled process slows sim time instead of jumping); odom, imu and ground truth go out every n-th
+tick (n = sim_rate_hz / their rate: 100 Hz odom and imu as go2_driver_node's default, 10 Hz ground truth). Every stamp is sim time, published on ``clock``; sim time never
+goes backwards, also across resets. ``base_link`` is on the ground under the body centre.
+Rendering runs on a second thread (it owns the OpenGL context); neither thread depends on the
+executor, so odom/imu keep their rate however busy the process is. Inputs (cmd_vel, action
+results, reset) arrive through the executor and share one lock with the two threads.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from typing import Any
+
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import Pose, PoseArray, TransformStamped, Twist
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import CameraInfo, Image, Imu
+from std_srvs.srv import Trigger
+
+from havln_robot.geometry import rpy_to_quat, yaw_to_quat
+from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.nodes._msgs import image_msg, status_dict, status_msg
+from havln_robot.params import ConfigError
+from havln_robot.sim.params import SIM_NODE_PARAMS
+from havln_robot.sim.session import SessionError, SimSession, base_config, open_episode
+
+try:  # tf2_msgs is not part of every install (not of the pip wheels used here)
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - depends on the install
+    TFMessage = None
+
+#: Parameters that choose the episode; ``sim/reset`` re-reads them.
+EPISODE_KEYS = (
+    "scene_source",
+    "episodes_file",
+    "connectivity_dir",
+    "episode_id",
+    "episode_index",
+    "instruction_index",
+    "corridor_width_m",
+    "populate_humans",
+    "seed",
+)
+#: Largest sim-time advance of one tick, s.
+MAX_TICK_S = 0.05
+
+
+def sim_stamp(t: float) -> Time:
+    """builtin_interfaces/Time of sim time ``t`` (s, >= 0)."""
+    sec = int(math.floor(t))
+    return Time(sec=sec, nanosec=min(999_999_999, int(round((t - sec) * 1e9))))
+
+
+def decimation(sim_rate_hz: float, rate_hz: float) -> int:
+    """Publish every n-th simulation tick to get ``rate_hz`` out of ``sim_rate_hz`` ticks (n >= 1)."""
+    return max(1, int(round(sim_rate_hz / rate_hz)))
+
+
+class SimNode(HavlnNode):
+    """The embedded simulator node (see the module docstring for topics and parameters).
+
+    Raises:
+        ConfigError: bad parameters, or the selected episode cannot be opened (one line naming the parameter).
+    """
+
+    SPEC = SIM_NODE_PARAMS
+
+    def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(params=params, node_name=node_name, **kwargs)
+        p = self.params
+        if p.get("use_sim_time"):
+            # sim_node IS the clock: its stamps come from the simulation, its stepping from the wall
+            # clock; listening to its own /clock would only cost 100 callbacks a second.
+            self.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, False)])
+            self.get_logger().info("sim_node publishes the clock; its own use_sim_time is ignored")
+        self._lock = threading.RLock()
+        self._episode_params = {k: p[k] for k in EPISODE_KEYS}
+        self.session = self._open(self._episode_params)
+        self._generation = 0  # bumped when the scene/people change (the camera thread rebuilds its renderer)
+        self.sim_time = 0.0  # monotonic across resets
+        self._last_wall = time.monotonic()
+        self._last_cmd_t = -math.inf
+        self._cmd_nonzero = False
+        self._every = {k: decimation(p["sim_rate_hz"], p[f"{k}_rate_hz"]) for k in ("odom", "imu", "ground_truth")}
+        self._ticks = 0
+        self.counts: dict[str, int] = {}
+
+        q = 10
+        img_q = QoSProfile(depth=2)
+        self.clock_pub = self.create_publisher(ClockMsg, p["clock_topic"], q)
+        self.odom_pub = self.create_publisher(Odometry, p["odom_topic"], q)
+        self.imu_pub = self.create_publisher(Imu, p["imu_topic"], q)
+        self.humans_pub = self.create_publisher(PoseArray, p["humans_topic"], q)
+        self.people_pub = self.create_publisher(PoseArray, p["people_topic"], q)
+        self.gt_pub = self.create_publisher(DiagnosticStatus, p["ground_truth_topic"], q)
+        self.tf_pub = self.create_publisher(TFMessage, p["tf_topic"], q) if TFMessage is not None else None
+        if self.tf_pub is None:
+            self.get_logger().info("tf2_msgs is not installed: odom -> base_link goes on the odom topic only")
+        self.color_pub = self.create_publisher(Image, p["color_topic"], img_q)
+        self.depth_pub = self.create_publisher(Image, p["depth_topic"], img_q)
+        self.color_info_pub = self.create_publisher(CameraInfo, p["color_info_topic"], img_q)
+        self.depth_info_pub = self.create_publisher(CameraInfo, p["depth_info_topic"], img_q)
+
+        self._group = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(Twist, p["cmd_vel_topic"], self._on_cmd_vel, q, callback_group=self._group)
+        if p["camera_pitch_source"] == "action_result":
+            self.create_subscription(DiagnosticStatus, p["action_result_topic"], self._on_action_result, q, callback_group=self._group)
+        self.create_service(Trigger, p["reset_service"], self._on_reset, callback_group=self._group)
+        self._stop = threading.Event()
+        self.camera_error: str | None = None
+        self._threads = [threading.Thread(target=self._sim_loop, name="sim_node-step", daemon=True)]
+        if p["camera_enabled"]:
+            self._threads.append(threading.Thread(target=self._camera_loop, name="sim_node-camera", daemon=True))
+        for th in self._threads:
+            th.start()
+
+    # ------------------------------------------------------------------ episode
+    def _open(self, ep: dict[str, Any]) -> SimSession:
+        try:
+            opened = open_episode(ep)
+            limits, noise = base_config(self.params)
+            session = SimSession(opened.scene, opened.episode, limits, noise, seed=ep["seed"], populate=ep["populate_humans"])
+        except SessionError as exc:
+            raise ConfigError(f"{self.get_name()}: {exc}") from None
+        log = self.get_logger()
+        (log.warning if "not found" in opened.note else log.info)(f"sim: {opened.note}")
+        return session
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        ep = {k: self.get_parameter(k).value for k in EPISODE_KEYS}
+        new = None
+        if ep != self._episode_params:
+            try:
+                new = self._open(ep)  # outside the lock: loading a scan must not stall odom/imu
+            except ConfigError as exc:
+                response.success, response.message = False, str(exc)
+                return response
+        with self._lock:
+            if new is not None:
+                self.session = new
+                self._episode_params = ep
+                self._generation += 1
+            else:
+                self.session.reset()
+            self._last_cmd_t = -math.inf
+            self._cmd_nonzero = False
+        e = self.session.episode
+        response.success, response.message = True, f"episode {e.episode_id} ({e.scan}) restarted"
+        self.get_logger().info(f"sim: {response.message}")
+        return response
+
+    # ------------------------------------------------------------------ inputs
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        pitch_rate = -msg.angular.y if self.params["camera_pitch_source"] == "cmd_vel" else 0.0
+        with self._lock:
+            try:
+                self.session.base.command(msg.linear.x, msg.angular.z, pitch_rate)
+            except ValueError as exc:
+                self.get_logger().warning(f"{exc}", throttle_duration_sec=1.0)
+                return
+            self._last_cmd_t = self.session.world.t
+            self._cmd_nonzero = any(v != 0.0 for v in (msg.linear.x, msg.angular.z, pitch_rate))
+
+    def _on_action_result(self, msg: DiagnosticStatus) -> None:
+        raw = status_dict(msg).get("pitch_deg")
+        try:
+            pitch = math.radians(float(raw))
+        except (TypeError, ValueError):
+            return
+        if math.isfinite(pitch):
+            with self._lock:
+                self.session.virtual_pitch = max(-math.pi / 2, min(math.pi / 2, pitch))
+
+    def safe_stop(self) -> None:
+        """Zero the commanded velocity at once (pending commands dropped). Never raises."""
+        try:
+            with self._lock:
+                self.session.base.stop()
+                self._cmd_nonzero = False
+        except Exception:  # must not raise
+            pass
+
+    # ------------------------------------------------------------------ simulation tick
+    def _sim_loop(self) -> None:
+        """Step the simulation on a steady wall-clock schedule (own thread: executor load cannot slow odom/imu)."""
+        period = 1.0 / self.params["sim_rate_hz"]
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self._tick()
+            except Exception as exc:  # report, keep stepping
+                self.get_logger().error(f"sim step failed: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
+            deadline += period
+            now = time.monotonic()
+            if deadline < now - 2 * period:  # fell far behind: do not burst to catch up
+                deadline = now
+            self._stop.wait(max(0.0, deadline - now))
+
+    def _tick(self) -> None:
+        p = self.params
+        now = time.monotonic()
+        span = min((now - self._last_wall) * p["real_time_factor"], MAX_TICK_S)
+        self._last_wall = now
+        if span <= 0:
+            return
+        step = 1.0 / p["sim_rate_hz"]
+        with self._lock:
+            s = self.session
+            n = max(1, math.ceil(span / step - 1e-6))
+            for _ in range(n):
+                if p["cmd_vel_timeout_s"] > 0 and self._cmd_nonzero and s.world.t - self._last_cmd_t > p["cmd_vel_timeout_s"]:
+                    s.base.command(0.0, 0.0, 0.0)
+                    self._cmd_nonzero = False
+                s.step(span / n)
+            self.sim_time += span
+            stamp = sim_stamp(self.sim_time)
+            k = self._ticks
+            self._ticks += 1
+            self._publish(self.clock_pub, ClockMsg(clock=stamp))
+            if k % self._every["imu"] == 0:
+                self._publish_imu(stamp)
+            if k % self._every["odom"] == 0:
+                self._publish_odom(stamp)
+            if k % self._every["ground_truth"] == 0:
+                self._publish_ground_truth(stamp)
+
+    def _publish(self, pub: Any, msg: Any) -> None:
+        pub.publish(msg)
+        name = pub.topic_name
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def _publish_odom(self, stamp: Time) -> None:
+        p, s = self.params, self.session
+        o = s.base.odom
+        m = Odometry()
+        m.header.stamp, m.header.frame_id, m.child_frame_id = stamp, p["odom_frame"], p["base_frame"]
+        m.pose.pose.position.x, m.pose.pose.position.y = o.x, o.y
+        q = m.pose.pose.orientation
+        q.x, q.y, q.z, q.w = yaw_to_quat(o.yaw)
+        m.twist.twist.linear.x, m.twist.twist.angular.z = o.v, o.w
+        pc, tc = s.odom_covariance()
+        m.pose.covariance, m.twist.covariance = pc, tc
+        self._publish(self.odom_pub, m)
+        if self.tf_pub is not None:
+            x, y, _, yaw = s.world.pose
+            # map -> odom = true pose (+) odometry^-1, so that map -> base_link is the true pose
+            dyaw = yaw - o.yaw
+            c, sn = math.cos(dyaw), math.sin(dyaw)
+            mx, my = x - (c * o.x - sn * o.y), y - (sn * o.x + c * o.y)
+            self._publish(
+                self.tf_pub,
+                TFMessage(
+                    transforms=[
+                        _transform(stamp, p["odom_frame"], p["base_frame"], (o.x, o.y, 0.0), yaw_to_quat(o.yaw)),
+                        _transform(stamp, p["map_frame"], p["odom_frame"], (mx, my, s.world.pose[2]), yaw_to_quat(dyaw)),
+                    ]
+                ),
+            )
+
+    def _publish_imu(self, stamp: Time) -> None:
+        p, s = self.params, self.session
+        im = s.base.imu
+        m = Imu()
+        m.header.stamp, m.header.frame_id = stamp, p["imu_frame"]
+        q = m.orientation
+        q.x, q.y, q.z, q.w = rpy_to_quat(im.roll, im.pitch, im.yaw)
+        m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = (float(v) for v in im.gyro)
+        m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = (float(v) for v in im.accel)
+        oc, gc, ac = s.imu_covariance()
+        m.orientation_covariance, m.angular_velocity_covariance, m.linear_acceleration_covariance = oc, gc, ac
+        self._publish(self.imu_pub, m)
+
+    def _publish_ground_truth(self, stamp: Time) -> None:
+        p, s = self.params, self.session
+        pos, head, _ = s.humans()
+        ha = PoseArray()
+        ha.header.stamp, ha.header.frame_id = stamp, p["map_frame"]
+        ha.poses = [_pose(px, py, pz, h) for (px, py, pz), h in zip(pos, head, strict=False)]
+        self._publish(self.humans_pub, ha)
+        pa = PoseArray()
+        pa.header.stamp, pa.header.frame_id = stamp, p["base_frame"]
+        pa.poses = [_pose(x, y, 0.0, yaw) for _, x, y, yaw in s.people_local(p["people_range_m"])]
+        self._publish(self.people_pub, pa)
+        gt = s.ground_truth()
+        self._publish(self.gt_pub, status_msg("ground_truth", str(gt["episode_id"]), gt))
+
+    # ------------------------------------------------------------------ camera thread
+    def _camera_loop(self) -> None:
+        """Own the Renderer (OpenGL context is per thread); render and publish at camera_rate_hz (wall time)."""
+        from havln_robot.sim.render import Renderer, RenderError, depth_to_mm
+
+        p = self.params
+        period = 1.0 / p["camera_rate_hz"]
+        renderer = None
+        gen = -1
+        info = None
+        try:
+            while not self._stop.is_set():
+                t0 = time.monotonic()
+                with self._lock:
+                    s = self.session
+                    pose, pitch, t = s.view()
+                    stamp = sim_stamp(self.sim_time)
+                    cur_gen = self._generation
+                if renderer is None or cur_gen != gen:
+                    if renderer is not None:
+                        renderer.close()
+                    try:
+                        renderer = Renderer(
+                            s.scene,
+                            s.crowd,
+                            p["camera_width"],
+                            p["camera_height"],
+                            p["camera_hfov_deg"],
+                            camera_height_m=p["camera_height_m"],
+                            camera_forward_m=p["camera_forward_m"],
+                        )
+                    except RenderError as exc:
+                        self.camera_error = str(exc)
+                        self.get_logger().error(f"camera disabled: {exc}")
+                        return
+                    gen = cur_gen
+                    info = _camera_info(renderer.intrinsics, p["camera_frame"])
+                rgb, depth = renderer.render(pose, pitch, t)
+                mm = depth_to_mm(depth, p["depth_min_m"], p["depth_max_m"])
+                if self._stop.is_set():
+                    break
+                info.header.stamp = stamp
+                self._publish(self.color_pub, image_msg(rgb, "rgb8", p["camera_frame"], stamp))
+                self._publish(self.depth_pub, image_msg(mm, "16UC1", p["camera_frame"], stamp))
+                self._publish(self.color_info_pub, info)
+                self._publish(self.depth_info_pub, info)
+                if self.tf_pub is not None:
+                    self._publish(self.tf_pub, TFMessage(transforms=[self._camera_tf(stamp, pitch)]))
+                self._stop.wait(max(0.0, period - (time.monotonic() - t0)))
+        except Exception as exc:  # keep odom/imu alive whatever happens to the renderer
+            self.camera_error = f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(f"camera thread stopped: {self.camera_error}")
+        finally:
+            if renderer is not None:
+                renderer.close()
+
+    def _camera_tf(self, stamp: Time, pitch: float) -> TransformStamped:
+        """base_link → optical frame (z forward, x right, y down), tilted by the camera pitch."""
+        p = self.params
+        # optical = body rotation (pitch about y, REP 103 sign: -elevation) then axes swap (z fwd, x right, y down)
+        return _transform(
+            stamp, p["base_frame"], p["camera_frame"], (p["camera_forward_m"], 0.0, p["camera_height_m"]), _optical_quat(-pitch)
+        )
+
+    def destroy_node(self) -> None:
+        """Stop the camera thread, then destroy the node."""
+        self._stop.set()
+        for th in self._threads:
+            if th is not threading.current_thread():
+                th.join(timeout=5.0)
+        super().destroy_node()
+
+
+def _pose(x: float, y: float, z: float, yaw: float) -> Pose:
+    m = Pose()
+    m.position.x, m.position.y, m.position.z = float(x), float(y), float(z)
+    q = m.orientation
+    q.x, q.y, q.z, q.w = yaw_to_quat(float(yaw))
+    return m
+
+
+def _transform(
+    stamp: Time, parent: str, child: str, xyz: tuple[float, float, float], quat: tuple[float, float, float, float]
+) -> TransformStamped:
+    tr = TransformStamped()
+    tr.header.stamp, tr.header.frame_id, tr.child_frame_id = stamp, parent, child
+    tr.transform.translation.x, tr.transform.translation.y, tr.transform.translation.z = (float(v) for v in xyz)
+    r = tr.transform.rotation
+    r.x, r.y, r.z, r.w = quat
+    return tr
+
+
+def _optical_quat(body_pitch: float) -> tuple[float, float, float, float]:
+    """Quaternion (x, y, z, w) of the optical frame in base_link for a camera pitched by ``body_pitch``
+    (REP 103, nose down positive): R = Ry(pitch) * R_optical, R_optical = rpy(-pi/2, 0, -pi/2)."""
+    a = rpy_to_quat(0.0, body_pitch, 0.0)
+    b = rpy_to_quat(-math.pi / 2, 0.0, -math.pi / 2)
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+def _camera_info(intr: Any, frame: str) -> CameraInfo:
+    m = CameraInfo()
+    m.header.frame_id = frame
+    m.width, m.height = intr.width, intr.height
+    m.distortion_model = "plumb_bob"
+    m.d, m.k, m.r, m.p = intr.D, intr.K, intr.R, intr.P
+    return m
+
+
+NODE_CLASS = SimNode
+
+
+def main() -> None:
+    """Console entry point (``ros2 run havln_robot sim_node``)."""
+    sys.exit(run_node(SimNode))

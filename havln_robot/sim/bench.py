@@ -1,0 +1,291 @@
+"""``havln-robot bench sim``: renderer frame rates, batch-mode steps/s and sim_node topic rates, printed.
+
+Measures, on this machine:
+
+1. **render**: RGB + depth frames/s of :class:`havln_robot.sim.render.Renderer` at 640x480
+   (D435i colour HFOV 69.4 deg, what sim_node publishes) and at the model resolutions 224x224
+   and 256x256 (90 deg HFOV, the HA-VLN-CE sensors), from poses along real episode paths;
+2. **steps**: discrete actions/s of :meth:`havln_robot.sim.world.World.step` (batch mode, no
+   rendering) with a random policy;
+3. **sim_node** (``--node-seconds``, default 10): sim_node in this process, driven by
+   ``cmd_vel``, with a subscriber counting what arrives: camera, odom, imu, clock, ground truth
+   rates (Hz of wall time) and the real-time factor.
+
+Episodes come from ``--episodes`` (default ``$DATA/ha_r2r_de/HA_val_seen.json``) or, when the
+HA-VLN data is absent, the builtin scene.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
+
+
+def _episodes(path: str, conn: str, n: int) -> list[tuple[Any, Any]]:
+    """[(scene, episode)] for up to ``n`` episodes (distinct scans), or the builtin one."""
+    from havln_robot.episodes import builtin_episode, load_episodes
+    from havln_robot.paths import resolve
+    from havln_robot.sim.scene import Scene
+
+    ep_file, conn_dir = resolve(path), resolve(conn)
+    if not ep_file.is_file() or not conn_dir.is_dir():
+        print(f"bench sim: {ep_file if not ep_file.is_file() else conn_dir} not found; using the builtin scene", file=sys.stderr)
+        return [(Scene.builtin(), builtin_episode())]
+    out, scans = [], set()
+    for ep in load_episodes(ep_file, conn_dir, limit=max(4 * n, 20)):
+        if ep.scan in scans:
+            continue
+        scans.add(ep.scan)
+        out.append((Scene.load(ep.scan, conn_dir), ep))
+        if len(out) >= n:
+            break
+    return out
+
+
+def _poses(ep: Any, k: int) -> list[tuple[float, float, float, float]]:
+    """``k`` poses along the reference path, facing along it."""
+    path = np.asarray(ep.reference_path, dtype=np.float64)
+    out = []
+    for i in range(k):
+        s = (i / max(1, k - 1)) * (len(path) - 1)
+        j = min(int(s), len(path) - 2) if len(path) > 1 else 0
+        a = path[j]
+        b = path[j + 1] if len(path) > 1 else path[j] + (1.0, 0.0, 0.0)
+        f = s - j
+        p = a + (b - a) * f
+        out.append((float(p[0]), float(p[1]), float(p[2]), math.atan2(b[1] - a[1], b[0] - a[0]) + 0.3 * math.sin(i)))
+    return out
+
+
+def save_frame(path: Path, rgb: np.ndarray, depth: np.ndarray, max_m: float = 10.0) -> None:
+    """Write colour | depth (grey, 0..max_m m, black = no return) side by side as a PNG."""
+    import cv2
+
+    grey = (np.clip(depth / max_m, 0.0, 1.0) * 255).astype(np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(path), np.concatenate([rgb[:, :, ::-1], cv2.cvtColor(grey, cv2.COLOR_GRAY2BGR)], axis=1))
+
+
+def bench_render(eps: list[tuple[Any, Any]], frames: int, save_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Frames/s of render() (RGB + depth in one pass) per resolution, over all episodes; with
+    ``save_dir``, every 10th frame is also written there as PNG (colour | depth)."""
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.render import Renderer, depth_to_mm
+
+    rows = []
+    for w, h, fov in RESOLUTIONS:
+        n, dt_render, dt_mm, build = 0, 0.0, 0.0, 0.0
+        for scene, ep in eps:
+            crowd = Crowd.from_episode(ep, scene, seed=0)
+            t0 = time.perf_counter()
+            r = Renderer(scene, crowd, w, h, fov)
+            build += time.perf_counter() - t0
+            try:
+                poses = _poses(ep, frames)
+                r.render(poses[0], 0.0, 0.0)  # warm-up (texture upload)
+                for i, pose in enumerate(poses):
+                    t0 = time.perf_counter()
+                    rgb, depth = r.render(pose, 0.0, 0.1 * i)
+                    t1 = time.perf_counter()
+                    depth_to_mm(depth)
+                    dt_mm += time.perf_counter() - t1
+                    dt_render += t1 - t0
+                    n += 1
+                    if save_dir is not None and i % 10 == 0:
+                        save_frame(save_dir / f"{ep.scan}_{ep.episode_id}_{w}x{h}_{i:03d}.png", rgb, depth)
+            finally:
+                r.close()
+        rows.append(
+            {
+                "resolution": f"{w}x{h}",
+                "hfov_deg": fov,
+                "frames": n,
+                "fps": n / dt_render,
+                "ms_per_frame": 1000 * dt_render / n,
+                "ms_depth_to_mm": 1000 * dt_mm / n,
+                "model_build_s": build / len(eps),
+            }
+        )
+    return rows
+
+
+def bench_steps(eps: list[tuple[Any, Any]], steps: int) -> dict[str, Any]:
+    """Discrete actions/s of World.step with a seeded random policy (episodes restarted when done)."""
+    from havln_robot.actions import ACTIONS, STOP
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.world import World
+
+    rng = np.random.default_rng(0)
+    moves = [a for a in ACTIONS if a != STOP]
+    probs = np.array([0.55 if a == "MOVE_FORWARD" else 0.45 / (len(moves) - 1) for a in moves])
+    worlds = [World(scene, ep, Crowd.from_episode(ep, scene, seed=0)) for scene, ep in eps]
+    n, t0 = 0, time.perf_counter()
+    while n < steps:
+        w = worlds[n % len(worlds)]
+        if w.done or len(w.actions) >= 400:
+            w.reset()
+        w.step(str(rng.choice(moves, p=probs)))
+        n += 1
+    dt = time.perf_counter() - t0
+    return {"steps": n, "steps_per_s": n / dt, "us_per_step": 1e6 * dt / n}
+
+
+def bench_node(seconds: float, width: int, height: int, scene_source: str) -> dict[str, Any]:
+    """Run sim_node in-process, drive it with cmd_vel, count what a subscriber receives (Hz of wall time)."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from geometry_msgs.msg import Twist
+    from nav_msgs.msg import Odometry
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image, Imu
+
+    from havln_robot import topics
+    from havln_robot.dds import configure_dds
+    from havln_robot.nodes.sim_node import SimNode
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    configure_dds()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=90 + os.getpid() % 10, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    counts: dict[str, int] = {}
+    sim = probe = None
+    try:
+        params = SIM_NODE_PARAMS.validate({"scene_source": scene_source, "camera_width": width, "camera_height": height})
+        sim = SimNode(params=params, context=ctx)
+        probe = rclpy.create_node("bench_probe", context=ctx)
+        subs = {
+            "color": (Image, topics.COLOR_IMAGE),
+            "depth": (Image, topics.DEPTH_IMAGE),
+            "odom": (Odometry, topics.ODOM),
+            "imu": (Imu, topics.IMU),
+            "clock": (Clock, topics.CLOCK),
+            "ground_truth": (DiagnosticStatus, topics.GROUND_TRUTH),
+        }
+        clocks: list[float] = []
+
+        def cb(key: str):
+            def f(msg: Any) -> None:
+                counts[key] = counts.get(key, 0) + 1
+                if key == "clock":
+                    clocks.append(msg.clock.sec + msg.clock.nanosec * 1e-9)
+
+            return f
+
+        for key, (typ, name) in subs.items():
+            probe.create_subscription(typ, name, cb(key), 10)
+        pub = probe.create_publisher(Twist, topics.CMD_VEL, 10)
+        ex = SingleThreadedExecutor(context=ctx)
+        ex.add_node(sim)
+        ex.add_node(probe)
+        stop = threading.Event()
+
+        def drive() -> None:  # a motion_node-like 20 Hz cmd_vel: slow forward, weaving
+            k = 0
+            while not stop.wait(0.05):
+                m = Twist()
+                m.linear.x, m.angular.z = 0.3, 0.6 * math.sin(0.05 * k)
+                pub.publish(m)
+                k += 1
+
+        th = threading.Thread(target=drive, daemon=True)
+        th.start()
+        t_end = time.monotonic() + 2.0  # warm-up: renderer build, discovery
+        while time.monotonic() < t_end:
+            ex.spin_once(timeout_sec=0.01)
+        counts.clear()
+        clocks.clear()
+        sim.counts.clear()
+        cpu0 = time.process_time()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            ex.spin_once(timeout_sec=0.01)
+        wall = time.monotonic() - t0
+        cpu = time.process_time() - cpu0
+        stop.set()
+        th.join()
+        published = dict(sim.counts)
+        out: dict[str, Any] = {f"{k}_hz": counts.get(k, 0) / wall for k in subs}
+        out["published_hz"] = {name.lstrip("/"): n / wall for name, n in sorted(published.items())}
+        out["real_time_factor"] = (clocks[-1] - clocks[0]) / wall if len(clocks) > 1 else 0.0
+        out["seconds"] = wall
+        out["process_cpu_cores"] = cpu / wall
+        out["resolution"] = f"{width}x{height}"
+        out["episode"] = sim.session.episode.episode_id
+        out["camera_error"] = sim.camera_error
+        return out
+    finally:
+        if sim is not None:
+            sim.safe_stop()
+            sim.destroy_node()
+        if probe is not None:
+            probe.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+
+
+def main(argv: list[str]) -> int:
+    """``havln-robot bench sim [--frames N] [--steps N] [--node-seconds S] [--out FILE]``; returns the exit code."""
+    ap = argparse.ArgumentParser(prog="havln-robot bench sim", description="Renderer frames/s, batch steps/s and sim_node topic rates.")
+    ap.add_argument("--episodes", default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)")
+    ap.add_argument("--connectivity", default="$DATA/connectivity", help="Matterport3D connectivity folder")
+    ap.add_argument("--scenes", type=int, default=4, help="number of scans to render/step in (default 4)")
+    ap.add_argument("--frames", type=int, default=50, help="frames per scan and resolution (default 50)")
+    ap.add_argument("--steps", type=int, default=5000, help="discrete actions to time (default 5000; 0 = skip)")
+    ap.add_argument("--node-seconds", type=float, default=10.0, help="measure sim_node topic rates for this long (default 10; 0 = skip)")
+    ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument(
+        "--save-frames", type=Path, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
+    )
+    args = ap.parse_args(argv)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    try:
+        eps = _episodes(args.episodes, args.connectivity, max(1, args.scenes))
+    except (OSError, ValueError) as exc:
+        print(f"havln-robot bench sim: {exc}", file=sys.stderr)
+        return 2
+    from havln_robot.sim.render import GL_BACKEND
+
+    result: dict[str, Any] = {"cpu_count": os.cpu_count(), "gl_backend": GL_BACKEND, "scans": [ep.scan for _, ep in eps]}
+    print(f"bench sim: {len(eps)} scan(s) {', '.join(result['scans'])}; MUJOCO_GL={GL_BACKEND}; {os.cpu_count()} CPUs")
+    if args.frames > 0:
+        result["render"] = bench_render(eps, args.frames, args.save_frames)
+        print("render (RGB + depth, one pass)      frames/s   ms/frame   +depth->mm ms   model build s")
+        for r in result["render"]:
+            print(
+                f"  {r['resolution']:>9} @ {r['hfov_deg']:4.1f} deg HFOV   {r['fps']:9.1f}  {r['ms_per_frame']:9.2f}"
+                f"  {r['ms_depth_to_mm']:14.2f}  {r['model_build_s']:14.2f}"
+            )
+    if args.steps > 0:
+        result["steps"] = bench_steps(eps, args.steps)
+        s = result["steps"]
+        print(f"batch World.step (random actions): {s['steps_per_s']:.0f} steps/s ({s['us_per_step']:.0f} us/step, {s['steps']} steps)")
+    if args.node_seconds > 0:
+        data_ok = len(eps) > 1 or eps[0][1].scan != "builtin"
+        node = bench_node(args.node_seconds, 640, 480, "auto" if data_ok else "builtin")
+        result["sim_node"] = node
+        print(
+            f"sim_node {node['resolution']} driven by cmd_vel, {node['seconds']:.1f} s wall (episode {node['episode']}): "
+            f"camera {node['color_hz']:.1f} Hz (depth {node['depth_hz']:.1f}), odom {node['odom_hz']:.1f} Hz, "
+            f"imu {node['imu_hz']:.1f} Hz, clock {node['clock_hz']:.1f} Hz, ground truth {node['ground_truth_hz']:.1f} Hz, "
+            f"real-time factor {node['real_time_factor']:.2f}; process CPU {node['process_cpu_cores']:.2f} cores"
+        )
+        pub = node["published_hz"]
+        print("  published by sim_node (Hz): " + ", ".join(f"{k} {v:.1f}" for k, v in pub.items()))
+        if node["camera_error"]:
+            print(f"  camera error: {node['camera_error']}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,159 @@
+"""``sim_node`` parameters (pure Python; the spec registered in :mod:`havln_robot.config`).
+
+Sources of the defaults
+-----------------------
+* Robot body, limits and camera mount: :mod:`havln_robot.sim.robot` (Unitree Go2 datasheet,
+  unitree_sdk2 sport docs, Intel RealSense D400 datasheet 337029).
+* Camera stream: 640x480 colour + depth aligned to colour, 69.4 deg colour HFOV (D435i), depth
+  16UC1 millimetres as realsense-ros publishes it.
+* Noise defaults: a mild legged-robot odometry (1 % scale error, random walks) and a MEMS gyro
+  (2 mrad/s white noise, 0.5 mrad/s bias); 50 ms actuation latency as in ``havln-robot bench motion``.
+"""
+
+from __future__ import annotations
+
+from havln_robot import topics
+from havln_robot.params import Param, ParamSpec
+from havln_robot.sim import robot
+
+SIM_NODE_PARAMS = ParamSpec(
+    "sim_node",
+    (
+        # --- scene and episode -----------------------------------------------------------------
+        Param(
+            "scene_source",
+            "auto",
+            "str",
+            "where the episode comes from: 'episodes' = episodes_file (error if absent), 'builtin' = the authored "
+            "apartment (no data needed), 'auto' = episodes_file when it exists, else builtin (logged)",
+            choices=("auto", "episodes", "builtin"),
+        ),
+        Param(
+            "episodes_file",
+            "$DATA/ha_r2r_de/HA_val_seen.json",
+            "str",
+            "HA-R2R/R2R discrete *.json or continuous *.json.gz ($DATA = HA-VLN data dir)",
+        ),
+        Param("connectivity_dir", "$DATA/connectivity", "str", "Matterport3D connectivity graphs (<scan>_connectivity.json)"),
+        Param("episode_id", "", "str", "episode to run (path_id / episode_id); empty = use episode_index"),
+        Param("episode_index", 0, "int", "episode to run, 0-based position in episodes_file (when episode_id is empty)", min=0),
+        Param("instruction_index", 0, "int", "which of the episode's instructions is 'the' instruction", min=0, max=9),
+        Param("corridor_width_m", 1.2, "float", "free-space corridor width along navigation-graph edges, m", min=0.4, max=5.0),
+        Param("populate_humans", 0, "int", "episodes without people get this many synthetic people near the path", min=0, max=50),
+        Param("seed", 0, "int", "seed of the people's motion phases and of all sensor/actuation noise", min=0),
+        # --- timing --------------------------------------------------------------------------------
+        Param(
+            "sim_rate_hz",
+            100.0,
+            "float",
+            "simulation ticks per wall-clock second (each advances sim time and publishes clock)",
+            min=10.0,
+            max=1000.0,
+        ),
+        Param("real_time_factor", 1.0, "float", "sim seconds per wall-clock second", min=0.05, max=20.0),
+        Param(
+            "odom_rate_hz",
+            100.0,
+            "float",
+            "odom (and TF) rate, Hz: every round(sim_rate_hz / odom_rate_hz)-th tick (go2_driver_node: 100)",
+            min=1.0,
+            max=1000.0,
+        ),
+        Param("imu_rate_hz", 100.0, "float", "imu rate, Hz: every round(sim_rate_hz / imu_rate_hz)-th tick", min=1.0, max=1000.0),
+        Param("camera_rate_hz", 15.0, "float", "RGB-D frame rate, Hz of wall time (rendered off the executor thread)", min=0.5, max=60.0),
+        Param(
+            "ground_truth_rate_hz",
+            10.0,
+            "float",
+            "havln/ground_truth, havln/humans and havln/people rate, Hz: every n-th tick",
+            min=0.5,
+            max=100.0,
+        ),
+        Param(
+            "cmd_vel_timeout_s",
+            0.5,
+            "float",
+            "no cmd_vel for this long -> command zero (watchdog), s of sim time; 0 = off",
+            min=0.0,
+            max=10.0,
+        ),
+        # --- base limits ----------------------------------------------------------------------------
+        Param(
+            "max_linear_speed", 1.0, "float", "|forward speed| limit, m/s (Go2 SDK accepts up to 3.8)", min=0.05, max=robot.GO2_MAX_VX_MPS
+        ),
+        Param("max_angular_speed", 2.0, "float", "|yaw rate| limit, rad/s (Go2 SDK accepts up to 4)", min=0.05, max=robot.GO2_MAX_VYAW_RPS),
+        Param("max_linear_accel", 2.0, "float", "|forward acceleration| limit, m/s^2", min=0.05, max=50.0),
+        Param("max_angular_accel", 6.0, "float", "|yaw acceleration| limit, rad/s^2", min=0.05, max=100.0),
+        Param(
+            "camera_pitch_source",
+            "action_result",
+            "str",
+            "camera pitch (LOOK_UP/DOWN): 'action_result' = pitch_deg of havln/action_result (motion_node's virtual pitch), "
+            "'cmd_vel' = body pitch rate from cmd_vel angular.y (REP 103: positive = nose down), 'none' = level",
+            choices=("action_result", "cmd_vel", "none"),
+        ),
+        Param(
+            "max_body_pitch_deg",
+            43.0,
+            "float",
+            "body pitch limit for camera_pitch_source=cmd_vel, deg (Go2 Euler limit 0.75 rad)",
+            min=1.0,
+            max=43.0,
+        ),
+        # --- noise ---------------------------------------------------------------------------------
+        Param("noise_enabled", True, "bool", "false = a perfect robot (no latency, drift, noise or bias)"),
+        Param("latency_s", 0.05, "float", "actuation latency: cmd_vel takes effect this much later, s", min=0.0, max=2.0),
+        Param("odom_scale_std", 0.01, "float", "std of the per-episode odometry distance scale error, fraction", min=0.0, max=0.5),
+        Param("odom_trans_noise", 0.005, "float", "odometry translation random walk, m per sqrt(m)", min=0.0, max=1.0),
+        Param("odom_yaw_noise", 0.005, "float", "odometry yaw random walk from turning, rad per sqrt(rad)", min=0.0, max=1.0),
+        Param("odom_yaw_per_m", 0.003, "float", "odometry yaw random walk from driving, rad per sqrt(m)", min=0.0, max=1.0),
+        Param("gyro_noise_std", 0.002, "float", "gyro white noise per sample, rad/s", min=0.0, max=1.0),
+        Param("gyro_bias_std", 0.0005, "float", "std of the constant gyro bias drawn per episode, rad/s", min=0.0, max=1.0),
+        Param("accel_noise_std", 0.02, "float", "accelerometer white noise per sample, m/s^2", min=0.0, max=10.0),
+        # --- camera --------------------------------------------------------------------------------
+        Param("camera_enabled", True, "bool", "render and publish RGB-D (false: odom/imu/ground truth only)"),
+        Param("camera_width", 640, "int", "image width, px", min=32, max=1920),
+        Param("camera_height", 480, "int", "image height, px", min=32, max=1080),
+        Param(
+            "camera_hfov_deg",
+            robot.D435I_HFOV_DEG,
+            "float",
+            "horizontal field of view, deg (D435i colour 69.4); square pixels",
+            min=10.0,
+            max=170.0,
+        ),
+        Param(
+            "camera_height_m",
+            robot.GO2_CAMERA_HEIGHT_M,
+            "float",
+            "optical centre above the ground, m (D435i on the Go2 head)",
+            min=0.05,
+            max=2.5,
+        ),
+        Param("camera_forward_m", robot.GO2_CAMERA_FORWARD_M, "float", "optical centre ahead of base_link, m", min=-1.0, max=1.0),
+        Param("depth_min_m", robot.D435I_MIN_RANGE_M, "float", "depth closer than this is published as 0 (invalid), m", min=0.0, max=5.0),
+        Param("depth_max_m", robot.D435I_MAX_RANGE_M, "float", "depth beyond this is published as 0 (invalid), m", min=0.5, max=65.0),
+        Param("people_range_m", 10.0, "float", "havln/people lists people within this distance of the robot, m", min=0.5, max=100.0),
+        # --- topics --------------------------------------------------------------------------------
+        Param("cmd_vel_topic", topics.CMD_VEL, "str", "geometry_msgs/Twist in (base_link, m/s, rad/s)"),
+        Param("action_result_topic", topics.ACTION_RESULT, "str", "DiagnosticStatus in: pitch_deg sets the camera pitch"),
+        Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry out (odom -> base_link, noisy)"),
+        Param("imu_topic", topics.IMU, "str", "sensor_msgs/Imu out (gyro noise + bias)"),
+        Param("color_topic", topics.COLOR_IMAGE, "str", "colour image out (rgb8)"),
+        Param("color_info_topic", topics.COLOR_INFO, "str", "colour camera_info out"),
+        Param("depth_topic", topics.DEPTH_IMAGE, "str", "depth image aligned to colour out (16UC1, mm, 0 = invalid)"),
+        Param("depth_info_topic", topics.DEPTH_INFO, "str", "depth camera_info out (= colour intrinsics)"),
+        Param("humans_topic", topics.HUMANS, "str", "geometry_msgs/PoseArray out: people in the map frame (ground truth)"),
+        Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray out: people in base_link (from the true pose)"),
+        Param("ground_truth_topic", topics.GROUND_TRUTH, "str", "DiagnosticStatus out: true pose, distance to goal, collisions"),
+        Param("clock_topic", topics.CLOCK, "str", "rosgraph_msgs/Clock out (sim time)"),
+        Param("tf_topic", topics.TF, "str", "tf2_msgs/TFMessage out (only where tf2_msgs imports)"),
+        Param("reset_service", "sim/reset", "str", "std_srvs/Trigger: restart the episode (re-reads the episode parameters)"),
+        # --- frames --------------------------------------------------------------------------------
+        Param("map_frame", topics.MAP_FRAME, "str", "ground-truth world frame"),
+        Param("odom_frame", topics.ODOM_FRAME, "str", "odometry frame"),
+        Param("base_frame", topics.BASE_FRAME, "str", "robot body frame"),
+        Param("imu_frame", topics.IMU_FRAME, "str", "IMU frame (aligned with base_link)"),
+        Param("camera_frame", topics.COLOR_OPTICAL_FRAME, "str", "optical frame of colour and aligned depth"),
+    ),
+)
