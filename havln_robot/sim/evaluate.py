@@ -1,0 +1,370 @@
+"""``havln-robot eval``: run a policy on HA-R2R / R2R episodes in the batch simulator and score it.
+
+Usage::
+
+    havln-robot eval --policy expert|forward|random|<checkpoint> --episodes FILE
+                     [--connectivity DIR] [--limit N] [--out DIR] [--seed S] [--populate N]
+                     [--baseline FILE] [--instruction-index K]
+
+Policies:
+
+* ``expert`` -- :class:`havln_robot.sim.expert.Expert` (privileged reference-path follower);
+* ``forward`` -- the VLN-CE "hand-crafted" baseline: 37 MOVE_FORWARD then STOP (Krantz et al. 2020,
+  VLN-CE Sec. 5: 37 steps is the average training episode length);
+* ``random`` -- i.i.d. actions, P(STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT) = (0.02, 0.68, 0.15, 0.15)
+  (assumption: roughly the action frequencies of expert training episodes), seeded;
+* anything else -- a checkpoint loaded with :func:`havln_robot.policy.api.load_policy`; its
+  observations are rendered by :class:`havln_robot.sim.render.Renderer` at 256x256, 90 deg HFOV
+  (the VLN-CE sensor) for each of ``policy.views`` headings and preprocessed by
+  :mod:`havln_robot.perception.preprocess`.
+
+People are placed by :meth:`Crowd.from_episode` with ``--seed`` (the same seed for every episode, as
+``havln-robot replay`` does, so replaying the written actions reproduces the results).
+
+Outputs (``--out DIR``): ``results.jsonl`` and ``results.csv`` (one row per episode), ``actions.json``
+(format-v1 action sequences: episode id → list of literals, each ending with STOP or 500 long) and
+``summary.json`` (aggregate). Collision baselines for TCR: ``--baseline FILE``
+(``collision_num_<split>.json``); by default a continuous ``val_seen``/``val_unseen`` file uses the
+challenge file of that split from the data folder, and any other file uses baseline 0 (discrete
+HA-R2R path ids are not challenge episode ids).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, finalize_sequence
+
+FORWARD_BASELINE_STEPS: int = 37
+"""VLN-CE hand-crafted baseline: forward steps before STOP (Krantz et al. 2020, Sec. 5)."""
+RANDOM_ACTIONS: tuple[str, ...] = (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT)
+RANDOM_PROBS: tuple[float, ...] = (0.02, 0.68, 0.15, 0.15)
+OBS_SIZE: int = 256
+"""Rendered observation size (px, square) for checkpoint policies; 90 deg HFOV as the VLN-CE sensors."""
+OBS_HFOV_DEG: float = 90.0
+
+
+class EvalError(RuntimeError):
+    """Evaluation cannot run; the one-line message says why and what to do."""
+
+
+@dataclass
+class EpisodeRecord:
+    """One evaluated episode: ids, metrics (:class:`~havln_robot.sim.metrics.EpisodeMetrics`), actions, wall time (s)."""
+
+    episode_id: str
+    scan: str
+    humans: int
+    metrics: object
+    actions: list[str]
+    seconds: float
+    floors_changed: bool = False
+
+    def row(self) -> dict:
+        """Flat dict for JSONL/CSV."""
+        d = {"episode_id": self.episode_id, "scan": self.scan, "humans": self.humans, "floors_changed": self.floors_changed}
+        d.update(self.metrics.as_dict())
+        d["seconds"] = round(self.seconds, 4)
+        return d
+
+
+# ---------------------------------------------------------------------------- policies
+class _Forward:
+    name = "forward"
+    views = 1
+
+    def reset(self, instruction: str) -> None:
+        self.n = 0
+
+    def act(self, obs=None) -> str:
+        self.n += 1
+        return MOVE_FORWARD if self.n <= FORWARD_BASELINE_STEPS else STOP
+
+
+class _Random:
+    name = "random"
+    views = 1
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, instruction: str) -> None:
+        pass
+
+    def act(self, obs=None) -> str:
+        return RANDOM_ACTIONS[int(self.rng.choice(len(RANDOM_ACTIONS), p=RANDOM_PROBS))]
+
+
+class _Observer:
+    """Renders :class:`havln_robot.policy.api.Observation` for a world (checkpoint policies)."""
+
+    def __init__(self, world, views: int) -> None:
+        from havln_robot.perception.preprocess import to_model_depth, to_model_rgb
+        from havln_robot.sim.render import Renderer
+
+        self._rgb, self._depth = to_model_rgb, to_model_depth
+        self.world = world
+        self.views = max(1, int(views))
+        self.renderer = Renderer(world.scene, world.crowd, width=OBS_SIZE, height=OBS_SIZE, hfov_deg=OBS_HFOV_DEG)
+        self.headings = np.array([2.0 * math.pi * k / self.views for k in range(self.views)], dtype=np.float32)
+        self.headings = ((self.headings + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
+
+    def observe(self, step: int):
+        from havln_robot.policy.api import Observation
+
+        x, y, z, yaw = self.world.pose
+        rgbs, depths = [], []
+        for h in self.headings:
+            rgb, depth = self.renderer.render((x, y, z, yaw + float(h)), self.world.camera_pitch, self.world.t)
+            rgbs.append(self._rgb(rgb, OBS_HFOV_DEG))
+            depths.append(self._depth(depth, OBS_HFOV_DEG))
+        return Observation(np.stack(rgbs), np.stack(depths).astype(np.float32), self.headings.copy(), step)
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+# ---------------------------------------------------------------------------- running
+def run_episode(world, policy: str | object, seed: int = 0) -> list[str]:
+    """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
+
+    Args:
+        world: a reset :class:`~havln_robot.sim.world.World`.
+        policy: "expert", "forward", "random", or a :class:`havln_robot.policy.api.Policy`.
+        seed: RNG seed for "random".
+    """
+    observer = None
+    if policy == "expert":
+        from havln_robot.sim.expert import Expert
+
+        agent = Expert(world)
+    elif policy == "forward":
+        agent = _Forward()
+    elif policy == "random":
+        agent = _Random(seed)
+    else:
+        agent = policy
+        observer = _Observer(world, getattr(agent, "views", 1))
+    try:
+        agent.reset(world.episode.instruction)
+        while not world.done:
+            obs = observer.observe(len(world.actions)) if observer is not None else None
+            world.step(agent.act(obs))
+    finally:
+        if observer is not None:
+            observer.close()
+    return list(world.actions)
+
+
+def evaluate(
+    episodes,
+    policy: str | object = "expert",
+    connectivity_dir=None,
+    seed: int = 0,
+    baselines: dict[str, int] | None = None,
+    populate: int = 0,
+    on_result=None,
+) -> list[EpisodeRecord]:
+    """Evaluate ``policy`` on ``episodes`` (grouped by scan internally; results in input order).
+
+    Args:
+        episodes: :class:`~havln_robot.episodes.Episode` list.
+        policy: see :func:`run_episode`.
+        connectivity_dir: folder of connectivity files (default ``data_dir()/connectivity``).
+        seed: crowd seed (same for every episode) and random-policy seed.
+        baselines: episode id → challenge baseline human collisions (missing = 0).
+        populate: synthetic people per episode for episodes without people (R2R).
+        on_result: called with each :class:`EpisodeRecord`.
+
+    Raises:
+        EvalError: a scene cannot be loaded.
+    """
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.scene import Scene, SceneError
+    from havln_robot.sim.world import World, WorldError
+
+    baselines = baselines or {}
+    episodes = list(episodes)
+    out: list[tuple[int, EpisodeRecord]] = []
+    order = sorted(range(len(episodes)), key=lambda i: (episodes[i].scan, i))  # load each scene once
+    for k in order:
+        ep = episodes[k]
+        t0 = time.perf_counter()
+        try:
+            scene = Scene.builtin() if ep.scan == "builtin" else Scene.load(ep.scan, connectivity_dir)
+        except SceneError as exc:
+            raise EvalError(str(exc)) from None
+        crowd = Crowd.from_episode(ep, scene, seed=seed, populate=populate)
+        try:
+            world = World(scene, ep, crowd, seed=seed, baseline=baselines.get(ep.episode_id, 0))
+        except WorldError as exc:
+            print(f"havln-robot eval: skipping episode {ep.episode_id}: {exc}", file=sys.stderr)
+            continue
+        zs = [p[2] for p in ep.reference_path]
+        actions = run_episode(world, policy, seed=seed + k)
+        rec = EpisodeRecord(
+            ep.episode_id,
+            ep.scan,
+            len(crowd),
+            world.metrics(),
+            actions,
+            time.perf_counter() - t0,
+            max(zs) - min(zs) > 1.0,  # the reference path climbs/descends stairs
+        )
+        out.append((k, rec))
+        if on_result is not None:
+            on_result(rec)
+    return [rec for _k, rec in sorted(out, key=lambda kr: kr[0])]
+
+
+def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) -> None:
+    """Write results.jsonl, results.csv, actions.json (format v1) and summary.json into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [r.row() for r in records]
+    with (out_dir / "results.jsonl").open("w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    if rows:
+        with (out_dir / "results.csv").open("w", newline="") as fh:
+            wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            wr.writeheader()
+            wr.writerows(rows)
+    actions = {r.episode_id: finalize_sequence(r.actions) for r in records}
+    (out_dir / "actions.json").write_text(json.dumps(actions))
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+
+
+def _default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:
+    from havln_robot.paths import data_dir
+    from havln_robot.sim.metrics import load_collision_baseline
+
+    name = episodes_file.name
+    if not (name.endswith(".json.gz") or (episodes and not episodes[0].path_ids)):
+        return {}, "baseline 0 (discrete path ids are not challenge episode ids)"
+    for split in ("val_unseen", "val_seen"):
+        if split in name:
+            f = data_dir() / "challenge" / f"collision_num_{split}.json"
+            if f.is_file():
+                return load_collision_baseline(f), f"baseline from {f}"
+    return {}, "baseline 0 (no challenge split recognised in the file name)"
+
+
+def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
+    """Human-readable summary lines of an :class:`~havln_robot.sim.metrics.Aggregate`."""
+    eps = agg.n / seconds if seconds > 0 else float("inf")
+    return "\n".join(
+        [
+            f"policy {policy_name}: {agg.n} episodes",
+            f"  success {100 * agg.success_rate:.1f} %   SR {100 * agg.sr:.1f} %   SPL {agg.spl:.3f}",
+            f"  NE mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
+            f"  TCR {agg.tcr:.3f}   CR {agg.cr:.3f} (/{agg.cr_denominator})   collisions human {agg.collisions_human}  static {agg.collisions_static}",
+            f"  Score {agg.score:.2f} (navigation {agg.navigation:.3f}, social {agg.social:.3f})",
+            f"  {eps:.2f} episodes/s   {steps / seconds if seconds > 0 else float('inf'):.0f} steps/s   ({seconds:.1f} s)",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 2 bad input)."""
+    ap = argparse.ArgumentParser(prog="havln-robot eval", description="Evaluate a policy on HA-R2R/R2R episodes in the batch simulator.")
+    ap.add_argument("--policy", default="expert", help="expert | forward | random | checkpoint path or name in models/")
+    ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
+    ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
+    ap.add_argument("--limit", type=int, help="evaluate only the first N episodes")
+    ap.add_argument("--out", help="write results.jsonl/.csv, actions.json, summary.json here")
+    ap.add_argument("--seed", type=int, default=0, help="crowd and random-policy seed (default 0)")
+    ap.add_argument("--populate", type=int, default=0, help="synthetic people per episode without people (R2R); default 0")
+    ap.add_argument("--baseline", help="collision_num_<split>.json for TCR baselines (default: see docs)")
+    ap.add_argument("--instruction-index", type=int, default=0, help="which instruction of each discrete path (default 0)")
+    ap.add_argument("--device", default="cpu", help="torch device for checkpoint policies")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no per-episode progress")
+    args = ap.parse_args(argv)
+
+    from havln_robot.episodes import EpisodeError, load_episodes
+    from havln_robot.paths import data_dir
+    from havln_robot.sim.metrics import aggregate, load_collision_baseline
+
+    if args.limit is not None and args.limit < 1:
+        print("havln-robot eval: --limit must be >= 1", file=sys.stderr)
+        return 2
+    ep_file = Path(args.episodes) if args.episodes else data_dir() / "ha_r2r_de" / "HA_val_seen.json"
+    try:
+        episodes = load_episodes(ep_file, args.connectivity, limit=args.limit, instruction_index=args.instruction_index)
+    except EpisodeError as exc:
+        print(f"havln-robot eval: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.baseline:
+            baselines, why = load_collision_baseline(args.baseline), f"baseline from {args.baseline}"
+        else:
+            baselines, why = _default_baseline(ep_file, episodes)
+    except ValueError as exc:
+        print(f"havln-robot eval: {exc}", file=sys.stderr)
+        return 2
+
+    policy: str | object = args.policy
+    if args.policy not in ("expert", "forward", "random"):
+        try:
+            from havln_robot.policy.api import load_policy
+            from havln_robot.sim import render  # noqa: F401  (Renderer needed for observations)
+        except ImportError as exc:
+            print(f"havln-robot eval: checkpoint policies are not built yet in this checkout ({exc})", file=sys.stderr)
+            return 2
+        try:
+            policy = load_policy(args.policy, device=args.device)
+        except Exception as exc:  # noqa: BLE001 - PolicyError and friends: one line, no traceback
+            print(f"havln-robot eval: {exc}", file=sys.stderr)
+            return 2
+    name = args.policy if isinstance(policy, str) else getattr(policy, "name", args.policy)
+    print(f"evaluating {name} on {len(episodes)} episodes from {ep_file} (seed {args.seed}; TCR {why})", file=sys.stderr)
+
+    done = [0]
+
+    def progress(rec: EpisodeRecord) -> None:
+        done[0] += 1
+        if not args.quiet and (done[0] % 20 == 0 or done[0] == len(episodes)):
+            print(f"  {done[0]}/{len(episodes)} episodes", file=sys.stderr)
+
+    t0 = time.perf_counter()
+    try:
+        records = evaluate(episodes, policy, args.connectivity, args.seed, baselines, args.populate, on_result=progress)
+    except EvalError as exc:
+        print(f"havln-robot eval: {exc}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - t0
+    if not records:
+        print("havln-robot eval: no episode could be run", file=sys.stderr)
+        return 2
+    agg = aggregate([r.metrics for r in records], with_humans=[r.humans > 0 for r in records])
+    steps = sum(len(r.actions) for r in records)
+    print(format_summary(agg, seconds, steps, name))
+    multi = [r for r in records if r.floors_changed]
+    if multi:
+        ms = sum(r.metrics.success for r in multi) / len(multi)
+        print(f"  floor-changing episodes: {len(multi)}, success {100 * ms:.1f} %")
+    if args.out:
+        summary = agg.as_dict() | {
+            "policy": name,
+            "episodes_file": str(ep_file),
+            "seed": args.seed,
+            "seconds": seconds,
+            "episodes_per_s": len(records) / seconds,
+            "steps_per_s": steps / seconds,
+            "baseline": why,
+        }
+        write_outputs(Path(args.out), records, summary)
+        print(f"  wrote {args.out}/results.jsonl, results.csv, actions.json, summary.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,328 @@
+"""Privileged expert: turns an episode's reference path into discrete actions around people and walls.
+
+Used as the evaluation upper bound, for imitation-learning labels (teacher forcing / DAgger) and to
+produce reference action files. It reads the TRUE state of a :class:`~havln_robot.sim.world.World`.
+
+Each call of :meth:`Expert.act`:
+
+1. **STOP** when the robot is within :data:`STOP_DIST_M` (xy) of the goal on its floor, or when
+   the end of the plan is reached, or after :data:`STUCK_STEPS` actions without progress while
+   inside the success radius.
+2. **Pure pursuit** along the plan (initially the reference path): the carrot is the plan point
+   :data:`LOOKAHEAD_M` beyond the robot's projection on the plan (projection only moves forward,
+   within a few segments, so stairs that pass above other floors do not confuse it).
+3. Turn toward the carrot when the heading error exceeds :data:`ALIGN_TOL_RAD` (7.5 deg, half a
+   15-deg turn); otherwise MOVE_FORWARD.
+4. **Blocked** (the next forward step would touch a wall, touch a person now or in
+   :data:`LOOK_AHEAD_S`, or make no progress): replan with A* on an 8-connected occupancy grid
+   (:data:`GRID_M` cells) of the free space the robot may occupy (shrunk by its radius), with people
+   inflated by robot radius + person radius + :data:`HUMAN_MARGIN_M` at their current and
+   near-future positions, to a point :data:`REJOIN_M` further along the plan; the new plan is that
+   A* path (followed with a :data:`DETOUR_LOOKAHEAD_M` carrot) and the rest of the old plan. If no path exists (a person fills the corridor),
+   wait in place with LOOK_UP / LOOK_DOWN pairs (no motion, camera restored) and retry.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+import shapely
+
+from havln_robot.actions import FORWARD_STEP_M, LOOK_DOWN, LOOK_UP, MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from havln_robot.geometry import wrap_angle
+
+STOP_DIST_M: float = 0.3
+"""Stop when the goal is this close in xy (m); below the 3 m success radius by far, so NE stays small."""
+LOOKAHEAD_M: float = 0.6
+"""Pure-pursuit carrot distance along the plan (m)."""
+DETOUR_LOOKAHEAD_M: float = 0.3
+"""Carrot distance on a replanned detour (m): follows the A* path closely past people."""
+ALIGN_TOL_RAD: float = math.radians(7.5)
+"""Heading tolerance before moving (rad): half the 15-deg turn step."""
+GRID_M: float = 0.1
+"""A* grid cell size (m)."""
+HUMAN_MARGIN_M: float = 0.15
+"""Extra clearance kept from people when replanning (m)."""
+REJOIN_M: float = 3.0
+"""Replan to the plan point this far (m, arc length) beyond the robot's projection."""
+LOOK_AHEAD_S: float = 1.0
+"""People are also avoided where they will be this far in the future (s)."""
+STUCK_STEPS: int = 40
+"""Actions without progress after which the expert gives up (STOP)."""
+MAX_WAIT_STEPS: int = 60
+"""Longest wait (actions) for a person to clear before trying to push through on the old plan."""
+
+
+class Expert:
+    """Reference-path follower with replanning around people (see the module docstring).
+
+    Args:
+        world: the :class:`~havln_robot.sim.world.World` to act in (read-only use of its true state).
+    """
+
+    name = "expert"
+    views = 1
+
+    def __init__(self, world) -> None:
+        self.world = world
+        self.reset()
+
+    def reset(self, instruction: str | None = None) -> None:
+        """Start over from the world's current pose with the episode's reference path as the plan."""
+        ep = self.world.episode
+        x, y, z, _ = self.world.pose
+        pts = [(x, y, z), *ep.reference_path]
+        self._set_plan(np.asarray(pts, dtype=np.float64))
+        self._best = math.inf
+        self._since_best = 0
+        self._wait = 0
+        self._pending: list[str] = []
+        self.replans = 0
+
+    def _set_plan(self, pts: np.ndarray) -> None:
+        # drop repeated points
+        keep = [0]
+        for i in range(1, len(pts)):
+            if np.linalg.norm(pts[i, :2] - pts[keep[-1], :2]) > 1e-3 or abs(pts[i, 2] - pts[keep[-1], 2]) > 0.05:
+                keep.append(i)
+        self.plan = pts[keep]
+        seg = np.linalg.norm(np.diff(self.plan[:, :2], axis=0), axis=1) if len(self.plan) > 1 else np.zeros(0)
+        self._cum = np.concatenate([[0.0], np.cumsum(seg)])
+        self._detour_end = 0.0
+        self._seg = 0
+        self._s = 0.0
+
+    # ------------------------------------------------------------------ plan geometry
+    def _project(self, x: float, y: float, z: float) -> float:
+        """Advance the projection of (x, y) on the plan (window of 3 segments ahead); returns arc length."""
+        best_d, best_s, best_i = math.inf, self._s, self._seg
+        for i in range(self._seg, min(self._seg + 3, len(self.plan) - 1)):
+            a, b = self.plan[i], self.plan[i + 1]
+            if not min(a[2], b[2]) - 1.0 <= z <= max(a[2], b[2]) + 1.0:
+                continue  # a segment on another storey
+            ab = b[:2] - a[:2]
+            ll = float(ab @ ab)
+            t = 0.0 if ll < 1e-12 else min(1.0, max(0.0, float((np.array([x, y]) - a[:2]) @ ab) / ll))
+            q = a[:2] + t * ab
+            d = math.hypot(x - q[0], y - q[1])
+            if d < best_d - 1e-9:
+                best_d, best_s, best_i = d, self._cum[i] + t * math.sqrt(ll), i
+        if best_s >= self._s:
+            self._s, self._seg = best_s, best_i
+        return self._s
+
+    def _point_at(self, s: float) -> np.ndarray:
+        s = min(max(s, 0.0), self._cum[-1])
+        i = int(np.searchsorted(self._cum, s, side="right") - 1)
+        i = min(i, len(self.plan) - 2)
+        if i < 0:
+            return self.plan[0].copy()
+        L = self._cum[i + 1] - self._cum[i]
+        t = 0.0 if L < 1e-12 else (s - self._cum[i]) / L
+        return self.plan[i] + t * (self.plan[i + 1] - self.plan[i])
+
+    # ------------------------------------------------------------------ decisions
+    def act(self, obs=None) -> str:
+        """Next action literal for the world's current state (``obs`` is ignored: the expert is privileged)."""
+        w = self.world
+        if self._pending:
+            return self._pending.pop(0)
+        if w.camera_pitch > 1e-6:
+            return LOOK_DOWN
+        if w.camera_pitch < -1e-6:
+            return LOOK_UP
+        x, y, z, yaw = w.pose
+        gx, gy, gz = w.episode.goal_position
+        dgoal = math.hypot(gx - x, gy - y)
+        if dgoal < STOP_DIST_M and abs(gz - z) < 1.0:
+            return STOP
+        # progress bookkeeping (distance to goal along nothing fancy: plain xy+z)
+        d3 = w.distance_to_goal()
+        if d3 < self._best - 0.05:
+            self._best, self._since_best = d3, 0
+        else:
+            self._since_best += 1
+        if self._since_best > STUCK_STEPS and d3 < w.episode.goal_radius - 0.5:
+            return STOP
+        s = self._project(x, y, z)
+        total = self._cum[-1]
+        if s >= total - 0.05 and dgoal < 1.0:
+            return STOP
+        look = DETOUR_LOOKAHEAD_M if s < self._detour_end else LOOKAHEAD_M
+        carrot = self._point_at(s + look)
+        if math.hypot(carrot[0] - x, carrot[1] - y) < 0.05:
+            carrot = self._point_at(total)
+        desired = math.atan2(carrot[1] - y, carrot[0] - x)
+        err = wrap_angle(desired - yaw)
+        if abs(err) > ALIGN_TOL_RAD:
+            return TURN_LEFT if err > 0 else TURN_RIGHT
+        if not self._blocked(x, y, z, yaw):
+            self._wait = 0
+            return MOVE_FORWARD
+        # blocked: replan around
+        if self._replan(x, y, z):
+            self.replans += 1
+            carrot = self._point_at(self._project(x, y, z) + DETOUR_LOOKAHEAD_M)
+            err = wrap_angle(math.atan2(carrot[1] - y, carrot[0] - x) - yaw)
+            if abs(err) > ALIGN_TOL_RAD:
+                return TURN_LEFT if err > 0 else TURN_RIGHT
+            if not self._blocked(x, y, z, yaw):
+                return MOVE_FORWARD
+        self._wait += 1
+        if self._wait > MAX_WAIT_STEPS:
+            self._wait = 0
+            return MOVE_FORWARD  # give up waiting: push on (a contact is counted if it happens)
+        self._pending = [LOOK_DOWN]
+        return LOOK_UP
+
+    def _blocked(self, x: float, y: float, z: float, yaw: float) -> bool:
+        w = self.world
+        dx, dy = FORWARD_STEP_M * math.cos(yaw), FORWARD_STEP_M * math.sin(yaw)
+        if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
+            return True
+        if w.scene.support(x + dx, y + dy, z, prefer=w._support) is None:
+            return True
+        if len(w.crowd):
+            rr = w.crowd.radii + w.robot_radius + 0.05
+            for t in (w.t, w.t + w.action_dt, w.t + LOOK_AHEAD_S):
+                p = w.crowd.positions(t)
+                same = np.abs(p[:, 2] - z) < 1.0
+                d_end = np.hypot(p[:, 0] - x - dx, p[:, 1] - y - dy)
+                d_now = np.hypot(p[:, 0] - x, p[:, 1] - y)
+                # blocked if the step ends close to a person and does not move away from them
+                if np.any(same & (d_end < rr) & (d_end <= d_now + 1e-6)):
+                    return True
+        return False
+
+    def _replan(self, x: float, y: float, z: float) -> bool:
+        """A* from the robot to the plan point :data:`REJOIN_M` ahead (free of people); True if a path was found."""
+        w = self.world
+        s0 = self._project(x, y, z)
+        total = self._cum[-1]
+        region = w.scene.eroded(w._support, w.robot_radius)
+        hum = self._human_points()
+        rr = w.robot_radius + 0.3 + HUMAN_MARGIN_M
+        target = None
+        s = s0 + REJOIN_M
+        while True:
+            p = self._point_at(min(s, total))
+            if abs(p[2] - z) < 1.0 and shapely.contains_xy(region, p[0], p[1]):
+                if len(hum) == 0 or np.min(np.hypot(hum[:, 0] - p[0], hum[:, 1] - p[1])) > rr:
+                    target = p
+                    break
+            if s >= total:
+                break
+            s += 0.5
+        if target is None:
+            return False
+        path = _astar(region, hum, rr, (x, y), (float(target[0]), float(target[1])))
+        if path is None:
+            return False
+        rest_s = min(s, total)
+        i = int(np.searchsorted(self._cum, rest_s, side="right"))
+        new = [[x, y, z]] + [[px, py, z] for px, py in path] + [list(target)] + [list(p) for p in self.plan[i:]]
+        self._set_plan(np.asarray(new, dtype=np.float64))
+        self._detour_end = float(self._cum[len(path) + 1]) if len(self._cum) > len(path) + 1 else 0.0
+        return True
+
+    def _human_points(self) -> np.ndarray:
+        w = self.world
+        if len(w.crowd) == 0:
+            return np.zeros((0, 2))
+        _, _, z, _ = w.pose
+        pts = []
+        for t in (w.t, w.t + w.action_dt, w.t + LOOK_AHEAD_S):
+            p = w.crowd.positions(t)
+            pts.append(p[np.abs(p[:, 2] - z) < 1.0, :2])
+        return np.concatenate(pts, axis=0)
+
+
+def _astar(
+    region, humans: np.ndarray, inflate: float, start: tuple[float, float], goal: tuple[float, float]
+) -> list[tuple[float, float]] | None:
+    """8-connected A* on a :data:`GRID_M` grid over ``region`` (prepared polygon of allowed centres) minus people discs.
+
+    Returns the simplified path (list of xy, m, excluding the start) or None when unreachable.
+    A person closer to the start than ``inflate`` is inflated only to that distance minus a cell.
+    """
+    margin = 2.0
+    x0, y0 = min(start[0], goal[0]) - margin, min(start[1], goal[1]) - margin
+    x1, y1 = max(start[0], goal[0]) + margin, max(start[1], goal[1]) + margin
+    nx, ny = int(math.ceil((x1 - x0) / GRID_M)) + 1, int(math.ceil((y1 - y0) / GRID_M)) + 1
+    if nx * ny > 400_000:
+        return None
+    xs = x0 + np.arange(nx) * GRID_M
+    ys = y0 + np.arange(ny) * GRID_M
+    gx, gy = np.meshgrid(xs, ys, indexing="ij")
+    free = shapely.contains_xy(region, gx, gy)
+    for hx, hy in humans:
+        # a robot already closer than ``inflate`` may keep its distance but not get closer
+        r = min(inflate, math.hypot(start[0] - hx, start[1] - hy) - GRID_M)
+        free &= (gx - hx) ** 2 + (gy - hy) ** 2 > r * r
+    si, sj = int(round((start[0] - x0) / GRID_M)), int(round((start[1] - y0) / GRID_M))
+    ti, tj = int(round((goal[0] - x0) / GRID_M)), int(round((goal[1] - y0) / GRID_M))
+    free[si, sj] = True
+    if not free[ti, tj]:
+        return None
+    g = np.full((nx, ny), np.inf)
+    parent = -np.ones((nx, ny), dtype=np.int64)
+    g[si, sj] = 0.0
+    heap = [(math.hypot(ti - si, tj - sj), 0.0, si, sj)]
+    steps = [(1, 0, 1.0), (-1, 0, 1.0), (0, 1, 1.0), (0, -1, 1.0), (1, 1, 1.4142), (1, -1, 1.4142), (-1, 1, 1.4142), (-1, -1, 1.4142)]
+    found = False
+    while heap:
+        _f, gc, i, j = heapq.heappop(heap)
+        if gc > g[i, j]:
+            continue
+        if i == ti and j == tj:
+            found = True
+            break
+        for di, dj, c in steps:
+            a, b = i + di, j + dj
+            if 0 <= a < nx and 0 <= b < ny and free[a, b]:
+                if di and dj and not (free[i + di, j] and free[i, j + dj]):
+                    continue
+                ng = gc + c
+                if ng < g[a, b]:
+                    g[a, b] = ng
+                    parent[a, b] = i * ny + j
+                    heapq.heappush(heap, (ng + math.hypot(ti - a, tj - b), ng, a, b))
+    if not found:
+        return None
+    cells = []
+    i, j = ti, tj
+    while (i, j) != (si, sj):
+        cells.append((i, j))
+        k = parent[i, j]
+        i, j = divmod(int(k), ny)
+    cells.reverse()
+    pts = [(float(x0 + i * GRID_M), float(y0 + j * GRID_M)) for i, j in cells]
+    return _simplify([start, *pts], free, x0, y0)[1:]
+
+
+def _simplify(pts: list[tuple[float, float]], free: np.ndarray, x0: float, y0: float) -> list[tuple[float, float]]:
+    """Drop points while the straight line between kept points stays on free cells (string pulling)."""
+    if len(pts) <= 2:
+        return pts
+    out = [pts[0]]
+    i = 0
+    while i < len(pts) - 1:
+        j = len(pts) - 1
+        while j > i + 1 and not _line_free(pts[i], pts[j], free, x0, y0):
+            j -= 1
+        out.append(pts[j])
+        i = j
+    return out
+
+
+def _line_free(a, b, free: np.ndarray, x0: float, y0: float) -> bool:
+    n = max(2, int(math.hypot(b[0] - a[0], b[1] - a[1]) / (GRID_M * 0.5)) + 1)
+    xs = np.linspace(a[0], b[0], n)
+    ys = np.linspace(a[1], b[1], n)
+    ii = np.clip(np.round((xs - x0) / GRID_M).astype(int), 0, free.shape[0] - 1)
+    jj = np.clip(np.round((ys - y0) / GRID_M).astype(int), 0, free.shape[1] - 1)
+    ok = free[ii, jj]
+    ok[0] = True  # the start may lie in an inflated person disc
+    return bool(ok.all())

@@ -1,0 +1,701 @@
+"""Navigable scenes built from Matterport3D navigation graphs (pure Python: numpy + shapely).
+
+A :class:`Scene` is the walkable free space of one Matterport3D scan in the **map frame**
+(= Matterport3D world frame: x, y horizontal, z up, metres; REP 103 yaw is measured from +x,
+counter-clockwise). Everything that is not free space is wall.
+
+How a scene is built from ``connectivity/<scan>_connectivity.json`` (Matterport3DSimulator /
+R2R navigation graph, see ``../shared/data/ha-vln/README.md``):
+
+* each ``included`` viewpoint gives a **ground point**: translation of its 4x4 row-major ``pose``
+  (``pose[3], pose[7], pose[11]``) minus its camera ``height`` in z (``height`` is the camera height
+  above the floor, so floor z = pose z - height);
+* viewpoints are grouped into **floors**: connected components of the graph of ``unobstructed``
+  edges whose ground z differ by less than :data:`LEVEL_STEP_M`, then components whose median
+  heights are within :data:`LEVEL_STEP_M` are merged. A floor's nominal height is the median
+  ground z of its viewpoints; its ground follows them (inverse-distance blend of the 3 nearest);
+* the free space of a floor is the union of **discs** (radius ``viewpoint_radius``, default 1.1 m)
+  at its viewpoints and **corridors** (width ``corridor_width``, default 1.2 m) along the
+  ``unobstructed`` edges between two of its viewpoints;
+* an ``unobstructed`` edge between two floors (stairs) becomes a **ramp**: a corridor whose ground
+  z rises linearly from one viewpoint to the other. A floor's free space (``Floor.free``) includes
+  the ramps that leave it (or pass through it at its height) with the discs at both ends, so the
+  walls open where stairs start.
+
+The built scene is cached per scan and build parameters (pickle, under ``cache_dir`` or
+``~/.cache/havln_robot/scenes``). :meth:`Scene.builtin` gives a small authored apartment that needs
+no external data (used by ``havln-robot demo`` on a fresh clone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import shapely
+from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry.base import BaseGeometry
+
+#: Ground-z difference (m) below which two connected viewpoints are on the same floor. Stairs
+#: risers are ~0.18 m each; edges rising more than this are treated as stairs (ramps).
+LEVEL_STEP_M: float = 0.3
+#: Floors whose nominal heights differ by at most this (m) are split levels of one storey: a body
+#: may walk between their free spaces (storeys are >= ~2.4 m apart in Matterport3D houses).
+NEAR_FLOOR_DZ_M: float = 1.0
+#: A body on a floor steps onto a linked ramp whose ground is within this height (m) of its own.
+RAMP_ENTRY_M: float = 0.3
+#: Default corridor width (m) along ``unobstructed`` edges (issue #3: "default ~1.2 m").
+DEFAULT_CORRIDOR_WIDTH_M: float = 1.2
+#: Default radius (m) of the free disc around each viewpoint. 1.1 m holds a 0.3 m person offset
+#: from the path by robot radius + person radius + margin (see havln_robot.sim.humans).
+DEFAULT_VIEWPOINT_RADIUS_M: float = 1.1
+#: Default wall height (m) for rendering (typical residential ceiling ~2.5 m).
+DEFAULT_WALL_HEIGHT_M: float = 2.5
+#: Max |ground z - z_hint| (m) for a surface to support a body: covers stepping from the flat
+#: disc at the foot of steep stairs onto the ramp (1.1 m x slope <= 1), well below a storey (~2.5 m).
+SUPPORT_TOL_M: float = 1.2
+#: Bump this when the build algorithm changes so stale cache files are rebuilt.
+_CACHE_VERSION = 5
+#: Number of segments per quarter circle for discs and buffers.
+_QUAD_SEGS = 6
+
+
+class SceneError(ValueError):
+    """A scene cannot be built or loaded; the message names the file/field and the fix."""
+
+
+@dataclass
+class Viewpoint:
+    """One navigation-graph node: ``id`` (Matterport image id), ground point (x, y, z) in the map frame (m), floor index."""
+
+    id: str
+    x: float
+    y: float
+    z: float
+    floor: int = -1
+
+
+@dataclass
+class Floor:
+    """One level of a scene.
+
+    Attributes:
+        index: position in :attr:`Scene.floors` (floors are sorted by height).
+        z: nominal floor height (m, map frame): median ground z of its viewpoints. The ground
+            itself follows the viewpoints (:meth:`height_at`), since a floor may span a few dm.
+        free: free space in map xy (shapely Polygon/MultiPolygon, m): the floor's discs and corridors
+            plus the ramps that leave it.
+        own: the floor's discs and corridors only (without ramps).
+        viewpoints: ids of its viewpoints. vp_xyz: (V, 3) their ground points (m).
+    """
+
+    index: int
+    z: float
+    free: BaseGeometry
+    own: BaseGeometry
+    viewpoints: list[str] = field(default_factory=list)
+    vp_xyz: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+    def height_at(self, x: float, y: float) -> float:
+        """Ground z (m) at map (x, y): inverse-square-distance blend of the 3 nearest viewpoints' ground z.
+
+        Equals a viewpoint's own ground z at that viewpoint; :attr:`z` (median) if the floor has none.
+        """
+        v = self.vp_xyz
+        if len(v) == 0:
+            return self.z
+        d2 = (v[:, 0] - x) ** 2 + (v[:, 1] - y) ** 2
+        idx = np.argpartition(d2, 3)[:3] if len(v) > 3 else np.arange(len(v))
+        d2 = d2[idx]
+        k = int(np.argmin(d2))
+        if d2[k] < 1e-12:
+            return float(v[idx[k], 2])
+        w = 1.0 / d2
+        return float((w * v[idx, 2]).sum() / w.sum())
+
+
+@dataclass
+class Ramp:
+    """A stairs edge between two floors: ground z goes linearly from ``a`` (x, y, z) to ``b`` (x, y, z).
+
+    Attributes:
+        floor_a, floor_b: floor indices at the ``a`` and ``b`` ends.
+        a, b: end points (map frame, m) -- the two viewpoints' ground points.
+        polygon: the ramp corridor in map xy (flat caps at the ends).
+        vp_a, vp_b: viewpoint ids of the ends.
+        floors: floors it joins: its two ends' plus any it passes through at their height (landings).
+        reach: ``polygon`` plus the viewpoint discs at both ends: what a body on a joined floor may
+            occupy around the stairs (so it can walk off the top of a short ramp).
+    """
+
+    floor_a: int
+    floor_b: int
+    a: tuple[float, float, float]
+    b: tuple[float, float, float]
+    polygon: BaseGeometry
+    vp_a: str = ""
+    vp_b: str = ""
+    floors: list[int] = field(default_factory=list)
+    reach: BaseGeometry | None = None
+
+    def z_at(self, x: float, y: float) -> float:
+        """Ground z (m) on the ramp at map (x, y): linear along the ramp axis, clamped at the ends."""
+        ax, ay, az = self.a
+        bx, by, bz = self.b
+        dx, dy = bx - ax, by - ay
+        ll = dx * dx + dy * dy
+        s = 0.0 if ll < 1e-12 else min(1.0, max(0.0, ((x - ax) * dx + (y - ay) * dy) / ll))
+        return az + s * (bz - az)
+
+
+@dataclass(frozen=True)
+class Support:
+    """What the ground under a point is: ``kind`` "floor" or "ramp", ``index`` into floors/ramps, ground ``z`` (m)."""
+
+    kind: str
+    index: int
+    z: float
+
+
+def _disc(x: float, y: float, r: float) -> Polygon:
+    return Point(x, y).buffer(r, quad_segs=_QUAD_SEGS)
+
+
+def _corridor(x0: float, y0: float, x1: float, y1: float, width: float, flat: bool = False) -> BaseGeometry:
+    line = LineString([(x0, y0), (x1, y1)])
+    return line.buffer(width / 2.0, quad_segs=_QUAD_SEGS, cap_style="flat" if flat else "round")
+
+
+class Scene:
+    """Walkable free space of a scan, by floor, with stairs as ramps (see the module docstring).
+
+    Attributes:
+        name: scan id (or ``"builtin"``).
+        floors: :class:`Floor` list sorted by height.
+        ramps: :class:`Ramp` list (stairs).
+        viewpoints: id → :class:`Viewpoint` (included viewpoints only).
+        neighbors: id → ids of viewpoints joined by an ``unobstructed`` edge.
+        wall_height: m, for rendering (default 2.5).
+        corridor_width, viewpoint_radius: build parameters (m).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        viewpoints: dict[str, Viewpoint],
+        edges: list[tuple[str, str]],
+        corridor_width: float = DEFAULT_CORRIDOR_WIDTH_M,
+        viewpoint_radius: float = DEFAULT_VIEWPOINT_RADIUS_M,
+        wall_height: float = DEFAULT_WALL_HEIGHT_M,
+        extra_free: dict[int, BaseGeometry] | None = None,
+    ) -> None:
+        """Build a scene from ground points and edges.
+
+        Args:
+            name: scan id.
+            viewpoints: id → :class:`Viewpoint` (``floor`` is assigned here).
+            edges: undirected navigable edges between viewpoint ids.
+            corridor_width: corridor width along edges (m, > 0).
+            viewpoint_radius: free-disc radius at viewpoints (m, > 0).
+            wall_height: wall height for rendering (m).
+            extra_free: optional floor index → extra free polygons (authored rooms of the builtin scene).
+
+        Raises:
+            SceneError: no viewpoints, or a non-positive width/radius.
+        """
+        if not viewpoints:
+            raise SceneError(f"scene {name!r} has no included viewpoints; check the connectivity file")
+        if not (corridor_width > 0 and viewpoint_radius > 0):
+            raise SceneError("corridor_width and viewpoint_radius must be > 0 m")
+        self.name = name
+        self.viewpoints = viewpoints
+        self.corridor_width = float(corridor_width)
+        self.viewpoint_radius = float(viewpoint_radius)
+        self.wall_height = float(wall_height)
+        self.neighbors: dict[str, list[str]] = {v: [] for v in viewpoints}
+        for a, b in edges:
+            if b not in self.neighbors[a]:
+                self.neighbors[a].append(b)
+                self.neighbors[b].append(a)
+        self._assign_floors()
+        self._build(extra_free or {})
+        self._runtime_init()
+
+    # ------------------------------------------------------------------ building
+    def _assign_floors(self) -> None:
+        ids = list(self.viewpoints)
+        index = {v: i for i, v in enumerate(ids)}
+        parent = list(range(len(ids)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for a, nbrs in self.neighbors.items():
+            for b in nbrs:
+                if abs(self.viewpoints[a].z - self.viewpoints[b].z) < LEVEL_STEP_M:
+                    ra, rb = find(index[a]), find(index[b])
+                    if ra != rb:
+                        parent[ra] = rb
+        comps: dict[int, list[str]] = {}
+        for v in ids:
+            comps.setdefault(find(index[v]), []).append(v)
+        groups = sorted(([float(np.median([self.viewpoints[v].z for v in c])), c] for c in comps.values()), key=lambda g: g[0])
+        merged: list[list] = []
+        for z, members in groups:
+            if merged and z - merged[-1][0] < LEVEL_STEP_M:
+                merged[-1][1].extend(members)
+                merged[-1][0] = float(np.median([self.viewpoints[v].z for v in merged[-1][1]]))
+            else:
+                merged.append([z, list(members)])
+        self._floor_members = merged
+        for k, (_z, members) in enumerate(merged):
+            for v in members:
+                self.viewpoints[v].floor = k
+
+    def _build(self, extra_free: dict[int, BaseGeometry]) -> None:
+        vp = self.viewpoints
+        parts: list[list[BaseGeometry]] = [[] for _ in self._floor_members]
+        for v in vp.values():
+            parts[v.floor].append(_disc(v.x, v.y, self.viewpoint_radius))
+        self.ramps: list[Ramp] = []
+        seen: set[tuple[str, str]] = set()
+        for a, nbrs in self.neighbors.items():
+            for b in nbrs:
+                key = (a, b) if a < b else (b, a)
+                if key in seen:
+                    continue
+                seen.add(key)
+                va, vb = vp[key[0]], vp[key[1]]
+                if va.floor == vb.floor:
+                    parts[va.floor].append(_corridor(va.x, va.y, vb.x, vb.y, self.corridor_width))
+                else:
+                    za, zb = va.z, vb.z
+                    if math.hypot(vb.x - va.x, vb.y - va.y) < 1e-3:
+                        continue  # vertical edge (lift): not walkable
+                    poly = _corridor(va.x, va.y, vb.x, vb.y, self.corridor_width, flat=True)
+                    ramp = Ramp(va.floor, vb.floor, (va.x, va.y, za), (vb.x, vb.y, zb), poly, va.id, vb.id)
+                    ramp.reach = shapely.union_all(
+                        [poly, _disc(va.x, va.y, self.viewpoint_radius), _disc(vb.x, vb.y, self.viewpoint_radius)]
+                    )
+                    self.ramps.append(ramp)
+        for k, geom in extra_free.items():
+            parts[k].append(geom)
+        owns = [shapely.union_all(p) for p in parts]
+        for r in self.ramps:  # floors a ramp passes through at their height (mid-stairs landings)
+            lo, hi = min(r.a[2], r.b[2]) - SUPPORT_TOL_M, max(r.a[2], r.b[2]) + SUPPORT_TOL_M
+            r.floors = sorted(
+                {r.floor_a, r.floor_b}
+                | {k for k, (z, _m) in enumerate(self._floor_members) if lo <= z <= hi and r.polygon.intersects(owns[k])}
+            )
+        self.floors: list[Floor] = []
+        for k, (z, members) in enumerate(self._floor_members):
+            own = owns[k]
+            ramp_polys = [r.reach for r in self.ramps if k in r.floors]
+            free = shapely.union_all([own, *ramp_polys]) if ramp_polys else own
+            xyz = np.array([[vp[v].x, vp[v].y, vp[v].z] for v in members], dtype=np.float64).reshape(-1, 3)
+            self.floors.append(Floor(k, float(z), free, own, list(members), xyz))
+        del self._floor_members
+
+    def _runtime_init(self) -> None:
+        """(Re)create caches that are not pickled: prepared geometries, spatial index, eroded spaces."""
+        for f in self.floors:
+            shapely.prepare(f.own)
+            shapely.prepare(f.free)
+        for r in self.ramps:
+            shapely.prepare(r.polygon)
+        self._ramp_free: dict[tuple[str, int], BaseGeometry] = {}
+        self._near: dict[int, frozenset[int]] = {}
+        self._eroded: dict[tuple[str, int, float], BaseGeometry] = {}
+        self._walls: dict[int, np.ndarray] = {}
+        self._floor_z = np.array([f.z for f in self.floors], dtype=np.float64)
+        self._ramp_bounds = np.array([r.polygon.bounds for r in self.ramps], dtype=np.float64).reshape(-1, 4)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds"):
+            state.pop(k, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._runtime_init()
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_connectivity(
+        cls,
+        path: str | os.PathLike[str],
+        corridor_width: float = DEFAULT_CORRIDOR_WIDTH_M,
+        viewpoint_radius: float = DEFAULT_VIEWPOINT_RADIUS_M,
+        wall_height: float = DEFAULT_WALL_HEIGHT_M,
+    ) -> Scene:
+        """Build (no cache) from a ``<scan>_connectivity.json`` file.
+
+        Raises:
+            SceneError: file missing/unreadable, or a viewpoint lacks ``pose``/``height``/``image_id``.
+        """
+        path = Path(path)
+        name = path.name.replace("_connectivity.json", "")
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise SceneError(f"connectivity file {path} not found; pass --connectivity DIR holding <scan>_connectivity.json") from None
+        except (OSError, ValueError) as exc:
+            raise SceneError(f"connectivity file {path} is not readable JSON ({exc}); re-download it") from None
+        if not isinstance(data, list):
+            raise SceneError(f"connectivity file {path}: top level must be a list of viewpoints")
+        vps: dict[str, Viewpoint] = {}
+        ids: list[str | None] = []
+        for i, v in enumerate(data):
+            try:
+                pose = v["pose"]
+                if not v.get("included", True):
+                    ids.append(None)
+                    continue
+                vid = str(v["image_id"])
+                vps[vid] = Viewpoint(vid, float(pose[3]), float(pose[7]), float(pose[11]) - float(v["height"]))
+                ids.append(vid)
+            except (KeyError, TypeError, IndexError, ValueError) as exc:
+                raise SceneError(f"connectivity file {path}: viewpoint {i} lacks a valid 'pose'/'height'/'image_id' ({exc!r})") from None
+        edges: list[tuple[str, str]] = []
+        for i, v in enumerate(data):
+            a = ids[i]
+            if a is None:
+                continue
+            for j, ok in enumerate(v.get("unobstructed", [])):
+                if ok and j > i and j < len(ids) and ids[j] is not None:
+                    edges.append((a, ids[j]))  # type: ignore[arg-type]
+        return cls(name, vps, edges, corridor_width, viewpoint_radius, wall_height)
+
+    @classmethod
+    def load(
+        cls,
+        scan: str,
+        connectivity_dir: str | os.PathLike[str] | None = None,
+        corridor_width: float = DEFAULT_CORRIDOR_WIDTH_M,
+        cache_dir: str | os.PathLike[str] | None = None,
+        viewpoint_radius: float = DEFAULT_VIEWPOINT_RADIUS_M,
+        wall_height: float = DEFAULT_WALL_HEIGHT_M,
+    ) -> Scene:
+        """Load the scene of ``scan``, building and caching it on first use.
+
+        Args:
+            scan: Matterport3D scan id (e.g. ``"vyrNrziPKCB"``), or ``"builtin"``.
+            connectivity_dir: folder of ``<scan>_connectivity.json`` (default ``data_dir()/connectivity``).
+            corridor_width: corridor width along edges (m).
+            cache_dir: cache folder (default ``~/.cache/havln_robot/scenes``; ``$HAVLN_CACHE`` overrides the root).
+            viewpoint_radius: free-disc radius at viewpoints (m).
+            wall_height: wall height for rendering (m).
+
+        Raises:
+            SceneError: connectivity file missing or malformed.
+        """
+        if scan == "builtin":
+            return cls.builtin()
+        if connectivity_dir is None:
+            from havln_robot.paths import data_dir
+
+            connectivity_dir = data_dir() / "connectivity"
+        src = Path(connectivity_dir) / f"{scan}_connectivity.json"
+        if not src.is_file():
+            raise SceneError(f"no connectivity file for scan {scan!r} at {src}; pass --connectivity DIR (the HA-VLN 'connectivity' folder)")
+        key = _MEMO.get((str(src), corridor_width, viewpoint_radius, wall_height))
+        if key is not None:
+            return key
+        st = src.stat()
+        tag = f"{_CACHE_VERSION}|{st.st_size}|{st.st_mtime_ns}|{corridor_width}|{viewpoint_radius}|{wall_height}|{shapely.__version__}"
+        digest = hashlib.sha1(tag.encode()).hexdigest()[:12]
+        root = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+        cache_file = root / f"{scan}_{digest}.pkl"
+        scene = None
+        if cache_file.is_file():
+            try:
+                with cache_file.open("rb") as fh:
+                    scene = pickle.load(fh)
+                if not isinstance(scene, Scene):
+                    scene = None
+            except Exception:  # noqa: BLE001 - a corrupt cache file is rebuilt
+                scene = None
+        if scene is None:
+            scene = cls.from_connectivity(src, corridor_width, viewpoint_radius, wall_height)
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+                tmp = cache_file.with_suffix(f".tmp{os.getpid()}")
+                with tmp.open("wb") as fh:
+                    pickle.dump(scene, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, cache_file)
+            except OSError:
+                pass  # caching is an optimisation only
+        _MEMO[(str(src), corridor_width, viewpoint_radius, wall_height)] = scene
+        if len(_MEMO) > 64:
+            _MEMO.pop(next(iter(_MEMO)))
+        return scene
+
+    @classmethod
+    def builtin(cls) -> Scene:
+        """A small authored single-floor apartment (no external data).
+
+        Layout (map frame, m): a living room around (0, 0), a hallway running +x to (6, 0), a kitchen
+        north of the hallway end at (6, 4), a bedroom south at (6, -4) and a study at (10, 0).
+        The matching episode is :func:`havln_robot.episodes.builtin_episode`. Built once per process.
+        """
+        memo = _MEMO.get(("builtin",))
+        if memo is not None:
+            return memo
+        pts = {
+            "living": (0.0, 0.0),
+            "living_n": (0.0, 2.0),
+            "hall_a": (2.5, 0.0),
+            "hall_b": (4.5, 0.0),
+            "junction": (6.0, 0.0),
+            "kitchen_door": (6.0, 2.0),
+            "kitchen": (6.0, 4.0),
+            "kitchen_e": (8.0, 4.0),
+            "bedroom_door": (6.0, -2.0),
+            "bedroom": (6.0, -4.0),
+            "study_door": (8.0, 0.0),
+            "study": (10.0, 0.0),
+        }
+        vps = {k: Viewpoint(k, x, y, 0.0) for k, (x, y) in pts.items()}
+        edges = [
+            ("living", "living_n"),
+            ("living", "hall_a"),
+            ("hall_a", "hall_b"),
+            ("hall_b", "junction"),
+            ("junction", "kitchen_door"),
+            ("kitchen_door", "kitchen"),
+            ("kitchen", "kitchen_e"),
+            ("junction", "bedroom_door"),
+            ("bedroom_door", "bedroom"),
+            ("junction", "study_door"),
+            ("study_door", "study"),
+        ]
+        rooms = shapely.union_all(
+            [
+                shapely.box(-2.0, -1.8, 1.8, 3.2),  # living room
+                shapely.box(4.6, 3.0, 9.0, 5.6),  # kitchen
+                shapely.box(4.6, -5.6, 7.6, -3.0),  # bedroom
+                shapely.box(9.0, -1.4, 11.6, 1.6),  # study
+            ]
+        )
+        scene = cls("builtin", vps, edges, corridor_width=1.4, viewpoint_radius=0.9, extra_free={0: rooms})
+        _MEMO[("builtin",)] = scene
+        return scene
+
+    # ------------------------------------------------------------------ queries
+    def floor_index(self, z: float) -> int:
+        """Index of the floor whose height is nearest to ``z`` (m)."""
+        return int(np.argmin(np.abs(self._floor_z - z)))
+
+    def support(self, x: float, y: float, z_hint: float, prefer: Support | None = None) -> Support | None:
+        """The surface under map (x, y) for a body at height ``z_hint``, or ``None`` (no ground: a wall).
+
+        Candidates are ramps whose corridor contains the point and floors whose own free space
+        contains it, with |ground z - z_hint| <= :data:`SUPPORT_TOL_M`. ``prefer`` (the surface the
+        body stands on now) is kept while it is a candidate -- so a body never hops onto another
+        surface whose footprint overlaps its own -- except that a body on a floor steps onto a
+        linked ramp whose height there is within :data:`RAMP_ENTRY_M` of ``z_hint``; otherwise candidates linked to ``prefer`` (see
+        :meth:`region`: near floors and their ramps) win over the others, and among those the one
+        nearest in height wins.
+        Entering a ramp from the disc at its foot can therefore change z by up to
+        ``viewpoint_radius`` x slope (the disc is flat), hence the generous tolerance.
+        """
+        cands: list[tuple[bool, float, Support]] = []  # (linked to prefer, |dz|, support)
+        linked = self._linked_floors(prefer) if prefer is not None else frozenset()
+        rb = self._ramp_bounds
+        hits = np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])) if len(rb) else ()
+        for i in hits:
+            r = self.ramps[int(i)]
+            if shapely.contains_xy(r.polygon, x, y):
+                z = r.z_at(x, y)
+                d = abs(z - z_hint)
+                if d > SUPPORT_TOL_M:
+                    continue
+                if prefer is not None and prefer.kind == "ramp" and prefer.index == int(i):
+                    return Support("ramp", int(i), z)
+                cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
+        if prefer is not None and prefer.kind == "floor":
+            entry = [c for c in cands if c[0] and c[1] <= RAMP_ENTRY_M]
+            if entry:  # stepping onto linked stairs at their height: the stairs are the ground now
+                return min(entry, key=lambda c: c[1])[2]
+            f = self.floors[prefer.index]
+            if shapely.contains_xy(f.own, x, y):
+                z = f.height_at(x, y)
+                if abs(z - z_hint) <= SUPPORT_TOL_M:
+                    return Support("floor", f.index, z)
+        for f in self.floors:
+            if abs(f.z - z_hint) > 1.0 + SUPPORT_TOL_M or not shapely.contains_xy(f.own, x, y):
+                continue
+            z = f.height_at(x, y)
+            d = abs(z - z_hint)
+            if d <= SUPPORT_TOL_M:
+                cands.append((f.index in linked, d, Support("floor", f.index, z)))
+        if not cands:
+            return None
+        if any(c[0] for c in cands):
+            cands = [c for c in cands if c[0]]
+        return min(cands, key=lambda c: c[1])[2]
+
+    def ground_z(self, x: float, y: float, z_hint: float) -> float:
+        """Ground height (m) at map (x, y) on the surface nearest to ``z_hint`` (floors: :meth:`Floor.height_at`; ramps linear).
+
+        Off any surface (a wall), returns the height of the floor nearest to ``z_hint``.
+        """
+        s = self.support(x, y, z_hint)
+        return s.z if s is not None else float(self._floor_z[self.floor_index(z_hint)])
+
+    def near_floors(self, k: int) -> frozenset[int]:
+        """Floors whose nominal height is within :data:`NEAR_FLOOR_DZ_M` of floor ``k`` (split levels of one storey), ``k`` included."""
+        near = self._near.get(k)
+        if near is None:
+            near = frozenset(j for j, f in enumerate(self.floors) if abs(f.z - self.floors[k].z) <= NEAR_FLOOR_DZ_M)
+            self._near[k] = near
+        return near
+
+    def _linked_floors(self, support: Support) -> frozenset[int]:
+        if support.kind == "floor":
+            return self.near_floors(support.index)
+        out: set[int] = set()
+        for k in self.ramps[support.index].floors:
+            out |= self.near_floors(k)
+        return frozenset(out)
+
+    def region(self, support: Support) -> BaseGeometry:
+        """Free space a body standing on ``support`` may occupy (prepared shapely geometry, map xy).
+
+        The union of :attr:`Floor.free` (own space + ramps) of the floors linked to ``support``:
+        for a floor, itself and the floors within :data:`NEAR_FLOOR_DZ_M` in height (split levels
+        of one storey); for a ramp, those of each floor it joins, plus the ramp. Heights are
+        enforced separately by :meth:`support` (a body never stands where there is no ground).
+        """
+        key = (support.kind, support.index)
+        g = self._ramp_free.get(key)
+        if g is None:
+            parts = [self.floors[k].free for k in sorted(self._linked_floors(support))]
+            if support.kind == "ramp":
+                r = self.ramps[support.index]
+                parts.append(r.reach if r.reach is not None else r.polygon)
+            g = parts[0] if len(parts) == 1 else shapely.union_all(parts)
+            shapely.prepare(g)
+            self._ramp_free[key] = g
+        return g
+
+    def eroded(self, support: Support, radius: float) -> BaseGeometry:
+        """:meth:`region` shrunk by ``radius`` (m): where a disc body's centre may be (prepared, cached)."""
+        key = (support.kind, support.index, round(float(radius), 4))
+        g = self._eroded.get(key)
+        if g is None:
+            g = self.region(support).buffer(-float(radius), quad_segs=_QUAD_SEGS) if radius > 0 else self.region(support)
+            shapely.prepare(g)
+            self._eroded[key] = g
+        return g
+
+    def eroded_boundary(self, support: Support, radius: float) -> BaseGeometry:
+        """Boundary of :meth:`eroded` (prepared, cached): where a disc body of ``radius`` touches a wall."""
+        key = ("boundary:" + support.kind, support.index, round(float(radius), 4))
+        g = self._eroded.get(key)
+        if g is None:
+            g = self.eroded(support, radius).boundary
+            shapely.prepare(g)
+            self._eroded[key] = g
+        return g
+
+    def first_contact(self, support: Support, radius: float, x0: float, y0: float, x1: float, y1: float) -> float:
+        """Fraction in [0, 1] of the straight move (x0, y0) → (x1, y1) a disc body can make before touching a wall.
+
+        The body (radius m) stands on ``support``; walls are the boundary of :meth:`region`. Returns
+        1.0 when the whole move is free; otherwise the fraction at first contact, backed off by 1 mm
+        so the body never reaches or passes the wall. A body that starts already touching a wall may
+        only move away from it (returns 1.0 when the end point is deeper in free space, else 0.0).
+        """
+        e = self.eroded(support, radius)
+        end_in = bool(shapely.contains_xy(e, x1, y1))
+        if not shapely.contains_xy(e, x0, y0):
+            if end_in:
+                return 1.0
+            return 1.0 if shapely.distance(e, Point(x1, y1)) < shapely.distance(e, Point(x0, y0)) - 1e-9 else 0.0
+        seg = LineString([(x0, y0), (x1, y1)])
+        length = seg.length
+        if length < 1e-12:
+            return 1.0
+        if end_in and e.contains(seg):
+            return 1.0
+        hit = seg.intersection(self.eroded_boundary(support, radius))
+        if hit.is_empty:
+            return 1.0 if end_in else 0.0
+        d = min(float(shapely.line_locate_point(seg, Point(c))) for c in shapely.get_coordinates(hit))
+        return max(0.0, (d - 1e-3) / length)
+
+    def is_free(self, x: float, y: float, z: float, radius: float) -> bool:
+        """True if a disc of ``radius`` (m) centred at map (x, y), standing near height ``z``, lies in free space."""
+        s = self.support(x, y, z)
+        if s is None:
+            return False
+        if radius <= 0:
+            return True
+        return bool(shapely.contains_xy(self.eroded(s, radius), x, y))
+
+    def clearance(self, x: float, y: float, z: float) -> float:
+        """Distance (m) from map (x, y) to the nearest wall of the region under it (0 when not on free space)."""
+        s = self.support(x, y, z)
+        if s is None:
+            return 0.0
+        g = self.region(s)
+        return float(shapely.distance(g.boundary, Point(x, y)))
+
+    def wall_segments(self, floor_index: int) -> np.ndarray:
+        """Boundary segments of a floor's free space (:attr:`Floor.free`).
+
+        Returns:
+            (K, 2, 2) float64 array of segments ``[[x0, y0], [x1, y1]]`` in map xy (m); walls stand
+            on the floor at :attr:`Floor.z` and are :attr:`wall_height` tall.
+
+        Raises:
+            IndexError: no such floor.
+        """
+        if not 0 <= floor_index < len(self.floors):
+            raise IndexError(f"scene {self.name!r} has floors 0..{len(self.floors) - 1}, not {floor_index}")
+        segs = self._walls.get(floor_index)
+        if segs is None:
+            out = []
+            for ring in _rings(self.floors[floor_index].free):
+                c = np.asarray(ring.coords, dtype=np.float64)[:, :2]
+                if len(c) >= 2:
+                    out.append(np.stack([c[:-1], c[1:]], axis=1))
+            segs = np.concatenate(out, axis=0) if out else np.zeros((0, 2, 2))
+            self._walls[floor_index] = segs
+        return segs
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """(minx, miny, maxx, maxy) of all floors' free space (m)."""
+        b = np.array([f.free.bounds for f in self.floors])
+        return (float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max()))
+
+    def __repr__(self) -> str:
+        return f"Scene({self.name!r}, floors={len(self.floors)}, ramps={len(self.ramps)}, viewpoints={len(self.viewpoints)})"
+
+
+def _rings(geom: BaseGeometry):
+    for poly in getattr(geom, "geoms", [geom]):
+        if poly.is_empty or poly.geom_type != "Polygon":
+            continue
+        yield poly.exterior
+        yield from poly.interiors
+
+
+def _default_cache_dir() -> Path:
+    root = os.environ.get("HAVLN_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "havln_robot") / "scenes"
+
+
+#: In-process memo of loaded scenes (small LRU by insertion order).
+_MEMO: dict[tuple, Scene] = {}

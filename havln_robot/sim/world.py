@@ -1,0 +1,427 @@
+"""The simulated world of one episode: robot body, people, collisions, ground truth (pure Python).
+
+:class:`World` holds the TRUE robot pose in the map frame and steps it either by discrete
+actions (batch mode: :meth:`World.step`, 0.25 m / 15 deg / 30 deg tilt, as VLN-CE) or by small
+continuous motions (:meth:`World.move`, used by sim_node's noisy base at its control rate).
+
+Collisions (as HA-VLN counts them: overlapping radii) -- the robot is a disc of
+``robot_radius`` (default :func:`default_robot_radius`: ``GO2_RADIUS_M`` from
+``havln_robot.sim.robot`` when present, else :data:`FALLBACK_GO2_RADIUS_M`):
+
+* **static**: the disc may not leave the scene's free space; a move is cut at first contact
+  (swept, exact against the free-space polygon, 1 mm back-off) -- the body never passes a wall --
+  and where the ground ends or the body would not fit the surface it steps onto (stairs sides);
+* **human**: a person (disc of radius 0.3 m) and the robot are in contact when their centres are
+  closer than the sum of radii. The robot's move is cut at contact with people as they are at the
+  start of the move; people follow their scripted motion and may walk into the robot.
+* **counting**: a contact is counted once when it begins; it ends when the gap opens by more than
+  :data:`CONTACT_RELEASE_M` (so pushing against the same wall or person, or a person passing
+  through the robot, counts 1). Counts are kept by type in :attr:`World.collisions`.
+
+Sim time advances by ``dt`` in :meth:`move` and by ``action_dt`` (default 0.5 s) per discrete
+action other than STOP; people are checked for contact at ``CONTACT_SUBSTEP_S`` intervals inside it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import shapely
+
+from havln_robot.actions import (
+    ACTIONS,
+    FORWARD_STEP_M,
+    LOOK_DOWN,
+    LOOK_UP,
+    MAX_ACTIONS,
+    MOVE_FORWARD,
+    STOP,
+    TILT_ANGLE_RAD,
+    TURN_ANGLE_RAD,
+    TURN_LEFT,
+    TURN_RIGHT,
+    ActionError,
+)
+from havln_robot.episodes import Episode
+from havln_robot.geometry import wrap_angle
+from havln_robot.sim.humans import Crowd
+from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
+from havln_robot.sim.scene import Scene, Support
+
+FALLBACK_GO2_RADIUS_M: float = 0.35
+"""Go2 footprint radius (m) used when ``havln_robot.sim.robot`` is absent: half the body length,
+Unitree Go2 datasheet body size 0.70 x 0.31 x 0.40 m (L x W x H, standing)."""
+CONTACT_RELEASE_M: float = 0.05
+"""A contact ends when the gap exceeds this (m); hysteresis so one touch counts once."""
+CONTACT_SUBSTEP_S: float = 0.1
+"""People-into-robot contact checks inside one time step are this far apart (s)."""
+GROUND_CHECK_M: float = 0.1
+"""A move is checked for ground under the robot every this many metres (stairs sides, floor edges)."""
+SWITCH_TOL_M: float = 0.005
+"""Tolerance (m) for polygon approximation when checking the body fits the surface it steps onto."""
+MAX_PITCH_RAD: float = math.radians(60.0)
+"""Camera pitch limit (rad): two LOOK_UP / LOOK_DOWN tilts of 30 deg each way."""
+DEFAULT_ACTION_DT_S: float = 0.5
+"""Sim time per discrete action (s): 0.25 m at the Go2's ~0.5 m/s walking pace."""
+
+
+def default_robot_radius() -> float:
+    """Robot footprint radius (m): ``havln_robot.sim.robot.GO2_RADIUS_M`` if built, else :data:`FALLBACK_GO2_RADIUS_M`."""
+    try:
+        from havln_robot.sim import robot  # imported lazily: robot.py may import this module
+
+        return float(robot.GO2_RADIUS_M)
+    except (ImportError, AttributeError):
+        return FALLBACK_GO2_RADIUS_M
+
+
+def __getattr__(name: str):
+    if name == "GO2_RADIUS_M":
+        return default_robot_radius()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class WorldError(RuntimeError):
+    """The world cannot start (e.g. the start pose is not on free space); the message says why."""
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A collision event of one move.
+
+    Attributes:
+        kind: "static" (wall) or "human". human_id: the person's id (None for walls).
+        x, y: robot position (map frame, m) at contact. distance_m: human: centre distance (m);
+        static: 0. new: True if this contact began now (and was counted). motion_state: person's
+        motion ("standing" | "moving"), "" for walls. source: "robot" (the robot's move was cut) or
+        "human" (a person walked into the robot).
+    """
+
+    kind: str
+    human_id: int | None
+    x: float
+    y: float
+    distance_m: float
+    new: bool
+    motion_state: str = ""
+    source: str = "robot"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Outcome of one discrete action.
+
+    Attributes:
+        action: the literal. moved_m: forward distance achieved (m). rotated_rad: yaw change.
+        contact: first collision event of the step, or None. contacts: all of them.
+        done: episode over. reason: "stop" | "budget" | "". pose: (x, y, z, yaw) after the step.
+    """
+
+    action: str
+    moved_m: float
+    rotated_rad: float
+    contact: Contact | None
+    done: bool
+    reason: str
+    pose: tuple[float, float, float, float]
+    contacts: tuple[Contact, ...] = field(default_factory=tuple)
+
+
+class World:
+    """One episode's world (see the module docstring).
+
+    Args:
+        scene: the episode's :class:`Scene`.
+        episode: the :class:`Episode`.
+        crowd: its people (default: :meth:`Crowd.from_episode` with ``seed``).
+        seed: RNG seed (crowd placement/phases).
+        robot_radius: m (default :func:`default_robot_radius`).
+        action_dt: sim time per discrete action (s).
+        max_actions: action budget (500, challenge rule).
+        baseline: challenge baseline collisions for TCR (0 if not a challenge episode).
+
+    Attributes (besides :attr:`pose`): ``t`` sim time (s); ``camera_pitch`` (rad, + up);
+    ``collisions`` {"human": n, "static": n}; ``path_length`` (m); ``actions`` discrete actions taken;
+    ``stopped``, ``done``, ``reason`` ("stop" | "budget" | ""); ``trajectory`` ground points visited
+    (map frame, m, >= 1 cm apart).
+
+    Raises:
+        WorldError: the start position is not on the scene's free space.
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        episode: Episode,
+        crowd: Crowd | None = None,
+        seed: int = 0,
+        robot_radius: float | None = None,
+        action_dt: float = DEFAULT_ACTION_DT_S,
+        max_actions: int = MAX_ACTIONS,
+        baseline: int = 0,
+    ) -> None:
+        self.scene = scene
+        self.episode = episode
+        self.robot_radius = float(default_robot_radius() if robot_radius is None else robot_radius)
+        self.crowd = crowd if crowd is not None else Crowd.from_episode(episode, scene, seed=seed, robot_radius=self.robot_radius)
+        self.seed = seed
+        self.action_dt = float(action_dt)
+        self.max_actions = int(max_actions)
+        self.baseline = int(baseline)
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Put the robot at the episode start (yaw from the episode, pitch 0), t = 0, clear counters.
+
+        Raises:
+            WorldError: the start position has no ground under it in the scene.
+        """
+        x, y, z = self.episode.start_position
+        sup = self.scene.support(x, y, z)
+        if sup is None:
+            raise WorldError(
+                f"episode {self.episode.episode_id}: start ({x:.2f}, {y:.2f}, {z:.2f}) is not on the free space of scene {self.scene.name}"
+            )
+        self._x, self._y, self._z = float(x), float(y), float(sup.z)
+        self._yaw = wrap_angle(float(self.episode.start_yaw))
+        self._support: Support = sup
+        self.t = 0.0
+        self.camera_pitch = 0.0
+        self.collisions: dict[str, int] = {"human": 0, "static": 0}
+        self.path_length = 0.0
+        self.actions: list[str] = []
+        self.stopped = False
+        self.done = False
+        self.reason = ""
+        self._human_contacts: set[int] = set()
+        self._wall_contact = False
+        self.trajectory: list[tuple[float, float, float]] = [(self._x, self._y, self._z)]
+
+    @property
+    def pose(self) -> tuple[float, float, float, float]:
+        """TRUE robot pose (x, y, z, yaw): map frame, m and rad (REP 103); z = ground height under the robot."""
+        return (self._x, self._y, self._z, self._yaw)
+
+    @property
+    def floor(self) -> int:
+        """Index of the floor nearest to the robot's height."""
+        return self.scene.floor_index(self._z)
+
+    def human_positions(self) -> np.ndarray:
+        """(M, 3) people positions (map frame, m) at the current sim time."""
+        return self.crowd.positions(self.t)
+
+    def distance_to_goal(self) -> float:
+        """Euclidean 3-D distance (m) from the robot to the goal."""
+        return math.dist((self._x, self._y, self._z), self.episode.goal_position)
+
+    def nearest_human(self) -> tuple[int | None, float]:
+        """(human_id, centre distance in xy, m) of the nearest person on the robot's floor; (None, inf) if none."""
+        if len(self.crowd) == 0:
+            return None, math.inf
+        p = self.crowd.positions(self.t)
+        d = np.hypot(p[:, 0] - self._x, p[:, 1] - self._y)
+        d = np.where(np.abs(p[:, 2] - self._z) < 1.0, d, np.inf)
+        k = int(np.argmin(d))
+        if not math.isfinite(d[k]):
+            return None, math.inf
+        return self.crowd.ids[k], float(d[k])
+
+    # ------------------------------------------------------------------ motion
+    def move(self, forward_m: float, dyaw_rad: float, dt: float) -> Contact | None:
+        """Rotate by ``dyaw_rad`` then translate ``forward_m`` along the new heading; advance time by ``dt``.
+
+        The translation stops at the first contact with a wall or person (never passes through),
+        and is refused where there is no ground (the side of a staircase). People then advance by
+        ``dt`` and may walk into the robot.
+
+        Args:
+            forward_m: m along the body x axis (negative = backwards).
+            dyaw_rad: yaw change (rad, CCW +).
+            dt: sim time to advance (s, >= 0).
+
+        Returns:
+            The first :class:`Contact` of this call (new or ongoing), or None when nothing was touched.
+        """
+        contacts = self._move(forward_m, dyaw_rad, dt)
+        return contacts[0] if contacts else None
+
+    def _move(self, forward_m: float, dyaw_rad: float, dt: float) -> list[Contact]:
+        contacts: list[Contact] = []
+        if dyaw_rad:
+            self._yaw = wrap_angle(self._yaw + float(dyaw_rad))
+        if forward_m:
+            contacts += self._translate(float(forward_m))
+        if dt > 0:
+            contacts += self._advance(float(dt))
+        return contacts
+
+    def _translate(self, forward_m: float) -> list[Contact]:
+        x0, y0 = self._x, self._y
+        dx, dy = forward_m * math.cos(self._yaw), forward_m * math.sin(self._yaw)
+        r = self.robot_radius
+        s_wall = self.scene.first_contact(self._support, r, x0, y0, x0 + dx, y0 + dy)
+        s_h, hid, hdist = self._human_fraction(x0, y0, dx, dy)
+        s = min(s_wall, s_h)
+        # ground check: walk the move in <= GROUND_CHECK_M pieces, stop where the ground is lost
+        n = max(1, math.ceil(abs(forward_m) * s / GROUND_CHECK_M - 1e-9))
+        sup = self._support
+        z = self._z
+        s_ok = 0.0
+        ground_lost = False
+        for i in range(1, n + 1):
+            si = s * i / n
+            px, py = x0 + si * dx, y0 + si * dy
+            cand = self.scene.support(px, py, z, prefer=sup)
+            if cand is None:
+                ground_lost = True
+                break
+            start = self._support
+            if (cand.kind, cand.index) != (start.kind, start.index) and not shapely.contains_xy(
+                self.scene.eroded(cand, r - SWITCH_TOL_M), px, py
+            ):
+                ground_lost = True  # the body would overlap a wall of the surface it steps onto
+                break
+            sup, z, s_ok = cand, cand.z, si
+        x1, y1 = x0 + s_ok * dx, y0 + s_ok * dy
+        self.path_length += math.dist((x0, y0, self._z), (x1, y1, z))
+        self._x, self._y, self._z, self._support = x1, y1, z, sup
+        lx, ly, lz = self.trajectory[-1]
+        if abs(x1 - lx) + abs(y1 - ly) + abs(z - lz) >= 0.01:  # keep the log small at sim_node's control rate
+            self.trajectory.append((x1, y1, z))
+        out: list[Contact] = []
+        if ground_lost or (s_wall < 1.0 and s_wall <= s_h):
+            new = not self._wall_contact
+            self._wall_contact = True
+            if new:
+                self.collisions["static"] += 1
+            out.append(Contact("static", None, x1, y1, 0.0, new))
+        elif self._wall_contact:
+            e = self.scene.eroded_boundary(self._support, r)
+            if shapely.distance(e, shapely.Point(x1, y1)) > CONTACT_RELEASE_M:
+                self._wall_contact = False
+        if s_h < 1.0 and s_h < s_wall and hid is not None:
+            out.append(self._touch_human(hid, hdist, "robot"))
+        return out
+
+    def _human_fraction(self, x0: float, y0: float, dx: float, dy: float) -> tuple[float, int | None, float]:
+        """First fraction of the move (dx, dy) at which the robot touches a person (people frozen at ``t``)."""
+        if len(self.crowd) == 0:
+            return 1.0, None, math.inf
+        p = self.crowd.positions(self.t)
+        rr = self.crowd.radii + self.robot_radius
+        cx, cy = x0 - p[:, 0], y0 - p[:, 1]
+        same = np.abs(p[:, 2] - self._z) < 1.0
+        a = dx * dx + dy * dy
+        b = 2.0 * (dx * cx + dy * cy)
+        c = cx * cx + cy * cy - rr * rr
+        s = np.ones(len(p))
+        inside = c < 0
+        # already touching: may only move away from that person
+        s = np.where(inside & (b < 0), 0.0, s)
+        disc = b * b - 4 * a * c
+        ok = (~inside) & (disc >= 0) & (a > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s1 = (-b - np.sqrt(np.maximum(disc, 0.0))) / (2 * a)
+        hit = ok & (s1 >= 0) & (s1 <= 1)
+        s = np.where(hit, np.maximum(0.0, s1 - 1e-4 / math.sqrt(a) if a > 0 else 0.0), s)
+        s = np.where(same, s, 1.0)
+        k = int(np.argmin(s))
+        if s[k] >= 1.0:
+            return 1.0, None, math.inf
+        return float(s[k]), self.crowd.ids[k], float(math.sqrt(max(0.0, c[k] + rr[k] ** 2)))
+
+    def _touch_human(self, hid: int, dist: float, source: str, t: float | None = None) -> Contact:
+        new = hid not in self._human_contacts
+        if new:
+            self._human_contacts.add(hid)
+            self.collisions["human"] += 1
+        k = self.crowd.ids.index(hid)
+        state = self.crowd.motion_states(self.t if t is None else t)[k]
+        return Contact("human", hid, self._x, self._y, dist, new, state, source)
+
+    def _advance(self, dt: float) -> list[Contact]:
+        out: list[Contact] = []
+        if len(self.crowd):
+            n = max(1, math.ceil(dt / CONTACT_SUBSTEP_S - 1e-9))
+            ts = self.t + dt * np.arange(1, n + 1) / n
+            p = self.crowd.positions_many(ts)  # (n, M, 3)
+            d = np.hypot(p[..., 0] - self._x, p[..., 1] - self._y)
+            same = np.abs(p[..., 2] - self._z) < 1.0
+            rr = (self.crowd.radii + self.robot_radius)[None, :]
+            touching = same & (d < rr - 1e-3)
+            if touching.any() or self._human_contacts:
+                released = ~same | (d > rr + CONTACT_RELEASE_M)
+                for i in range(n):
+                    for k in range(p.shape[1]):
+                        hid = self.crowd.ids[k]
+                        if touching[i, k] and hid not in self._human_contacts:
+                            out.append(self._touch_human(hid, float(d[i, k]), "human", float(ts[i])))
+                        elif released[i, k] and hid in self._human_contacts:
+                            self._human_contacts.discard(hid)
+        self.t += dt
+        return out
+
+    # ------------------------------------------------------------------ discrete actions
+    def step(self, action: str) -> StepResult:
+        """Execute one discrete action (batch mode).
+
+        MOVE_FORWARD: 0.25 m (cut at contact); TURN_LEFT/RIGHT: +/-15 deg; LOOK_UP/DOWN: +/-30 deg
+        camera pitch (clamped to +/-60 deg); STOP: ends the episode. Every action except STOP
+        advances time by ``action_dt``. After ``max_actions`` actions the episode ends ("budget").
+        Stepping a finished episode changes nothing and returns ``done=True``.
+
+        Raises:
+            ActionError: ``action`` is not one of the six literals.
+        """
+        if action not in ACTIONS:
+            raise ActionError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
+        if self.done:
+            return StepResult(action, 0.0, 0.0, None, True, self.reason, self.pose)
+        self.actions.append(action)
+        x0, y0, yaw0 = self._x, self._y, self._yaw
+        t_end = self.t + self.action_dt
+        contacts: list[Contact] = []
+        if action == STOP:
+            self.stopped = True
+            self.done, self.reason = True, "stop"
+        elif action == MOVE_FORWARD:
+            contacts = self._move(FORWARD_STEP_M, 0.0, self.action_dt)
+        elif action in (TURN_LEFT, TURN_RIGHT):
+            contacts = self._move(0.0, TURN_ANGLE_RAD if action == TURN_LEFT else -TURN_ANGLE_RAD, self.action_dt)
+        elif action in (LOOK_UP, LOOK_DOWN):
+            sign = 1.0 if action == LOOK_UP else -1.0
+            self.camera_pitch = max(-MAX_PITCH_RAD, min(MAX_PITCH_RAD, self.camera_pitch + sign * TILT_ANGLE_RAD))
+            contacts = self._move(0.0, 0.0, self.action_dt)
+        if action != STOP:
+            self.t = t_end
+        if not self.done and len(self.actions) >= self.max_actions:
+            self.done, self.reason = True, "budget"
+        moved = math.hypot(self._x - x0, self._y - y0)
+        return StepResult(
+            action,
+            moved,
+            wrap_angle(self._yaw - yaw0),
+            contacts[0] if contacts else None,
+            self.done,
+            self.reason,
+            self.pose,
+            tuple(contacts),
+        )
+
+    def metrics(self) -> EpisodeMetrics:
+        """Ground-truth metrics now (see :mod:`havln_robot.sim.metrics`); success needs STOP."""
+        return episode_metrics(
+            ne=self.distance_to_goal(),
+            stopped=self.stopped,
+            path_length=self.path_length,
+            geodesic=self.episode.geodesic_distance,
+            collisions_human=self.collisions["human"],
+            collisions_static=self.collisions["static"],
+            steps=len(self.actions),
+            baseline=self.baseline,
+            goal_radius=self.episode.goal_radius,
+        )

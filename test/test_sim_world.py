@@ -1,0 +1,178 @@
+"""World: discrete steps, continuous moves, collisions that stop the body and count once, metrics."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import shapely
+
+from havln_robot.actions import FORWARD_STEP_M, TURN_ANGLE_RAD, ActionError
+from havln_robot.episodes import Episode, HumanSpec, builtin_episode, load_episodes
+from havln_robot.sim.humans import HUMAN_RADIUS_M, Crowd, SimHuman
+from havln_robot.sim.scene import Scene
+from havln_robot.sim.world import World
+
+R = 0.35
+
+
+def _episode(start=(3.5, 0.0, 0.0), yaw=0.0, goal=(6.0, 4.0, 0.0), humans=()):
+    return Episode("t1", "builtin", "go", ("go",), start, yaw, goal, 3.0, (start, goal), (), tuple(humans), 8.0, "test")
+
+
+def _inside(scene, w):
+    x, y, z, _ = w.pose
+    return scene.is_free(x, y, z, w.robot_radius - 1e-6)
+
+
+def test_walls_stop_the_body_and_count_once():
+    scene = Scene.builtin()
+    w = World(scene, _episode(yaw=math.pi / 2), Crowd([]), robot_radius=R)
+    for _ in range(8):
+        r = w.step("MOVE_FORWARD")
+        assert _inside(scene, w)
+    x, y, _, _ = w.pose
+    assert y == pytest.approx(0.7 - R - 0.001, abs=1e-4)  # hallway half-width 0.7 m, 1 mm back-off
+    assert r.contact is not None and r.contact.kind == "static" and not r.contact.new
+    assert w.collisions == {"human": 0, "static": 1}
+    # back off (turn around, one step) and bump again: a second contact
+    for _ in range(12):
+        w.step("TURN_LEFT")
+    w.step("MOVE_FORWARD")
+    for _ in range(12):
+        w.step("TURN_LEFT")
+    w.step("MOVE_FORWARD")
+    w.step("MOVE_FORWARD")
+    assert w.collisions["static"] == 2
+
+
+def test_continuous_move_never_passes_a_wall():
+    scene = Scene.builtin()
+    w = World(scene, _episode(yaw=math.pi / 2 + 0.3), Crowd([]), robot_radius=R)
+    boundary = scene.region(w._support).boundary
+    for _ in range(300):
+        c = w.move(0.02, 0.0, 0.02)
+        x, y, _, _ = w.pose
+        assert shapely.distance(boundary, shapely.Point(x, y)) >= R - 1e-6
+    assert c is not None and c.kind == "static"
+    assert w.t == pytest.approx(6.0) and w.collisions["static"] == 1
+
+
+def test_person_blocks_the_robot_at_touching_distance_and_counts_once():
+    scene = Scene.builtin()
+    person = SimHuman(0, "standing", (5.0, 0.0, 0.0), (5.0, 0.0, 0.0))
+    w = World(scene, _episode(start=(2.5, 0.0, 0.0)), Crowd([person]), robot_radius=R)
+    for _ in range(15):
+        r = w.step("MOVE_FORWARD")
+        d = math.dist(w.pose[:2], (5.0, 0.0))
+        assert d >= R + HUMAN_RADIUS_M - 1e-6
+    assert d == pytest.approx(R + HUMAN_RADIUS_M, abs=2e-3)
+    assert r.contact is not None and r.contact.kind == "human" and r.contact.human_id == 0
+    assert w.collisions == {"human": 1, "static": 0}
+    hid, dist = w.nearest_human()
+    assert hid == 0 and dist == pytest.approx(d)
+    # leave and come back: a new contact
+    for _ in range(12):
+        w.step("TURN_RIGHT")
+    w.step("MOVE_FORWARD")
+    for _ in range(12):
+        w.step("TURN_LEFT")
+    w.step("MOVE_FORWARD")  # back where it stopped (1e-4 m short of touching): no contact
+    assert w.collisions["human"] == 1
+    w.step("MOVE_FORWARD")
+    assert w.collisions["human"] == 2
+
+
+def test_a_person_walking_through_the_robot_counts_once_per_pass():
+    scene = Scene.builtin()
+    walker = SimHuman(3, "walking", (1.0, 0.0, 0.0), (5.0, 0.0, 0.0), phase=0.0)
+    w = World(scene, _episode(start=(3.0, 0.0, 0.0)), Crowd([walker]), robot_radius=R, action_dt=0.5)
+    for _ in range(12):  # 6 s = half a cycle: the walker goes from x=1 to x=5 through the robot
+        r = w.step("LOOK_UP")
+        w.step("LOOK_DOWN")
+    assert w.collisions["human"] == 2  # passes twice in 12 s (there and back)
+    assert r.pose[:2] == pytest.approx((3.0, 0.0))  # the robot is never pushed
+
+
+def test_discrete_actions_and_episode_end():
+    scene = Scene.builtin()
+    w = World(scene, _episode(start=(2.5, 0.0, 0.0)), Crowd([]), robot_radius=R)
+    r = w.step("MOVE_FORWARD")
+    assert r.moved_m == pytest.approx(FORWARD_STEP_M) and w.t == pytest.approx(0.5)
+    r = w.step("TURN_LEFT")
+    assert r.rotated_rad == pytest.approx(TURN_ANGLE_RAD) and w.pose[3] == pytest.approx(TURN_ANGLE_RAD)
+    w.step("LOOK_UP")
+    w.step("LOOK_UP")
+    w.step("LOOK_UP")
+    assert w.camera_pitch == pytest.approx(math.radians(60))
+    with pytest.raises(ActionError):
+        w.step("JUMP")
+    r = w.step("STOP")
+    assert r.done and r.reason == "stop" and w.stopped
+    assert w.step("MOVE_FORWARD").done and len(w.actions) == 6
+    m = w.metrics()
+    assert m.steps == 6 and m.path_length == pytest.approx(0.25) and m.stopped
+    # budget
+    w2 = World(scene, _episode(), Crowd([]), robot_radius=R, max_actions=4)
+    for _ in range(3):
+        assert not w2.step("TURN_LEFT").done
+    r = w2.step("TURN_LEFT")
+    assert r.done and r.reason == "budget" and not w2.stopped and not w2.metrics().success
+
+
+def test_metrics_of_a_world(havln_data):
+    ep = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", limit=1)[0]
+    scene = Scene.load(ep.scan, havln_data / "connectivity")
+    w = World(scene, ep, Crowd([]), baseline=0)
+    w.step("STOP")
+    m = w.metrics()
+    assert m.ne == pytest.approx(math.dist(ep.start_position, ep.goal_position), abs=0.35)
+    assert m.success == (m.ne < 3.0) and m.spl == (1.0 if m.success else 0.0)
+
+
+def test_stairs_change_height(havln_data):
+    eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json")
+    ep = next(e for e in eps if e.reference_path[-1][2] - e.reference_path[0][2] > 2.0)
+    scene = Scene.load(ep.scan, havln_data / "connectivity")
+    from havln_robot.sim.expert import Expert
+
+    w = World(scene, ep, Crowd([]))
+    ex = Expert(w)
+    zs = []
+    while not w.done:
+        w.step(ex.act())
+        zs.append(w.pose[2])
+    assert w.metrics().success
+    assert zs[-1] == pytest.approx(ep.goal_position[2], abs=0.3)
+    # climbing is gradual: no single action changes the height by more than a step on steep stairs
+    assert max(abs(b - a) for a, b in zip(zs[:-1], zs[1:], strict=True)) < 1.2
+
+
+def test_builtin_world_starts_with_people_off_the_path():
+    ep = builtin_episode()
+    w = World(Scene.builtin(), ep, seed=0)
+    assert len(w.crowd) == 2 and w.nearest_human()[1] > 1.0
+    assert HumanSpec  # re-exported type used by episodes
+
+
+def test_random_walks_never_overlap_a_wall(havln_data):
+    """Property on real scenes (incl. stairs): after every action the body (disc) lies in the free
+    space of the surface it stands on, up to 1 cm of polygon approximation."""
+    import numpy as np
+
+    eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json")
+    stairs = [e for e in eps if max(p[2] for p in e.reference_path) - min(p[2] for p in e.reference_path) > 1.0][:4]
+    rng = np.random.default_rng(7)
+    steps = blocked = 0
+    for ep in eps[::40] + stairs:
+        scene = Scene.load(ep.scan, havln_data / "connectivity")
+        w = World(scene, ep, seed=0, max_actions=250)
+        while not w.done:
+            r = w.step(str(rng.choice(["MOVE_FORWARD", "TURN_LEFT", "TURN_RIGHT"], p=[0.7, 0.15, 0.15])))
+            x, y, _, _ = w.pose
+            region = scene.region(w._support)
+            assert shapely.contains_xy(region, x, y), (ep.episode_id, steps)
+            assert shapely.distance(region.boundary, shapely.Point(x, y)) > w.robot_radius - 0.01, (ep.episode_id, steps)
+            steps += 1
+            blocked += r.contact is not None and r.contact.kind == "static"
+    assert steps > 2000 and blocked > 50  # the walks did hit walls
