@@ -1,0 +1,649 @@
+"""Closed-loop action executor: one HA-VLN action literal -> a velocity-command sequence.
+
+Pure Python, tick based, no ROS. The caller (``motion_node``, the motion bench, tests) feeds the
+latest odometry pose, the gyro-integrated yaw (:class:`havln_robot.motion.checks.GyroYaw`) and
+the obstacles it knows of at every control tick; the executor answers with a ``cmd_vel``
+``(vx m/s, wz rad/s)`` in base_link and, when an action ends, its :class:`ActionResult`.
+
+Actions (HA-VLN 2.0 / VLN-CE step sizes, :mod:`havln_robot.actions`)
+---------------------------------------------------------------------
+* ``MOVE_FORWARD``: 0.25 m along the start heading; distance from odometry, heading held on
+  the gyro yaw.
+* ``TURN_LEFT`` / ``TURN_RIGHT``: +15 deg / -15 deg (REP 103, CCW positive) on the gyro yaw.
+* ``LOOK_UP`` / ``LOOK_DOWN``: +/-30 deg camera pitch. ``look_mode="virtual"`` tracks a camera
+  pitch (the simulator renders it; it is reported as ``pitch_deg``), ``"unsupported"`` answers
+  outcome ``unsupported`` (the Go2 has no camera tilt; body pitch is not used, see docs/motion.md).
+* ``STOP``: zero velocity at once, held; preempts a running action (outcome ``aborted``).
+
+Velocity profiles are trapezoids within the configured speed / acceleration limits, computed
+on a prediction that adds the commands still "in flight" (actuation latency) to the measured
+progress, so the robot stops on target despite the delay. After the profile the executor waits
+for the in-flight commands to take effect, measures, and corrects at creep speed if needed.
+
+Safety: the path ahead is checked before and during motion (depth free space, personal space,
+contact), together with stall, IMU jolt and gyro/odometry slip. On a collision the robot stops,
+a :class:`CollisionRecord` is emitted and it backs off to the pre-action pose (HA-VLN revert).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from havln_robot import actions as A
+from havln_robot.geometry import wrap_angle
+from havln_robot.motion.checks import StallDetector, jolt_check, slip_check
+from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forward_hazard, turn_hazard
+from havln_robot.topics import ACTION_RESULT_KEYS, COLLISION_KEYS
+
+OUTCOMES = ("ok", "collision", "timeout", "slip", "stall", "aborted", "rejected", "unsupported")
+
+Pose2D = tuple[float, float, float]  # x m, y m, yaw rad (odom frame)
+
+
+def min_duration(amount: float, v_max: float, a_max: float) -> float:
+    """Physical minimum time (s) to travel ``amount`` (m or rad) from rest to rest with a
+    trapezoidal profile limited by speed ``v_max`` and acceleration ``a_max``.
+
+    Raises:
+        ValueError: a limit is not positive.
+    """
+    if v_max <= 0 or a_max <= 0:
+        raise ValueError("v_max and a_max must be > 0")
+    d = abs(amount)
+    if d >= v_max * v_max / a_max:
+        return d / v_max + v_max / a_max
+    return 2.0 * math.sqrt(d / a_max)
+
+
+@dataclass(frozen=True)
+class MotionConfig:
+    """Executor settings; build it from ``MOTION_PARAMS`` values with :meth:`from_params`.
+
+    Units: m, m/s, m/s^2, rad, rad/s, rad/s^2, s.
+    """
+
+    v_max: float = 0.3
+    v_rev_max: float = 0.2
+    w_max: float = 0.8
+    a_lin: float = 0.6
+    a_ang: float = 2.5
+    v_min: float = 0.03
+    w_min: float = 0.08
+    latency_s: float = 0.05
+    heading_gain: float = 3.0
+    pos_tol: float = 0.008
+    yaw_tol: float = math.radians(0.4)
+    max_corrections: int = 2
+    timeout_factor: float = 2.5
+    timeout_margin_s: float = 1.0
+    sensor_timeout_s: float = 0.3
+    look_mode: str = "virtual"
+    max_pitch: float = math.radians(60.0)
+    slip_rad: float = math.radians(4.0)
+    stall_time_s: float = 0.6
+    stall_m: float = 0.01
+    stall_rad: float = math.radians(1.0)
+    jolt_accel: float = 15.0
+    footprint: Footprint = field(default_factory=Footprint)
+    front_margin: float = 0.15
+    side_margin: float = 0.05
+    turn_margin: float = 0.03
+    personal_space: float = 0.45
+    person_radius: float = 0.3
+    require_depth: bool = True
+    min_points: int = 12
+    revert: bool = True
+
+    @classmethod
+    def from_params(cls, p: Mapping[str, Any]) -> MotionConfig:
+        """From a validated ``motion_node`` parameter dict (see :data:`havln_robot.motion.params.MOTION_PARAMS`)."""
+        return cls(
+            v_max=p["max_linear_speed"],
+            v_rev_max=p["max_reverse_speed"],
+            w_max=p["max_angular_speed"],
+            a_lin=p["max_linear_accel"],
+            a_ang=p["max_angular_accel"],
+            v_min=min(p["min_linear_speed"], p["max_linear_speed"]),
+            w_min=min(p["min_angular_speed"], p["max_angular_speed"]),
+            latency_s=p["latency_s"],
+            heading_gain=p["heading_gain"],
+            pos_tol=p["position_tolerance_m"],
+            yaw_tol=math.radians(p["yaw_tolerance_deg"]),
+            max_corrections=p["max_corrections"],
+            timeout_factor=p["timeout_factor"],
+            timeout_margin_s=p["timeout_margin_s"],
+            sensor_timeout_s=p["sensor_timeout_s"],
+            look_mode=p["look_mode"],
+            max_pitch=math.radians(p["max_camera_pitch_deg"]),
+            slip_rad=math.radians(p["slip_yaw_deg"]),
+            stall_time_s=p["stall_time_s"],
+            stall_m=p["stall_min_progress_m"],
+            stall_rad=math.radians(p["stall_min_progress_deg"]),
+            jolt_accel=p["jolt_accel"],
+            footprint=Footprint(p["footprint_length_m"], p["footprint_width_m"], p["footprint_radius_m"]),
+            front_margin=p["front_margin_m"],
+            side_margin=p["side_margin_m"],
+            turn_margin=p["turn_margin_m"],
+            personal_space=p["personal_space_m"],
+            person_radius=p["person_radius_m"],
+            require_depth=p["require_depth"],
+            min_points=p["min_obstacle_points"],
+            revert=p["revert"],
+        )
+
+    def min_duration(self, action: str) -> float:
+        """Physical minimum duration (s) of ``action`` at these limits (0 for LOOK/STOP)."""
+        if action == A.MOVE_FORWARD:
+            return min_duration(A.FORWARD_STEP_M, self.v_max, self.a_lin)
+        if action in (A.TURN_LEFT, A.TURN_RIGHT):
+            return min_duration(A.TURN_ANGLE_RAD, self.w_max, self.a_ang)
+        return 0.0
+
+
+@dataclass
+class ActionResult:
+    """Outcome of one action (published on ``havln/action_result``; keys = ``ACTION_RESULT_KEYS``).
+
+    Errors are measured against the intended final pose: the action's target, or the pre-action
+    pose when the robot reverted. Distances/yaws are changes since the action started.
+    """
+
+    seq: int
+    action: str
+    outcome: str
+    distance_odom_m: float = 0.0
+    yaw_odom_deg: float = 0.0
+    yaw_imu_deg: float = 0.0
+    pitch_deg: float = 0.0
+    position_error_m: float = 0.0
+    yaw_error_deg: float = 0.0
+    duration_s: float = 0.0
+    x: float = 0.0
+    y: float = 0.0
+    yaw_deg: float = 0.0
+    reverted: bool = False
+    detail: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """The result as an ordered dict over ``ACTION_RESULT_KEYS`` (bools as "true"/"false")."""
+        d = {k: getattr(self, k) for k in ACTION_RESULT_KEYS}
+        d["reverted"] = "true" if self.reverted else "false"
+        return d
+
+
+@dataclass
+class CollisionRecord:
+    """One detected (or prevented) collision (``havln/collision``; keys = ``COLLISION_KEYS``).
+
+    ``motion_state`` is the executor phase when it was detected: ``blocked`` (checked before the
+    action started -- nothing moved, the collision was prevented), ``moving``, ``turning``,
+    ``settling`` or ``reverting``.
+    """
+
+    stamp: float
+    x: float
+    y: float
+    yaw_deg: float
+    action: str
+    type: str
+    distance_m: float
+    human_id: int | None
+    motion_state: str
+    source: str
+
+    def record(self) -> dict[str, Any]:
+        """The record as an ordered dict over ``COLLISION_KEYS`` (unknown human id as "")."""
+        d = {k: getattr(self, k) for k in COLLISION_KEYS}
+        d["human_id"] = "" if self.human_id is None else self.human_id
+        return d
+
+
+class Tick(NamedTuple):
+    """What one executor call produced.
+
+    Attributes:
+        cmd: (vx m/s, wz rad/s) to publish on cmd_vel now.
+        results: finished actions (0, 1, or 2 when STOP preempts a running action).
+        collisions: collision records to publish.
+    """
+
+    cmd: tuple[float, float]
+    results: list[ActionResult]
+    collisions: list[CollisionRecord]
+
+
+ZERO = (0.0, 0.0)
+
+
+class _Axis:
+    """Trapezoidal rest-to-rest profile on one axis with latency prediction."""
+
+    def __init__(self, v_max: float, a_max: float, v_min: float) -> None:
+        self.v_max, self.a_max, self.v_min = v_max, a_max, v_min
+
+    def command(self, remaining: float, v_prev: float, dt: float, tol: float) -> float:
+        """Speed (signed) for the next ``dt`` given the predicted ``remaining`` travel."""
+        if abs(remaining) <= 0.5 * tol:
+            # close enough: come to rest (respecting deceleration)
+            return _toward(v_prev, 0.0, self.a_max * dt) if abs(v_prev) > self.a_max * dt else 0.0
+        sgn = 1.0 if remaining > 0 else -1.0
+        if v_prev * sgn < 0:  # moving the wrong way: decelerate first
+            return _toward(v_prev, 0.0, self.a_max * dt)
+        a = self.a_max
+        # largest speed that still stops within `remaining` when held for dt and then braked at a_max
+        v_stop = -a * dt / 2.0 + math.sqrt((a * dt / 2.0) ** 2 + 2.0 * a * abs(remaining))
+        v = min(self.v_max, v_stop, abs(v_prev) + a * dt)
+        v = max(v, min(self.v_min, abs(remaining) / max(dt, 1e-3)))
+        return sgn * v
+
+
+def _toward(v: float, target: float, step: float) -> float:
+    if v < target:
+        return min(target, v + step)
+    return max(target, v - step)
+
+
+class Executor:
+    """The tick-based action state machine.
+
+    Use: ``start(action, t, odom, imu_yaw, obstacles)`` when an action arrives, then
+    ``update(t, odom, imu_yaw, ...)`` at the control rate (>= 20 Hz). Both return a
+    :class:`Tick`. ``odom`` is ``(x, y, yaw)`` in the odom frame (m, rad); ``imu_yaw`` is the
+    gyro-integrated yaw (rad, unwrapped); ``t`` is seconds on one clock shared by all inputs.
+
+    Args:
+        config: limits, tolerances and safety settings.
+    """
+
+    def __init__(self, config: MotionConfig | None = None) -> None:
+        self.cfg = config or MotionConfig()
+        self.seq = 0
+        self.pitch = 0.0  # virtual camera pitch, rad, positive = up
+        self.phase = "idle"  # idle | holding | moving | turning | settling | stopping | reverting
+        self._cmd_hist: deque[tuple[float, float, float]] = deque()  # (t, vx, wz)
+        self._last_t: float | None = None
+        self._last_cmd = ZERO
+        self._last_nonzero_t = -math.inf
+        self._stall = StallDetector(self.cfg.stall_time_s, 0.0)
+        self._a: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def busy(self) -> bool:
+        """True while an action (or its revert) is executing."""
+        return self.phase not in ("idle", "holding")
+
+    @property
+    def action(self) -> str | None:
+        """The running action literal, or None."""
+        return self._a.get("action") if self.busy else None
+
+    def stationary(self, t: float) -> bool:
+        """True when no motion has been commanded for ``latency + 0.3 s`` (gyro bias may be learned)."""
+        return not self.busy and (t - self._last_nonzero_t) > self.cfg.latency_s + 0.3
+
+    def start(self, action: str, t: float, odom: Pose2D | None, imu_yaw: float | None, obstacles: Obstacles | None = None) -> Tick:
+        """Begin ``action`` at time ``t``.
+
+        Returns:
+            A Tick. Its results are non-empty when the action finished at once (STOP, LOOK_*,
+            rejected, blocked) -- or when STOP preempted a running action.
+        """
+        if action == A.STOP:
+            return self.stop(t, "preempted by STOP", odom, imu_yaw)
+        self.seq += 1
+        if not A.is_action(action):
+            return Tick(
+                self._last_cmd if self.busy else self._zero_if_idle(t),  # never disturbs a running action
+                [self._simple(action, "rejected", odom, f"unknown action {action!r}; expected one of {', '.join(A.ACTIONS)}")],
+                [],
+            )
+        if self.busy:
+            return Tick(
+                self._last_cmd,
+                [
+                    self._simple(
+                        action, "rejected", odom, f"busy executing {self._a['action']} (seq {self._a['seq']}); send STOP to preempt"
+                    )
+                ],
+                [],
+            )
+        if action in (A.LOOK_UP, A.LOOK_DOWN):
+            return Tick(self._zero_if_idle(t), [self._look(action, odom)], [])
+        if odom is None or imu_yaw is None:
+            missing = "odometry" if odom is None else "imu"
+            return Tick(ZERO, [self._simple(action, "rejected", odom, f"no {missing} received yet; check the {missing} topic")], [])
+        forward = action == A.MOVE_FORWARD
+        target = A.FORWARD_STEP_M if forward else (A.TURN_ANGLE_RAD if action == A.TURN_LEFT else -A.TURN_ANGLE_RAD)
+        self._a = {
+            "seq": self.seq,
+            "action": action,
+            "forward": forward,
+            "target": target,
+            "t0": t,
+            "odom0": odom,
+            "imu0": imu_yaw,
+            "deadline": t + self.cfg.timeout_factor * self.cfg.min_duration(action) + self.cfg.timeout_margin_s,
+            "corrections": 0,
+            "goal": target,  # current axis goal (0 while reverting)
+            "outcome": None,
+            "detail": "",
+            "reverted": False,
+            "settle_until": 0.0,
+            "last": (odom, imu_yaw),
+        }
+        self._stall = StallDetector(self.cfg.stall_time_s, self.cfg.stall_m if forward else self.cfg.stall_rad)
+        if forward and self.cfg.require_depth and (obstacles is None or obstacles.points is None):
+            self._a["outcome"], self._a["detail"] = (
+                "aborted",
+                "no fresh depth image: cannot check the path (require_depth); check the depth topic",
+            )
+            return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [])
+        hz = self._hazard(obstacles or Obstacles(), target)
+        if hz is not None:
+            col = self._collision(t, odom, hz, "blocked")
+            self._a["outcome"], self._a["detail"] = "collision", f"blocked before start: {hz.detail}"
+            return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [col])
+        self.phase = "moving" if forward else "turning"
+        self._last_t = t
+        return self.update(t, odom, imu_yaw, obstacles=obstacles)
+
+    def stop(self, t: float, reason: str = "preempted by STOP", odom: Pose2D | None = None, imu_yaw: float | None = None) -> Tick:
+        """STOP / e-stop: zero velocity now and hold it; abort a running action (outcome aborted).
+
+        Returns:
+            Tick with cmd (0, 0) and results [aborted action (if any), STOP ok].
+        """
+        results = []
+        if self.busy:
+            self._a["outcome"], self._a["detail"] = "aborted", reason
+            o, y = self._a["last"]
+            results.append(self._finish(t, odom or o, imu_yaw if imu_yaw is not None else y))
+        self.seq += 1
+        results.append(self._simple(A.STOP, "ok", odom, "holding zero velocity"))
+        self.phase = "holding"
+        self._push_cmd(t, ZERO)
+        return Tick(ZERO, results, [])
+
+    def abort(self, t: float, reason: str) -> Tick:
+        """Stop a running action with outcome ``aborted`` (sensor fault, shutdown); zero command."""
+        results = []
+        if self.busy:
+            self._a["outcome"], self._a["detail"] = "aborted", reason
+            o, y = self._a["last"]
+            results.append(self._finish(t, o, y))
+        self._push_cmd(t, ZERO)
+        return Tick(ZERO, results, [])
+
+    def update(
+        self,
+        t: float,
+        odom: Pose2D | None,
+        imu_yaw: float | None,
+        obstacles: Obstacles | None = None,
+        accel: tuple[float, float] | None = None,
+        odom_t: float | None = None,
+        imu_t: float | None = None,
+    ) -> Tick:
+        """One control tick.
+
+        Args:
+            t: now, s.
+            odom: latest odometry pose (x, y, yaw) in the odom frame.
+            imu_yaw: latest gyro-integrated yaw, rad.
+            obstacles: obstacles in the current base_link (None = nothing known).
+            accel: latest horizontal IMU acceleration (ax, ay), m/s^2, for the jolt check.
+            odom_t: time ``odom`` refers to (its stamp; default ``t``). Commands whose effect
+                came after it are added to the prediction (delayed odometry is compensated);
+                older than ``sensor_timeout_s`` while busy -> stop, outcome ``aborted``.
+            imu_t: time ``imu_yaw`` refers to (stamp of the last gyro sample); same rules.
+
+        Returns:
+            The Tick to act on.
+        """
+        if not self.busy:
+            self._last_t = t
+            return Tick(self._zero_if_idle(t), [], [])
+        a, cfg = self._a, self.cfg
+        for name, st in (("odom", odom_t), ("imu", imu_t)):
+            if st is not None and t - st > cfg.sensor_timeout_s:
+                return self.abort(t, f"{name} silent for {t - st:.2f} s (> sensor_timeout_s {cfg.sensor_timeout_s:g}); robot stopped")
+        if odom is None or imu_yaw is None:
+            return self.abort(t, "odometry or imu lost while moving; robot stopped")
+        a["last"] = (odom, imu_yaw)
+        tm_odom = t if odom_t is None else min(t, odom_t)
+        tm_imu = t if imu_t is None else min(t, imu_t)
+        dt = max(1e-3, t - (self._last_t if self._last_t is not None else t))
+        self._last_t = t
+        prog, dyaw_imu, dyaw_odom, lateral = self._progress(odom, imu_yaw)
+        obs = obstacles or Obstacles()
+        # --- checks common to every moving phase -------------------------------------------
+        if self.phase in ("moving", "turning", "settling") and t > a["deadline"]:
+            a["outcome"], a["detail"] = "timeout", f"not on target after {t - a['t0']:.2f} s"
+            return self._end_now(t, odom, imu_yaw)
+        if self.phase in ("reverting", "revert_settling") and t > a["deadline"]:
+            a["reverted"] = False
+            a["detail"] += f"; revert not finished after {t - a['t0']:.2f} s"
+            return self._end_now(t, odom, imu_yaw)
+        if self.phase != "stopping":
+            # compare both yaws predicted to the same instant: odometry and IMU may be stamped apart
+            sl = slip_check(dyaw_imu + self._unmeasured(t, tm_imu)[1], dyaw_odom + self._unmeasured(t, tm_odom)[1], cfg.slip_rad)
+            if sl is not None:
+                a["outcome"] = "slip"
+                a["detail"] = f"gyro and odometry yaw disagree by {math.degrees(sl):.1f} deg (> {math.degrees(cfg.slip_rad):.1f})"
+                return self._end_now(t, odom, imu_yaw)
+        if self.phase in ("moving", "turning", "settling"):
+            hz = contact_hazard(obs, cfg.footprint, cfg.person_radius)
+            if hz is None and accel is not None:
+                j = jolt_check(accel[0], accel[1], cfg.jolt_accel)
+                if j is not None:
+                    hz = self._classify_bump(obs, "jolt", f"IMU jolt {j:.1f} m/s^2")
+            if hz is None and self.phase != "settling":
+                rem = a["goal"] - prog
+                if cfg.require_depth and a["forward"] and obs.points is None:
+                    a["outcome"], a["detail"] = "aborted", "depth image went stale while moving; robot stopped"
+                    return self._end_now(t, odom, imu_yaw)
+                hz = self._hazard(obs, rem)
+                # stall is judged on measurement time: late odometry is not "no progress"
+                if hz is None and self._stall.update(tm_odom if a["forward"] else tm_imu, prog, self._last_cmd != ZERO):
+                    hz = self._classify_bump(obs, "stall", f"no progress for {cfg.stall_time_s:g} s under command")
+            if hz is not None:
+                return self._on_collision(t, odom, imu_yaw, hz)
+        # --- phase logic --------------------------------------------------------------------
+        if self.phase in ("moving", "turning", "reverting"):
+            inflight_v = self._unmeasured(t, tm_odom)[0]
+            inflight_w = self._unmeasured(t, tm_imu)[1]
+            axis_pred = prog + (inflight_v if a["forward"] else inflight_w)
+            remaining = a["goal"] - axis_pred
+            if self.phase == "reverting":
+                hz = self._hazard(obs, remaining, reverting=True)
+                if hz is not None:
+                    a["detail"] += f"; revert stopped: {hz.detail}"
+                    a["reverted"] = False
+                    return self._end_now(t, odom, imu_yaw, collisions=[self._collision(t, odom, hz, "reverting")])
+            if a["forward"]:
+                ax = _Axis(cfg.v_max if remaining >= 0 else cfg.v_rev_max, cfg.a_lin, cfg.v_min)
+                v = ax.command(remaining, self._last_cmd[0], dt, cfg.pos_tol)
+                yaw_err = -(dyaw_imu + inflight_w)
+                w = max(-cfg.w_max, min(cfg.w_max, cfg.heading_gain * yaw_err))
+                cmd = (v, w if v != 0.0 else 0.0)
+                done_axis = v == 0.0
+            else:
+                ax = _Axis(cfg.w_max, cfg.a_ang, cfg.w_min)
+                w = ax.command(remaining, self._last_cmd[1], dt, cfg.yaw_tol)
+                cmd = (0.0, w)
+                done_axis = w == 0.0
+            if done_axis:
+                # measurements must post-date the zero command taking effect (+ one tick)
+                a["settle_until"] = t + cfg.latency_s + 1.5 * dt
+                a["settle_deadline"] = a["settle_until"] + 0.5
+                a["resume"] = self.phase
+                self.phase = "settling" if self.phase != "reverting" else "revert_settling"
+                self._stall.reset()
+            self._push_cmd(t, cmd)
+            return Tick(cmd, [], [])
+        if self.phase in ("settling", "revert_settling", "stopping"):
+            self._push_cmd(t, ZERO)
+            measured = min(tm_odom, tm_imu) if a["forward"] else tm_imu
+            if (t < a["settle_until"] or measured < a["settle_until"] - dt) and t < a.get("settle_deadline", 0.0):
+                return Tick(ZERO, [], [])
+            if self.phase == "stopping":
+                if cfg.revert and abs(prog) > (cfg.pos_tol if a["forward"] else cfg.yaw_tol) * 0.5:
+                    a["goal"] = 0.0
+                    a["corrections"] = 0
+                    a["reverted"] = True
+                    a["deadline"] = t + cfg.timeout_factor * cfg.min_duration(a["action"]) + cfg.timeout_margin_s
+                    self.phase = "reverting"
+                    return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
+                a["reverted"] = cfg.revert
+                return self._end_now(t, odom, imu_yaw)
+            err = a["goal"] - (prog)
+            tol = cfg.pos_tol if a["forward"] else cfg.yaw_tol
+            if abs(err) > tol and a["corrections"] < cfg.max_corrections:
+                a["corrections"] += 1
+                self.phase = a["resume"]
+                return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
+            if self.phase == "revert_settling":
+                return self._end_now(t, odom, imu_yaw)
+            if a["outcome"] is None:
+                a["outcome"] = "ok"
+                if abs(err) > tol:
+                    unit = f"{err:.3f} m" if a["forward"] else f"{math.degrees(err):.2f} deg"
+                    a["detail"] = f"settled {unit} from target after {cfg.max_corrections} corrections"
+            return self._end_now(t, odom, imu_yaw)
+        return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
+
+    # ------------------------------------------------------------------ internals
+    def _zero_if_idle(self, t: float) -> tuple[float, float]:
+        self._push_cmd(t, ZERO)
+        return ZERO
+
+    def _push_cmd(self, t: float, cmd: tuple[float, float]) -> None:
+        self._cmd_hist.append((t, cmd[0], cmd[1]))
+        horizon = self.cfg.latency_s + self.cfg.sensor_timeout_s + 0.2
+        while len(self._cmd_hist) > 2 and self._cmd_hist[1][0] < t - horizon:
+            self._cmd_hist.popleft()
+        if cmd != ZERO:
+            self._last_nonzero_t = t
+        self._last_cmd = cmd
+
+    def _unmeasured(self, t: float, t_meas: float) -> tuple[float, float]:
+        """Travel (m, rad) commanded but not yet seen by a measurement taken at ``t_meas``.
+
+        A command issued at ``ti`` and replaced at ``te`` moves the robot during
+        ``[ti + latency, te + latency]``; the part of that interval after ``t_meas`` is either still
+        in flight (actuation latency) or happened after the measurement (sensor delay).
+        """
+        lat = self.cfg.latency_s
+        h = list(self._cmd_hist)
+        v = w = 0.0
+        for i, (ti, vi, wi) in enumerate(h):
+            te = h[i + 1][0] if i + 1 < len(h) else t
+            if te <= ti:
+                continue
+            part = (te + lat) - max(ti + lat, t_meas)
+            if part <= 0:
+                continue
+            part = min(part, te - ti)
+            v += vi * part
+            w += wi * part
+        return v, w
+
+    def _progress(self, odom: Pose2D, imu_yaw: float) -> tuple[float, float, float, float]:
+        """(axis progress, dyaw imu, dyaw odom, lateral offset) since the action started."""
+        x0, y0, th0 = self._a["odom0"]
+        dx, dy = odom[0] - x0, odom[1] - y0
+        c, s = math.cos(th0), math.sin(th0)
+        along, lateral = c * dx + s * dy, -s * dx + c * dy
+        dyaw_imu = imu_yaw - self._a["imu0"]
+        dyaw_odom = wrap_angle(odom[2] - th0)
+        return (along if self._a["forward"] else dyaw_imu), dyaw_imu, dyaw_odom, lateral
+
+    def _hazard(self, obs: Obstacles, remaining: float, reverting: bool = False) -> Hazard | None:
+        cfg = self.cfg
+        if self._a["forward"]:
+            if reverting:  # the camera looks forward: only people guard the way back
+                obs = Obstacles(points=None, people=obs.people)
+            return forward_hazard(obs, cfg.footprint, remaining, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        return turn_hazard(obs, cfg.footprint, remaining, cfg.turn_margin, cfg.person_radius, cfg.min_points)
+
+    def _classify_bump(self, obs: Obstacles, source: str, detail: str) -> Hazard:
+        near = contact_hazard(obs, self.cfg.footprint, self.cfg.person_radius + self.cfg.personal_space)
+        if near is not None:
+            who = "a person" if near.human_id is None else f"person {near.human_id}"
+            return Hazard("human", source, 0.0, near.human_id, f"{detail}; {who} nearby")
+        return Hazard("static", source, 0.0, None, detail)
+
+    def _collision(self, t: float, odom: Pose2D | None, hz: Hazard, state: str) -> CollisionRecord:
+        x, y, th = odom if odom is not None else (0.0, 0.0, 0.0)
+        return CollisionRecord(t, x, y, math.degrees(th), self._a.get("action", ""), hz.type, hz.distance_m, hz.human_id, state, hz.source)
+
+    def _on_collision(self, t: float, odom: Pose2D, imu_yaw: float, hz: Hazard) -> Tick:
+        a = self._a
+        col = self._collision(t, odom, hz, "moving" if a["forward"] else "turning")
+        a["outcome"] = "stall" if hz.source == "stall" else "collision"
+        a["detail"] = hz.detail
+        self.phase = "stopping"
+        # wait for in-flight commands and the robot's own braking before backing off
+        a["settle_until"] = (
+            t + self.cfg.latency_s + abs(self._last_cmd[0]) / self.cfg.a_lin + abs(self._last_cmd[1]) / self.cfg.a_ang + 0.05
+        )
+        a["settle_deadline"] = a["settle_until"] + 0.5
+        self._push_cmd(t, ZERO)
+        return Tick(ZERO, [], [col])
+
+    def _end_now(self, t: float, odom: Pose2D, imu_yaw: float, collisions: list[CollisionRecord] | None = None) -> Tick:
+        self._push_cmd(t, ZERO)
+        return Tick(ZERO, [self._finish(t, odom, imu_yaw)], collisions or [])
+
+    def _finish(self, t: float, odom: Pose2D | None, imu_yaw: float | None) -> ActionResult:
+        a = self._a
+        self.phase = "idle"
+        self._stall.reset()
+        r = ActionResult(
+            a["seq"],
+            a["action"],
+            a["outcome"] or "aborted",
+            pitch_deg=math.degrees(self.pitch),
+            duration_s=t - a["t0"],
+            detail=a["detail"],
+            reverted=a["reverted"],
+        )
+        if odom is not None and imu_yaw is not None:
+            along, dyaw_imu, dyaw_odom, lateral = self._progress(odom, imu_yaw)
+            x0, y0, th0 = a["odom0"]
+            c, s = math.cos(th0), math.sin(th0)
+            along = c * (odom[0] - x0) + s * (odom[1] - y0)
+            intended_d = 0.0 if a["reverted"] else (a["target"] if a["forward"] else 0.0)
+            intended_yaw = 0.0 if a["reverted"] or a["forward"] else a["target"]
+            if a["outcome"] == "collision" and not a["reverted"] and "blocked before start" in a["detail"]:
+                intended_d, intended_yaw = 0.0, 0.0
+            r.distance_odom_m = along
+            r.yaw_odom_deg = math.degrees(dyaw_odom)
+            r.yaw_imu_deg = math.degrees(dyaw_imu)
+            r.position_error_m = math.hypot(along - intended_d, lateral)
+            r.yaw_error_deg = math.degrees(intended_yaw - dyaw_imu)
+            r.x, r.y, r.yaw_deg = odom[0], odom[1], math.degrees(odom[2])
+        return r
+
+    def _simple(self, action: str, outcome: str, odom: Pose2D | None, detail: str) -> ActionResult:
+        r = ActionResult(self.seq, action, outcome, pitch_deg=math.degrees(self.pitch), detail=detail)
+        if odom is not None:
+            r.x, r.y, r.yaw_deg = odom[0], odom[1], math.degrees(odom[2])
+        return r
+
+    def _look(self, action: str, odom: Pose2D | None) -> ActionResult:
+        if self.cfg.look_mode != "virtual":
+            return self._simple(action, "unsupported", odom, "the Go2 has no camera tilt (look_mode unsupported); nothing moved")
+        step = A.TILT_ANGLE_RAD if action == A.LOOK_UP else -A.TILT_ANGLE_RAD
+        new = self.pitch + step
+        if abs(new) > self.cfg.max_pitch + 1e-9:
+            return self._simple(
+                action, "unsupported", odom, f"camera pitch limit +/-{math.degrees(self.cfg.max_pitch):g} deg reached; pitch unchanged"
+            )
+        self.pitch = new
+        return self._simple(action, "ok", odom, "virtual camera pitch")

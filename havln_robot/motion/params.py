@@ -1,0 +1,146 @@
+"""``motion_node`` parameters (pure Python; the spec registered in :mod:`havln_robot.config`).
+
+Sources of the defaults
+-----------------------
+* Go2 velocity ranges accepted by ``SportClient.Move``: vx -2.5..3.8 m/s, vyaw -4..4 rad/s
+  (Unitree Go2 sport-service documentation); the indoor defaults are far below them.
+* Go2 body 0.70 m x 0.31 m (standing, Unitree Go2 datasheet) -> footprint length/width.
+* Personal space 0.45 m: the outer edge of Hall's "intimate" zone (E. T. Hall, *The Hidden
+  Dimension*, 1966), measured from the robot footprint to the person's centre.
+* Camera mount: D435i standing on the Go2 head, 0.30 m ahead of the body centre and 0.4125 m
+  above the ground, level (same as the simulator, :mod:`havln_robot.sim.robot`; measure your own
+  mount and set ``camera_*``).
+* Step sizes are not parameters: 0.25 m / 15 deg / 30 deg are the task definition
+  (:mod:`havln_robot.actions`).
+"""
+
+from __future__ import annotations
+
+from havln_robot import topics
+from havln_robot.params import Param, ParamSpec
+
+#: Hard limits of the Go2 sport controller (SportClient.Move), used as parameter ranges.
+GO2_VX_RANGE = (-2.5, 3.8)
+GO2_VYAW_MAX = 4.0
+
+MOTION_PARAMS = ParamSpec(
+    "motion_node",
+    (
+        # --- topics -------------------------------------------------------------------------
+        Param("action_topic", topics.ACTION, "str", "action literals in (std_msgs/String)"),
+        Param("action_result_topic", topics.ACTION_RESULT, "str", "one DiagnosticStatus per action out"),
+        Param("collision_topic", topics.COLLISION, "str", "one DiagnosticStatus per collision out"),
+        Param("cmd_vel_topic", topics.CMD_VEL, "str", "geometry_msgs/Twist velocity commands out"),
+        Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry in (odom -> base_link)"),
+        Param("imu_topic", topics.IMU, "str", "sensor_msgs/Imu in (gyro z integrated for yaw)"),
+        Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m)"),
+        Param("depth_info_topic", topics.DEPTH_INFO, "str", "camera_info of the depth image"),
+        Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray of people in base_link"),
+        Param("color_topic", topics.COLOR_IMAGE, "str", "colour image in (rgb8), used only by an in-process person_detector"),
+        Param(
+            "person_detector",
+            "",
+            "str",
+            "'' = people come from people_topic only; 'package.module:Class' = also run this PersonDetector "
+            "(havln_robot.motion.safety) in-process on each colour + depth frame",
+        ),
+        # --- control ------------------------------------------------------------------------
+        Param("control_rate_hz", 50.0, "float", "executor tick and cmd_vel publish rate, Hz", min=10.0, max=500.0),
+        Param("max_linear_speed", 0.3, "float", "forward speed limit, m/s (Go2 accepts up to 3.8)", min=0.02, max=GO2_VX_RANGE[1]),
+        Param(
+            "max_reverse_speed", 0.2, "float", "backward speed limit (revert), m/s (Go2 accepts up to 2.5)", min=0.02, max=-GO2_VX_RANGE[0]
+        ),
+        Param("max_angular_speed", 0.8, "float", "yaw-rate limit, rad/s (Go2 accepts up to 4)", min=0.05, max=GO2_VYAW_MAX),
+        Param("max_linear_accel", 0.6, "float", "linear acceleration limit of the velocity profile, m/s^2", min=0.05, max=10.0),
+        Param("max_angular_accel", 2.5, "float", "yaw acceleration limit of the velocity profile, rad/s^2", min=0.05, max=40.0),
+        Param("min_linear_speed", 0.03, "float", "creep speed for the last millimetres, m/s", min=0.0, max=0.5),
+        Param("min_angular_speed", 0.08, "float", "creep yaw rate for the last fraction of a degree, rad/s", min=0.0, max=1.0),
+        Param("latency_s", 0.05, "float", "command-to-motion delay compensated by prediction, s", min=0.0, max=1.0),
+        Param("heading_gain", 3.0, "float", "heading-hold gain during MOVE_FORWARD and revert, 1/s", min=0.0, max=20.0),
+        Param("position_tolerance_m", 0.008, "float", "MOVE_FORWARD is done within this distance of the target, m", min=0.001, max=0.2),
+        Param("yaw_tolerance_deg", 0.4, "float", "turns are done within this angle of the target, deg", min=0.05, max=10.0),
+        Param("max_corrections", 2, "int", "extra creep attempts when the settled pose is outside tolerance", min=0, max=10),
+        Param("timeout_factor", 2.5, "float", "action timeout = factor x physical minimum duration + timeout_margin_s", min=1.0, max=20.0),
+        Param("timeout_margin_s", 1.0, "float", "added to the action timeout, s", min=0.0, max=30.0),
+        Param("sensor_timeout_s", 0.3, "float", "odom or imu silent this long while moving -> stop, outcome aborted, s", min=0.02, max=5.0),
+        Param("idle_zero_s", 0.5, "float", "keep publishing zero cmd_vel this long after an action ends, s", min=0.0, max=10.0),
+        # --- LOOK_UP / LOOK_DOWN ------------------------------------------------------------------
+        Param(
+            "look_mode",
+            "virtual",
+            "str",
+            "LOOK_UP/LOOK_DOWN: 'virtual' = track a camera pitch (sim renders it, reported as pitch_deg); "
+            "'unsupported' = answer outcome unsupported and do nothing",
+            choices=("virtual", "unsupported"),
+        ),
+        Param(
+            "virtual_pitch_tilts_depth",
+            True,
+            "bool",
+            "the depth camera really tilts with the virtual pitch (sim_node renders it); false where it does not (Gazebo)",
+        ),
+        Param("max_camera_pitch_deg", 60.0, "float", "virtual camera pitch limit, deg either side of level", min=0.0, max=90.0),
+        # --- IMU / odometry checks --------------------------------------------------------------
+        Param("slip_yaw_deg", 4.0, "float", "gyro yaw vs odometry yaw disagreement that flags slip, deg", min=0.1, max=90.0),
+        Param("stall_time_s", 0.6, "float", "commanded motion without progress this long -> stall, s", min=0.05, max=10.0),
+        Param("stall_min_progress_m", 0.01, "float", "progress expected within stall_time_s while moving, m", min=0.0, max=1.0),
+        Param("stall_min_progress_deg", 1.0, "float", "yaw progress expected within stall_time_s while turning, deg", min=0.0, max=90.0),
+        Param(
+            "imu_yaw_source",
+            "orientation",
+            "str",
+            "yaw from the Imu 'orientation' (exact across dropped messages; falls back to the gyro when the message "
+            "has no orientation, covariance[0] = -1) or from integrating angular_velocity.z ('gyro')",
+            choices=("orientation", "gyro"),
+        ),
+        Param(
+            "gyro_bias_time_s", 2.0, "float", "time constant of the gyro-bias estimate taken while standing still, s", min=0.1, max=600.0
+        ),
+        Param("jolt_accel", 15.0, "float", "horizontal IMU acceleration that counts as a bump, m/s^2 (0 disables)", min=0.0, max=200.0),
+        # --- collision avoidance -----------------------------------------------------------------
+        Param("footprint_length_m", 0.70, "float", "robot length along x, centred on base_link, m (Go2 datasheet)", min=0.05, max=3.0),
+        Param("footprint_width_m", 0.31, "float", "robot width along y, centred on base_link, m (Go2 datasheet)", min=0.05, max=3.0),
+        Param(
+            "footprint_radius_m",
+            0.0,
+            "float",
+            "> 0: use a disc of this radius instead of the rectangle, m (the embedded sim counts contacts with a 0.383 m disc)",
+            min=0.0,
+            max=2.0,
+        ),
+        Param("front_margin_m", 0.15, "float", "free space required beyond the end of a forward step, m", min=0.0, max=2.0),
+        Param("side_margin_m", 0.05, "float", "free space required beside the footprint, m", min=0.0, max=2.0),
+        Param("turn_margin_m", 0.03, "float", "free space required around the footprint swept by a turn, m", min=0.0, max=2.0),
+        Param(
+            "personal_space_m",
+            0.45,
+            "float",
+            "no motion brings the footprint closer than this to a person centre, m (Hall 1966)",
+            min=0.0,
+            max=5.0,
+        ),
+        Param("person_radius_m", 0.3, "float", "body radius of a person for turn clearance, m", min=0.05, max=1.0),
+        Param("people_timeout_s", 1.0, "float", "people older than this are ignored, s", min=0.05, max=30.0),
+        Param("require_depth", True, "bool", "refuse MOVE_FORWARD when no fresh depth image is available"),
+        Param("depth_timeout_s", 0.5, "float", "a depth image older than this is not fresh, s", min=0.05, max=30.0),
+        Param("depth_stride", 4, "int", "use every n-th depth pixel in both directions", min=1, max=32),
+        Param("depth_min_m", 0.1, "float", "ignore depth readings closer than this, m (D435i min-Z)", min=0.0, max=5.0),
+        Param("depth_max_m", 4.0, "float", "ignore depth readings beyond this, m", min=0.2, max=20.0),
+        Param("obstacle_min_height_m", 0.06, "float", "points lower than this above the ground are floor, m", min=0.0, max=2.0),
+        Param("obstacle_max_height_m", 0.6, "float", "points higher than this do not block the robot, m", min=0.05, max=5.0),
+        Param(
+            "obstacle_memory_s",
+            3.0,
+            "float",
+            "remember depth obstacles (in odom) this long: low ones ahead leave the view, s (0 disables)",
+            min=0.0,
+            max=60.0,
+        ),
+        Param("min_obstacle_points", 12, "int", "depth points inside the corridor needed to call it blocked", min=1, max=100000),
+        Param("camera_x_m", 0.30, "float", "camera position ahead of base_link, m", min=-2.0, max=2.0),
+        Param("camera_y_m", 0.0, "float", "camera position left of base_link, m", min=-2.0, max=2.0),
+        Param("camera_z_m", 0.4125, "float", "camera height above the ground, m", min=0.0, max=3.0),
+        Param("camera_pitch_deg", 0.0, "float", "camera mount elevation, deg (positive = looking up)", min=-90.0, max=90.0),
+        Param("revert", True, "bool", "after a collision back off to the pre-action pose (HA-VLN revert)"),
+    ),
+)

@@ -1,0 +1,451 @@
+"""Collision avoidance checks (pure numpy): depth free space along the path, personal space
+around people, and the person-detector interface.
+
+Frames and units
+----------------
+All planar geometry is in ``base_link`` (REP 103: x forward, y left, metres), with heights
+measured above the ground plane under the robot. The robot footprint is a ``length x width``
+rectangle centred on ``base_link``. Depth images are in the camera optical frame (x right,
+y down, z forward) and are projected with the pinhole intrinsics of ``camera_info`` and the
+camera mount (:class:`CameraMount`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+#: Largest angle step when sampling the footprint swept by a turn, rad (2 deg).
+TURN_SAMPLE_RAD = math.radians(2.0)
+
+
+@dataclass(frozen=True)
+class CameraMount:
+    """Pose of the depth camera relative to the ground point under ``base_link``.
+
+    Attributes:
+        x, y: position ahead of / left of base_link, m.
+        z: height above the ground, m.
+        pitch: elevation of the optical axis, rad (positive = looking up; REP 103 pitch is the
+            negative of this).
+    """
+
+    x: float = 0.30
+    y: float = 0.0
+    z: float = 0.35
+    pitch: float = 0.0
+
+
+@dataclass(frozen=True)
+class Intrinsics:
+    """Pinhole intrinsics (sensor_msgs/CameraInfo ``k``): focal lengths and principal point, pixels."""
+
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+
+    @classmethod
+    def from_k(cls, k) -> Intrinsics:
+        """From the row-major 3x3 ``camera_info.k`` (9 numbers).
+
+        Raises:
+            ValueError: ``k`` does not have 9 entries or a focal length is not positive.
+        """
+        k = [float(v) for v in k]
+        if len(k) != 9 or k[0] <= 0 or k[4] <= 0:
+            raise ValueError(f"camera_info.k must be 9 numbers with fx, fy > 0, got {k}")
+        return cls(k[0], k[4], k[2], k[5])
+
+    @classmethod
+    def from_hfov(cls, width: int, height: int, hfov_deg: float) -> Intrinsics:
+        """Square pixels, centred principal point, horizontal field of view ``hfov_deg``."""
+        f = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
+        return cls(f, f, (width - 1) / 2.0, (height - 1) / 2.0)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Robot footprint centred on base_link: a ``length`` (x) by ``width`` (y) rectangle, m -- or,
+    when ``radius`` > 0, a disc of that radius (the embedded simulator and HA-VLN count contacts
+    with a disc: ``havln_robot.sim.world.World.robot_radius``).
+    """
+
+    length: float = 0.70
+    width: float = 0.31
+    radius: float = 0.0
+
+    @property
+    def half_length(self) -> float:
+        """Distance from base_link to the front (and back) of the footprint, m."""
+        return self.radius if self.radius > 0 else self.length / 2.0
+
+    @property
+    def half_width(self) -> float:
+        """Distance from base_link to the side of the footprint, m."""
+        return self.radius if self.radius > 0 else self.width / 2.0
+
+    def distance(self, px: np.ndarray, py: np.ndarray, reach: float = 0.0) -> np.ndarray:
+        """Distance (m, 0 inside) from base_link points to the footprint swept ``reach`` m forward (>= 0)."""
+        px, py = np.asarray(px, dtype=np.float64), np.asarray(py, dtype=np.float64)
+        if self.radius > 0:
+            dx = px - np.clip(px, 0.0, reach)
+            return np.maximum(np.hypot(dx, py) - self.radius, 0.0)
+        return _rect_distance(px, py, -self.half_length, self.half_length + reach, self.half_width)
+
+
+@dataclass(frozen=True)
+class Person:
+    """A detected person in base_link: position ``x, y`` (m) and ``human_id`` when known."""
+
+    x: float
+    y: float
+    human_id: int | None = None
+
+
+@dataclass
+class Obstacles:
+    """What the robot currently knows about its surroundings (all in the *current* base_link).
+
+    Attributes:
+        points: (N, 2) float array of obstacle points (x, y), m, already filtered to the blocking
+            height band; ``None`` when no fresh depth image is available.
+        people: detected people.
+    """
+
+    points: np.ndarray | None = None
+    people: list[Person] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """Why a motion is (or became) unsafe.
+
+    Attributes:
+        type: ``"human"`` or ``"static"``.
+        source: ``"depth"``, ``"people"``, ``"stall"`` or ``"jolt"``.
+        distance_m: clearance between the footprint and the hazard, m (0 for contact).
+        human_id: id of the person when known.
+        detail: one-line explanation.
+    """
+
+    type: str
+    source: str
+    distance_m: float
+    human_id: int | None = None
+    detail: str = ""
+
+
+def depth_to_points(
+    depth_m: np.ndarray, k: Intrinsics, mount: CameraMount, stride: int = 4, min_m: float = 0.1, max_m: float = 4.0
+) -> np.ndarray:
+    """Project a depth image to 3-D points in the ground frame under base_link.
+
+    Args:
+        depth_m: (H, W) depth along the optical axis, metres (float); 0 / NaN / inf = invalid.
+            A 16UC1 image must be converted from millimetres first.
+        k: pinhole intrinsics of the (aligned) depth image.
+        mount: camera pose relative to the robot.
+        stride: use every ``stride``-th pixel in both directions.
+        min_m: readings at or below this are invalid, m.
+        max_m: readings at or beyond this are invalid, m.
+
+    Returns:
+        (N, 3) float32 array of (x forward, y left, z up above the ground), m.
+
+    Raises:
+        ValueError: ``depth_m`` is not 2-D.
+    """
+    if depth_m.ndim != 2:
+        raise ValueError(f"depth image must be (H, W), got shape {depth_m.shape}")
+    s = max(1, int(stride))
+    d = np.asarray(depth_m[::s, ::s], dtype=np.float32)
+    v, u = np.mgrid[0 : depth_m.shape[0] : s, 0 : depth_m.shape[1] : s]
+    ok = np.isfinite(d) & (d > min_m) & (d < max_m)
+    z = d[ok]
+    xo = (u[ok].astype(np.float32) - k.cx) * z / k.fx  # optical x (right)
+    yo = (v[ok].astype(np.float32) - k.cy) * z / k.fy  # optical y (down)
+    # optical -> camera_link (x fwd, y left, z up), then elevation about y, then mount offset
+    cx_, cy_, cz_ = z, -xo, -yo
+    c, sn = math.cos(mount.pitch), math.sin(mount.pitch)
+    x = c * cx_ - sn * cz_ + mount.x
+    zz = sn * cx_ + c * cz_ + mount.z
+    y = cy_ + mount.y
+    return np.stack([x, y, zz], axis=1).astype(np.float32)
+
+
+def obstacle_points(points: np.ndarray, min_height: float, max_height: float, keep_z: bool = False) -> np.ndarray:
+    """The points whose height lies in ``[min_height, max_height]`` (m), i.e. that block the body:
+    (N, 2) xy, or (N, 3) xyz with ``keep_z``."""
+    m = (points[:, 2] >= min_height) & (points[:, 2] <= max_height)
+    return np.ascontiguousarray(points[m, : 3 if keep_z else 2])
+
+
+def _who(p: Person) -> str:
+    return "a person" if p.human_id is None else f"person {p.human_id}"
+
+
+def _rect_distance(px: np.ndarray, py: np.ndarray, x0: float, x1: float, hw: float) -> np.ndarray:
+    """Distance from points to the axis-aligned rectangle [x0, x1] x [-hw, hw] (0 inside)."""
+    dx = np.maximum(np.maximum(x0 - px, px - x1), 0.0)
+    dy = np.maximum(np.abs(py) - hw, 0.0)
+    return np.hypot(dx, dy)
+
+
+def forward_hazard(
+    obs: Obstacles, fp: Footprint, distance: float, front_margin: float, side_margin: float, personal_space: float, min_points: int
+) -> Hazard | None:
+    """Check the corridor swept by a straight move of ``distance`` metres (negative = backwards).
+
+    Static: depth points inside ``[nose, nose + |distance| + front_margin] x [-(w/2 + side_margin),
+    w/2 + side_margin]`` (mirrored for backwards; points inside the body itself are ignored; for a
+    disc footprint the corridor is the disc grown by ``side_margin`` swept to the same reach);
+    at least ``min_points`` of them block. Humans: a person closer than ``personal_space`` to the
+    swept footprint blocks when the move brings the footprint closer to them than it is now.
+
+    Returns:
+        The nearest :class:`Hazard`, or None when the path is free.
+    """
+    hazards: list[Hazard] = []
+    hl, hw = fp.half_length, fp.half_width
+    sgn = 1.0 if distance >= 0 else -1.0
+    reach = abs(distance)
+    if obs.points is not None and len(obs.points):
+        px, py = obs.points[:, 0] * sgn, obs.points[:, 1]
+        if fp.radius > 0:  # capsule: the disc grown by side_margin, swept to reach + front_margin
+            ext = reach + max(front_margin - side_margin, 0.0)
+            inside = (
+                (px >= 0.0) & (np.hypot(px - np.clip(px, 0.0, ext), py) <= fp.radius + side_margin) & (np.hypot(px, py) >= fp.radius - 0.05)
+            )
+        else:
+            inside = (px >= hl - 0.05) & (px <= hl + reach + front_margin) & (np.abs(py) <= hw + side_margin)
+        if int(inside.sum()) >= min_points:
+            gap = float(max(0.0, px[inside].min() - hl))
+            hazards.append(Hazard("static", "depth", gap, None, f"{int(inside.sum())} depth points {gap:.2f} m ahead of the footprint"))
+    for p in obs.people:
+        x, y = p.x * sgn, p.y
+        now = float(fp.distance(x, y))
+        swept = float(fp.distance(x, y, reach))
+        if swept < personal_space and swept < now - 1e-3:
+            hazards.append(
+                Hazard(
+                    "human",
+                    "people",
+                    swept,
+                    p.human_id,
+                    f"{_who(p)} would come {swept:.2f} m from the footprint (personal space {personal_space:.2f} m)",
+                )
+            )
+    return min(hazards, key=lambda h: h.distance_m) if hazards else None
+
+
+def turn_hazard(obs: Obstacles, fp: Footprint, angle: float, margin: float, person_radius: float, min_points: int) -> Hazard | None:
+    """Check the area swept by turning in place by ``angle`` rad (CCW positive); always free for a disc.
+
+    The footprint, grown by ``margin``, is sampled every 2 deg from 0 to ``angle``; ``min_points``
+    depth points inside it (outside the current footprint) block. A person whose body
+    (``person_radius``) would come within ``margin`` of the swept footprint -- and closer than now --
+    blocks too.
+
+    Returns:
+        The nearest :class:`Hazard`, or None when the turn is free.
+    """
+    if fp.radius > 0:
+        return None  # a disc turning in place sweeps no new area
+    hl, hw = fp.half_length, fp.half_width
+    n = max(1, math.ceil(abs(angle) / TURN_SAMPLE_RAD))
+    angles = np.linspace(0.0, angle, n + 1)
+    hazards: list[Hazard] = []
+    if obs.points is not None and len(obs.points):
+        px, py = obs.points[:, 0], obs.points[:, 1]
+        body = (np.abs(px) <= hl) & (np.abs(py) <= hw)
+        hit = np.zeros(len(px), dtype=bool)
+        for a in angles:
+            c, s = math.cos(a), math.sin(a)
+            rx, ry = c * px + s * py, -s * px + c * py  # point in the body frame rotated by a
+            hit |= (np.abs(rx) <= hl + margin) & (np.abs(ry) <= hw + margin)
+        hit &= ~body
+        if int(hit.sum()) >= min_points:
+            gap = float(_rect_distance(px[hit], py[hit], -hl, hl, hw).min())
+            hazards.append(Hazard("static", "depth", gap, None, f"{int(hit.sum())} depth points inside the swept footprint"))
+    for p in obs.people:
+        now = float(_rect_distance(np.array([p.x]), np.array([p.y]), -hl, hl, hw)[0])
+        best = now
+        for a in angles:
+            c, s = math.cos(a), math.sin(a)
+            rx, ry = c * p.x + s * p.y, -s * p.x + c * p.y
+            best = min(best, float(_rect_distance(np.array([rx]), np.array([ry]), -hl, hl, hw)[0]))
+        if best < person_radius + margin and best < now - 1e-3:
+            hazards.append(
+                Hazard(
+                    "human",
+                    "people",
+                    max(0.0, best - person_radius),
+                    p.human_id,
+                    f"turn would bring the footprint within {best:.2f} m of {_who(p)}",
+                )
+            )
+    return min(hazards, key=lambda h: h.distance_m) if hazards else None
+
+
+def contact_hazard(obs: Obstacles, fp: Footprint, person_radius: float) -> Hazard | None:
+    """A person already touching the current footprint (centre within ``person_radius``), or None."""
+    for p in obs.people:
+        d = float(fp.distance(p.x, p.y))
+        if d < person_radius:
+            return Hazard(
+                "human", "people", max(0.0, d - person_radius), p.human_id, f"{_who(p)} in contact ({d:.2f} m from the footprint)"
+            )
+    return None
+
+
+@runtime_checkable
+class PersonDetector(Protocol):
+    """Pluggable person detector for the real robot (in sim, havln/people carries ground truth).
+
+    An implementation is loaded by ``"package.module:ClassName"`` (see :func:`load_person_detector`),
+    constructed without arguments, and called on each colour + aligned depth frame pair.
+    """
+
+    def detect(self, rgb: np.ndarray, depth_m: np.ndarray, k: Intrinsics, mount: CameraMount) -> list[Person]:
+        """Detect people.
+
+        Args:
+            rgb: (H, W, 3) uint8 colour image.
+            depth_m: (H, W) float32 depth aligned to ``rgb``, metres (0 = invalid).
+            k: intrinsics of both images.
+            mount: camera pose relative to base_link.
+
+        Returns:
+            People in base_link (x forward, y left, m), ``human_id`` when a tracker provides one.
+        """
+        ...
+
+
+def load_person_detector(spec: str) -> PersonDetector:
+    """Instantiate a detector from ``"module:ClassName"``.
+
+    Raises:
+        ValueError: ``spec`` is malformed, the class cannot be imported, or it lacks ``detect``.
+    """
+    if ":" not in spec:
+        raise ValueError(f"person_detector: expected 'package.module:ClassName', got {spec!r}")
+    mod_name, attr = spec.split(":", 1)
+    try:
+        cls = getattr(importlib.import_module(mod_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"person_detector: cannot load {spec!r} ({exc})") from None
+    det = cls()
+    if not isinstance(det, PersonDetector):
+        raise ValueError(f"person_detector: {spec!r} has no detect(rgb, depth_m, k, mount) method")
+    return det
+
+
+@dataclass(frozen=True)
+class ViewRegion:
+    """Ground area (base_link) where the depth camera sees obstacles of at least ``min_height``.
+
+    Built with :meth:`from_camera`. A point is visible when it lies inside the horizontal field of
+    view, beyond the blind distance (where the lower image edge reaches ``min_height``) and
+    within ``max_range`` of the camera.
+    """
+
+    mount: CameraMount
+    half_hfov: float
+    blind_m: float
+    max_range: float
+    tan_down: float = 0.0
+
+    @classmethod
+    def from_camera(cls, k: Intrinsics, width: int, height: int, mount: CameraMount, min_height: float, max_range: float) -> ViewRegion:
+        """From intrinsics, image size (px), mount, smallest obstacle height (m) and depth range (m)."""
+        half_h = math.atan2(min(k.cx, width - 1 - k.cx), k.fx)
+        down = math.atan2(height - 1 - k.cy, k.fy) - mount.pitch  # lower image edge below horizontal, rad
+        blind = (mount.z - min_height) / math.tan(down) if down > 1e-3 else math.inf
+        return cls(mount, half_h, max(0.0, blind), max_range, math.tan(down) if down > 1e-3 else 0.0)
+
+    def contains(self, x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask of the base_link points (x, y) inside the region; with heights ``z`` (m
+        above the ground) a taller point is visible closer than ``blind_m``."""
+        dx, dy = np.asarray(x) - self.mount.x, np.asarray(y) - self.mount.y
+        if z is None or self.tan_down <= 0:
+            near = dx >= self.blind_m
+        else:
+            near = dx >= np.maximum(self.mount.z - np.asarray(z), 0.0) / self.tan_down
+        return near & (np.hypot(dx, dy) <= self.max_range) & (np.abs(np.arctan2(dy, dx)) <= self.half_hfov)
+
+
+class ObstacleMemory:
+    """Short-term memory of obstacle points in the odom frame.
+
+    A level camera on the Go2 does not see the floor within ~0.4 m ahead of the nose, so low
+    obstacles in the step corridor are only visible from further away. The memory keeps points
+    seen in the last ``keep_s`` seconds (on a ``cell_m`` grid, newest wins, each cell keeping how
+    many points fell in it so ``min_obstacle_points`` still rejects noise) and returns them in the
+    current base_link using odometry.
+
+    Args:
+        keep_s: how long a point is remembered, s.
+        cell_m: grid cell for de-duplication, m.
+    """
+
+    def __init__(self, keep_s: float = 3.0, cell_m: float = 0.05) -> None:
+        self.keep_s = float(keep_s)
+        self.cell_m = float(cell_m)
+        self._cells: dict[tuple[int, int], tuple[float, float, float, int, float]] = {}  # cell -> (x, y, t, n points, top z)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._cells.clear()
+
+    def add(self, t: float, points_base: np.ndarray, pose: tuple[float, float, float], view: ViewRegion | None = None) -> None:
+        """Remember ``points_base`` ((N, 2) xy or (N, 3) xyz in base_link, m) seen at time ``t`` from
+        odom pose ``pose`` (x, y, yaw).
+
+        Remembered points inside ``view`` (where the camera would have seen them) that this frame
+        did not see again are forgotten: the obstacle has moved away.
+        """
+        x, y, th = pose
+        if view is not None and self._cells:
+            keys = list(self._cells)
+            old = np.array([self._cells[k][:2] for k in keys], dtype=np.float64)
+            hz = np.array([self._cells[k][4] for k in keys], dtype=np.float64)
+            c, s = math.cos(th), math.sin(th)
+            dx, dy = old[:, 0] - x, old[:, 1] - y
+            seen = view.contains(c * dx + s * dy, -s * dx + c * dy, hz)
+            for k, gone in zip(keys, seen.tolist(), strict=True):
+                if gone:
+                    del self._cells[k]
+        if points_base is None or not len(points_base):
+            return
+        c, s = math.cos(th), math.sin(th)
+        wx = x + c * points_base[:, 0] - s * points_base[:, 1]
+        wy = y + s * points_base[:, 0] + c * points_base[:, 1]
+        ix = np.floor(wx / self.cell_m).astype(np.int64)
+        iy = np.floor(wy / self.cell_m).astype(np.int64)
+        key = ix * 1_000_003 + iy  # one int64 per cell: 1-D unique is much faster than axis=0
+        ukey, first, inv, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+        cells = np.stack([ix[first], iy[first]], axis=1)
+        zs = points_base[:, 2] if points_base.shape[1] > 2 else np.zeros(len(points_base))
+        ztop = np.full(len(ukey), -np.inf)
+        np.maximum.at(ztop, inv.ravel(), zs)
+        for (i, j), k, n, zt in zip(cells.tolist(), first.tolist(), counts.tolist(), ztop.tolist(), strict=True):
+            self._cells[(i, j)] = (float(wx[k]), float(wy[k]), t, min(int(n), 50), float(zt))
+
+    def points(self, t: float, pose: tuple[float, float, float]) -> np.ndarray:
+        """Remembered points younger than ``keep_s`` as (N, 2) float32 in the base_link of ``pose``."""
+        old = [k for k, v in self._cells.items() if t - v[2] > self.keep_s]
+        for k in old:
+            del self._cells[k]
+        if not self._cells:
+            return np.zeros((0, 2), np.float32)
+        vals = list(self._cells.values())
+        a = np.repeat(np.array([(v[0], v[1]) for v in vals], dtype=np.float64), [v[3] for v in vals], axis=0)
+        x, y, th = pose
+        c, s = math.cos(th), math.sin(th)
+        dx, dy = a[:, 0] - x, a[:, 1] - y
+        return np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1).astype(np.float32)

@@ -1,0 +1,307 @@
+"""motion_node: HA-VLN action literals -> closed-loop ``cmd_vel``, with collision checks and revert.
+
+Thin ROS shell over :class:`havln_robot.motion.executor.Executor`.
+
+* subscribes ``havln/action`` (std_msgs/String literal), ``odom`` (nav_msgs/Odometry),
+  ``imu`` (sensor_msgs/Imu: gyro z integrated for yaw, linear acceleration for bumps),
+  ``camera/aligned_depth_to_color/image_raw`` (16UC1 mm or 32FC1 m) + its ``camera_info``,
+  ``havln/people`` (geometry_msgs/PoseArray in base_link);
+* publishes ``cmd_vel`` (geometry_msgs/Twist) at ``control_rate_hz`` while an action runs (and
+  for ``idle_zero_s`` after; continuously zero after STOP), ``havln/action_result`` and
+  ``havln/collision`` (diagnostic_msgs/DiagnosticStatus records, keys in :mod:`havln_robot.topics`).
+
+One action at a time: an action arriving while busy is answered ``rejected``; STOP aborts the
+running action and publishes zero velocity from inside the subscription callback (no wait for
+the next control tick).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseArray, Twist
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from sensor_msgs.msg import CameraInfo, Image, Imu
+from std_msgs.msg import String
+
+from havln_robot.geometry import quat_to_yaw
+from havln_robot.motion.checks import GyroYaw
+from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
+from havln_robot.motion.params import MOTION_PARAMS
+from havln_robot.motion.safety import (
+    CameraMount,
+    Intrinsics,
+    ObstacleMemory,
+    Obstacles,
+    Person,
+    ViewRegion,
+    depth_to_points,
+    load_person_detector,
+    obstacle_points,
+)
+from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.nodes._msgs import image_array, status_msg
+from havln_robot.params import ConfigError
+from havln_robot.topics import BASE_FRAME
+
+_OK, _WARN, _ERROR = 0, 1, 2
+_LEVEL = {
+    "ok": _OK,
+    "collision": _ERROR,
+    "slip": _ERROR,
+    "stall": _ERROR,
+    "timeout": _WARN,
+    "aborted": _WARN,
+    "rejected": _WARN,
+    "unsupported": _WARN,
+}
+
+
+class MotionNode(HavlnNode):
+    """The motion node. See the module docstring for its interface.
+
+    Raises:
+        ConfigError: a parameter has the wrong type or is out of range.
+    """
+
+    SPEC = MOTION_PARAMS
+
+    def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(params, node_name, **kwargs)
+        p = self.params
+        self.cfg = MotionConfig.from_params(p)
+        self.motion = Executor(self.cfg)
+        self.gyro = GyroYaw(p["gyro_bias_time_s"])
+        self.mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
+        self._odom: tuple[float, float, float] | None = None
+        self._odom_t: float | None = None
+        self._odom_speed = 0.0
+        self._imu_t: float | None = None
+        self._imu_stamped: bool | None = None
+        self._accel: tuple[float, float] | None = None
+        self._depth: tuple[Image, float] | None = None
+        self._depth_cache: tuple[int, float, np.ndarray] | None = None
+        self._depth_seq = 0
+        self.memory = ObstacleMemory(keep_s=p["obstacle_memory_s"])
+        self.detector = None
+        self._color: Image | None = None
+        self._detected: list[Person] = []
+        if p["person_detector"]:
+            try:
+                self.detector = load_person_detector(p["person_detector"])
+            except ValueError as exc:
+                msg = f"{self.get_name()}: {exc}"
+                self.destroy_node()
+                raise ConfigError(msg) from None
+        self._k: Intrinsics | None = None
+        self._people: tuple[list[Person], float] = ([], -math.inf)
+        self._zero_until = -math.inf
+        self._warned: set[str] = set()
+
+        group = MutuallyExclusiveCallbackGroup()  # all callbacks serialised: the executor is not thread-safe
+        self.cmd_pub = self.create_publisher(Twist, p["cmd_vel_topic"], 10)
+        self.result_pub = self.create_publisher(DiagnosticStatus, p["action_result_topic"], 50)
+        self.collision_pub = self.create_publisher(DiagnosticStatus, p["collision_topic"], 50)
+        self.create_subscription(String, p["action_topic"], self._on_action, 10, callback_group=group)
+        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, 10, callback_group=group)
+        # short queue: under load a deep IMU backlog is worse (stale yaw) than dropped samples
+        self.create_subscription(Imu, p["imu_topic"], self._on_imu, 10, callback_group=group)
+        self.create_subscription(Image, p["depth_topic"], self._on_depth, 2, callback_group=group)
+        self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, 2, callback_group=group)
+        self.create_subscription(PoseArray, p["people_topic"], self._on_people, 5, callback_group=group)
+        if self.detector is not None:
+            self.create_subscription(Image, p["color_topic"], self._on_color, 2, callback_group=group)
+        self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
+
+    # ------------------------------------------------------------------ helpers
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _warn_once(self, key: str, text: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.get_logger().warning(text)
+
+    def _stamp_time(self, stamp: Any, now: float, name: str) -> float:
+        """The time (our clock) a message refers to: its header stamp when the stamp is on our
+        clock (not in the future, at most 5 s old), else ``now`` (receipt time; warns once about the
+        clock mismatch). A late message keeps its stamp, so the executor sees it as stale."""
+        st = stamp.sec + stamp.nanosec * 1e-9
+        if st <= 0 or now <= 0:  # unstamped, or our sim clock has not started yet
+            return now
+        if not -0.05 <= now - st <= 5.0:
+            self._warn_once(
+                f"clock-{name}",
+                f"{name} stamps are {now - st:+.2f} s off this node's clock; using receipt times (check use_sim_time / clock sync)",
+            )
+            return now
+        return min(st, now)
+
+    def _publish_cmd(self, cmd: tuple[float, float]) -> None:
+        tw = Twist()
+        tw.linear.x, tw.angular.z = float(cmd[0]), float(cmd[1])
+        self.cmd_pub.publish(tw)
+
+    def _emit(self, tick: Tick, t: float) -> None:
+        self._publish_cmd(tick.cmd)
+        if tick.results or tick.collisions:
+            self._zero_until = t + self.params["idle_zero_s"]
+        for c in tick.collisions:
+            self._publish_collision(c)
+        for r in tick.results:
+            self._publish_result(r)
+
+    def _publish_result(self, r: ActionResult) -> None:
+        self.result_pub.publish(status_msg(r.action, r.outcome, r.record(), _LEVEL.get(r.outcome, _WARN), hardware_id=self.get_name()))
+        text = f"#{r.seq} {r.action}: {r.outcome} ({r.duration_s:.2f} s){' - ' + r.detail if r.detail else ''}"
+        if r.outcome == "ok":  # rclpy forbids two severities from one call site
+            self.get_logger().info(text)
+        else:
+            self.get_logger().warning(text)
+
+    def _publish_collision(self, c: CollisionRecord) -> None:
+        level = _WARN if c.motion_state == "blocked" else _ERROR
+        self.collision_pub.publish(status_msg("collision", c.type, c.record(), level, hardware_id=self.get_name()))
+
+    def _obstacles(self, t: float) -> Obstacles:
+        """Obstacle points from the latest fresh depth image and fresh people, in base_link."""
+        p = self.params
+        pts = None
+        if self._depth is not None and self._k is not None and t - self._depth[1] <= p["depth_timeout_s"]:
+            msg, _ = self._depth
+            key = self._depth_seq
+            pitch = self.mount.pitch + (self.motion.pitch if p["virtual_pitch_tilts_depth"] else 0.0)
+            if self._depth_cache is None or self._depth_cache[0] != key or self._depth_cache[1] != pitch:
+                try:
+                    arr = image_array(msg)
+                except ValueError as exc:
+                    self._warn_once("depth-enc", f"{p['depth_topic']}: {exc}; expected 16UC1 (mm) or 32FC1 (m)")
+                    arr = None
+                if arr is not None:
+                    depth_m = arr.astype(np.float32) * (0.001 if msg.encoding == "16UC1" else 1.0)
+                    mount = CameraMount(self.mount.x, self.mount.y, self.mount.z, pitch)
+                    xyz = depth_to_points(depth_m, self._k, mount, p["depth_stride"], p["depth_min_m"], p["depth_max_m"])
+                    self._detected = self._detect(depth_m, mount)
+                    pts3 = obstacle_points(xyz, p["obstacle_min_height_m"], p["obstacle_max_height_m"], keep_z=True)
+                    pts_now = np.ascontiguousarray(pts3[:, :2])
+                    self._depth_cache = (key, pitch, pts_now)
+                    if self._odom is not None and p["obstacle_memory_s"] > 0:
+                        view = ViewRegion.from_camera(self._k, msg.width, msg.height, mount, p["obstacle_min_height_m"], p["depth_max_m"])
+                        self.memory.add(self._depth[1], pts3, self._odom, view)
+            if self._depth_cache is not None and self._depth_cache[0] == key:
+                pts = self._depth_cache[2]
+                if self._odom is not None and p["obstacle_memory_s"] > 0:
+                    pts = np.concatenate([pts, self.memory.points(t, self._odom)])
+        people, pt = self._people
+        people = list(people) if t - pt <= p["people_timeout_s"] else []
+        if pts is not None:
+            people += self._detected
+        return Obstacles(points=pts, people=people)
+
+    def _detect(self, depth_m: np.ndarray, mount: CameraMount) -> list[Person]:
+        """People from the in-process PersonDetector on the latest colour frame (empty without one)."""
+        if self.detector is None or self._color is None or self._k is None:
+            return []
+        try:
+            rgb = image_array(self._color)
+            return list(self.detector.detect(rgb, depth_m, self._k, mount))
+        except Exception as exc:  # noqa: BLE001 - a faulty plug-in must not stop the robot's checks
+            self._warn_once(
+                "detector",
+                f"person_detector {self.params['person_detector']} failed: {exc}; people from {self.params['people_topic']} only",
+            )
+            return []
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_action(self, msg: String) -> None:
+        t = self._now()
+        action = msg.data.strip()
+        imu_yaw = self.gyro.yaw if self._imu_t is not None else None
+        if action == "STOP":
+            tick = self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw)
+        else:
+            tick = self.motion.start(action, t, self._odom, imu_yaw, self._obstacles(t))
+        self._emit(tick, t)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        t = self._now()
+        pp, q = msg.pose.pose.position, msg.pose.pose.orientation
+        self._odom = (float(pp.x), float(pp.y), quat_to_yaw(q.x, q.y, q.z, q.w))
+        tw = msg.twist.twist
+        self._odom_speed = abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z)
+        self._odom_t = self._stamp_time(msg.header.stamp, t, "odom")
+
+    def _on_imu(self, msg: Imu) -> None:
+        t = self._now()
+        st = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        # integrate on the sensor's own stamps (consistent within the stream, whatever the clock)
+        if self._imu_stamped is None:
+            self._imu_stamped = st > 0
+        sample_t = st if self._imu_stamped else t
+        still = self.motion.stationary(t) and self._odom_speed < 0.02  # odometry twist noise of a standing robot
+        q = msg.orientation
+        has_orientation = msg.orientation_covariance[0] != -1.0 and (q.x, q.y, q.z, q.w) != (0.0, 0.0, 0.0, 0.0)
+        if self.params["imu_yaw_source"] == "orientation" and has_orientation:
+            self.gyro.add_orientation(sample_t, quat_to_yaw(q.x, q.y, q.z, q.w), stationary=still)
+        else:
+            self.gyro.add(sample_t, float(msg.angular_velocity.z), stationary=still)
+        a = msg.linear_acceleration
+        self._accel = (float(a.x), float(a.y))
+        self._imu_t = self._stamp_time(msg.header.stamp, t, "imu")
+
+    def _on_color(self, msg: Image) -> None:
+        self._color = msg
+
+    def _on_depth(self, msg: Image) -> None:
+        self._depth = (msg, self._now())
+        self._depth_seq += 1
+
+    def _on_info(self, msg: CameraInfo) -> None:
+        try:
+            self._k = Intrinsics.from_k(msg.k)
+        except ValueError as exc:
+            self._warn_once("info", f"{self.params['depth_info_topic']}: {exc}")
+
+    def _on_people(self, msg: PoseArray) -> None:
+        if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
+            self._warn_once(
+                "people-frame", f"{self.params['people_topic']}: frame {msg.header.frame_id!r} ignored; people must be in {BASE_FRAME}"
+            )
+            return
+        # PoseArray carries no ids (sim_node sorts people nearest first), so human_id stays unknown.
+        people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
+        self._people = (people, self._now())
+
+    def _on_tick(self) -> None:
+        t = self._now()
+        ex = self.motion
+        if ex.busy:
+            imu_yaw = self.gyro.yaw if self._imu_t is not None else None
+            tick = ex.update(t, self._odom, imu_yaw, self._obstacles(t), self._accel, self._odom_t, self._imu_t)
+            self._emit(tick, t)
+        elif ex.phase == "holding" or t < self._zero_until:
+            self._publish_cmd((0.0, 0.0))
+
+    def safe_stop(self) -> None:
+        """Abort the running action (outcome aborted) and publish zero cmd_vel. Never raises."""
+        try:
+            t = self._now()
+            self._emit(self.motion.abort(t, "motion_node shutting down"), t)
+        except Exception:  # noqa: BLE001 - must not raise during shutdown
+            try:
+                self._publish_cmd((0.0, 0.0))
+            except Exception:  # noqa: BLE001
+                pass
+
+
+NODE_CLASS = MotionNode
+
+
+def main() -> None:
+    """Console entry point ``motion_node``."""
+    sys.exit(run_node(MotionNode))

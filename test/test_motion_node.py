@@ -1,0 +1,257 @@
+"""motion_node over ROS: a fake base node integrates cmd_vel and publishes odom + imu; actions go
+in on havln/action and results come back on havln/action_result."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import Pose, PoseArray, Twist
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, Imu
+from std_msgs.msg import String
+
+from havln_robot.geometry import yaw_to_quat
+from havln_robot.motion.params import MOTION_PARAMS
+from havln_robot.motion.safety import Person
+from havln_robot.nodes._msgs import image_msg, status_dict
+from havln_robot.nodes.motion_node import MotionNode
+from havln_robot.params import ConfigError
+
+
+class FakeBase(Node):
+    """Integrates cmd_vel (no latency) at 100 Hz; publishes odom and imu; optional depth wall."""
+
+    def __init__(self, context):
+        super().__init__("fake_base", context=context)
+        self.x = self.y = self.th = 0.0
+        self.cmd = (0.0, 0.0)
+        self.cmds: list[tuple[float, float, float]] = []
+        self.results: list[DiagnosticStatus] = []
+        self.collisions: list[DiagnosticStatus] = []
+        self.silent = False
+        self.imu_orientation = True
+        self.wall_m: float | None = None
+        self.people: list[tuple[float, float]] | None = None
+        self.last = time.monotonic()
+        self.odom_pub = self.create_publisher(Odometry, "odom", 10)
+        self.imu_pub = self.create_publisher(Imu, "imu", 50)
+        self.action_pub = self.create_publisher(String, "havln/action", 10)
+        self.depth_pub = self.create_publisher(Image, "camera/aligned_depth_to_color/image_raw", 2)
+        self.info_pub = self.create_publisher(CameraInfo, "camera/aligned_depth_to_color/camera_info", 2)
+        self.people_pub = self.create_publisher(PoseArray, "havln/people", 5)
+        self.color_pub = self.create_publisher(Image, "camera/color/image_raw", 2)
+        self.create_subscription(Twist, "cmd_vel", self._on_cmd, 50)
+        self.create_subscription(DiagnosticStatus, "havln/action_result", self.results.append, 50)
+        self.create_subscription(DiagnosticStatus, "havln/collision", self.collisions.append, 50)
+        self.create_timer(0.01, self._step)
+        self.create_timer(0.1, self._sensors)
+
+    def _on_cmd(self, msg):
+        self.cmd = (msg.linear.x, msg.angular.z)
+        self.cmds.append((time.monotonic(), msg.linear.x, msg.angular.z))
+
+    def _step(self):
+        now = time.monotonic()
+        dt, self.last = now - self.last, now
+        self.x += self.cmd[0] * math.cos(self.th) * dt
+        self.y += self.cmd[0] * math.sin(self.th) * dt
+        self.th += self.cmd[1] * dt
+        if self.silent:
+            return
+        stamp = self.get_clock().now().to_msg()
+        od = Odometry()
+        od.header.stamp = stamp
+        od.header.frame_id, od.child_frame_id = "odom", "base_link"
+        od.pose.pose.position.x, od.pose.pose.position.y = self.x, self.y
+        q = yaw_to_quat(self.th)
+        o = od.pose.pose.orientation
+        o.x, o.y, o.z, o.w = q
+        od.twist.twist.linear.x, od.twist.twist.angular.z = self.cmd
+        self.odom_pub.publish(od)
+        im = Imu()
+        im.header.stamp = stamp
+        im.angular_velocity.z = self.cmd[1]
+        if self.imu_orientation:
+            im.orientation.x, im.orientation.y, im.orientation.z, im.orientation.w = q
+        else:  # REP 145: no orientation estimate
+            im.orientation_covariance[0] = -1.0
+        im.linear_acceleration.z = 9.81
+        self.imu_pub.publish(im)
+
+    def _sensors(self):
+        stamp = self.get_clock().now().to_msg()
+        if self.wall_m is not None:
+            w, h, f = 160, 120, 100.0
+            info = CameraInfo()
+            info.width, info.height = w, h
+            info.k = [f, 0.0, (w - 1) / 2, 0.0, f, (h - 1) / 2, 0.0, 0.0, 1.0]
+            self.info_pub.publish(info)
+            depth = np.full((h, w), int(self.wall_m * 1000), np.uint16)
+            self.depth_pub.publish(image_msg(depth, "16UC1", "camera_color_optical_frame", stamp))
+            self.color_pub.publish(image_msg(np.zeros((h, w, 3), np.uint8), "rgb8", "camera_color_optical_frame", stamp))
+        if self.people is not None:
+            pa = PoseArray()
+            pa.header.stamp, pa.header.frame_id = stamp, "base_link"
+            for px, py in self.people:
+                ps = Pose()
+                ps.position.x, ps.position.y = px, py
+                pa.poses.append(ps)
+            self.people_pub.publish(pa)
+
+    def send(self, action):
+        self.action_pub.publish(String(data=action))
+
+
+@pytest.fixture
+def rig(ros_context):
+    params = {**MOTION_PARAMS.defaults(), "require_depth": False}
+    made = []
+
+    def make(**over):
+        node = MotionNode(params={**params, **over}, context=ros_context)
+        base = FakeBase(ros_context)
+        ex = SingleThreadedExecutor(context=ros_context)
+        ex.add_node(node)
+        ex.add_node(base)
+        made.append((ex, node, base))
+
+        def spin_until(cond, timeout=8.0):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                ex.spin_once(timeout_sec=0.005)
+                if cond():
+                    return True
+            return False
+
+        spin_until(lambda: node.count_subscribers("havln/action_result") > 0 and base.count_subscribers("havln/action") > 0, 5.0)
+        assert spin_until(lambda: node._odom is not None and node._imu_t is not None, 10.0), "no odom/imu from the fake base"
+        return node, base, spin_until
+
+    yield make
+    for ex, node, base in made:
+        ex.shutdown()
+        node.destroy_node()
+        base.destroy_node()
+
+
+def _result(msg):
+    return msg.name, msg.message, status_dict(msg)
+
+
+@pytest.mark.parametrize("imu_orientation", [True, False], ids=["imu-orientation", "gyro-only-imu"])
+def test_move_forward_and_turn_over_ros(rig, imu_orientation):
+    node, base, spin = rig()
+    base.imu_orientation = imu_orientation
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "ok"), rec
+    assert abs(float(rec["distance_odom_m"]) - 0.25) < 0.02
+    assert abs(base.x - 0.25) < 0.03
+    base.send("TURN_LEFT")
+    assert spin(lambda: len(base.results) >= 2)
+    name, outcome, rec = _result(base.results[1])
+    assert (name, outcome) == ("TURN_LEFT", "ok"), rec
+    assert abs(math.degrees(base.th) - 15.0) < 2.0
+    assert abs(float(rec["yaw_imu_deg"]) - 15.0) < 1.0
+    assert int(rec["seq"]) == 2
+    base.send("LOOK_UP")
+    assert spin(lambda: len(base.results) >= 3)
+    name, outcome, rec = _result(base.results[2])
+    assert (name, outcome) == ("LOOK_UP", "ok") and float(rec["pitch_deg"]) == pytest.approx(30.0)
+    spin(lambda: False, 0.3)
+    assert base.cmd == (0.0, 0.0)
+
+
+def test_busy_rejection_and_stop_preemption(rig):
+    node, base, spin = rig(max_linear_speed=0.1)  # a slow step, so STOP surely lands mid-way
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: base.x > 0.02)
+    base.send("TURN_LEFT")
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("TURN_LEFT", "rejected") and "busy" in rec["detail"]
+    t_stop = time.monotonic()
+    base.send("STOP")
+    assert spin(lambda: len(base.results) >= 3)
+    assert [(m.name, m.message) for m in base.results[1:3]] == [("MOVE_FORWARD", "aborted"), ("STOP", "ok")]
+    zero = [t for t, v, w in base.cmds if t >= t_stop and v == 0.0 and w == 0.0]
+    assert zero and zero[0] - t_stop < 0.5
+    x_stop = base.x
+    spin(lambda: False, 0.4)
+    assert base.x < 0.25 and abs(base.x - x_stop) < 0.01  # STOP holds zero velocity
+
+
+def test_lost_odometry_aborts(rig):
+    node, base, spin = rig(sensor_timeout_s=0.2)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: base.x > 0.03)
+    base.silent = True
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "aborted") and "silent" in rec["detail"]
+    assert base.cmd == (0.0, 0.0)
+
+
+def test_depth_wall_blocks_forward_and_is_logged(rig):
+    node, base, spin = rig(require_depth=True, camera_z_m=0.35)
+    base.wall_m = 0.4
+    assert spin(lambda: node._depth is not None and node._k is not None)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "collision") and "blocked before start" in rec["detail"]
+    assert spin(lambda: len(base.collisions) >= 1)
+    col = status_dict(base.collisions[0])
+    assert col["type"] == "static" and col["motion_state"] == "blocked" and col["source"] == "depth"
+    assert abs(base.x) < 1e-6
+    base.wall_m = 2.0
+    seq0 = node._depth_seq
+    assert spin(lambda: node._depth_seq >= seq0 + 2)  # a frame of the new scene has arrived
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: len(base.results) >= 2)
+    assert base.results[1].message == "ok"
+
+
+def test_person_ahead_blocks_over_ros(rig):
+    node, base, spin = rig()
+    base.people = [(0.9, 0.05)]
+    assert spin(lambda: len(node._people[0]) == 1)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: len(base.results) >= 1 and len(base.collisions) >= 1)
+    assert base.results[0].message == "collision"
+    col = status_dict(base.collisions[0])
+    assert col["type"] == "human" and col["human_id"] == ""
+
+
+class PersonAhead:
+    """A PersonDetector plug-in that always sees person 5 at 0.9 m straight ahead."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def detect(self, rgb, depth_m, k, mount):
+        assert rgb.shape[2] == 3 and depth_m.dtype == np.float32
+        return [Person(0.9, 0.0, 5)]
+
+
+def test_in_process_person_detector(rig):
+    node, base, spin = rig(require_depth=True, person_detector="test_motion_node:PersonAhead")
+    base.wall_m = 3.0  # free corridor, so only the detector's person can block
+    assert spin(lambda: node._color is not None and node._depth is not None and node._k is not None)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: len(base.results) >= 1 and len(base.collisions) >= 1)
+    assert base.results[0].message == "collision"
+    col = status_dict(base.collisions[0])
+    assert col["type"] == "human" and col["human_id"] == "5" and col["source"] == "people"
+
+
+def test_bad_person_detector_is_a_config_error(ros_context):
+    with pytest.raises(ConfigError, match="person_detector"):
+        MotionNode(params={**MOTION_PARAMS.defaults(), "person_detector": "no.such.module:Thing"}, context=ros_context)
