@@ -114,6 +114,13 @@ class _Monitor:
 
     def _on_collision(self, msg: Any) -> None:
         rec = self._dict(msg)
+        if rec.get("motion_state") == "blocked":
+            if not self.quiet:
+                print(
+                    f"  - {rec.get('action', '?')} refused before start: {rec.get('type', '?')} obstacle ({rec.get('source', '')})",
+                    flush=True,
+                )
+            return
         gt = self.run.ground_truth
         rec["map_x"], rec["map_y"] = gt.get("x", ""), gt.get("y", "")
         self.run.collisions.append(rec)

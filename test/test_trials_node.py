@@ -111,6 +111,12 @@ def test_scripted_sim_trial_is_recorded(ros_context, tmp_path):
             ("STOP", 1.49, 2.06, 15.0),
         ]
         for i, (a, x, y, yaw) in enumerate(script):
+            if i == 0:  # a prevented collision (motion_node refused to start) is not a collision of the trial
+                pubs["coll"].publish(
+                    status_msg("collision", "static", {"action": "MOVE_FORWARD", "type": "static", "motion_state": "blocked"})
+                )
+                _spin_until(ex, lambda: False, 0.3)
+                assert reader.collisions(t.id) == []
             if i == 2:
                 pubs["coll"].publish(
                     status_msg(
