@@ -22,7 +22,8 @@ People are placed by :meth:`Crowd.from_episode` with ``--seed`` (the same seed f
 ``havln-robot replay`` does, so replaying the written actions reproduces the results).
 
 Outputs (``--out DIR``): ``results.jsonl`` and ``results.csv`` (one row per episode), ``actions.json``
-(format-v1 action sequences: episode id → list of literals, each ending with STOP or 500 long) and
+(a run file: episode id → action sequence obeying the format-v1 rules; ``havln-robot export --runs``
+turns it into challenge files) and
 ``summary.json`` (aggregate). Collision baselines for TCR: ``--baseline FILE``
 (``collision_num_<split>.json``); by default a continuous ``val_seen``/``val_unseen`` file uses the
 challenge file of that split from the data folder, and any other file uses baseline 0 (discrete
@@ -227,7 +228,7 @@ def evaluate(
 
 
 def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) -> None:
-    """Write results.jsonl, results.csv, actions.json (format v1) and summary.json into ``out_dir``."""
+    """Write results.jsonl, results.csv, actions.json (run file: id → format-v1 sequence) and summary.json into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = [r.row() for r in records]
     with (out_dir / "results.jsonl").open("w") as fh:
