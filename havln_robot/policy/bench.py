@@ -1,0 +1,202 @@
+"""``havln-robot bench policy``: policy latency / memory on this CPU, and SR / NE against baselines.
+
+Part 1 -- for the full CMA layout (front view, ResNet-50 x 2) and the small panoramic model: the time of
+one :meth:`Policy.act` decision (ms; median and p90 over ``--steps`` steps after warm-up, torch with
+``--threads`` threads) and the peak resident memory (RSS, MB) of a fresh process that loads the model
+and runs those steps (measured in a subprocess each, so the two models do not share the figure).
+
+Part 2 -- ``havln-robot eval`` on HA-R2R val_seen (``--limit`` episodes, default 60) for the trained
+model (``--model``, default ``models/small_panoramic.pt``) and the ``forward`` and ``random`` baselines;
+prints SR, success rate and NE of each and whether the model at least doubles both baselines' SR.
+
+``--skip-eval`` runs part 1 only; ``--skip-latency`` part 2 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_WORKER = r"""
+import json, resource, sys, time
+import numpy as np, torch
+torch.set_num_threads(int(sys.argv[2]))
+kind, steps = sys.argv[1], int(sys.argv[3])
+from havln_robot.policy.api import Observation
+from havln_robot.policy.tokenizer import Vocabulary
+words = ["<pad>", "<unk>"] + [f"w{i}" for i in range(100)]
+vocab = Vocabulary(words)
+t0 = time.perf_counter()
+if kind == "cma":
+    from havln_robot.policy.cma import CMAModel, CMAPolicy
+    pol = CMAPolicy(CMAModel(), vocab=vocab)
+else:
+    from havln_robot.policy.small import SmallConfig, SmallNet, SmallPolicy
+    path = sys.argv[4] if len(sys.argv) > 4 else ""
+    if path:
+        from havln_robot.policy.checkpoint import load_state_strict, read_checkpoint
+        doc = read_checkpoint(path)
+        net = SmallNet(SmallConfig.from_dict(doc["config"]))
+        load_state_strict(net, doc["state_dict"], path)
+        pol = SmallPolicy(net, vocab=vocab)
+    else:
+        pol = SmallPolicy(SmallNet(SmallConfig()), vocab=vocab)
+load_s = time.perf_counter() - t0
+rng = np.random.default_rng(0)
+n = 12 if kind == "small" else 1
+heads = np.array([np.remainder(2 * np.pi * i / n + np.pi, 2 * np.pi) - np.pi for i in range(n)], np.float32)
+obs = Observation(rng.integers(0, 255, (n, 224, 224, 3), dtype=np.uint8), rng.random((n, 256, 256, 1), dtype=np.float32), heads, 0)
+times = []
+instr = " ".join(f"w{i}" for i in range(60))
+for k in range(steps + 3):
+    if kind == "small":
+        pol.reset(instr)  # every act() is then a full decision (panorama -> network)
+    elif k == 0:
+        pol.reset(instr)
+    t = time.perf_counter()
+    pol.act(obs)
+    if k >= 3:
+        times.append((time.perf_counter() - t) * 1000.0)
+params = sum(p.numel() for p in pol.model.parameters())
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(json.dumps({"kind": kind, "views": n, "params": params, "load_s": load_s, "median_ms": float(np.median(times)),
+                  "p90_ms": float(np.percentile(times, 90)), "peak_rss_mb": rss}))
+"""
+
+
+def measure(kind: str, threads: int, steps: int, checkpoint: str | None = None) -> dict:
+    """Run the latency/RSS worker for ``kind`` ("cma" or "small") in a fresh interpreter; returns its figures."""
+    cmd = [sys.executable, "-c", _WORKER, kind, str(threads), str(steps)] + ([checkpoint] if checkpoint else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(
+            f"latency worker for {kind} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
+        )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_PAT = {
+    "success": re.compile(r"success\s+([\d.]+)\s*%"),
+    "sr": re.compile(r"SR\s+([\d.]+)\s*%"),
+    "ne": re.compile(r"NE mean\s+([\d.]+)\s*m"),
+}
+
+
+def run_eval(policy: str, episodes: str | None, limit: int, seed: int) -> dict:
+    """``havln-robot eval --policy POLICY --limit N --out TMP`` in a subprocess; returns its summary.json (+ parsed stdout)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [
+            sys.executable,
+            "-m",
+            "havln_robot.cli",
+            "eval",
+            "--policy",
+            policy,
+            "--limit",
+            str(limit),
+            "--seed",
+            str(seed),
+            "--out",
+            tmp,
+            "-q",
+        ]
+        if episodes:
+            cmd += ["--episodes", episodes]
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if out.returncode != 0:
+            msg = (out.stderr.strip() or out.stdout.strip()).splitlines()
+            raise RuntimeError(f"havln-robot eval --policy {policy} failed: {msg[-1] if msg else out.returncode}")
+        summary_path = Path(tmp) / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    parsed = {k: float(m.group(1)) for k, p in _PAT.items() if (m := p.search(out.stdout))}
+    res = {
+        "policy": policy,
+        "episodes": summary.get("n", limit),
+        "sr": summary.get("sr", parsed.get("sr", float("nan")) / 100.0),
+        "success": summary.get("success_rate", parsed.get("success", float("nan")) / 100.0),
+        "ne": summary.get("ne", parsed.get("ne", float("nan"))),
+        "wall_s": wall,
+    }
+    return res
+
+
+def main(argv: list[str]) -> int:
+    """Run ``havln-robot bench policy``; prints the figures; returns 0 (2 on bad input / failed eval)."""
+    from havln_robot.paths import models_dir
+
+    ap = argparse.ArgumentParser(prog="havln-robot bench policy", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default=str(models_dir() / "small_panoramic.pt"), help="trained checkpoint for the SR/NE comparison")
+    ap.add_argument("--episodes", default=None, help="episodes file (default: havln-robot eval's, HA val_seen)")
+    ap.add_argument("--limit", type=int, default=60, help="episodes per policy in the SR/NE comparison")
+    ap.add_argument("--steps", type=int, default=20, help="timed decisions per model")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for the latency figures")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--skip-eval", action="store_true")
+    ap.add_argument("--json", help="also write all figures to this JSON file")
+    args = ap.parse_args(argv)
+    figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
+    if not args.skip_latency:
+        print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")
+        for kind, label in (("cma", "CMA (HA-VLN-CMA layout, 1 view)"), ("small", "small panoramic (12 views)")):
+            ckpt = args.model if kind == "small" and Path(args.model).is_file() else None
+            try:
+                m = measure(kind, args.threads, args.steps, ckpt)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                print(f"havln-robot bench policy: {exc}", file=sys.stderr)
+                return 2
+            figures[kind] = m
+            print(
+                f"  {label:34s} {m['params'] / 1e6:6.2f} M params  decision {m['median_ms']:8.1f} ms median"
+                f" ({m['p90_ms']:.1f} p90)  peak RSS {m['peak_rss_mb']:7.1f} MB  load {m['load_s']:.2f} s"
+            )
+    if not args.skip_eval:
+        if not Path(args.model).is_file():
+            print(
+                f"havln-robot bench policy: model {args.model} not found; train it with 'havln-robot train' or pass --model",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"SR / NE on {args.episodes or 'HA-R2R val_seen'} (first {args.limit} episodes, seed {args.seed}) via havln-robot eval:")
+        rows = []
+        for pol in (args.model, "forward", "random"):
+            try:
+                r = run_eval(pol, args.episodes, args.limit, args.seed)
+            except RuntimeError as exc:
+                print(f"havln-robot bench policy: {exc}", file=sys.stderr)
+                return 2
+            rows.append(r)
+            name = Path(pol).name if pol == args.model else pol
+            print(
+                f"  {name:24s} SR {100 * r['sr']:5.1f} %  success {100 * r['success']:5.1f} %  NE {r['ne']:5.2f} m  ({r['episodes']} episodes, {r['wall_s']:.0f} s)"
+            )
+        model_sr = rows[0]["sr"]
+        base = max(rows[1]["sr"], rows[2]["sr"])
+        ok = model_sr >= 2 * base and model_sr > 0
+        print(
+            f"  model SR {100 * model_sr:.1f} % vs best baseline {100 * base:.1f} %: {'at least doubles' if ok else 'does NOT double'} both baselines"
+        )
+        figures["eval"] = rows
+        figures["doubles_baselines"] = ok
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"

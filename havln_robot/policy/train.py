@@ -1,0 +1,260 @@
+"""``havln-robot train``: imitation learning of the small panoramic policy (teacher forcing, then DAgger).
+
+Data: R2R train paths (``$DATA/r2r/R2R_train.json``, 61 scans; the simulator places people) in the batch
+simulator (``havln_robot.sim.world.World``), views rendered by ``havln_robot.sim.render.Renderer`` at the
+model resolution. Validation: HA-R2R val_seen (``$DATA/ha_r2r_de/HA_val_seen.json``), new paths with
+human-aware instructions; the checkpoint with the best validation SR (then lowest NE) is kept.
+
+Schedule (VLN-CE DAgger, Krantz et al. 2020, Sec. 4): round 0 collects with the expert only
+(teacher forcing, beta = 1); round k >= 1 executes the expert's decision with probability
+``beta = beta0 ** k`` and the model's otherwise, labels are always the expert's, and the data of all
+rounds is aggregated. Every round trains ``--epochs`` epochs on the aggregate.
+
+Compute: designed for this machine's 2 CPU cores and a <= 2 h budget (``--time-budget-s``, default
+7000 s: collection and training stop early when it runs out, and the best checkpoint so far is kept).
+Torch uses ``--threads`` (default 1) intra-op threads.
+
+Output: ``--out`` (default ``models/small_panoramic.pt``) + a ``.json`` config/figures file next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from havln_robot.policy.api import PolicyError
+from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
+from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
+
+STOP_WEIGHT = 3.0
+"""Loss weight of STOP labels (one per episode against ~6 moves; cf. VLN-CE inflection weighting 3.2)."""
+
+
+def batch_loss(model: SmallNet, batch: list[EpisodeSample], headings: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    """Cross-entropy over (N views + STOP) and over step counts for a batch of episode samples (teacher forcing)."""
+    n = headings.shape[0]
+    b = len(batch)
+    t_max = max(len(s.choices) for s in batch)
+    tokens = torch.as_tensor(np.stack([s.tokens for s in batch]))
+    instr = model.encode_instruction(tokens)
+    c, r = batch[0].views.shape[2], batch[0].views.shape[3]
+    views = torch.zeros(b, t_max, n, c, r, r)
+    prevs = torch.zeros(b, t_max, PREV_DIM)
+    choices = torch.full((b, t_max), -100, dtype=torch.long)
+    steps = torch.full((b, t_max), -100, dtype=torch.long)
+    for i, s in enumerate(batch):
+        t = len(s.choices)
+        views[i, :t] = views_to_tensor(s.views)
+        prevs[i, :t] = torch.as_tensor(s.prevs)
+        choices[i, :t] = torch.as_tensor(s.choices)
+        st = torch.as_tensor(s.steps) - 1
+        st[torch.as_tensor(s.choices) == n] = -100
+        steps[i, :t] = st
+    feats = model.encode_views(views.flatten(0, 1)).view(b, t_max, n, -1)
+    h = model.init_state(b)
+    weights = torch.ones(n + 1)
+    weights[n] = STOP_WEIGHT
+    loss_c = loss_s = torch.zeros(())
+    correct = total = 0
+    hd = headings[None].expand(b, -1)
+    for t in range(t_max):
+        logits, ctx, h = model.step(instr, feats[:, t], hd, prevs[:, t], h)
+        y = choices[:, t]
+        valid = y >= 0
+        if not valid.any():
+            continue
+        loss_c = loss_c + F.cross_entropy(logits[valid], y[valid], weight=weights, reduction="sum")
+        correct += int((logits[valid].argmax(1) == y[valid]).sum())
+        total += int(valid.sum())
+        mv = steps[:, t] >= 0
+        if mv.any():
+            sel = feats[mv, t, y[mv].clamp(max=n - 1)]
+            sl = model.steps_logits(sel, ctx[mv], h[mv])
+            loss_s = loss_s + F.cross_entropy(sl, steps[mv, t], reduction="sum")
+    loss = (loss_c + 0.5 * loss_s) / max(total, 1)
+    return loss, {"acc": correct / max(total, 1), "n": total}
+
+
+def train_epochs(model: SmallNet, data: list[EpisodeSample], epochs: int, opt, batch_size: int, rng, deadline: float, log) -> None:
+    """Shuffle-and-train ``epochs`` passes over ``data``; stops at ``deadline``."""
+    headings = torch.as_tensor(pano_headings(model.cfg.views))
+    model.train()
+    for ep in range(epochs):
+        order = rng.permutation(len(data))
+        tot = acc = 0.0
+        nb = 0
+        for i in range(0, len(order), batch_size):
+            if time.time() > deadline:
+                log(f"  time budget reached in epoch {ep + 1}")
+                model.eval()
+                return
+            batch = [data[j] for j in order[i : i + batch_size]]
+            loss, st = batch_loss(model, batch, headings)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0)
+            opt.step()
+            tot += float(loss.detach())
+            acc += st["acc"]
+            nb += 1
+        log(f"  epoch {ep + 1}/{epochs}: loss {tot / max(nb, 1):.3f}, decision accuracy {acc / max(nb, 1):.3f} ({len(data)} episodes)")
+    model.eval()
+
+
+def summarize(results) -> dict:
+    """Mean SR / success / NE / collisions over rollout results (``World.metrics()`` objects)."""
+    ms = [r.metrics for r in results if r.metrics is not None]
+    if not ms:
+        return {"episodes": 0}
+
+    def mean(name):
+        vals = [float(getattr(m, name)) for m in ms if getattr(m, name, None) is not None]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    return {
+        "episodes": len(ms),
+        "sr": mean("sr"),
+        "success": mean("success"),
+        "ne": mean("ne"),
+        "spl": mean("spl"),
+        "collisions_human": mean("collisions_human"),
+        "steps": mean("steps"),
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from havln_robot.paths import data_dir, models_dir
+
+    ap = argparse.ArgumentParser(prog="havln-robot train", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--train", default=str(data_dir() / "r2r" / "R2R_train.json"), help="training episodes (R2R/HA-R2R json)")
+    ap.add_argument("--val", default=str(data_dir() / "ha_r2r_de" / "HA_val_seen.json"), help="validation episodes")
+    ap.add_argument("--connectivity", default=None, help="Matterport3D connectivity folder (default $DATA/connectivity)")
+    ap.add_argument("--episodes", type=int, default=None, help="use only the first N training episodes (default all)")
+    ap.add_argument("--val-episodes", type=int, default=100, help="validation episodes per round (0 = none)")
+    ap.add_argument("--rounds", type=int, default=3, help="collection rounds: 1 teacher forcing + (rounds-1) DAgger")
+    ap.add_argument("--dagger-episodes", type=int, default=None, help="episodes collected per DAgger round (default = --episodes)")
+    ap.add_argument("--beta", type=float, default=0.5, help="DAgger expert probability base: beta_k = beta ** k")
+    ap.add_argument("--epochs", type=int, default=4, help="training epochs per round")
+    ap.add_argument("--batch", type=int, default=8, help="episodes per batch")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--res", type=int, default=24, help="view resolution (px, multiple of 8)")
+    ap.add_argument("--views", type=int, default=12, help="panorama views")
+    ap.add_argument("--no-rgb", action="store_true", help="depth only")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--time-budget-s", type=float, default=7000.0, help="stop collecting/training after this many seconds")
+    ap.add_argument("--out", default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it")
+    ap.add_argument("--quiet", action="store_true")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    """Run ``havln-robot train``; returns 0 on success, 2 on bad input."""
+    args = build_parser().parse_args(argv)
+    log = (lambda *_: None) if args.quiet else (lambda m: print(m, flush=True))
+    try:
+        return _run(args, log, argv)
+    except (PolicyError, ValueError, FileNotFoundError) as exc:
+        print(f"havln-robot train: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args, log, argv) -> int:
+    from havln_robot.episodes import load_episodes
+    from havln_robot.policy.checkpoint import save_checkpoint
+    from havln_robot.policy.tokenizer import Vocabulary
+
+    if args.res % 8 or args.res < 8:
+        raise ValueError(f"--res must be a positive multiple of 8, got {args.res}")
+    if args.views < 2:
+        raise ValueError(f"--views must be >= 2 for the panoramic model, got {args.views}")
+    torch.set_num_threads(max(1, args.threads))
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.time()
+    deadline = t0 + args.time_budget_s
+    vocab = Vocabulary.load()
+    train_eps = load_episodes(args.train, connectivity_dir=args.connectivity, limit=args.episodes)
+    val_eps = load_episodes(args.val, connectivity_dir=args.connectivity, limit=args.val_episodes) if args.val_episodes else []
+    cfg = SmallConfig(views=args.views, res=args.res, use_rgb=not args.no_rgb)
+    model = SmallNet(cfg)
+    emb = init_embeddings(model)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(
+        f"small model: {n_params / 1e6:.2f} M parameters, {cfg.views} views at {cfg.res}px, embeddings {'from HA-VLN-CMA table' if emb else 'random'}"
+    )
+    log(f"train: {len(train_eps)} episodes from {args.train}; val: {len(val_eps)} from {args.val}")
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    data: list[EpisodeSample] = []
+    best = None
+    history = []
+    out = Path(args.out)
+    per_round = args.dagger_episodes or len(train_eps)
+    for rnd in range(args.rounds):
+        if time.time() > deadline:
+            break
+        beta = 1.0 if rnd == 0 else args.beta**rnd
+        eps = train_eps if rnd == 0 else [train_eps[i] for i in rng.permutation(len(train_eps))[:per_round]]
+        tc = time.time()
+        res = run_episodes(
+            eps,
+            vocab,
+            cfg,
+            None if rnd == 0 else model,
+            beta,
+            seed=args.seed + 1000 * rnd,
+            deadline=deadline,
+            connectivity_dir=args.connectivity,
+        )
+        new = [r.sample for r in res if r.sample is not None]
+        data += new
+        st = summarize(res)
+        log(
+            f"round {rnd} (beta {beta:.2f}): collected {len(new)} episodes, {sum(len(s.choices) for s in new)} decisions "
+            f"in {time.time() - tc:.0f} s; rollout SR {st.get('sr', float('nan')):.3f} NE {st.get('ne', float('nan')):.2f}"
+        )
+        tt = time.time()
+        train_epochs(model, data, args.epochs, opt, args.batch, rng, deadline, log)
+        log(f"  trained in {time.time() - tt:.0f} s")
+        val = (
+            summarize(run_episodes(val_eps, vocab, cfg, model, 0.0, seed=12345, record=False, connectivity_dir=args.connectivity))
+            if val_eps
+            else {}
+        )
+        if val:
+            log(
+                f"  val_seen ({val['episodes']} ep): SR {val['sr']:.3f}, success {val['success']:.3f}, NE {val['ne']:.2f} m, SPL {val['spl']:.3f}"
+            )
+        history.append({"round": rnd, "beta": beta, "train_episodes": len(data), "val": val})
+        key = (val.get("sr", 0.0), -val.get("ne", math.inf)) if val else (rnd, 0)
+        if best is None or key >= best[0]:
+            meta = {"round": rnd, "val": val, "command": "havln-robot train " + " ".join(argv), "elapsed_s": round(time.time() - t0, 1)}
+            save_checkpoint(out, model, "small", cfg.to_dict(), meta)
+            best = (key, meta)
+            log(f"  saved {out} ({os.path.getsize(out) / 1e6:.2f} MB)")
+    if best is None:
+        raise ValueError("time budget ran out before the first round finished; raise --time-budget-s")
+    report = {
+        "checkpoint": out.name,
+        "kind": "small",
+        "config": cfg.to_dict(),
+        "parameters": n_params,
+        "best": best[1],
+        "history": history,
+        "command": "havln-robot train " + " ".join(argv),
+        "elapsed_s": round(time.time() - t0, 1),
+        "train_file": Path(args.train).name,
+        "val_file": Path(args.val).name,
+    }
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    log(f"done in {time.time() - t0:.0f} s: {out} (+ {out.with_suffix('.json').name})")
+    return 0

@@ -1,0 +1,88 @@
+"""`havln-robot train` end to end on a few real episodes in the batch simulator, and the shipped model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from havln_robot.actions import ACTIONS
+from havln_robot.policy.api import Observation, load_policy
+from havln_robot.policy.small import SmallPolicy
+
+
+def test_train_pipeline_end_to_end(havln_data, tmp_path):
+    from havln_robot.policy.train import main
+
+    out = tmp_path / "tiny.pt"
+    argv = [
+        "--episodes",
+        "3",
+        "--rounds",
+        "2",
+        "--dagger-episodes",
+        "2",
+        "--epochs",
+        "1",
+        "--val-episodes",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert [h["round"] for h in report["history"]] == [0, 1]
+    assert report["history"][1]["train_episodes"] == 5  # 3 teacher-forced + 2 DAgger episodes aggregated
+    assert report["history"][0]["val"]["episodes"] == 2
+    assert report["command"].startswith("havln-robot train --episodes 3")
+    pol = load_policy(out)
+    assert isinstance(pol, SmallPolicy) and pol.views == 12
+
+
+def test_train_rejects_bad_arguments(capsys):
+    from havln_robot.policy.train import main
+
+    assert main(["--res", "20"]) == 2
+    assert "--res must be a positive multiple of 8" in capsys.readouterr().err
+
+
+def test_expert_reaches_ha_val_seen_goals(havln_data):
+    from havln_robot.episodes import load_episodes
+    from havln_robot.policy.dataset import run_episodes
+    from havln_robot.policy.small import SmallConfig
+    from havln_robot.policy.tokenizer import Vocabulary
+
+    eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", limit=6)
+    res = run_episodes(eps, Vocabulary.load(), SmallConfig(), None, 1.0)
+    assert sum(bool(r.metrics.success) for r in res) >= 5
+    s = res[0].sample
+    n = SmallConfig().views
+    assert s.views.shape[1:] == (n, 4, 24, 24) and s.views.dtype == np.uint8
+    assert s.choices[-1] == n and (s.choices[:-1] < n).all() and (s.steps[:-1] >= 1).all()
+
+
+def test_shipped_model_loads_and_acts(havln_data):
+    from havln_robot.paths import models_dir
+
+    path = models_dir() / "small_panoramic.pt"
+    assert path.stat().st_size < 20e6
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["kind"] == "small" and meta["command"].startswith("havln-robot train")
+    pol = load_policy("small_panoramic")
+    pol.reset("Walk down the hallway and stop next to the person reading.")
+    rng = np.random.default_rng(0)
+    obs = Observation(
+        rng.integers(0, 255, (12, 224, 224, 3), dtype=np.uint8),
+        rng.random((12, 256, 256, 1), dtype=np.float32),
+        np.array([np.remainder(2 * np.pi * i / 12 + np.pi, 2 * np.pi) - np.pi for i in range(12)], np.float32),
+    )
+    assert pol.act(obs) in ACTIONS
+
+
+def test_bench_latency_runs(capsys):
+    from havln_robot.policy.bench import main
+
+    assert main(["--skip-eval", "--steps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "CMA (HA-VLN-CMA layout, 1 view)" in out and "small panoramic" in out and "peak RSS" in out
