@@ -23,7 +23,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check havln_robot test launch
 
 test: setup lint
-	$(PY) -m pytest -q test $(ARGS)
+	$(PY) -m pytest -q $(or $(ARGS),test)
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache .ruff_cache

@@ -307,6 +307,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"havln-robot demo: {exc}", file=sys.stderr)
             return 2
         ep = opened.episode
+        # the trial row describes the scene the robot is really in: people and the region they are in
+        profile.nodes["trial_logger_node"]["people_present"] = len(ep.humans)
+        region = next((h.region for h in ep.humans if h.region), "")
+        if region:
+            from havln_robot.trials.regions import canonical_region
+
+            try:
+                profile.nodes["trial_logger_node"]["region"] = canonical_region(region)
+            except ValueError:
+                pass  # an unlisted region name stays "unknown" in the trial row
         run = EpisodeRun(ep.episode_id, ep.scan, ep.instruction)
         runs.append(run)
         print(f"\n[{n + 1}/{len(picks)}] {opened.note}")
@@ -319,7 +329,11 @@ def main(argv: list[str] | None = None) -> int:
         _on_signal(bringup, stop_requested)
         t0 = time.monotonic()
         try:
-            bringup.start()
+            try:
+                bringup.start()
+            except ConfigError as exc:
+                print(f"havln-robot demo: {exc}", file=sys.stderr)
+                return 2
             missing = [name for name in ("sim_node", "motion_node", "agent_node", "trial_logger_node") if name not in bringup.nodes]
             if missing:
                 print(f"havln-robot demo: node(s) not built in this checkout: {', '.join(missing)}", file=sys.stderr)

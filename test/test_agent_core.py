@@ -132,11 +132,11 @@ def test_panoramic_policy_gets_12_views_with_headings():
 def test_panorama_inference_overlaps_the_return_turns():
     robot = FakeRobot()
     pol = ScriptedPolicy([STOP], views=12)
-    pol.robot = robot
     acting = threading.Event()
     orig_act, orig_send = pol.act, robot.send_action
 
     def act(obs):
+        pol.turns_at_act.append(robot.turns)  # record before releasing the waiting turn (no race)
         acting.set()
         return orig_act(obs)
 
