@@ -146,3 +146,26 @@ def test_small_checkpoint_round_trip_and_size(tmp_path, monkeypatch):
     torch.save({"format": "havln_robot.policy/1", "kind": "small", "config": {"bogus": 1}, "state_dict": {}}, tmp_path / "cfg.pt")
     with pytest.raises(PolicyError, match="bad small-model config"):
         build_policy(tmp_path / "cfg.pt", vocab_path=_vocab_file(tmp_path))
+
+
+def test_camera_mask_is_the_footprint_of_the_padded_robot_view():
+    """A model trained with the D435i mask sees exactly what preprocessing makes of the robot's camera."""
+    import math
+
+    from havln_robot.perception.preprocess import to_model_depth, to_model_rgb
+    from havln_robot.policy.small import apply_camera_mask, camera_mask
+
+    hfov = 69.4
+    for w, h in ((848, 480), (640, 480)):
+        vfov = math.degrees(2 * math.atan(math.tan(math.radians(hfov / 2)) * h / w))
+        rgb = to_model_rgb(np.full((h, w, 3), 200, np.uint8), hfov)
+        depth = to_model_depth(np.full((h, w), 3000, np.uint16), hfov)
+        seen_rgb, seen_depth = rgb[..., 0] > 0, depth[..., 0] > 0
+        m_rgb, m_depth = camera_mask(224, hfov, vfov), camera_mask(256, hfov, vfov)
+        for seen, m in ((seen_rgb, m_rgb), (seen_depth, m_depth)):
+            iou = (seen & m).sum() / (seen | m).sum()
+            assert iou > 0.97, (w, h, iou)
+        # the mask leaves the padded robot view unchanged and blanks a full 90 deg render outside it
+        r2, d2 = apply_camera_mask(rgb[None], depth[None], hfov, vfov)
+        assert (r2[0][m_rgb] == rgb[m_rgb]).all() and (r2[0][~m_rgb] == 0).all() and (d2[0][~m_depth] == 0).all()
+    assert camera_mask(64, 0.0, 0.0) is None

@@ -147,10 +147,22 @@ class PanoramaRenderer:
     ``depth / 10 * 255``; RGB as uint8.
     """
 
-    def __init__(self, scene, crowd, res: int, views: int, use_rgb: bool, oversample: int = 4):
+    def __init__(
+        self,
+        scene,
+        crowd,
+        res: int,
+        views: int,
+        use_rgb: bool,
+        oversample: int = 4,
+        camera_hfov_deg: float = 0.0,
+        camera_vfov_deg: float = 0.0,
+    ):
+        from havln_robot.policy.small import camera_mask
         from havln_robot.sim.render import Renderer
 
         self.res, self.k = int(res), max(1, int(oversample))
+        self.mask = camera_mask(self.res * self.k, camera_hfov_deg, camera_vfov_deg)  # None = full 90 deg view
         self.r = Renderer(scene, crowd, width=self.res * self.k, height=self.res * self.k, hfov_deg=MODEL_HFOV_DEG)
         self.headings = pano_headings(views)
         self.use_rgb = use_rgb
@@ -165,6 +177,8 @@ class PanoramaRenderer:
         out = []
         for h in self.headings:
             rgb, depth = self.r.render((x, y, z, yaw + float(h)), pitch, t)
+            if self.mask is not None:  # what the robot's narrower camera sees of the 90 deg view
+                rgb, depth = rgb * self.mask[:, :, None].astype(rgb.dtype), np.where(self.mask, depth, 0.0)
             d = np.clip(np.nan_to_num(depth.astype(np.float32), nan=0.0), 0.0, DEPTH_MAX_M) * (255.0 / DEPTH_MAX_M)
             chans = [self._pool(d)[None]]
             if self.use_rgb:
@@ -309,7 +323,9 @@ def run_episodes(
         crowd = Crowd.from_episode(ep, scene, seed=seed + i, populate=0 if ep.humans else populate)
         world = World(scene, ep, crowd, seed=seed + i)
         world.reset()
-        rend = PanoramaRenderer(scene, crowd, cfg.res, cfg.views, cfg.use_rgb)
+        rend = PanoramaRenderer(
+            scene, crowd, cfg.res, cfg.views, cfg.use_rgb, camera_hfov_deg=cfg.camera_hfov_deg, camera_vfov_deg=cfg.camera_vfov_deg
+        )
         try:
             res = rollout(
                 world, rend, vocab.encode(ep.instruction, MAX_LENGTH), cfg, model, beta, rng, record, WaypointExpert(ep.reference_path)

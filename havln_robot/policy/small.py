@@ -51,6 +51,8 @@ class SmallConfig:
     hidden: int = 128
     max_steps: int = 8
     max_decisions: int = 40
+    camera_hfov_deg: float = 0.0
+    camera_vfov_deg: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -62,6 +64,46 @@ class SmallConfig:
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
         return cls(**d)
+
+
+def camera_mask(size: int, hfov_deg: float, vfov_deg: float) -> np.ndarray | None:
+    """Pixels of a ``size x size`` 90 deg model view that a narrower camera sees (same optical centre).
+
+    The robot's camera (D435i colour: 69.4 x 42.5 deg, Intel RealSense D400 datasheet) is mapped into
+    the 90 deg model view by :mod:`havln_robot.perception.preprocess` (padding, true geometry); a model
+    trained with this mask sees exactly that footprint whatever the camera, in training, batch
+    evaluation and on the robot.
+
+    Args:
+        size: view side, px.
+        hfov_deg: camera horizontal field of view, deg (0 = no mask).
+        vfov_deg: camera vertical field of view, deg (0 = same as ``hfov_deg``).
+
+    Returns:
+        (size, size) bool, True inside the camera frustum; ``None`` when ``hfov_deg`` is 0.
+    """
+    if not hfov_deg:
+        return None
+    c = (np.arange(size) + 0.5 - size / 2.0) / (size / 2.0)  # tan of the ray angle; 90 deg view: f = size / 2
+    tx, ty = math.tan(math.radians(hfov_deg) / 2.0), math.tan(math.radians(vfov_deg or hfov_deg) / 2.0)
+    return (np.abs(c)[None, :] <= tx) & (np.abs(c)[:, None] <= ty)
+
+
+def apply_camera_mask(rgb: np.ndarray | None, depth: np.ndarray, hfov_deg: float, vfov_deg: float) -> tuple[np.ndarray | None, np.ndarray]:
+    """Zero RGB and depth (no return) outside the camera frustum; copies, inputs untouched.
+
+    Args:
+        rgb: (N, H, H, 3) uint8 or None.
+        depth: (N, H', H', 1) float32.
+        hfov_deg: camera horizontal field of view, deg (0 = return the inputs unchanged).
+        vfov_deg: camera vertical field of view, deg.
+    """
+    if not hfov_deg:
+        return rgb, depth
+    if rgb is not None:
+        rgb = rgb * camera_mask(rgb.shape[1], hfov_deg, vfov_deg)[None, :, :, None].astype(rgb.dtype)
+    depth = depth * camera_mask(depth.shape[1], hfov_deg, vfov_deg)[None, :, :, None].astype(depth.dtype)
+    return rgb, depth
 
 
 def downsample_views(rgb: np.ndarray | None, depth: np.ndarray, res: int) -> np.ndarray:
@@ -241,7 +283,8 @@ class SmallPolicy(Policy):
         obs.check(self.cfg.views)
         if self.decisions >= self.cfg.max_decisions:
             return STOP
-        x = downsample_views(obs.rgb if self.cfg.use_rgb else None, obs.depth, self.cfg.res)
+        rgb, depth = apply_camera_mask(obs.rgb if self.cfg.use_rgb else None, obs.depth, self.cfg.camera_hfov_deg, self.cfg.camera_vfov_deg)
+        x = downsample_views(rgb, depth, self.cfg.res)
         heads = np.asarray(obs.headings, dtype=np.float32)
         with torch.inference_mode():
             v = self.model.encode_views(torch.as_tensor(x, device=self.device)[None])

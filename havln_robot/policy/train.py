@@ -149,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--res", type=int, default=24, help="view resolution (px, multiple of 8)")
     ap.add_argument("--views", type=int, default=12, help="panorama views")
     ap.add_argument("--no-rgb", action="store_true", help="depth only")
+    ap.add_argument(
+        "--camera-hfov",
+        type=float,
+        default=0.0,
+        help="train on what a narrower camera sees of each 90 deg view, deg (D435i: 69.4; 0 = full view)",
+    )
+    ap.add_argument("--camera-vfov", type=float, default=0.0, help="vertical FOV of that camera, deg (D435i colour 848x480: 42.5)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--time-budget-s", type=float, default=7000.0, help="stop collecting/training after this many seconds")
@@ -185,7 +192,9 @@ def _run(args, log, argv) -> int:
     vocab = Vocabulary.load()
     train_eps = load_episodes(args.train, connectivity_dir=args.connectivity, limit=args.episodes)
     val_eps = load_episodes(args.val, connectivity_dir=args.connectivity, limit=args.val_episodes) if args.val_episodes else []
-    cfg = SmallConfig(views=args.views, res=args.res, use_rgb=not args.no_rgb)
+    cfg = SmallConfig(
+        views=args.views, res=args.res, use_rgb=not args.no_rgb, camera_hfov_deg=args.camera_hfov, camera_vfov_deg=args.camera_vfov
+    )
     model = SmallNet(cfg)
     emb = init_embeddings(model)
     n_params = sum(p.numel() for p in model.parameters())
