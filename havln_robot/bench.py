@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 BENCHES = {
@@ -19,12 +18,6 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHES:
         print(f"usage: havln-robot bench {{{'|'.join(BENCHES)}}} [ARGS...]", file=sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    mod_name, func = BENCHES[argv[0]].split(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and mod_name.startswith(exc.name):
-            print(f"havln-robot bench {argv[0]}: not built yet ({mod_name} is missing)", file=sys.stderr)
-            return 3
-        raise
-    return int(getattr(mod, func)(argv[1:]) or 0)
+    from havln_robot.cli import run_handler
+
+    return run_handler(BENCHES[argv[0]], argv[1:], f"havln-robot bench {argv[0]}")

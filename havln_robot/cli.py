@@ -72,22 +72,31 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in COMMANDS:
         print(f"havln-robot: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    mod_name, func = COMMANDS[cmd][0].split(":")
+    return run_handler(COMMANDS[cmd][0], rest, f"havln-robot {cmd}")
+
+
+def run_handler(target: str, argv: list[str], label: str) -> int:
+    """Import ``"module:function"`` lazily and call it with ``argv``; returns its exit code.
+
+    A module missing from this checkout is reported in one line (exit 3) instead of a traceback;
+    Ctrl-C returns 130.
+    """
+    mod_name, func = target.split(":")
     try:
         mod = importlib.import_module(mod_name)
     except ModuleNotFoundError as exc:
         if exc.name and mod_name.startswith(exc.name):
-            print(f"havln-robot {cmd}: not built yet in this checkout ({mod_name} is missing)", file=sys.stderr)
+            print(f"{label}: not built yet in this checkout ({mod_name} is missing)", file=sys.stderr)
             return 3
         raise
     handler = getattr(mod, func, None)
     if handler is None:
-        print(f"havln-robot {cmd}: not built yet in this checkout ({mod_name}.{func} is missing)", file=sys.stderr)
+        print(f"{label}: not built yet in this checkout ({mod_name}.{func} is missing)", file=sys.stderr)
         return 3
     try:
-        return int(handler(rest) or 0)
+        return int(handler(argv) or 0)
     except KeyboardInterrupt:
-        print(f"havln-robot {cmd}: interrupted", file=sys.stderr)
+        print(f"{label}: interrupted", file=sys.stderr)
         return 130
 
 
