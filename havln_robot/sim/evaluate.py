@@ -116,19 +116,30 @@ class _Observer:
         self.world = world
         self.views = max(1, int(views))
         self.renderer = Renderer(world.scene, world.crowd, width=OBS_SIZE, height=OBS_SIZE, hfov_deg=OBS_HFOV_DEG)
-        self.headings = np.array([2.0 * math.pi * k / self.views for k in range(self.views)], dtype=np.float32)
-        self.headings = ((self.headings + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
+        self.headings = self._headings(self.views)
 
-    def observe(self, step: int):
+    def observe(self, step: int, views: int | None = None):
+        """Render ``views`` headings (default: the count given at construction) around the body.
+
+        A policy that asks for a panorama only at decisions (``policy.views`` changes between 1 and N)
+        gets exactly what agent_node would give it, and evaluation renders 1 view between decisions.
+        """
         from havln_robot.policy.api import Observation
 
+        n = self.views if views is None else max(1, int(views))
+        headings = self.headings if n == self.views else self._headings(n)
         x, y, z, yaw = self.world.pose
         rgbs, depths = [], []
-        for h in self.headings:
+        for h in headings:
             rgb, depth = self.renderer.render((x, y, z, yaw + float(h)), self.world.camera_pitch, self.world.t)
             rgbs.append(self._rgb(rgb, OBS_HFOV_DEG))
             depths.append(self._depth(depth, OBS_HFOV_DEG))
-        return Observation(np.stack(rgbs), np.stack(depths).astype(np.float32), self.headings.copy(), step)
+        return Observation(np.stack(rgbs), np.stack(depths).astype(np.float32), headings.copy(), step)
+
+    @staticmethod
+    def _headings(n: int) -> np.ndarray:
+        h = np.array([2.0 * math.pi * k / n for k in range(n)], dtype=np.float32)
+        return ((h + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
 
     def close(self) -> None:
         self.renderer.close()
@@ -158,7 +169,7 @@ def run_episode(world, policy: str | object, seed: int = 0) -> list[str]:
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
-            obs = observer.observe(len(world.actions)) if observer is not None else None
+            obs = observer.observe(len(world.actions), getattr(agent, "views", 1)) if observer is not None else None
             world.step(agent.act(obs))
     finally:
         if observer is not None:
