@@ -374,21 +374,17 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
         return 1
     try:
         with TrialStore(db, readonly=True) as store:
-            trials = store.trials(platform="sim")
-            by_episode = {}
-            for t in trials:
-                by_episode[t.episode_id] = t
-            for run in runs:
-                t = by_episode.get(run.episode_id)
-                if t is not None:
-                    run.trial_id, run.outcome = t.id, (t.outcome or t.state)
+            trials = sorted(store.trials(platform="sim"), key=lambda t: t.id)
+            # one bringup per episode, one trial per bringup: the i-th trial is the i-th run
+            matched = list(zip(trials[-len(runs) :], runs, strict=False)) if len(trials) >= len(runs) else []
+            for t, run in matched:
+                run.trial_id, run.outcome = t.id, (t.outcome or t.state)
             write_report(store, out / "report", platform="sim", title="havln_robot demo")
-            records = []
             from havln_robot.challenge.export import Record, export
 
-            for t in trials:
-                if t.episode_id:
-                    records.append(Record(str(t.episode_id), tuple(store.actions(t.id)), "val_seen", f"trial {t.id}"))
+            records = [
+                Record(run.episode_id, tuple(store.actions(t.id)), "val_seen", f"trial {t.id}") for t, run in matched if run.episode_id
+            ]
             if records:
                 export(records, out, split="val_seen")
             rows = {t.id: t for t in trials}

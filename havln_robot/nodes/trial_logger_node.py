@@ -384,7 +384,23 @@ class TrialLoggerNode(HavlnNode):
     def _on_gt(self, msg: DiagnosticStatus) -> None:
         with self._lock:
             self._gt = status_dict(msg)
+            self._complete_from_ground_truth()
         self._rec(self.params["ground_truth_topic"], msg)
+
+    def _complete_from_ground_truth(self) -> None:
+        """A trial opened before the first ground truth arrived gets its episode, scan and start pose now."""
+        t = self._trial
+        if t is None or self._closed or t.episode_id or not self._gt.get("episode_id"):
+            return
+        meta = {
+            k: v
+            for k, v in self._start_pose().items()
+            if k in ("episode_id", "scan") or (k.startswith("start_map_") and getattr(t, k) is None)
+        }
+        try:
+            self._trial = self.store.update_trial(t.id, **meta)
+        except TrialError as exc:
+            self.get_logger().warning(f"trial {t.id}: episode from ground truth not recorded: {exc}")
 
     def _on_people(self, msg: PoseArray) -> None:
         dists = [(math.hypot(p.position.x, p.position.y), i) for i, p in enumerate(msg.poses)]
