@@ -30,6 +30,8 @@ from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
+#: Policy of a demo without the HA-VLN data folder: a panoramic baseline (12-view panorama, then 8 steps ahead).
+NO_DATA_POLICY = "forward:steps=8,views=12"
 
 
 @dataclass
@@ -283,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         agent_over: dict[str, Any] = {}
         if args.policy:
             agent_over["policy"] = args.policy
+        elif not have_data:
+            # the trained model tokenises with the HA-R2R vocabulary, which lives in the data folder
+            agent_over["policy"] = NO_DATA_POLICY
+            if n == 0:
+                print(f"  policy: {NO_DATA_POLICY} (the trained model needs the HA-R2R vocabulary from the data folder)")
         if args.max_actions:
             agent_over["max_actions"] = args.max_actions
         logger_over = {
