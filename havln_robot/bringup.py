@@ -1,8 +1,18 @@
 """Start a profile's nodes in one process -- ``havln-robot launch config/sim.yaml``.
 
 For machines without ``ros2 launch`` (ROS 2 from pip wheels). The nodes are the same classes
-the launch files start; they share one rclpy context and a MultiThreadedExecutor, and talk
-over DDS on loopback exactly as separate processes would.
+the launch files start; they share one rclpy context and talk over DDS on loopback exactly as
+separate processes would. Each node is spun by its own SingleThreadedExecutor on its own thread
+(:class:`NodeThreads`), as if it were its own process: a slow callback in one node (policy
+inference) cannot delay another (motion control), and no node's callbacks run concurrently.
+
+Why not one MultiThreadedExecutor: with rclpy 7 (Jazzy), a node whose callbacks share a
+MutuallyExclusiveCallbackGroup and receive 100 Hz topics makes that executor busy-loop (a
+ready entity whose group is busy is handed out, refused and re-announced over and over).
+Measured with sim_node + motion_node on 2 cores: 100 % of a core, and the simulator's
+wall-clock stepping thread starved to 0.18x real time (``scripts``-free reproduction in
+test/test_bringup.py::test_bringup_keeps_sim_real_time). Per-node single-threaded executors:
+0.2 core, 1.0x real time.
 
 Shutdown (SIGINT, SIGTERM, ``--duration`` elapsed, or :meth:`Bringup.stop`): every node's
 ``safe_stop()`` runs first (zero ``cmd_vel``, StopMove), the executor spins briefly so those
@@ -17,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +35,66 @@ import yaml
 
 from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
+
+
+class NodeThreads:
+    """Spin each node on its own thread with its own ``SingleThreadedExecutor``.
+
+    A callback that raises is logged with its node name, and ``on_error(name, exc)`` is called
+    (Bringup uses it to stop everything: a node in an unknown state must not keep driving).
+
+    Args:
+        context: the rclpy Context of the nodes.
+        log: where error lines go.
+        on_error: called once per failing node, from that node's thread.
+    """
+
+    def __init__(self, context: Any, log: Callable[[str], None], on_error: Callable[[str, BaseException], None] | None = None) -> None:
+        self._context = context
+        self._log = log
+        self._on_error = on_error
+        self._halt = threading.Event()
+        self._spinners: dict[str, tuple[Any, threading.Thread]] = {}
+
+    def add(self, name: str, node: Any) -> None:
+        """Start spinning ``node`` (created with this context) on a new daemon thread."""
+        from rclpy.executors import SingleThreadedExecutor
+
+        ex = SingleThreadedExecutor(context=self._context)
+        ex.add_node(node)
+        th = threading.Thread(target=self._spin, args=(name, ex), name=f"spin-{name}", daemon=True)
+        self._spinners[name] = (ex, th)
+        th.start()
+
+    def _spin(self, name: str, ex: Any) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        while not self._halt.is_set() and self._context.ok():
+            try:
+                ex.spin_once(timeout_sec=0.05)
+            except ExternalShutdownException:
+                return
+            except Exception as exc:  # a node callback raised
+                if self._halt.is_set() or not self._context.ok():
+                    return  # teardown races (destroyed handles) are not node failures
+                self._log(f"[bringup] {name}: callback failed: {type(exc).__name__}: {exc}\n{traceback.format_exc().rstrip()}")
+                if self._on_error is not None:
+                    self._on_error(name, exc)
+                return
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop every spinning thread (waits up to ``timeout`` s per thread) and shut the executors down."""
+        self._halt.set()
+        for name, (ex, th) in self._spinners.items():
+            if th is not threading.current_thread():
+                th.join(timeout)
+                if th.is_alive():
+                    self._log(f"[bringup] {name}: a callback is still running after {timeout:.1f} s; leaving it")
+            try:
+                ex.shutdown(timeout_sec=0.5)
+            except Exception:
+                pass
+        self._spinners.clear()
 
 
 class Bringup:
@@ -44,8 +115,15 @@ class Bringup:
         self.nodes: dict[str, Any] = {}
         self.skipped: dict[str, str] = dict(profile.not_built)
         self._stop = threading.Event()
-        self._executor = None
+        self._threads: NodeThreads | None = None
         self._context = None
+        self.failed: tuple[str, BaseException] | None = None
+
+    def _node_failed(self, name: str, exc: BaseException) -> None:
+        if self.failed is None:
+            self.failed = (name, exc)
+            self.log(f"[bringup] stopping every node because {name} failed")
+        self._stop.set()
 
     def start(self) -> Bringup:
         """Initialise rclpy (own context, no rclpy signal handlers) and create every node.
@@ -54,12 +132,11 @@ class Bringup:
             ConfigError: a node rejected its parameters (nothing is left running).
         """
         import rclpy
-        from rclpy.executors import MultiThreadedExecutor
 
         configure_dds()
         self._context = rclpy.Context()
         rclpy.init(context=self._context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-        self._executor = MultiThreadedExecutor(context=self._context)
+        self._threads = NodeThreads(self._context, self.log, self._node_failed)
         for name, reason in self.skipped.items():
             self.log(f"[bringup] {name}: {reason}; skipping it")
         try:
@@ -75,7 +152,7 @@ class Bringup:
                     raise
                 node = mod.NODE_CLASS(params=params, context=self._context)
                 self.nodes[name] = node
-                self._executor.add_node(node)
+                self._threads.add(name, node)
                 self.log(f"[bringup] started {name}")
         except Exception:
             self.shutdown()
@@ -92,14 +169,17 @@ class Bringup:
 
         It is safe-stopped (if it has ``safe_stop``) and destroyed by :meth:`shutdown` like the others.
         """
-        self.nodes[name or node.get_name()] = node
-        self._executor.add_node(node)
+        name = name or node.get_name()
+        self.nodes[name] = node
+        self._threads.add(name, node)
 
     def spin_until(self, done: Callable[[], bool] | None = None, timeout: float | None = None) -> str:
-        """Spin until ``done()`` is true, ``timeout`` s pass, or :meth:`stop` is called.
+        """Wait until ``done()`` is true, ``timeout`` s pass, or :meth:`stop` is called.
+
+        The nodes spin on their own threads; ``done`` is polled every 20 ms from this thread.
 
         Returns:
-            ``"done"``, ``"timeout"`` or ``"stopped"``.
+            ``"done"``, ``"timeout"`` or ``"stopped"`` (also when a node failed: see :attr:`failed`).
         """
         import rclpy
 
@@ -111,42 +191,44 @@ class Bringup:
                 return "done"
             if t_end is not None and time.monotonic() >= t_end:
                 return "timeout"
-            self._executor.spin_once(timeout_sec=0.05)
+            self._stop.wait(0.02)
 
     def stop(self) -> None:
         """Ask :meth:`spin_until` to return (safe to call from a signal handler)."""
         self._stop.set()
 
     def shutdown(self) -> None:
-        """Safe-stop every node, flush, destroy nodes, shut the context down. Idempotent."""
+        """Safe-stop every node, stop the spinning threads, destroy nodes, shut the context down. Idempotent.
+
+        Order: ``safe_stop()`` on every node first (the robot stops at once, whatever else is
+        slow); 0.2 s for the stop messages to be delivered while the nodes still spin; stop the
+        spin threads; ``safe_stop()`` once more, so that the last word on cmd_vel is zero even if
+        a callback was mid-flight during the first round; destroy the nodes.
+        """
         import rclpy
 
         if self._context is None:
             return
-        for name, node in self.nodes.items():
-            try:
-                if hasattr(node, "safe_stop"):
-                    node.safe_stop()
-            except Exception as exc:  # a failing safe_stop must not prevent the others
-                self.log(f"[bringup] {name}: safe_stop failed: {exc}")
-        if self._executor is not None:
-            t_end = time.monotonic() + 0.2
-            while time.monotonic() < t_end:
-                self._executor.spin_once(timeout_sec=0.02)
-            # Let callbacks already handed to the thread pool finish and be collected before the
-            # executor destroys its guard conditions (rclpy 7 would otherwise run a queued guard
-            # task on a destroyed handle and print "exception was never retrieved").
-            t_end = time.monotonic() + 1.0
-            while getattr(self._executor, "_futures", None) and time.monotonic() < t_end:
-                self._executor.spin_once(timeout_sec=0.0)
-                time.sleep(0.005)
-            self._executor.shutdown()
+        self._safe_stop_all()
+        if self._threads is not None:
+            time.sleep(0.2)
+            self._threads.stop()
+            self._threads = None
+            self._safe_stop_all()
         for node in self.nodes.values():
             node.destroy_node()
         self.nodes.clear()
         rclpy.try_shutdown(context=self._context)
         self._context = None
         self.log("[bringup] all nodes stopped")
+
+    def _safe_stop_all(self) -> None:
+        for name, node in self.nodes.items():
+            try:
+                if hasattr(node, "safe_stop"):
+                    node.safe_stop()
+            except Exception as exc:  # a failing safe_stop must not prevent the others
+                self.log(f"[bringup] {name}: safe_stop failed: {exc}")
 
 
 def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -197,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         bringup.spin_until(timeout=args.duration)
     finally:
         bringup.shutdown()
-    return 0
+    return 1 if bringup.failed else 0
 
 
 if __name__ == "__main__":

@@ -9,13 +9,13 @@ import time
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from havln_robot import topics
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from havln_robot.bringup import NodeThreads
 from havln_robot.nodes._msgs import image_msg, status_dict, status_msg
 from havln_robot.nodes.agent_node import AgentNode
 from havln_robot.params import ConfigError
@@ -77,8 +77,7 @@ class FakeRobot(Node):
 @pytest.fixture
 def graph(ros_context):
     nodes = []
-    ex = MultiThreadedExecutor(num_threads=4, context=ros_context)
-    stop = threading.Event()
+    spinners = NodeThreads(ros_context, log=print)
 
     def make(policy, delay_s=0.0, **params):
         p = AGENT_PARAMS.validate({"policy": policy, "settle_s": 0.05, "frame_timeout_s": 10.0, "action_timeout_s": 10.0, **params})
@@ -86,21 +85,16 @@ def graph(ros_context):
         robot = FakeRobot(ros_context, delay_s)
         for n in (agent, robot):
             nodes.append(n)
-            ex.add_node(n)
+            spinners.add(f"{n.get_name()}{len(nodes)}", n)
         return agent, robot
 
-    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)], daemon=True)
-    th.start()
     yield make
     for n in nodes:
         if isinstance(n, AgentNode):
             n.safe_stop()
-    stop.set()
-    th.join(timeout=5)
+    spinners.stop(timeout=5)
     for n in nodes:
-        ex.remove_node(n)
         n.destroy_node()
-    ex.shutdown()
 
 
 def wait_for(pred, timeout=30.0):

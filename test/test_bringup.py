@@ -59,6 +59,16 @@ class DriveNode(HavlnNode):
         return super().destroy_node()
 
 
+class FailingDriveNode(DriveNode):
+    """Test node whose timer callback raises on its 5th tick."""
+
+    def _tick(self):
+        self.ticks = getattr(self, "ticks", 0) + 1
+        if self.ticks == 5:
+            raise RuntimeError("sensor driver exploded")
+        super()._tick()
+
+
 NODE_CLASS = DriveNode
 
 
@@ -92,7 +102,8 @@ def test_bringup_runs_node_and_safe_stops_before_destroy(registry, tmp_path, ros
             ex.spin_once(timeout_sec=0.01)
         assert got and max(got) == pytest.approx(0.4)
         b.shutdown()
-        assert EVENTS[:2] == ["safe_stop", "destroy"]
+        # safe_stop before anything is destroyed (and once more after the spin threads stopped)
+        assert EVENTS[0] == "safe_stop" and EVENTS[-1] == "destroy" and EVENTS.index("destroy") > EVENTS.index("safe_stop")
         t_end = time.monotonic() + 2
         while time.monotonic() < t_end and got[-1] != 0.0:
             ex.spin_once(timeout_sec=0.05)
@@ -101,6 +112,22 @@ def test_bringup_runs_node_and_safe_stops_before_destroy(registry, tmp_path, ros
         b.shutdown()
         ex.shutdown()
         listener.destroy_node()
+
+
+def test_failing_callback_stops_every_node(registry, tmp_path, monkeypatch):
+    """A callback that raises leaves its node in an unknown state: Bringup logs it and stops everything."""
+    monkeypatch.setattr(sys.modules[__name__], "NODE_CLASS", FailingDriveNode)
+    p = tmp_path / "p.yaml"
+    p.write_text("motion_node:\n  ros__parameters:\n    rate: 50.0\n")
+    lines: list[str] = []
+    b = bringup_mod.Bringup(config.load_profile(p), log=lines.append).start()
+    try:
+        assert b.spin_until(timeout=10.0) == "stopped"
+        assert b.failed is not None and b.failed[0] == "motion_node"
+        assert any("motion_node: callback failed: RuntimeError: sensor driver exploded" in ln for ln in lines)
+    finally:
+        b.shutdown()
+    assert "safe_stop" in EVENTS and EVENTS[-1] == "destroy"
 
 
 def test_node_rejects_bad_value_passed_under_ros_args(registry, ros_context):
@@ -164,3 +191,30 @@ def test_launch_reports_unbuilt_nodes_instead_of_crashing(tmp_path):
     )
     r = subprocess.run([sys.executable, "-c", code, str(p), "--duration", "1"], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 1 and "sim_node: not built yet" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bringup_keeps_sim_real_time_with_motion_node():
+    """sim_node + motion_node under Bringup: the simulator keeps real time and the process stays light.
+
+    Regression: with one rclpy MultiThreadedExecutor, motion_node's 100 Hz odom/imu in a mutually
+    exclusive group made the executor busy-loop, starving sim_node's stepping thread to 0.18x real
+    time at 100 % CPU (measured on 2 cores), so actions timed out.
+    """
+    full = config.load_profile(
+        REPO / "config" / "sim.yaml",
+        {"sim_node": {"scene_source": "builtin", "camera_enabled": False}, "motion_node": {"require_depth": False}},
+    )
+    prof = config.Profile(full.path, {k: full.nodes[k] for k in ("sim_node", "motion_node")}, {})
+    b = bringup_mod.Bringup(prof, log=lambda s: None).start()
+    try:
+        sim = b.nodes["sim_node"]
+        assert b.spin_until(lambda: sim.sim_time > 0.5, timeout=20.0) == "done"
+        s0, w0, c0 = sim.sim_time, time.monotonic(), time.process_time()
+        assert b.spin_until(timeout=3.0) == "timeout"
+        rtf = (sim.sim_time - s0) / (time.monotonic() - w0)
+        cpu = (time.process_time() - c0) / 3.0
+        assert rtf > 0.9, f"simulator ran at {rtf:.2f}x real time under Bringup"
+        assert cpu < 0.8, f"Bringup of two nodes used {cpu:.2f} of a core (executor busy-looping?)"
+        assert b.failed is None
+    finally:
+        b.shutdown()

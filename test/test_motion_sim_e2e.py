@@ -10,9 +10,9 @@ import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
-from rclpy.executors import MultiThreadedExecutor
 from std_msgs.msg import String
 
+from havln_robot.bringup import NodeThreads
 from havln_robot.config import load_profile
 from havln_robot.nodes._msgs import status_dict
 
@@ -23,25 +23,23 @@ def test_actions_through_sim_node(ros_context):
 
     prof = load_profile("config/sim.yaml")
     sim = sim_mod.SimNode(params={**prof.nodes["sim_node"], "scene_source": "builtin", "camera_enabled": False}, context=ros_context)
-    # generous action timeouts: this test checks closed-loop accuracy, and a loaded 2-core CI machine
-    # can slow the simulated clock's delivery enough to trip the default timeout (seen once)
-    mot_params = {**prof.nodes["motion_node"], "require_depth": False, "timeout_factor": 8.0, "timeout_margin_s": 10.0}
-    mot = MotionNode(params=mot_params, context=ros_context)
+    mot = MotionNode(params={**prof.nodes["motion_node"], "require_depth": False}, context=ros_context)
     probe = __import__("rclpy").create_node("probe", context=ros_context)
     results, truth = [], []
     probe.create_subscription(DiagnosticStatus, "havln/action_result", lambda m: results.append(status_dict(m)), 50)
     probe.create_subscription(DiagnosticStatus, "havln/ground_truth", lambda m: truth.append(status_dict(m)), 50)
     pub = probe.create_publisher(String, "havln/action", 10)
-    ex = MultiThreadedExecutor(num_threads=3, context=ros_context)
+    # each node on its own thread with its own executor, as havln-robot launch runs them
+    spinners = NodeThreads(ros_context, log=print)
     for n in (sim, mot, probe):
-        ex.add_node(n)
+        spinners.add(n.get_name(), n)
 
     def spin(cond, timeout):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.01)
             if cond():
                 return True
+            time.sleep(0.01)
         return False
 
     try:
@@ -60,8 +58,8 @@ def test_actions_through_sim_node(ros_context):
             assert abs(turned - dyaw) < 1.0, (action, turned)
         assert truth[-1]["collisions_static"] == "0" and truth[-1]["collisions_human"] == "0"
     finally:
-        for n in (sim, mot, probe):
-            ex.remove_node(n)
-        ex.shutdown(timeout_sec=2.0)
+        mot.safe_stop()
+        sim.safe_stop()
+        spinners.stop()
         for n in (sim, mot, probe):
             n.destroy_node()

@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from havln_robot import topics
+from havln_robot.bringup import NodeThreads
 from havln_robot.nodes._msgs import image_array, status_dict
 from havln_robot.nodes.camera_node import CameraNode
 from havln_robot.perception.params import CAMERA_PARAMS
@@ -45,9 +45,7 @@ def wait_for(pred, timeout=20.0):
 @pytest.fixture
 def graph(ros_context):
     made = []
-    ex = MultiThreadedExecutor(num_threads=3, context=ros_context)
-    stop = threading.Event()
-    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)], daemon=True)
+    spinners = NodeThreads(ros_context, log=print)
 
     def make(source_factory, **params):
         p = CAMERA_PARAMS.validate({"diagnostics_period_s": 0.1, **params})
@@ -55,19 +53,13 @@ def graph(ros_context):
         lis = Listener(ros_context)
         for n in (cam, lis):
             made.append(n)
-            ex.add_node(n)
-        if not th.is_alive():
-            th.start()
+            spinners.add(f"{n.get_name()}{len(made)}", n)
         return cam, lis
 
     yield make
-    stop.set()
-    if th.is_alive():
-        th.join(timeout=5)
+    spinners.stop(timeout=5)
     for n in made:
-        ex.remove_node(n)
         n.destroy_node()
-    ex.shutdown()
 
 
 def test_camera_node_publishes_aligned_rgbd_and_camera_info(graph):

@@ -478,8 +478,11 @@ class _RosSession:
             self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record)
             self.ctx = self.bringup._context
             self.node = rclpy.create_node("havln_replay", context=self.ctx)
-            self.bringup._executor.add_node(self.node)
-            self.spin = lambda t: self.bringup._executor.spin_once(timeout_sec=t)
+            # the profile's nodes spin on their own threads; this node is spun by the caller
+            ex = SingleThreadedExecutor(context=self.ctx)
+            ex.add_node(self.node)
+            self._ex = ex
+            self.spin = lambda t: ex.spin_once(timeout_sec=t)
         else:
             self.ctx = rclpy.Context()
             rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -494,6 +497,8 @@ class _RosSession:
         import rclpy
 
         if self.bringup is not None:
+            self._ex.shutdown()
+            self.node.destroy_node()
             self.bringup.shutdown()
         else:
             self.node.destroy_node()

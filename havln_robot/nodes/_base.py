@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException, ParameterUninitializedException
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -108,7 +108,9 @@ def run_node(node_cls: type[HavlnNode], args: list[str] | None = None) -> int:
         print(f"{node_cls.SPEC.node}: configuration error: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor()
+    # One node, callbacks serialised: SingleThreadedExecutor. rclpy 7's MultiThreadedExecutor
+    # busy-loops on 100 Hz topics in a mutually exclusive group (see havln_robot.bringup).
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         while not stop.is_set() and rclpy.ok():
