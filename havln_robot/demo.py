@@ -116,12 +116,15 @@ class _Monitor:
 
     def _on_collision(self, msg: Any) -> None:
         rec = self._dict(msg)
-        if rec.get("motion_state") == "blocked":
+        if rec.get("motion_state") == "blocked" or rec.get("contact") == "false":
             if not self.quiet:
-                print(
-                    f"  - {rec.get('action', '?')} refused before start: {rec.get('type', '?')} obstacle ({rec.get('source', '')})",
-                    flush=True,
-                )
+                how = "refused before start" if rec.get("motion_state") == "blocked" else "stopped short"
+                what = "a person's personal space" if rec.get("type") == "human" else "an obstacle"
+                try:
+                    gap = f", {float(rec.get('distance_m', '')):.2f} m away"
+                except ValueError:
+                    gap = ""
+                print(f"  - {rec.get('action', '?')} {how}: {what} ({rec.get('source', '')}{gap})", flush=True)
             return
         gt = self.run.ground_truth
         rec["map_x"], rec["map_y"] = gt.get("x", ""), gt.get("y", "")

@@ -30,7 +30,7 @@ HUMANS = "havln/humans"  # geometry_msgs/PoseArray, frame "map": ground-truth hu
 PEOPLE = "havln/people"  # geometry_msgs/PoseArray, frame base_link: detected people (sim: ground truth)
 GROUND_TRUTH = "havln/ground_truth"  # diagnostic_msgs/DiagnosticStatus, sim only, see GROUND_TRUTH_KEYS
 AGENT_STATUS = "havln/agent_status"  # diagnostic_msgs/DiagnosticStatus, see AGENT_STATUS_KEYS
-EPISODE_DONE = "havln/episode_done"  # std_msgs/String: JSON {"reason": "stop"|"budget"|"aborted", "steps": n}
+EPISODE_DONE = "havln/episode_done"  # std_msgs/String: JSON {"reason": "stop"|"budget"|"blocked"|"aborted", "steps": n, ...}
 
 # --- frames -------------------------------------------------------------------------------------
 MAP_FRAME = "map"  # sim ground-truth world frame (episode scene, z up)
@@ -61,7 +61,7 @@ ACTION_RESULT_KEYS = (
     "detail",  # free text
 )
 #: motion_node → one per detected collision.
-COLLISION_KEYS = ("stamp", "x", "y", "yaw_deg", "action", "type", "distance_m", "human_id", "motion_state", "source")
+COLLISION_KEYS = ("stamp", "x", "y", "yaw_deg", "action", "type", "distance_m", "human_id", "motion_state", "source", "contact")
 #: sim_node → ground truth at >= 5 Hz.
 GROUND_TRUTH_KEYS = (
     "episode_id",

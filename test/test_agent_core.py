@@ -46,7 +46,9 @@ class ScriptedPolicy(Policy):
 class FakeRobot:
     """A robot that turns by ``turn_deg`` per TURN and whose camera colour encodes its heading."""
 
-    def __init__(self, turn_deg=15.0, action_delay_s=0.0, fail_grab_after=None, cancel_after=None):
+    def __init__(self, turn_deg=15.0, action_delay_s=0.0, fail_grab_after=None, cancel_after=None, blocked=None):
+        self.blocked = blocked  # (action, n-th send of any action) -> True when an obstacle refuses it
+        self.sent_at: list[float] = []
         self.heading = 0.0
         self.x = 0.0
         self.turn_deg = turn_deg
@@ -63,6 +65,12 @@ class FakeRobot:
         if self.cancel.is_set():
             raise AgentAbort("cancelled", reason="aborted")
         time.sleep(self.delay)
+        self.sent_at.append(time.monotonic())
+        if self.blocked is not None and self.blocked(action, len(self.sent_at)):
+            self.actions.append(action)
+            vals = {"outcome": "collision", "yaw_imu_deg": "0.3", "yaw_odom_deg": "0.3", "detail": "blocked before start: a person"}
+            self.heading += 0.3 if action in (TURN_LEFT, TURN_RIGHT) else 0.0
+            return ActionOutcome(action, "collision", vals)
         self.actions.append(action)
         yaw = 0.0
         if action in (TURN_LEFT, TURN_RIGHT):
@@ -302,3 +310,55 @@ def test_runs_the_real_small_panoramic_policy(havln_data):
     assert not res.error, res.detail
     assert res.reason in ("stop", "budget") and len(res.panoramas) >= 1
     assert all(a in (MOVE_FORWARD, TURN_LEFT, TURN_RIGHT, STOP) for a in res.actions)
+
+
+class RecordingPolicy(ScriptedPolicy):
+    def on_action_result(self, action, outcome):
+        self.results = getattr(self, "results", []) + [(action, outcome)]
+
+
+def test_person_in_the_way_the_agent_waits_and_goes_on():
+    """Sends 3-6 (panorama turns) and 29 (the first MOVE_FORWARD) are refused by a passing person: the
+    agent stands still blocked_wait_s after each, retries, and the panorama still gets its 12 headings."""
+    refused = {3, 4, 5, 6, 29}
+    robot = FakeRobot(blocked=lambda a, n: n in refused)
+    pol = RecordingPolicy([MOVE_FORWARD, MOVE_FORWARD, STOP], views=12)
+    cfg = AgentConfig(blocked_wait_s=0.1, max_consecutive_blocked=5, overlap=False)
+    runner = EpisodeRunner(pol, robot, cfg, cancelled=robot.cancel.is_set)
+    res = runner.run("wait for the person, then walk on")
+    runner.close()
+    assert res.reason == "stop" and res.actions == [MOVE_FORWARD, MOVE_FORWARD, STOP], res
+    assert robot.actions[28] == MOVE_FORWARD and res.blocked_motions == 5
+    # every refused motion is followed by a pause of at least blocked_wait_s before the next send
+    for n in refused:
+        assert robot.sent_at[n] - robot.sent_at[n - 1] >= 0.1, n
+    # blocked turns did not use up the correction budget: all 12 views at their headings
+    first = res.panoramas[0]
+    assert first["views"] == 12 and first["blocked_turns"] == 4 and first["corrections"] == 0
+    assert max(abs(h - 30.0 * i) for i, h in enumerate(first["headings_deg"])) < 1.5
+    assert ("MOVE_FORWARD", "collision") in pol.results and ("MOVE_FORWARD", "ok") in pol.results
+    assert any(s["state"] == "waiting" for s in robot.status)
+
+
+def test_wall_ahead_ends_the_episode_as_blocked():
+    """A motion refused max_consecutive_blocked times in a row ends the episode (no error, robot still)."""
+    robot = FakeRobot(blocked=lambda a, n: a == MOVE_FORWARD)
+    pol = ScriptedPolicy([MOVE_FORWARD])
+    runner = EpisodeRunner(pol, robot, AgentConfig(blocked_wait_s=0.0, max_consecutive_blocked=4), cancelled=robot.cancel.is_set)
+    res = runner.run("walk into the wall")
+    runner.close()
+    assert res.reason == "blocked" and not res.error and res.steps == 4 and res.blocked_motions == 4
+    assert "4 motions in a row" in res.detail and "blocked before start" in res.detail
+    assert robot.actions == [MOVE_FORWARD] * 4
+    assert robot.status[-1]["state"] == "done"
+
+
+def test_blocked_wait_is_cancellable():
+    robot = FakeRobot(blocked=lambda a, n: True)
+    pol = ScriptedPolicy([MOVE_FORWARD])
+    runner = EpisodeRunner(pol, robot, AgentConfig(blocked_wait_s=30.0), cancelled=robot.cancel.is_set)
+    threading.Timer(0.3, robot.cancel.set).start()
+    t0 = time.monotonic()
+    res = runner.run("wait forever")
+    runner.close()
+    assert res.reason == "aborted" and time.monotonic() - t0 < 5.0

@@ -258,6 +258,7 @@ def test_stall_against_wall_is_a_collision_and_reverts():
     assert r.reverted and abs(dx) < 0.02  # back at the pre-action pose
     (c,) = cols
     assert c.source == "stall" and c.type == "static" and c.motion_state == "moving" and c.action == A.MOVE_FORWARD
+    assert c.contact and c.record()["contact"] == "true"  # a stall under command is physical evidence of a bump
 
 
 def test_person_stepping_into_the_path_stops_and_reverts():
@@ -278,6 +279,23 @@ def test_person_stepping_into_the_path_stops_and_reverts():
     (c,) = cols
     assert c.type == "human" and c.human_id == 7 and c.source == "people" and c.motion_state == "moving"
     assert c.distance_m < CFG.personal_space
+    assert c.contact  # 0.3 m from the nose is within a body radius (0.3 m) by the next tick: a real contact
+
+
+def test_person_stepping_in_further_ahead_is_a_stop_short_not_a_contact():
+    ex = Executor(CFG)
+    p = Plant(2)
+
+    def hook(plant, k):
+        if k == 80:  # 0.4 s into the move a person steps in 0.6 m ahead of the nose
+            plant.person = (plant.x + 0.35 + 0.6, plant.y)
+
+    results, cols, (dx, _, _) = drive(ex, p, A.MOVE_FORWARD, hook=hook)
+    (r,) = results
+    assert r.outcome == "collision" and "personal space" in r.detail
+    (c,) = cols
+    assert c.type == "human" and c.motion_state == "moving" and c.distance_m > CFG.person_radius
+    assert not c.contact and c.record()["contact"] == "false"  # stopped short: not a collision of the trial
 
 
 def test_person_ahead_blocks_start():
@@ -287,7 +305,7 @@ def test_person_ahead_blocks_start():
     results, cols, (dx, _, _) = drive(ex, p, A.MOVE_FORWARD)
     assert results[0].outcome == "collision" and not results[0].reverted
     assert "blocked before start" in results[0].detail
-    assert cols[0].motion_state == "blocked" and cols[0].type == "human"
+    assert cols[0].motion_state == "blocked" and cols[0].type == "human" and not cols[0].contact
     assert abs(dx) < 1e-6
 
 
@@ -305,7 +323,7 @@ def test_revert_after_turn_collision_returns_to_start_yaw():
     (r,) = results
     assert r.outcome == "collision" and r.reverted
     assert abs(math.degrees(dth)) < 1.0
-    assert cols[0].motion_state == "turning" and cols[0].type == "human"
+    assert cols[0].motion_state == "turning" and cols[0].type == "human" and cols[0].contact  # the person touched the side
 
 
 def test_slip_when_odometry_yaw_disagrees_with_gyro():
@@ -337,7 +355,7 @@ def test_jolt_is_a_collision():
     tick = ex.update(0.04, (0.001, 0, 0), 0.0, accel=(-25.0, 2.0))
     assert tick.cmd == (0.0, 0.0)
     (c,) = tick.collisions
-    assert c.source == "jolt" and c.type == "static"
+    assert c.source == "jolt" and c.type == "static" and c.contact
 
 
 def test_result_records_have_contract_keys():

@@ -169,3 +169,15 @@ def test_camera_mask_is_the_footprint_of_the_padded_robot_view():
         r2, d2 = apply_camera_mask(rgb[None], depth[None], hfov, vfov)
         assert (r2[0][m_rgb] == rgb[m_rgb]).all() and (r2[0][~m_rgb] == 0).all() and (d2[0][~m_depth] == 0).all()
     assert camera_mask(64, 0.0, 0.0) is None
+
+
+def test_small_policy_drops_its_macro_when_an_action_is_blocked():
+    """A macro is replayed only while its actions complete; a blocked one forces a new decision."""
+    torch.manual_seed(0)
+    pol = SmallPolicy(SmallNet(SmallConfig(views=12, res=24)), vocab=Vocabulary(WORDS))
+    pol.reset("walk down the hall")
+    pol._queue.extend([MOVE_FORWARD] * 3)  # the rest of a decision's macro
+    pol.on_action_result(MOVE_FORWARD, "ok")
+    assert pol.views == 1 and len(pol._queue) == 3
+    pol.on_action_result(MOVE_FORWARD, "collision")
+    assert pol.views == 12 and not pol._queue

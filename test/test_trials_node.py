@@ -115,6 +115,14 @@ def test_scripted_sim_trial_is_recorded(ros_context, tmp_path):
                 pubs["coll"].publish(
                     status_msg("collision", "static", {"action": "MOVE_FORWARD", "type": "static", "motion_state": "blocked"})
                 )
+                # nor is a motion stopped short of a person's personal space (contact false)
+                pubs["coll"].publish(
+                    status_msg(
+                        "collision",
+                        "human",
+                        {"action": "MOVE_FORWARD", "type": "human", "motion_state": "moving", "distance_m": 0.44, "contact": "false"},
+                    )
+                )
                 _spin_until(ex, lambda: False, 0.3)
                 assert reader.collisions(t.id) == []
             if i == 2:

@@ -62,6 +62,11 @@ class RawView:
     stamp: float = 0.0
 
 
+class EpisodeBlocked(RuntimeError):
+    """Obstacles or people refused or stopped ``max_consecutive_blocked`` motions in a row: the
+    episode ends (reason ``blocked``) with the robot standing still, rather than pushing on."""
+
+
 @dataclass
 class ActionOutcome:
     """Result of one executed action: motion_node's outcome and its ACTION_RESULT_KEYS record."""
@@ -99,6 +104,8 @@ class AgentConfig:
     camera_hfov_deg: float = 0.0
     fov_mode: str = "pad"
     overlap: bool = True
+    blocked_wait_s: float = 1.0
+    max_consecutive_blocked: int = 20
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AgentConfig:
@@ -111,8 +118,10 @@ class EpisodeResult:
     """Summary of one episode (published as JSON on havln/episode_done).
 
     Attributes:
-        reason: ``stop`` (policy said STOP), ``budget`` (max_actions reached) or ``aborted``
-            (cancelled by a new instruction or shutdown, or a robot/camera/policy failure).
+        reason: ``stop`` (policy said STOP), ``budget`` (max_actions reached), ``blocked``
+            (``max_consecutive_blocked`` motions in a row refused or stopped by an obstacle or a
+            person; the robot stands still) or ``aborted`` (cancelled by a new instruction or
+            shutdown, or a robot/camera/policy failure).
         error: True when ``aborted`` was caused by a failure (``detail`` says which), not a cancel.
         steps: policy actions executed (panorama turns excluded).
         actions: the policy actions, in order (panorama turns excluded) -- the challenge sequence.
@@ -137,6 +146,7 @@ class EpisodeResult:
     policy_ms: list[float] = field(default_factory=list)
     panoramas: list[dict[str, Any]] = field(default_factory=list)
     panorama_turns: int = 0
+    blocked_motions: int = 0
 
     def to_json(self) -> str:
         """The havln/episode_done payload: {"reason", "steps", ...} (contract keys first)."""
@@ -155,6 +165,7 @@ class EpisodeResult:
             "panoramas": len(self.panoramas),
             "panorama_s_mean": round(float(np.mean(pano_s)), 3) if pano_s else None,
             "panorama_turns": self.panorama_turns,
+            "blocked_motions": self.blocked_motions,
             "panorama_final_error_deg": [p["final_error_deg"] for p in self.panoramas],
         }
         return json.dumps(body)
@@ -187,6 +198,7 @@ class EpisodeRunner:
         self.cancelled = cancelled
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-inference")
         self._in_flight = ""
+        self._blocked_in_row = 0
 
     def close(self) -> None:
         """Stop the inference worker (waits for a running inference)."""
@@ -206,6 +218,43 @@ class EpisodeRunner:
     def _check_cancel(self) -> None:
         if self.cancelled():
             raise AgentAbort("cancelled", reason="aborted")
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms."""
+        end = self.clock() + seconds
+        while True:
+            self._check_cancel()
+            left = end - self.clock()
+            if left <= 0:
+                return
+            time.sleep(min(0.05, left))
+
+    def _after_motion(self, out: ActionOutcome, result: EpisodeResult, status: Callable[..., None]) -> None:
+        """Human-aware handling of a motion that an obstacle or a person refused or stopped.
+
+        ``collision`` outcomes (refused before the start because something is in the way, or
+        stopped by contact) make the agent stand still for ``blocked_wait_s`` so that a person can
+        pass, before it observes again; ``max_consecutive_blocked`` such motions in a row (policy
+        actions and panorama turns alike, none completing in between) end the episode.
+
+        Raises:
+            EpisodeBlocked: the limit was reached.
+        """
+        if out.outcome != "collision":
+            if out.outcome == "ok":
+                self._blocked_in_row = 0
+            return
+        self._blocked_in_row += 1
+        result.blocked_motions += 1
+        limit = self.config.max_consecutive_blocked
+        if limit > 0 and self._blocked_in_row >= limit:
+            raise EpisodeBlocked(
+                f"{self._blocked_in_row} motions in a row refused or stopped by obstacles or people "
+                f"(last: {out.action}: {out.values.get('detail', out.outcome)})"
+            )
+        if self.config.blocked_wait_s > 0:
+            status("waiting")
+            self._pause(self.config.blocked_wait_s)
 
     def _front_view(self, step: int) -> Observation:
         rgb, depth = self._preprocess(self.io.grab())
@@ -240,6 +289,7 @@ class EpisodeRunner:
                     raise AgentAbort(f"motion_node rejected panorama turn {s.action} repeatedly; is another node sending actions?")
                 cap.add_turn(TurnResult.from_values(s.action, out.values, out.outcome, prefer=self.config.heading_source))
                 result.panorama_turns += 1
+                self._after_motion(out, result, status)
         if fut is None:
             fut = self._pool.submit(self._act, self._pano_obs(cap, step))
         return fut, cap
@@ -263,10 +313,11 @@ class EpisodeRunner:
         """Run one episode to STOP, the budget, cancellation or an error (never raises for those).
 
         Returns:
-            The :class:`EpisodeResult` (reason stop | budget | aborted).
+            The :class:`EpisodeResult` (reason stop | budget | blocked | aborted).
         """
         t_start = self.clock()
         self._in_flight = ""
+        self._blocked_in_row = 0
         result = EpisodeResult(reason="stop", steps=0, actions=[], instruction=instruction, policy=getattr(self.policy, "name", ""))
         state = {"step": 0, "action": "", "state": "starting", "policy_ms": 0.0, "panorama_s": 0.0, "waiting_s": 0.0}
 
@@ -308,8 +359,15 @@ class EpisodeRunner:
                 if action == STOP:
                     result.reason = "stop"
                     break
+                hook = getattr(self.policy, "on_action_result", None)
+                if callable(hook):
+                    hook(action, out.outcome)
+                if result.steps < self.config.max_actions:
+                    self._after_motion(out, result, status)
             else:
                 result.reason = "budget"
+        except EpisodeBlocked as exc:
+            result.reason, result.detail = "blocked", str(exc)
         except AgentAbort as exc:
             result.reason, result.detail, result.error = "aborted", str(exc), exc.reason == "error"
             result.interrupted = self._in_flight

@@ -181,7 +181,9 @@ class CollisionRecord:
 
     ``motion_state`` is the executor phase when it was detected: ``blocked`` (checked before the
     action started -- nothing moved, the collision was prevented), ``moving``, ``turning``,
-    ``settling`` or ``reverting``.
+    ``settling`` or ``reverting``. ``contact`` tells a real collision (something touches the robot:
+    a person within their body radius, an IMU jolt, a stall) from a motion stopped short of one
+    (clearance or personal space would have been violated); trial statistics count contacts only.
     """
 
     stamp: float
@@ -194,10 +196,12 @@ class CollisionRecord:
     human_id: int | None
     motion_state: str
     source: str
+    contact: bool = False
 
     def record(self) -> dict[str, Any]:
-        """The record as an ordered dict over ``COLLISION_KEYS`` (unknown human id as "")."""
+        """The record as an ordered dict over ``COLLISION_KEYS`` (unknown human id as "", contact as "true"/"false")."""
         d = {k: getattr(self, k) for k in COLLISION_KEYS}
+        d["contact"] = "true" if self.contact else "false"
         d["human_id"] = "" if self.human_id is None else self.human_id
         return d
 
@@ -575,12 +579,14 @@ class Executor:
         near = contact_hazard(obs, self.cfg.footprint, self.cfg.person_radius + self.cfg.personal_space)
         if near is not None:
             who = "a person" if near.human_id is None else f"person {near.human_id}"
-            return Hazard("human", source, 0.0, near.human_id, f"{detail}; {who} nearby")
-        return Hazard("static", source, 0.0, None, detail)
+            return Hazard("human", source, 0.0, near.human_id, f"{detail}; {who} nearby", contact=True)
+        return Hazard("static", source, 0.0, None, detail, contact=True)
 
     def _collision(self, t: float, odom: Pose2D | None, hz: Hazard, state: str) -> CollisionRecord:
         x, y, th = odom if odom is not None else (0.0, 0.0, 0.0)
-        return CollisionRecord(t, x, y, math.degrees(th), self._a.get("action", ""), hz.type, hz.distance_m, hz.human_id, state, hz.source)
+        return CollisionRecord(
+            t, x, y, math.degrees(th), self._a.get("action", ""), hz.type, hz.distance_m, hz.human_id, state, hz.source, hz.contact
+        )
 
     def _on_collision(self, t: float, odom: Pose2D, imu_yaw: float, hz: Hazard) -> Tick:
         a = self._a

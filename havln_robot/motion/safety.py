@@ -131,6 +131,9 @@ class Hazard:
         distance_m: clearance between the footprint and the hazard, m (0 for contact).
         human_id: id of the person when known.
         detail: one-line explanation.
+        contact: True when something already touches the robot (a person within their body
+            radius of the footprint, an IMU jolt, a stall under command); False when the motion
+            is refused or stopped *before* contact (clearance or personal space would be violated).
     """
 
     type: str
@@ -138,6 +141,7 @@ class Hazard:
     distance_m: float
     human_id: int | None = None
     detail: str = ""
+    contact: bool = False
 
 
 def depth_to_points(
@@ -298,7 +302,12 @@ def contact_hazard(obs: Obstacles, fp: Footprint, person_radius: float) -> Hazar
         d = float(fp.distance(p.x, p.y))
         if d < person_radius:
             return Hazard(
-                "human", "people", max(0.0, d - person_radius), p.human_id, f"{_who(p)} in contact ({d:.2f} m from the footprint)"
+                "human",
+                "people",
+                max(0.0, d - person_radius),
+                p.human_id,
+                f"{_who(p)} in contact ({d:.2f} m from the footprint)",
+                contact=True,
             )
     return None
 

@@ -165,7 +165,7 @@ class MotionNode(HavlnNode):
             self.get_logger().warning(text)
 
     def _publish_collision(self, c: CollisionRecord) -> None:
-        level = _WARN if c.motion_state == "blocked" else _ERROR
+        level = _ERROR if c.contact else _WARN  # a contact is an error; a prevented collision a warning
         self.collision_pub.publish(status_msg("collision", c.type, c.record(), level, hardware_id=self.get_name()))
 
     def _obstacles(self, t: float) -> Obstacles:

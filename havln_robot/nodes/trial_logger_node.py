@@ -329,9 +329,11 @@ class TrialLoggerNode(HavlnNode):
     def _on_collision(self, msg: DiagnosticStatus) -> None:
         self._rec(self.params["collision_topic"], msg)
         d = status_dict(msg)
-        if d.get("motion_state") == "blocked":
-            # motion_node refused to start the action: the collision was prevented, nothing touched.
-            # It stays in the MCAP bag and the step's outcome; it is not a collision of the trial.
+        if d.get("motion_state") == "blocked" or d.get("contact") == "false":
+            # motion_node refused to start the action, or stopped it short of an obstacle or a
+            # person's personal space: the collision was prevented, nothing touched. It stays in the
+            # MCAP bag and the step's outcome; it is not a collision of the trial. (Records without
+            # a "contact" key, from older bags, count.)
             return
         with self._lock:
             if self._closed or self._running() is None:

@@ -173,6 +173,7 @@ class PanoramaCapture:
     t_start: float | None = field(default=None, init=False)
     t_views_done: float | None = field(default=None, init=False)
     t_end: float | None = field(default=None, init=False)
+    blocked_turns: int = field(default=0, init=False)
     _worst_source: str = field(default="imu", init=False)
     _done: bool = field(default=False, init=False)
 
@@ -207,7 +208,7 @@ class PanoramaCapture:
 
     @property
     def turn_budget(self) -> int:
-        """Most TURN actions this panorama may send."""
+        """Most TURN actions this panorama may send, not counting turns blocked by an obstacle (outcome collision)."""
         return 0 if self.views == 1 else self.nominal_turns + self.max_corrections
 
     @property
@@ -239,7 +240,7 @@ class PanoramaCapture:
         if self._done:
             return Step("done")
         progress = self.sign * self.heading_deg  # degrees swept in the sweep direction
-        turns_left = self.turn_budget - len(self.turns)
+        turns_left = self.turn_budget - (len(self.turns) - self.blocked_turns)
         fwd = TURN_LEFT if self.sign > 0 else TURN_RIGHT
         back = TURN_RIGHT if self.sign > 0 else TURN_LEFT
         if not self.views_complete:
@@ -275,12 +276,18 @@ class PanoramaCapture:
     def add_turn(self, result: TurnResult) -> None:
         """Accumulate the measured yaw of a TURN that was sent.
 
+        A turn with outcome ``collision`` (refused or stopped because an obstacle or a person was in
+        the way) still adds the yaw it made, but does not use up :attr:`turn_budget`: the caller
+        retries it after a pause and bounds how long it waits (agent ``max_consecutive_blocked``).
+
         Raises:
             PanoramaError: the panorama is done.
         """
         if self._done:
             raise PanoramaError("add_turn: the panorama is already done")
         self.turns.append(result)
+        if result.outcome == "collision":
+            self.blocked_turns += 1
         self.heading_deg += result.yaw_deg
         if _SOURCE_RANK.get(result.source, 3) > _SOURCE_RANK.get(self._worst_source, 3):
             self._worst_source = result.source
@@ -302,7 +309,8 @@ class PanoramaCapture:
         return {
             "views": len(self.captured),
             "turns": len(self.turns),
-            "corrections": max(0, len(self.turns) - self.nominal_turns),
+            "blocked_turns": self.blocked_turns,
+            "corrections": max(0, len(self.turns) - self.blocked_turns - self.nominal_turns),
             "final_error_deg": round(self.final_error_deg, 3),
             "duration_s": round(self.duration_s, 3),
             "headings_deg": [round(v.heading_deg, 2) for v in self.captured],

@@ -134,6 +134,20 @@ class Policy(abc.ABC):
                 :meth:`reset` was not called first.
         """
 
+    def on_action_result(self, action: str, outcome: str) -> None:  # noqa: B027 - optional hook
+        """Told how the robot executed the action :meth:`act` returned (optional hook).
+
+        Args:
+            action: the action literal that was executed.
+            outcome: motion_node's outcome (``ok``, ``collision``, ``timeout``, ``slip``,
+                ``stall``, ``aborted``, ``unsupported``; see havln_robot.motion.executor.OUTCOMES).
+                ``collision`` covers an action refused before it started because an obstacle or
+                a person was in the way, and one stopped by contact.
+
+        A policy that plans several actions ahead (a macro) should drop the rest of the plan when
+        an action did not complete, so that the next :meth:`act` decides from a new observation.
+        """
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (optional)."""
 

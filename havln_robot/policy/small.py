@@ -275,6 +275,12 @@ class SmallPolicy(Policy):
         self._queue.clear()
         self.decisions = 0
 
+    def on_action_result(self, action: str, outcome: str) -> None:
+        """An action that did not complete (blocked, collision, timeout ...) ends the macro: the next
+        :meth:`act` is a new decision on a new panorama, instead of replaying the plan blindly."""
+        if outcome != "ok" and self._queue:
+            self._queue.clear()
+
     def act(self, obs: Observation) -> str:
         if self._instr is None:
             raise PolicyError("SmallPolicy.act() called before reset(instruction)")
