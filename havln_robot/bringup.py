@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -97,20 +98,66 @@ class NodeThreads:
         self._spinners.clear()
 
 
+#: Topics that must have exactly one source in a graph, by the node of a profile that publishes
+#: them (parameter names). A second simulator or driver on the same ROS domain would mix its
+#: odometry and clock with ours, and a second motion_node (or a teleop) would fight over cmd_vel.
+SOLE_SOURCES = {
+    "sim_node": ("clock_topic", "odom_topic"),
+    "go2_driver_node": ("odom_topic",),
+    "motion_node": ("cmd_vel_topic",),
+}
+
+
+def foreign_publishers(context: Any, topic_names: list[str], wait_s: float = 1.5) -> dict[str, list[str]]:
+    """Publishers that already exist on ``topic_names`` in this ROS domain (before our nodes start).
+
+    Waits up to ``wait_s`` for DDS discovery (returns as soon as one is seen).
+
+    Returns:
+        topic → names of the nodes publishing it (only topics with publishers).
+    """
+    import rclpy
+
+    node = rclpy.create_node("havln_bringup_probe", context=context, start_parameter_services=False)
+    try:
+        names = [t if t.startswith("/") else "/" + t for t in topic_names]
+        t_end = time.monotonic() + wait_s
+        while True:
+            found: dict[str, list[str]] = {}
+            named = True
+            for t in names:
+                infos = node.get_publishers_info_by_topic(t)
+                if infos:
+                    known = {f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos if "_UNKNOWN_" not in i.node_name}
+                    named = named and len(known) == len(infos)
+                    found[t] = sorted(known) or ["a node not yet named by discovery"]
+            # seen and named (node names arrive a little after the endpoints), or out of time
+            if (found and named) or time.monotonic() >= t_end:
+                return found
+            time.sleep(0.1)
+    finally:
+        node.destroy_node()
+
+
 class Bringup:
     """The running nodes of one profile.
 
     Args:
         profile: a validated :class:`~havln_robot.config.Profile`.
         log: where status lines go (default: stderr).
+        check_graph: before creating nodes, refuse to start (ConfigError) when the ROS domain
+            already has a publisher on a topic this profile must be the sole source of
+            (:data:`SOLE_SOURCES`: clock and odom of sim_node, odom of go2_driver_node, cmd_vel of
+            motion_node). Costs up to 1.5 s of DDS discovery.
 
     Attributes:
         nodes: node name → node instance, for the nodes that started.
         skipped: node name → reason, for nodes not built in this checkout.
     """
 
-    def __init__(self, profile: Profile, log: Callable[[str], None] | None = None) -> None:
+    def __init__(self, profile: Profile, log: Callable[[str], None] | None = None, check_graph: bool = True) -> None:
         self.profile = profile
+        self.check_graph = check_graph
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self.nodes: dict[str, Any] = {}
         self.skipped: dict[str, str] = dict(profile.not_built)
@@ -129,7 +176,9 @@ class Bringup:
         """Initialise rclpy (own context, no rclpy signal handlers) and create every node.
 
         Raises:
-            ConfigError: a node rejected its parameters (nothing is left running).
+            ConfigError: a node rejected its parameters, or another graph on this ROS domain
+                already publishes a topic this profile must be the sole source of (nothing is
+                left running).
         """
         import rclpy
 
@@ -137,6 +186,19 @@ class Bringup:
         self._context = rclpy.Context()
         rclpy.init(context=self._context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
         self._threads = NodeThreads(self._context, self.log, self._node_failed)
+        if self.check_graph:
+            sole = sorted(
+                {str(params[k]) for name, params in self.profile.nodes.items() for k in SOLE_SOURCES.get(name, ()) if k in params}
+            )
+            busy = foreign_publishers(self._context, sole) if sole else {}
+            if busy:
+                self.shutdown()
+                domain = os.environ.get("ROS_DOMAIN_ID", "0")
+                who = "; ".join(f"{t} by {', '.join(n)}" for t, n in busy.items())
+                raise ConfigError(
+                    f"ROS domain {domain} already has {who} -- another simulator, driver or demo is running there. "
+                    f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
+                )
         for name, reason in self.skipped.items():
             self.log(f"[bringup] {name}: {reason}; skipping it")
         try:
@@ -229,6 +291,15 @@ class Bringup:
                     node.safe_stop()
             except Exception as exc:  # a failing safe_stop must not prevent the others
                 self.log(f"[bringup] {name}: safe_stop failed: {exc}")
+
+
+def _free_domain_hint(domain: str) -> int:
+    """A domain id to suggest instead of ``domain`` (0-101 are valid for Fast DDS on Linux)."""
+    try:
+        d = int(domain)
+    except ValueError:
+        d = 0
+    return (d + 17) % 100 + 1
 
 
 def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:

@@ -130,6 +130,23 @@ def test_failing_callback_stops_every_node(registry, tmp_path, monkeypatch):
     assert "safe_stop" in EVENTS and EVENTS[-1] == "destroy"
 
 
+def test_refuses_to_start_next_to_another_cmd_vel_source(registry, tmp_path, ros_context):
+    """A second source of cmd_vel on the domain (another stack, a teleop) is refused before any node starts."""
+    import rclpy
+
+    intruder = rclpy.create_node("intruder", context=ros_context)
+    intruder.create_publisher(Twist, "cmd_vel", 10)
+    p = tmp_path / "p.yaml"
+    p.write_text("motion_node:\n  ros__parameters:\n    speed: 0.4\n")
+    try:
+        b = bringup_mod.Bringup(config.load_profile(p), log=lambda s: None)
+        with pytest.raises(ConfigError, match=r"already has /cmd_vel by /intruder .*ROS_DOMAIN_ID="):
+            b.start()
+        assert not b.nodes and EVENTS == [] and b.context is None
+    finally:
+        intruder.destroy_node()
+
+
 def test_node_rejects_bad_value_passed_under_ros_args(registry, ros_context):
     """Under `ros2 launch`, values arrive as ROS parameter overrides: a wrong type is a ConfigError."""
     from rclpy.parameter import Parameter
