@@ -10,13 +10,15 @@ Why not one MultiThreadedExecutor: with rclpy 7 (Jazzy), a node whose callbacks 
 MutuallyExclusiveCallbackGroup and receive 100 Hz topics makes that executor busy-loop (a
 ready entity whose group is busy is handed out, refused and re-announced over and over).
 Measured with sim_node + motion_node on 2 cores: 100 % of a core, and the simulator's
-wall-clock stepping thread starved to 0.18x real time (``scripts``-free reproduction in
-test/test_bringup.py::test_bringup_keeps_sim_real_time). Per-node single-threaded executors:
-0.2 core, 1.0x real time.
+wall-clock stepping thread starved to 0.18x real time (regression test:
+test/test_bringup.py::test_bringup_keeps_sim_real_time_with_motion_node). Per-node
+single-threaded executors: 0.2 core, 1.0x real time.
 
-Shutdown (SIGINT, SIGTERM, ``--duration`` elapsed, or :meth:`Bringup.stop`): every node's
-``safe_stop()`` runs first (zero ``cmd_vel``, StopMove), the executor spins briefly so those
-messages leave, then nodes are destroyed and the context shut down.
+Shutdown (SIGINT, SIGTERM, ``--duration`` elapsed, :meth:`Bringup.stop`, or a node callback
+that raised): every node's ``safe_stop()`` runs first, in reverse profile order (the agent stops
+sending actions, motion_node zeroes ``cmd_vel``, then the driver / simulator stops the base), the
+nodes keep spinning 0.2 s so those messages are delivered, the spin threads stop, ``safe_stop()``
+runs once more, then nodes are destroyed and the context shut down.
 """
 
 from __future__ import annotations
@@ -169,7 +171,7 @@ class Bringup:
     def _node_failed(self, name: str, exc: BaseException) -> None:
         if self.failed is None:
             self.failed = (name, exc)
-            self.log(f"[bringup] stopping every node because {name} failed")
+            print(f"[bringup] stopping every node because {name} failed", file=sys.stderr, flush=True)
         self._stop.set()
 
     def start(self) -> Bringup:
@@ -185,7 +187,8 @@ class Bringup:
         configure_dds()
         self._context = rclpy.Context()
         rclpy.init(context=self._context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-        self._threads = NodeThreads(self._context, self.log, self._node_failed)
+        # node failures and stuck callbacks always reach stderr, whatever self.log does with status lines
+        self._threads = NodeThreads(self._context, lambda s: print(s, file=sys.stderr, flush=True), self._node_failed)
         if self.check_graph:
             sole = sorted(
                 {str(params[k]) for name, params in self.profile.nodes.items() for k in SOLE_SOURCES.get(name, ()) if k in params}
@@ -262,8 +265,8 @@ class Bringup:
     def shutdown(self) -> None:
         """Safe-stop every node, stop the spinning threads, destroy nodes, shut the context down. Idempotent.
 
-        Order: ``safe_stop()`` on every node first (the robot stops at once, whatever else is
-        slow); 0.2 s for the stop messages to be delivered while the nodes still spin; stop the
+        Order: ``safe_stop()`` on every node first, in reverse profile order (the robot stops at
+        once, whatever else is slow); 0.2 s for the stop messages to be delivered while the nodes still spin; stop the
         spin threads; ``safe_stop()`` once more, so that the last word on cmd_vel is zero even if
         a callback was mid-flight during the first round; destroy the nodes.
         """
@@ -285,7 +288,8 @@ class Bringup:
         self.log("[bringup] all nodes stopped")
 
     def _safe_stop_all(self) -> None:
-        for name, node in self.nodes.items():
+        # reverse profile order: producers of commands stop before the nodes that execute them
+        for name, node in reversed(list(self.nodes.items())):
             try:
                 if hasattr(node, "safe_stop"):
                     node.safe_stop()

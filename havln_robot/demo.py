@@ -246,7 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry of ``havln-robot demo``; returns 0 on a completed run, 130 when interrupted, 2 on bad input."""
     ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
-    ap.add_argument("--seed", type=int, default=0, help="picks the episodes and seeds the simulator (same seed, same result)")
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="picks the episodes and seeds the simulator's people and noise (same seed, same episodes and draws)",
+    )
     ap.add_argument("--episode-id", default="", help="run this episode (path_id) instead of a seeded pick")
     ap.add_argument("--episodes-file", default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
     ap.add_argument("--policy", default=None, help="agent policy (default: the trained model in models/, see config/sim.yaml)")
@@ -277,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
     db = out / "trials.db"
     stop_requested = {"flag": False}
+    failed = False
     runs: list[EpisodeRun] = []
     t_all = time.monotonic()
     for n, (_index, episode_id) in enumerate(picks):
@@ -335,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  start→goal {math.dist(ep.start_position[:2], ep.goal_position[:2]):.1f} m straight, {ep.geodesic_distance:.1f} m along the path"
         )
 
-        bringup = Bringup(profile, log=lambda s: None)
+        # the ROS-domain conflict check (1.5 s of discovery) once: later episodes follow our own nodes
+        bringup = Bringup(profile, log=lambda s: None, check_graph=n == 0)
         _on_signal(bringup, stop_requested)
         t0 = time.monotonic()
         try:
@@ -363,6 +370,15 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             bringup.shutdown()
             run.wall_s = time.monotonic() - t0
+        if bringup.failed is not None:
+            name, exc = bringup.failed
+            print(
+                f"havln-robot demo: {name} failed ({type(exc).__name__}: {exc}); every node was stopped, the robot first. "
+                "Outputs so far are kept; the traceback is above.",
+                file=sys.stderr,
+            )
+            failed = True
+            break
         if stop_requested["flag"]:
             print("\nhavln-robot demo: interrupted -- robot commanded to stop, trial closed as aborted, logs kept")
             break
@@ -371,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntotal wall time {time.monotonic() - t_all:.1f} s; outputs in {out}")
     if stop_requested["flag"]:
         return 130
-    return status
+    return 1 if failed else status
 
 
 def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespace, have_data: bool, episodes_file: Path) -> int:

@@ -348,7 +348,7 @@ def test_wall_ahead_ends_the_episode_as_blocked():
     res = runner.run("walk into the wall")
     runner.close()
     assert res.reason == "blocked" and not res.error and res.steps == 4 and res.blocked_motions == 4
-    assert "4 motions in a row" in res.detail and "blocked before start" in res.detail
+    assert "4 policy actions in a row" in res.detail and "blocked before start" in res.detail
     assert robot.actions == [MOVE_FORWARD] * 4
     assert robot.status[-1]["state"] == "done"
 
@@ -362,3 +362,33 @@ def test_blocked_wait_is_cancellable():
     res = runner.run("wait forever")
     runner.close()
     assert res.reason == "aborted" and time.monotonic() - t0 < 5.0
+
+
+def test_wall_ahead_ends_a_panoramic_episode_too():
+    """The panorama turns between two refused MOVE_FORWARDs succeed; they must not reset the count."""
+    robot = FakeRobot(blocked=lambda a, n: a == MOVE_FORWARD)
+    pol = ScriptedPolicy([MOVE_FORWARD], views=12)
+    cfg = AgentConfig(blocked_wait_s=0.0, max_consecutive_blocked=3, max_actions=30)
+    runner = EpisodeRunner(pol, robot, cfg, cancelled=robot.cancel.is_set)
+    res = runner.run("walk into the wall")
+    runner.close()
+    assert res.reason == "blocked" and res.steps == 3 and res.panorama_turns == 3 * 24
+    assert "3 policy actions in a row" in res.detail
+
+
+def test_a_panorama_turn_blocked_for_good_ends_the_episode():
+    """A person who never leaves the robot's side: the refused turn is retried max_consecutive_blocked times, no more."""
+    robot = FakeRobot(blocked=lambda a, n: n > 5)
+    pol = ScriptedPolicy([MOVE_FORWARD], views=12)
+    runner = EpisodeRunner(pol, robot, AgentConfig(blocked_wait_s=0.0, max_consecutive_blocked=6), cancelled=robot.cancel.is_set)
+    res = runner.run("turn around")
+    runner.close()
+    assert res.reason == "blocked" and res.steps == 0 and res.panorama_turns == 5 + 6
+    assert "6 panorama turns in a row" in res.detail
+
+
+def test_max_consecutive_blocked_must_be_positive():
+    from havln_robot.policy.params import AGENT_PARAMS
+
+    with pytest.raises(Exception, match="max_consecutive_blocked"):
+        AGENT_PARAMS.validate({"policy": "forward", "max_consecutive_blocked": 0})

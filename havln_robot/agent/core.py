@@ -105,7 +105,7 @@ class AgentConfig:
     fov_mode: str = "pad"
     overlap: bool = True
     blocked_wait_s: float = 1.0
-    max_consecutive_blocked: int = 20
+    max_consecutive_blocked: int = 10
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AgentConfig:
@@ -119,8 +119,8 @@ class EpisodeResult:
 
     Attributes:
         reason: ``stop`` (policy said STOP), ``budget`` (max_actions reached), ``blocked``
-            (``max_consecutive_blocked`` motions in a row refused or stopped by an obstacle or a
-            person; the robot stands still) or ``aborted`` (cancelled by a new instruction or
+            (``max_consecutive_blocked`` policy actions, or panorama turns, in a row refused or
+            stopped by an obstacle or a person; the robot stands still) or ``aborted`` (cancelled by a new instruction or
             shutdown, or a robot/camera/policy failure).
         error: True when ``aborted`` was caused by a failure (``detail`` says which), not a cancel.
         steps: policy actions executed (panorama turns excluded).
@@ -198,7 +198,7 @@ class EpisodeRunner:
         self.cancelled = cancelled
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-inference")
         self._in_flight = ""
-        self._blocked_in_row = 0
+        self._blocked_in_row = {"action": 0, "turn": 0}
 
     def close(self) -> None:
         """Stop the inference worker (waits for a running inference)."""
@@ -229,32 +229,43 @@ class EpisodeRunner:
                 return
             time.sleep(min(0.05, left))
 
-    def _after_motion(self, out: ActionOutcome, result: EpisodeResult, status: Callable[..., None]) -> None:
+    def _after_motion(self, out: ActionOutcome, result: EpisodeResult, status: Callable[..., None], kind: str, pause: bool = True) -> None:
         """Human-aware handling of a motion that an obstacle or a person refused or stopped.
 
         ``collision`` outcomes (refused before the start because something is in the way, or
-        stopped by contact) make the agent stand still for ``blocked_wait_s`` so that a person can
-        pass, before it observes again; ``max_consecutive_blocked`` such motions in a row (policy
-        actions and panorama turns alike, none completing in between) end the episode.
+        stopped short of it or by contact) make the agent stand still for ``blocked_wait_s`` so that
+        a person can pass, before it observes again. Two counts end the episode at
+        ``max_consecutive_blocked``: policy actions blocked in a row (``kind="action"``; only a
+        policy action that completes resets it -- the panorama turns between two decisions do not,
+        so a policy facing a wall is stopped), and panorama turns blocked in a row (``kind="turn"``;
+        reset by a turn that completes, so a panorama cannot retry a refused turn forever).
+
+        Args:
+            out: motion_node's result of the motion.
+            result: the episode result (``blocked_motions`` is counted here).
+            status: publishes an agent status record (state name, fields).
+            kind: ``action`` (a policy action) or ``turn`` (a panorama turn).
+            pause: False skips the pause (the episode is about to end anyway).
 
         Raises:
-            EpisodeBlocked: the limit was reached.
+            EpisodeBlocked: a count reached ``max_consecutive_blocked``.
         """
         if out.outcome != "collision":
             if out.outcome == "ok":
-                self._blocked_in_row = 0
+                self._blocked_in_row[kind] = 0
             return
-        self._blocked_in_row += 1
+        self._blocked_in_row[kind] += 1
         result.blocked_motions += 1
-        limit = self.config.max_consecutive_blocked
-        if limit > 0 and self._blocked_in_row >= limit:
+        n = self._blocked_in_row[kind]
+        if n >= self.config.max_consecutive_blocked:
+            what = "policy actions" if kind == "action" else "panorama turns"
             raise EpisodeBlocked(
-                f"{self._blocked_in_row} motions in a row refused or stopped by obstacles or people "
-                f"(last: {out.action}: {out.values.get('detail', out.outcome)})"
+                f"{n} {what} in a row refused or stopped by obstacles or people (last: {out.action}: {out.values.get('detail', out.outcome)})"
             )
-        if self.config.blocked_wait_s > 0:
+        if pause and self.config.blocked_wait_s > 0:
             status("waiting")
             self._pause(self.config.blocked_wait_s)
+            status("panorama" if kind == "turn" else "observing")
 
     def _front_view(self, step: int) -> Observation:
         rgb, depth = self._preprocess(self.io.grab())
@@ -289,7 +300,7 @@ class EpisodeRunner:
                     raise AgentAbort(f"motion_node rejected panorama turn {s.action} repeatedly; is another node sending actions?")
                 cap.add_turn(TurnResult.from_values(s.action, out.values, out.outcome, prefer=self.config.heading_source))
                 result.panorama_turns += 1
-                self._after_motion(out, result, status)
+                self._after_motion(out, result, status, "turn")
         if fut is None:
             fut = self._pool.submit(self._act, self._pano_obs(cap, step))
         return fut, cap
@@ -317,7 +328,7 @@ class EpisodeRunner:
         """
         t_start = self.clock()
         self._in_flight = ""
-        self._blocked_in_row = 0
+        self._blocked_in_row = {"action": 0, "turn": 0}
         result = EpisodeResult(reason="stop", steps=0, actions=[], instruction=instruction, policy=getattr(self.policy, "name", ""))
         state = {"step": 0, "action": "", "state": "starting", "policy_ms": 0.0, "panorama_s": 0.0, "waiting_s": 0.0}
 
@@ -362,8 +373,7 @@ class EpisodeRunner:
                 hook = getattr(self.policy, "on_action_result", None)
                 if callable(hook):
                     hook(action, out.outcome)
-                if result.steps < self.config.max_actions:
-                    self._after_motion(out, result, status)
+                self._after_motion(out, result, status, "action", pause=result.steps < self.config.max_actions)
             else:
                 result.reason = "budget"
         except EpisodeBlocked as exc:

@@ -269,8 +269,8 @@ class RosReplayer:
         node: an rclpy node (any context) used for the publisher/subscriptions.
         spin: callable that spins the executor once (``spin(timeout_s)``).
 
-    Tracks ``havln/ground_truth`` (sim only) for NE and human collisions, and counts
-    ``havln/collision`` records.
+    Tracks ``havln/ground_truth`` (sim only) for NE and human collisions, and counts the human
+    contacts among ``havln/collision`` records (used where there is no ground truth).
     """
 
     def __init__(self, node: Any, spin: Callable[[float], None]) -> None:
@@ -309,7 +309,11 @@ class RosReplayer:
         self.ground_truth = self._status_dict(msg)
 
     def _coll(self, msg: Any) -> None:
-        self.collisions += 1
+        # human contacts only: refused or stopped-short motions (contact "false", motion_state
+        # "blocked") prevented the collision, and static contacts are not in TCR/CR
+        d = {kv.key: kv.value for kv in msg.values}
+        if d.get("type") == "human" and d.get("contact", "true") == "true" and d.get("motion_state") != "blocked":
+            self.collisions += 1
 
     def wait_ready(self, timeout_s: float) -> str:
         """Wait until motion_node subscribes to ``havln/action``, odometry flows and (when published) depth.
@@ -389,10 +393,11 @@ def replay_ros(
     stop_event = stop_event or threading.Event()
     results: list[EpisodeResult] = []
     bar = tqdm(list(ids), desc=f"replay[{target}]", unit="ep", disable=not progress, file=sys.stderr)
-    for eid in bar:
+    for k, eid in enumerate(bar):
         if stop_event.is_set():
             break
-        with _RosSession(target, eid, episodes_file, sets, log, record) as sess:
+        # the ROS-domain conflict check once; later episodes follow our own nodes
+        with _RosSession(target, eid, episodes_file, sets, log, record, check_graph=k == 0) as sess:
             rep = RosReplayer(sess.node, sess.spin)
             missing = rep.wait_ready(20.0)
             if missing:
@@ -459,9 +464,10 @@ class _RosSession:
         sets: Sequence[str],
         log: Callable[[str], None],
         record: bool = False,
+        check_graph: bool = True,
     ) -> None:
         self.target, self.episode_id, self.episodes_file, self.sets, self.log = target, episode_id, episodes_file, sets, log
-        self.record = record
+        self.record, self.check_graph = record, check_graph
         self.bringup = None
         self.ctx = None
 
@@ -475,14 +481,22 @@ class _RosSession:
 
         configure_dds()
         if self.target == "embedded":
-            self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record)
-            self.ctx = self.bringup._context
+            self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record, self.check_graph)
+            self.ctx = self.bringup.context
             self.node = rclpy.create_node("havln_replay", context=self.ctx)
             # the profile's nodes spin on their own threads; this node is spun by the caller
             ex = SingleThreadedExecutor(context=self.ctx)
             ex.add_node(self.node)
             self._ex = ex
-            self.spin = lambda t: ex.spin_once(timeout_sec=t)
+            bringup = self.bringup
+
+            def spin(t: float) -> None:
+                if bringup.failed is not None:
+                    name, err = bringup.failed
+                    raise ReplayError(f"embedded {name} failed ({type(err).__name__}: {err}); every node was stopped")
+                ex.spin_once(timeout_sec=t)
+
+            self.spin = spin
         else:
             self.ctx = rclpy.Context()
             rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -506,7 +520,14 @@ class _RosSession:
             rclpy.try_shutdown(context=self.ctx)
 
 
-def _embedded_bringup(episode_id: str, episodes_file: Path | None, sets: Sequence[str], log: Callable[[str], None], record: bool = False):
+def _embedded_bringup(
+    episode_id: str,
+    episodes_file: Path | None,
+    sets: Sequence[str],
+    log: Callable[[str], None],
+    record: bool = False,
+    check_graph: bool = True,
+):
     """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
     from havln_robot.bringup import Bringup, parse_set
     from havln_robot.config import ConfigError, NodeNotBuilt, Profile, load_profile, load_spec
@@ -534,7 +555,7 @@ def _embedded_bringup(episode_id: str, episodes_file: Path | None, sets: Sequenc
     for need in ("sim_node", "motion_node"):
         if need not in keep:
             raise ReplayError(f"{need} is not available in this build ({prof.not_built.get(need, 'not in config/sim.yaml')})")
-    bringup = Bringup(Profile(prof.path, keep, {}), log=log)
+    bringup = Bringup(Profile(prof.path, keep, {}), log=log, check_graph=check_graph)
     try:
         bringup.start()
     except ConfigError as exc:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -103,7 +104,10 @@ class MotionNode(HavlnNode):
         self._zero_until = -math.inf
         self._warned: set[str] = set()
 
-        group = MutuallyExclusiveCallbackGroup()  # all callbacks serialised: the executor is not thread-safe
+        # all callbacks serialised: the executor is not thread-safe; the lock also serialises
+        # safe_stop(), which bringup calls from another thread while this node still spins
+        self._lock = threading.RLock()
+        group = MutuallyExclusiveCallbackGroup()
         self.cmd_pub = self.create_publisher(Twist, p["cmd_vel_topic"], 10)
         self.result_pub = self.create_publisher(DiagnosticStatus, p["action_result_topic"], 50)
         self.collision_pub = self.create_publisher(DiagnosticStatus, p["collision_topic"], 50)
@@ -222,11 +226,12 @@ class MotionNode(HavlnNode):
         t = self._now()
         action = msg.data.strip()
         imu_yaw = self.gyro.yaw if self._imu_t is not None else None
-        if action == "STOP":
-            tick = self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw)
-        else:
-            tick = self.motion.start(action, t, self._odom, imu_yaw, self._obstacles(t))
-        self._emit(tick, t)
+        with self._lock:
+            if action == "STOP":
+                tick = self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw)
+            else:
+                tick = self.motion.start(action, t, self._odom, imu_yaw, self._obstacles(t))
+            self._emit(tick, t)
 
     def _on_odom(self, msg: Odometry) -> None:
         t = self._now()
@@ -280,18 +285,20 @@ class MotionNode(HavlnNode):
     def _on_tick(self) -> None:
         t = self._now()
         ex = self.motion
-        if ex.busy:
-            imu_yaw = self.gyro.yaw if self._imu_t is not None else None
-            tick = ex.update(t, self._odom, imu_yaw, self._obstacles(t), self._accel, self._odom_t, self._imu_t)
-            self._emit(tick, t)
-        elif ex.phase == "holding" or t < self._zero_until:
-            self._publish_cmd((0.0, 0.0))
+        with self._lock:
+            if ex.busy:
+                imu_yaw = self.gyro.yaw if self._imu_t is not None else None
+                tick = ex.update(t, self._odom, imu_yaw, self._obstacles(t), self._accel, self._odom_t, self._imu_t)
+                self._emit(tick, t)
+            elif ex.phase == "holding" or t < self._zero_until:
+                self._publish_cmd((0.0, 0.0))
 
     def safe_stop(self) -> None:
         """Abort the running action (outcome aborted) and publish zero cmd_vel. Never raises."""
         try:
-            t = self._now()
-            self._emit(self.motion.abort(t, "motion_node shutting down"), t)
+            with self._lock:
+                t = self._now()
+                self._emit(self.motion.abort(t, "motion_node shutting down"), t)
         except Exception:  # noqa: BLE001 - must not raise during shutdown
             try:
                 self._publish_cmd((0.0, 0.0))

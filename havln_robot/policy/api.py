@@ -146,6 +146,7 @@ class Policy(abc.ABC):
 
         A policy that plans several actions ahead (a macro) should drop the rest of the plan when
         an action did not complete, so that the next :meth:`act` decides from a new observation.
+        Called on the agent's episode thread, never while :meth:`act` runs, and not for STOP.
         """
 
     def close(self) -> None:  # noqa: B027 - optional hook

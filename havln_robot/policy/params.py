@@ -88,10 +88,10 @@ AGENT_PARAMS = ParamSpec(
         ),
         Param(
             "max_consecutive_blocked",
-            20,
+            10,
             "int",
-            "end the episode (reason blocked) after this many motions in a row refused or stopped by obstacles; 0 = never",
-            min=0,
+            "end the episode (reason blocked) after this many policy actions, or panorama turns, in a row refused or stopped by obstacles",
+            min=1,
             max=500,
         ),
         Param("instruction_topic", topics.INSTRUCTION, "str", "std_msgs/String instruction in; a new one aborts the running episode"),

@@ -189,7 +189,7 @@ class Trial:
             success radius (m, default 3.0).
         operator, episode_id, scan: who ran it; HA-R2R episode id and Matterport3D scan if any.
         start_x, start_y, start_yaw: odometry pose at the start (m, rad); start_map_*: sim truth.
-        end_reason: why the run ended (``stop``, ``budget``, ``aborted``, ``interrupted``, ...).
+        end_reason: why the run ended (``stop``, ``budget``, ``blocked``, ``aborted``, ``interrupted``, ...).
         outcome: ``success`` / ``failure`` / ``aborted`` or ``None`` (not judged yet).
         reason: operator's reason / abort cause. ne_m: navigation error (m) when known;
         ne_source: ``ground_truth`` | ``odometry`` | ``operator``.
