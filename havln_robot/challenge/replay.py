@@ -481,30 +481,25 @@ class _RosSession:
 
         configure_dds()
         if self.target == "embedded":
+            # the profile's nodes spin on their own threads; the replay node is spun by the caller
             self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record, self.check_graph)
             self.ctx = self.bringup.context
-            self.node = rclpy.create_node("havln_replay", context=self.ctx)
-            # the profile's nodes spin on their own threads; this node is spun by the caller
-            ex = SingleThreadedExecutor(context=self.ctx)
-            ex.add_node(self.node)
-            self._ex = ex
-            bringup = self.bringup
-
-            def spin(t: float) -> None:
-                if bringup.failed is not None:
-                    name, err = bringup.failed
-                    raise ReplayError(f"embedded {name} failed ({type(err).__name__}: {err}); every node was stopped")
-                ex.spin_once(timeout_sec=t)
-
-            self.spin = spin
         else:
             self.ctx = rclpy.Context()
             rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-            self.node = rclpy.create_node("havln_replay", context=self.ctx)
-            ex = SingleThreadedExecutor(context=self.ctx)
-            ex.add_node(self.node)
-            self._ex = ex
-            self.spin = lambda t: ex.spin_once(timeout_sec=t)
+        self.node = rclpy.create_node("havln_replay", context=self.ctx)
+        ex = SingleThreadedExecutor(context=self.ctx)
+        ex.add_node(self.node)
+        self._ex = ex
+        bringup = self.bringup
+
+        def spin(t: float) -> None:
+            if bringup is not None and bringup.failed is not None:
+                name, err = bringup.failed
+                raise ReplayError(f"embedded {name} failed ({type(err).__name__}: {err}); every node was stopped")
+            ex.spin_once(timeout_sec=t)
+
+        self.spin = spin
         return self
 
     def __exit__(self, *exc: object) -> None:
