@@ -351,7 +351,15 @@ def main(argv: list[str] | None = None) -> int:
             bringup.log("[bringup] no node of this profile is built; nothing to run")
             return 1
         bringup.log(f"[bringup] running {len(bringup.nodes)} node(s) from {args.profile}; Ctrl-C to stop")
-        bringup.spin_until(timeout=args.duration)
+        if "agent_node" in bringup.nodes:
+            topic = bringup.nodes["agent_node"].params.get("instruction_topic", "havln/instruction")
+            bringup.log(
+                f"[bringup] agent_node waits for an instruction on {topic} (std_msgs/String), e.g. "
+                f"ros2 topic pub --once /{topic.lstrip('/')} std_msgs/msg/String \"{{data: 'walk to the sofa'}}\" "
+                "(havln-robot demo runs whole episodes for you)"
+            )
+        if bringup.spin_until(timeout=args.duration) == "timeout":
+            bringup.log(f"[bringup] --duration {args.duration:g} s elapsed; stopping")
     finally:
         bringup.shutdown()
     return 1 if bringup.failed else 0

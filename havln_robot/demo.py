@@ -90,7 +90,14 @@ class _Monitor:
         n.create_subscription(DiagnosticStatus, topics.COLLISION, self._on_collision, 50)
         n.create_subscription(PoseArray, topics.HUMANS, self._on_humans, 10)
         n.create_subscription(String, topics.EPISODE_DONE, self._on_done, 10)
+        n.create_subscription(DiagnosticStatus, topics.ACTION_RESULT, self._on_result, 50)
         self._last_step = -1
+
+    def _on_result(self, msg: Any) -> None:
+        """Failed motions other than collisions (those come on havln/collision): timeout, slip, stall, aborted."""
+        rec = self._dict(msg)
+        if not self.quiet and rec.get("outcome") not in ("ok", "collision", "rejected", None):
+            print(f"  ! {rec.get('action', '?')}: {rec.get('outcome')} - {rec.get('detail', '')}", flush=True)
 
     def _on_gt(self, msg: Any) -> None:
         gt = self._dict(msg)
@@ -260,7 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default=str(config_dir() / "sim.yaml"), help="deployment profile (default config/sim.yaml)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="wall-clock limit per episode, s")
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
+    ap.add_argument("--verbose", action="store_true", help="also show the nodes' own log lines (INFO and up; default: errors only)")
     args = ap.parse_args(argv)
+    if args.episodes < 1:
+        ap.error(f"--episodes {args.episodes}: run at least one episode (e.g. --episodes 1)")
+    if args.max_actions is not None and not 1 <= args.max_actions <= 500:
+        ap.error(f"--max-actions {args.max_actions}: the HA-VLN budget is 1..500 actions per episode")
+    if args.timeout <= 0:
+        ap.error(f"--timeout {args.timeout}: give a positive number of seconds")
 
     from havln_robot.bringup import Bringup
     from havln_robot.config import load_profile
@@ -343,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
 
         # the ROS-domain conflict check (1.5 s of discovery) once: later episodes follow our own nodes
         bringup = Bringup(profile, log=lambda s: None, check_graph=n == 0)
+        if not args.verbose:
+            # the demo prints its own line per step, refusal, collision and failed action; the
+            # nodes' INFO/WARN lines would bury them (--verbose shows them). Node loggers are
+            # named after the nodes, so this holds from their first line.
+            import rclpy.logging
+
+            for name in profile.nodes:
+                rclpy.logging.set_logger_level(name, rclpy.logging.LoggingSeverity.ERROR)
         _on_signal(bringup, stop_requested)
         t0 = time.monotonic()
         try:

@@ -92,7 +92,9 @@ def test_same_seed_picks_the_same_episodes(havln_data):
     assert a == b and a != c and len({eid for _, eid in a}) == 3
 
 
-@pytest.mark.parametrize("bad", [["--episodes", "x"], ["--profile", "/nonexistent.yaml"]])
+@pytest.mark.parametrize(
+    "bad", [["--episodes", "x"], ["--episodes", "0"], ["--max-actions", "501"], ["--timeout", "-1"], ["--profile", "/nonexistent.yaml"]]
+)
 def test_bad_arguments_are_one_line_errors(tmp_path, bad):
     r = subprocess.run(
         [sys.executable, "-m", "havln_robot.cli", "demo", "--out", str(tmp_path), *bad], capture_output=True, text=True, timeout=120

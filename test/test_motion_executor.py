@@ -75,12 +75,13 @@ class Plant:
         return Obstacles(points=np.zeros((0, 2), np.float32), people=people)
 
 
-def drive(ex: Executor, plant: Plant, action: str, rate=50.0, hook=None, max_t=15.0, idle_s=2.0, sensor_delay=0.0, jitter=0.0):
+def drive(ex: Executor, plant: Plant, action: str, rate=50.0, hook=None, max_t=15.0, idle_s=2.0, sensor_delay=0.0, jitter=0.0, gyro=None):
     """Run one action to its end; returns (results, collisions, true displacement (dx, dy, dyaw) in the start frame).
 
     ``sensor_delay``: odometry and gyro reach the executor this late (s), stamped with their true
-    time; ``jitter``: control ticks come up to this much late (s, uniform)."""
-    g = GyroYaw(2.0)
+    time; ``jitter``: control ticks come up to this much late (s, uniform); ``gyro``: a GyroYaw kept
+    across actions (default: a fresh one per action)."""
+    g = gyro if gyro is not None else GyroYaw(2.0)
     for _ in range(int(idle_s / plant.dt)):
         plant.step()
         g.add(plant.t, plant.gyro(), stationary=True)
@@ -92,7 +93,8 @@ def drive(ex: Executor, plant: Plant, action: str, rate=50.0, hook=None, max_t=1
     buf: deque = deque()
     rng = random.Random(plant.rng.random())
     next_tick = plant.t + 1.0 / rate
-    while not results and plant.t < max_t + idle_s:
+    t_end = plant.t + max_t
+    while not results and plant.t < t_end:
         plant.step()
         g.add(plant.t, plant.gyro())
         buf.append((plant.t, plant.odom(), g.yaw))
@@ -110,6 +112,7 @@ def drive(ex: Executor, plant: Plant, action: str, rate=50.0, hook=None, max_t=1
             cols += tick.collisions
     for _ in range(int(0.3 / plant.dt)):
         plant.step()
+        g.add(plant.t, plant.gyro())
     lx, ly = to_local(x0, y0, th0, plant.x, plant.y)
     return results, cols, (lx, ly, plant.th - th0)
 
@@ -368,3 +371,23 @@ def test_result_records_have_contract_keys():
     assert tuple(results[0].record()) == ACTION_RESULT_KEYS
     assert results[0].record()["reverted"] == "false"
     assert tuple(cols[0].record()) == COLLISION_KEYS
+
+
+@pytest.mark.parametrize("chain_deg", [2.0, 0.0])
+def test_24_turns_close_the_circle_when_headings_are_chained(chain_deg):
+    """A panorama's 24 TURN_LEFTs: with the heading chain each turn aims from where the previous one
+    was meant to end, so the IMU-measured total stays within one turn's tolerance of 360 deg."""
+    cfg = MotionConfig(chain_heading=math.radians(chain_deg))
+    ex, p, g = Executor(cfg), Plant(5, gyro_noise=0.005), GyroYaw(2.0)
+    th0, total_imu = p.th, 0.0
+    for _ in range(24):
+        results, cols, _ = drive(ex, p, A.TURN_LEFT, gyro=g, idle_s=0.4)
+        (r,) = results
+        assert r.outcome == "ok" and not cols
+        total_imu += r.yaw_imu_deg
+    err_true = math.degrees(p.th - th0) - 360.0
+    if chain_deg:
+        assert abs(total_imu - 360.0) <= math.degrees(cfg.yaw_tol) + 0.05, total_imu
+        assert abs(err_true) < 1.0, err_true
+    else:  # without it the per-turn residuals add up (the figure that motivated the chain)
+        assert abs(total_imu - 360.0) > math.degrees(cfg.yaw_tol), total_imu

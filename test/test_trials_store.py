@@ -15,7 +15,7 @@ import time
 import pytest
 
 from havln_robot.trials import cli
-from havln_robot.trials.metrics import navigation_error, trajectory
+from havln_robot.trials.metrics import navigation_error, summarize, trajectory
 from havln_robot.trials.plan import load_plan
 from havln_robot.trials.regions import REGION_TYPES, RegionError, canonical_region
 from havln_robot.trials.store import MIGRATIONS, SCHEMA_VERSION, Collision, Step, TrialError, TrialStore
@@ -46,6 +46,9 @@ def test_round_trip_and_reopen(tmp_path):
         st.record_agent_summary(t3.id, {"reason": "stop", "steps": 1, "actions": ["STOP"]})
         assert st.actions(t3.id) == ["STOP"] and st.executed_actions(t3.id, include_rejected=True) == ["TURN_LEFT", "MOVE_FORWARD", "STOP"]
         assert st.trial(t3.id).agent_summary["reason"] == "stop"
+        # tables count the policy's steps (VLN steps) and, separately, every executed motion
+        s3 = summarize(st.trial(t3.id), st.steps(t3.id), [])
+        assert (s3.steps, s3.motions) == (1, 3)
     with TrialStore(db, readonly=True) as st:
         t2 = st.trial(t.id)
         assert (t2.outcome, t2.reason, t2.end_reason, t2.people_present, t2.scan) == ("failure", "stopped short", "stop", 2, "zsNo4HB9uLZ")
@@ -57,6 +60,7 @@ def test_round_trip_and_reopen(tmp_path):
         assert st.actions(t.id) == st.executed_actions(t.id) == ["MOVE_FORWARD"] * 5 + ["STOP"]
         [c] = st.collisions(t.id)
         assert (c.type, c.human_id, c.step_seq) == ("human", "3", 2)
+        assert (summarize(t2, steps, [c]).steps, summarize(t2, steps, [c]).motions) == (6, 6)  # no agent summary
         tr = trajectory(t2, steps, [c])
         assert tr.source == "odom" and tr.points[-1] == pytest.approx([1.25, 0.0]) and tr.goal == pytest.approx((4.0, 0.0))
         assert tr.collisions[0] == pytest.approx([0.7, 0.0])

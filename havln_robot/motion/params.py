@@ -142,5 +142,14 @@ MOTION_PARAMS = ParamSpec(
         Param("camera_z_m", 0.4125, "float", "camera height above the ground, m", min=0.0, max=3.0),
         Param("camera_pitch_deg", 0.0, "float", "camera mount elevation, deg (positive = looking up)", min=-90.0, max=90.0),
         Param("revert", True, "bool", "after a collision back off to the pre-action pose (HA-VLN revert)"),
+        Param(
+            "chain_heading_deg",
+            2.0,
+            "float",
+            "a TURN/MOVE_FORWARD starting within this of the heading the last action was meant to end at aims from that heading "
+            "(errors do not add up over a panorama); 0 = off, deg",
+            min=0.0,
+            max=7.5,
+        ),
     ),
 )

@@ -162,7 +162,7 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
         ("finished", f"{_fmt_time(t.finished)} ({t.end_reason or '-'})"),
         ("outcome", f"{t.outcome or '-'} {('(' + t.reason + ')') if t.reason else ''}"),
         ("NE", f"{_fmt_m(t.ne_m)} m ({t.ne_source or '-'})"),
-        ("steps", s.steps),
+        ("steps", f"{s.steps}" + (f" policy actions ({s.motions} motions incl. panorama turns)" if s.motions != s.steps else "")),
         ("collisions", f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static})"),
         ("path length", f"{s.path_length_m:.2f} m"),
         ("mcap", t.mcap_path or "-"),

@@ -192,7 +192,12 @@ def success_table(trials: Iterable[Trial]) -> dict[str, dict[str, Rate]]:
 
 @dataclass
 class TrialSummary:
-    """Figures of one trial for tables/CSV (units: m, s)."""
+    """Figures of one trial for tables/CSV (units: m, s).
+
+    ``steps`` counts the policy's actions (the agent's havln/episode_done list, panorama turns
+    excluded -- the VLN step count); ``motions`` every action motion_node executed, panorama turns
+    included. Without an agent summary (e.g. a teleoperated trial) both are the executed count.
+    """
 
     trial: Trial
     steps: int
@@ -201,6 +206,7 @@ class TrialSummary:
     collisions_other: int
     path_length_m: float
     duration_s: float | None
+    motions: int = 0
 
     @property
     def collisions(self) -> int:
@@ -213,9 +219,11 @@ def summarize(trial: Trial, steps: Sequence[Step], collisions: Sequence[Collisio
     hum = sum(k == "human" for k in kinds)
     sta = sum(k == "static" for k in kinds)
     dur = (trial.finished - trial.started) if trial.finished is not None else None
+    acts = trial.agent_summary.get("actions") if isinstance(trial.agent_summary, dict) else None
     return TrialSummary(
         trial=trial,
-        steps=len(steps),
+        steps=len(acts) if isinstance(acts, list) else len(steps),
+        motions=len(steps),
         collisions_human=hum,
         collisions_static=sta,
         collisions_other=len(kinds) - hum - sta,

@@ -266,7 +266,7 @@ def write_report(
             w.writerow([region, *cells])
     files["trials_csv"] = out / "trials.csv"
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
-            "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "collisions_human", "collisions_static",
+            "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
             "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path"]  # fmt: skip
     with files["trials_csv"].open("w", newline="") as fh:
         w = csv.writer(fh)
@@ -275,7 +275,7 @@ def write_report(
             t = s.trial
             w.writerow([t.id, _dt.datetime.fromtimestamp(t.started).isoformat(timespec="seconds"), t.platform, t.region, t.instance,
                         t.people_present, t.operator, t.episode_id, t.scan, t.instruction, t.outcome or "", t.reason, t.end_reason,
-                        _ne_str(t.ne_m), t.ne_source, s.steps, s.collisions_human, s.collisions_static, s.collisions_other,
+                        _ne_str(t.ne_m), t.ne_source, s.steps, s.motions, s.collisions_human, s.collisions_static, s.collisions_other,
                         f"{s.path_length_m:.3f}", "" if s.duration_s is None else f"{s.duration_s:.1f}",
                         "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, t.goal_frame or "",
                         "" if t.campaign_id is None else t.campaign_id, t.mcap_path])  # fmt: skip
