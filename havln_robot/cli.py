@@ -8,6 +8,7 @@ not in this build says so instead of crashing.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 #: subcommand → (handler "module:function", one-line help).
@@ -98,6 +99,29 @@ def run_handler(target: str, argv: list[str], label: str) -> int:
     except KeyboardInterrupt:
         print(f"{label}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the boundary: a user never gets a traceback for bad input
+        if os.environ.get("HAVLN_DEBUG"):
+            raise
+        msg = _one_line(exc)
+        if msg is None:
+            raise
+        print(f"{label}: {msg}", file=sys.stderr)
+        return 2
+
+
+def _one_line(exc: BaseException) -> str | None:
+    """A one-line message for errors caused by the user's input or environment; None for bugs."""
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        return f"{exc.strerror or exc}:{where}; check the path and its permissions (set HAVLN_DEBUG=1 for the traceback)"
+    if isinstance(exc, sqlite3.DatabaseError):
+        return f"the database is damaged or not a trial store ({exc}); point --db at another file or restore a backup"
+    if isinstance(exc, ValueError):  # every input error class of this project derives from ValueError
+        ours = type(exc).__module__.startswith("havln_robot")
+        return str(exc) if ours else f"{exc} (set HAVLN_DEBUG=1 for the traceback)"
+    return None
 
 
 if __name__ == "__main__":

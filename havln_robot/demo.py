@@ -280,8 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     from havln_robot.config import load_profile
     from havln_robot.params import ConfigError
 
-    out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    if args.seed < 0:
+        ap.error(f"--seed {args.seed}: give a seed >= 0")
+    if args.episodes_file and not Path(args.episodes_file).is_file():
+        ap.error(f"--episodes-file {args.episodes_file}: no such file; HA-R2R episodes are e.g. $DATA/{DEFAULT_EPISODES}")
+    from havln_robot.paths import prepare_out_dir
+
+    out = prepare_out_dir(args.out, "--out").resolve()
     episodes_file = Path(args.episodes_file) if args.episodes_file else data_dir() / DEFAULT_EPISODES
     have_data = episodes_file.is_file() and (data_dir() / "connectivity").is_dir()
     if have_data:

@@ -60,3 +60,51 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     if p.is_absolute() or p.exists():
         return p
     return share_dir() / p
+
+
+class OutputPathError(ValueError):
+    """An output path cannot be written (a file where a folder is wanted, read-only, ...)."""
+
+
+def prepare_out_dir(path: str | os.PathLike[str], flag: str) -> Path:
+    """Create the output folder ``path`` (parents too) and check it can be written, before any work.
+
+    Args:
+        path: the folder.
+        flag: the command-line flag that named it, for the message (e.g. ``--out``).
+
+    Returns:
+        The folder as a Path.
+
+    Raises:
+        OutputPathError: one line naming ``flag``, the path and the reason.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{flag} {p}: is a file, not a folder; give a folder to write into")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".havln_write_test_{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputPathError(f"{flag} {p}: cannot write there ({exc.strerror or exc}); choose another folder") from None
+    return p
+
+
+def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
+    """Check that the output file ``path`` can be written and is not one of ``inputs``, before any work.
+
+    Creates missing parent folders.
+
+    Raises:
+        OutputPathError: one line naming ``flag``: a folder, an input file, or an unwritable place.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise OutputPathError(f"{flag} {p}: is a folder; give a file name, e.g. {p / 'out.json'}")
+    for i in inputs:
+        if Path(i).exists() and p.exists() and p.resolve() == Path(i).resolve():
+            raise OutputPathError(f"{flag} {p}: is also an input; writing it would destroy the input -- choose another name")
+    prepare_out_dir(p.parent if str(p.parent) else ".", flag)
+    return p

@@ -65,6 +65,8 @@ def validate_main(argv: list[str]) -> int:
     ap.add_argument("--max-problems", type=int, default=100, help="list at most N problems, 0 = all (default 100)")
     args = ap.parse_args(argv)
     splits = [s for s in args.splits.split(",") if s]
+    if not splits:
+        return _err("validate", f"--splits {args.splits!r}: name at least one split, e.g. --splits val_seen,val_unseen")
     try:
         manifests = resolve_manifests(args.manifest, splits, required=True)
     except ManifestError as exc:
@@ -83,6 +85,11 @@ def pack_main(argv: list[str]) -> int:
     ap.add_argument("--splits", default=",".join(PHASE1_SPLITS))
     ap.add_argument("--no-validate", action="store_true", help="skip the full validation of the written zip")
     args = ap.parse_args(argv)
+    from havln_robot.paths import check_out_file
+
+    inputs = [Path(i) for i in args.inputs]
+    inputs += [d / f"{s}.json" for d in inputs if d.is_dir() for s in PHASE1_SPLITS]
+    check_out_file(args.out, "-o", inputs=tuple(inputs))
     try:
         out = pack(args.inputs, args.out)
     except (PackError, FormatError, OSError) as exc:
@@ -94,7 +101,8 @@ def pack_main(argv: list[str]) -> int:
         manifests = resolve_manifests(args.manifest, [s for s in args.splits.split(",") if s], required=True)
     except ManifestError as exc:
         print(f"havln-robot pack: packed, but not validated: {exc}", file=sys.stderr)
-        return 0
+        # asked for explicitly: a wrong --manifest/--splits is an error; default manifests missing is not
+        return 2 if args.manifest or args.splits != ",".join(PHASE1_SPLITS) else 0
     report = validate_zip(out, manifests)
     print(report.render())
     return 0 if report.ok else 1
@@ -121,6 +129,7 @@ def export_main(argv: list[str]) -> int:
     )
     ap.add_argument("--limit", type=int, help="with --follow-reference: first N episodes only")
     ap.add_argument("--manifest", action="append", default=[], metavar="SPLIT=PATH")
+    ap.add_argument("--overwrite", action="store_true", help="replace prediction files already in --out-dir")
     args = ap.parse_args(argv)
     if not (args.runs or args.trials or args.stop_only or args.follow_reference):
         return _err("export", "nothing to export: give --runs FILE, --trials DB, --follow-reference EPISODES or --stop-only")
@@ -140,6 +149,15 @@ def export_main(argv: list[str]) -> int:
         wanted = sorted(named) if not args.stop_only else ([args.split] if args.split else list(PHASE1_SPLITS))
         discrete_ids = bool(args.follow_reference) and not args.follow_reference.endswith(".gz")
         manifests = {} if discrete_ids else resolve_manifests(args.manifest, wanted, required=args.stop_only)
+        taken = [
+            Path(args.out_dir) / f"{s}.json"
+            for s in (wanted or ([args.split] if args.split else []))
+            if (Path(args.out_dir) / f"{s}.json").exists()
+        ]
+        if taken and not args.overwrite:
+            return _err(
+                "export", f"{', '.join(map(str, taken))} already exist(s); pass --overwrite to replace, or choose another --out-dir"
+            )
         summary = export(
             records,
             Path(args.out_dir),

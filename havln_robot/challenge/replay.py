@@ -605,6 +605,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", action="store_true", help="ros embedded: also run trial_logger_node (trials go to the trial store)")
     ap.add_argument("--yes", action="store_true", help="robot target: skip the typed confirmation (for scripted runs)")
     args = ap.parse_args(argv)
+    if args.seed < 0:
+        ap.error(f"--seed {args.seed}: give a seed >= 0")
+    if args.action_timeout <= 0:
+        ap.error(f"--action-timeout {args.action_timeout}: give a positive number of seconds")
+    if args.target != "embedded" and args.backend != "ros":
+        ap.error(f"--target {args.target} needs --backend ros (the batch backend always runs the embedded simulator)")
+    if args.json:
+        from havln_robot.paths import check_out_file
+
+        check_out_file(args.json, "--json", inputs=(args.file,))  # before the replay, not after
     try:
         sf = read_split_file(args.file)
         ids = select_episodes(sf, args.episodes)

@@ -267,6 +267,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", default=None, help="write all figures to this JSON file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
+    if args.json:
+        from havln_robot.paths import check_out_file
+
+        check_out_file(args.json, "--json")
     if args.n < 1 or args.physics_dt <= 0 or args.latency < 0 or args.odom_hz <= 0 or args.imu_hz <= 0 or args.noise_scale < 0:
         print("bench motion: --n must be >= 1, --physics-dt/--odom-hz/--imu-hz > 0, --latency >= 0", file=sys.stderr)
         return 2

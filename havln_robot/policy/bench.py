@@ -144,6 +144,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--skip-eval", action="store_true")
     ap.add_argument("--json", help="also write all figures to this JSON file")
     args = ap.parse_args(argv)
+    if args.json:
+        from havln_robot.paths import check_out_file
+
+        check_out_file(args.json, "--json")
     figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
     if not args.skip_latency:
         print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")

@@ -248,6 +248,12 @@ def main(argv: list[str]) -> int:
         "--save-frames", type=Path, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
     )
     args = ap.parse_args(argv)
+    from havln_robot.paths import check_out_file, prepare_out_dir
+
+    if args.out is not None:
+        check_out_file(args.out, "--out")
+    if args.save_frames is not None:
+        prepare_out_dir(args.save_frames, "--save-frames")
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         eps = _episodes(args.episodes, args.connectivity, max(1, args.scenes))

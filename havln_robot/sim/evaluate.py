@@ -300,6 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="torch device for checkpoint policies")
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-episode progress")
     args = ap.parse_args(argv)
+    if args.seed < 0:
+        ap.error(f"--seed {args.seed}: give a seed >= 0")
+    if args.populate < 0:
+        ap.error(f"--populate {args.populate}: give a number of people >= 0")
+    if args.out:
+        from havln_robot.paths import prepare_out_dir
+
+        prepare_out_dir(args.out, "--out")  # before the evaluation, so its results cannot be lost
 
     from havln_robot.episodes import EpisodeError, load_episodes
     from havln_robot.paths import data_dir

@@ -190,6 +190,12 @@ def _cmd_campaigns(st: TrialStore, a: argparse.Namespace) -> int:
 
 
 def _cmd_bench(a: argparse.Namespace) -> int:
+    if a.steps < 1 or a.frames < 1:
+        raise ValueError(f"--steps {a.steps} / --frames {a.frames}: both must be >= 1")
+    if a.dir is not None:
+        from havln_robot.paths import prepare_out_dir
+
+        prepare_out_dir(a.dir, "--dir")
     with tempfile.TemporaryDirectory(dir=a.dir) as d:
         with TrialStore(Path(d) / "bench.db") as st:
             t = st.start_trial("sim", "office")

@@ -382,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--platform", choices=PLATFORMS)
     ap.add_argument("--title", default="HA-VLN trial report")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    from havln_robot.paths import prepare_out_dir
+
+    prepare_out_dir(a.out, "--out")
     try:
         with TrialStore(a.db, readonly=True) as st:
             files = write_report(st, Path(a.out), campaign=a.campaign, platform=a.platform, title=a.title)

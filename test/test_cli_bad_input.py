@@ -1,0 +1,81 @@
+"""Bad input on the command line: one line naming the flag, exit 2, no traceback, nothing recorded is lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "havln_robot.cli", *map(str, args)], capture_output=True, text=True, timeout=180, cwd=cwd)
+
+
+def _one_line_error(r, *words):
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
+    assert "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    for w in words:
+        assert w in last, last
+    return last
+
+
+@pytest.fixture
+def predictions(havln_data, tmp_path):
+    """A 2-episode format-v1 val_seen.json (reference-following actions) in tmp_path/d."""
+    r = _cli(
+        "export",
+        "--follow-reference",
+        havln_data / "ha_r2r_de" / "HA_val_seen.json",
+        "--split",
+        "val_seen",
+        "--limit",
+        2,
+        "--out-dir",
+        tmp_path / "d",
+    )
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "d" / "val_seen.json"
+
+
+def test_outputs_that_would_destroy_their_inputs_are_refused(predictions, tmp_path, havln_data):
+    before = predictions.read_bytes()
+    _one_line_error(_cli("replay", predictions, "--json", predictions), "--json", "is also an input")
+    _one_line_error(_cli("pack", predictions.parent, "-o", predictions), "-o", "is also an input")
+    again = _cli(
+        "export",
+        "--follow-reference",
+        havln_data / "ha_r2r_de" / "HA_val_seen.json",
+        "--split",
+        "val_seen",
+        "--limit",
+        1,
+        "--out-dir",
+        predictions.parent,
+    )
+    _one_line_error(again, "already exist", "--overwrite")
+    assert predictions.read_bytes() == before
+
+
+def test_output_folders_are_checked_before_the_work(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    _one_line_error(_cli("eval", "--policy", "forward", "--limit", 1, "--out", afile), "--out", "is a file")
+    _one_line_error(_cli("report", "--db", tmp_path / "t.db", "--out", afile), "--out", "is a file")
+    _one_line_error(_cli("bench", "sim", "--out", tmp_path / "adir_is_fine" / ".." / "afile" / "x.json"), "--out")
+    assert afile.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["trial", "bench", "--steps", "0"], ["--steps"]),
+        (["eval", "--policy", "forward", "--seed", "-5"], ["--seed"]),
+        (["demo", "--episodes-file", "nope.json"], ["--episodes-file", "no such file"]),
+        (["replay", "nope.json", "--target", "robot"], ["--target", "--backend ros"]),
+        (["validate", "nope.zip", "--splits", ""], ["--splits"]),
+    ],
+)
+def test_bad_flags_are_one_line_errors(args, words, tmp_path):
+    _one_line_error(_cli(*args, cwd=tmp_path), *words)
