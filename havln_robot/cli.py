@@ -44,7 +44,8 @@ def config_main(argv: list[str]) -> int:
         print(f"havln-robot config: {exc}", file=sys.stderr)
         return 2
     for name, params in prof.nodes.items():
-        print(f"{name}: {len(params)} parameters OK")
+        print(f"{name}: {len(params)} parameters OK (names, types, ranges)")
+    print("files, episodes and policies named by the profile are checked when the nodes start (havln-robot launch)")
     for name, why in prof.not_built.items():
         print(f"{name}: {why}")
     return 0

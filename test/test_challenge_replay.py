@@ -104,6 +104,8 @@ def test_episode_selection(tmp_path):
     assert select_episodes(sf, "7") == ["7"]  # an id that exists wins over a count
     with pytest.raises(ReplayError, match="not in"):
         select_episodes(sf, "4,5")
+    with pytest.raises(ReplayError, match=r"--episodes 12345: not an episode id .* a count <= 3"):
+        select_episodes(sf, "12345")  # neither an id nor a possible count: not silently "all"
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

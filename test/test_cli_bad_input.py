@@ -75,6 +75,7 @@ def test_output_folders_are_checked_before_the_work(tmp_path):
         (["demo", "--episodes-file", "nope.json"], ["--episodes-file", "no such file"]),
         (["replay", "nope.json", "--target", "robot"], ["--target", "--backend ros"]),
         (["validate", "nope.zip", "--splits", ""], ["--splits"]),
+        (["trial", "--db", "typo_dir/trails.db", "list"], ["--db", "no trial store"]),
     ],
 )
 def test_bad_flags_are_one_line_errors(args, words, tmp_path):

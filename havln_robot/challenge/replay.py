@@ -102,6 +102,11 @@ def select_episodes(sf: SplitFile, spec: str | None) -> list[str]:
         n = int(spec)
         if n <= 0:
             raise ReplayError("--episodes N must be positive")
+        if n > len(ids):
+            raise ReplayError(
+                f"--episodes {spec}: not an episode id of {sf.member}, and more than its {len(ids)} episodes as a count; "
+                f"give an id from the file, or a count <= {len(ids)}"
+            )
         return ids[:n]
     want = [s.strip() for s in spec.split(",") if s.strip()]
     missing = [s for s in want if s not in sf.episodes]
@@ -150,7 +155,9 @@ def manifest_baselines(split: str, ids: Sequence[str], path: str | None) -> tupl
 
     try:
         m = load_manifest(path or default_manifest_path(split), split)
-    except ManifestError:
+    except ManifestError as exc:
+        if path:  # asked for by name: say why it is not used
+            raise ReplayError(f"--manifest {path}: {exc}") from None
         return {}, None
     if not all(i in m.baseline for i in ids):
         return {}, None

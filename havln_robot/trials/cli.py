@@ -132,6 +132,8 @@ def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
 
 
 def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
+    if a.limit is not None and a.limit < 1:
+        raise TrialError(f"--limit {a.limit}: give a number of trials >= 1 (or leave it out for all)")
     trials = st.trials(campaign=a.campaign, platform=a.platform, limit=a.limit)
     if not trials:
         print("no trials")
@@ -317,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "bench":
             return _cmd_bench(a)
+        if a.cmd in ("list", "show", "next", "campaigns", "end") and not Path(a.db).is_file():
+            # reading commands never create a store: a mistyped --db would look like an empty campaign
+            raise TrialError(f"--db {a.db}: no trial store there; check the path (trial start / plan create one)")
         with TrialStore(a.db) as st:
             return _COMMANDS[a.cmd](st, a)
     except TrialError as exc:
