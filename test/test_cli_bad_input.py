@@ -21,41 +21,37 @@ def _one_line_error(r, *words):
     return last
 
 
-@pytest.fixture
-def predictions(havln_data, tmp_path):
-    """A 2-episode format-v1 val_seen.json (reference-following actions) in tmp_path/d."""
-    r = _cli(
+def _export_reference(data, limit, out_dir):
+    """``havln-robot export`` of the first ``limit`` reference-following HA val_seen sequences into ``out_dir``."""
+    return _cli(
         "export",
         "--follow-reference",
-        havln_data / "ha_r2r_de" / "HA_val_seen.json",
+        data / "ha_r2r_de" / "HA_val_seen.json",
         "--split",
         "val_seen",
         "--limit",
-        2,
+        limit,
         "--out-dir",
-        tmp_path / "d",
+        out_dir,
     )
+
+
+@pytest.fixture
+def predictions(havln_data, tmp_path):
+    """A 2-episode format-v1 val_seen.json (reference-following actions) in tmp_path/d."""
+    r = _export_reference(havln_data, 2, tmp_path / "d")
     assert r.returncode == 0, r.stderr
     return tmp_path / "d" / "val_seen.json"
 
 
-def test_outputs_that_would_destroy_their_inputs_are_refused(predictions, tmp_path, havln_data):
+def test_outputs_that_would_destroy_their_inputs_are_refused(predictions, havln_data):
     before = predictions.read_bytes()
     _one_line_error(_cli("replay", predictions, "--json", predictions), "--json", "is also an input")
     _one_line_error(_cli("pack", predictions.parent, "-o", predictions), "-o", "is also an input")
-    again = _cli(
-        "export",
-        "--follow-reference",
-        havln_data / "ha_r2r_de" / "HA_val_seen.json",
-        "--split",
-        "val_seen",
-        "--limit",
-        1,
-        "--out-dir",
-        predictions.parent,
-    )
-    _one_line_error(again, "already exist", "--overwrite")
+    _one_line_error(_export_reference(havln_data, 1, predictions.parent), "already exist", "--overwrite")
     assert predictions.read_bytes() == before
+    assert _export_reference(havln_data, 1, predictions.parent, "--overwrite").returncode == 0
+    assert predictions.read_bytes() != before
 
 
 def test_output_folders_are_checked_before_the_work(tmp_path):
