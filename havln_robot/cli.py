@@ -100,6 +100,9 @@ def run_handler(target: str, argv: list[str], label: str) -> int:
     except KeyboardInterrupt:
         print(f"{label}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which closed early: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # the boundary: a user never gets a traceback for bad input
         if os.environ.get("HAVLN_DEBUG"):
             raise
@@ -112,13 +115,24 @@ def run_handler(target: str, argv: list[str], label: str) -> int:
 
 def _one_line(exc: BaseException) -> str | None:
     """A one-line message for errors caused by the user's input or environment; None for bugs."""
+    import errno
     import sqlite3
 
     if isinstance(exc, OSError):
-        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        return f"{exc.strerror or exc}:{where}; check the path and its permissions (set HAVLN_DEBUG=1 for the traceback)"
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        hint = ""
+        if exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
+            hint = "; check the path and its permissions"
+        elif exc.errno == errno.ENOSPC:
+            hint = "; free some space or write elsewhere"
+        return f"{exc.strerror or exc}{where}{hint} (set HAVLN_DEBUG=1 for the traceback)"
     if isinstance(exc, sqlite3.DatabaseError):
-        return f"the database is damaged or not a trial store ({exc}); point --db at another file or restore a backup"
+        text = str(exc)
+        if "not a database" in text or "malformed" in text:
+            return f"the database is damaged or not a trial store ({text}); point --db at another file or restore a backup"
+        if "locked" in text or "busy" in text:
+            return f"the database is busy ({text}): another process is writing it; retry in a moment"
+        return None  # a query bug, not the user's file
     if isinstance(exc, ValueError):  # every input error class of this project derives from ValueError
         ours = type(exc).__module__.startswith("havln_robot")
         return str(exc) if ours else f"{exc} (set HAVLN_DEBUG=1 for the traceback)"

@@ -94,9 +94,9 @@ class _Monitor:
         self._last_step = -1
 
     def _on_result(self, msg: Any) -> None:
-        """Failed motions other than collisions (those come on havln/collision): timeout, slip, stall, aborted."""
+        """Failed motions other than collisions and stalls (those come on havln/collision): timeout, slip, aborted."""
         rec = self._dict(msg)
-        if not self.quiet and rec.get("outcome") not in ("ok", "collision", "rejected", None):
+        if not self.quiet and rec.get("outcome") not in ("ok", "collision", "stall", "rejected", None):
             print(f"  ! {rec.get('action', '?')}: {rec.get('outcome')} - {rec.get('detail', '')}", flush=True)
 
     def _on_gt(self, msg: Any) -> None:

@@ -92,10 +92,12 @@ def prepare_out_dir(path: str | os.PathLike[str], flag: str) -> Path:
     return p
 
 
-def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
+def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | os.PathLike[str], ...] = (), atomic: bool = False) -> Path:
     """Check that the output file ``path`` can be written and is not one of ``inputs``, before any work.
 
-    Creates missing parent folders.
+    An existing writable file (or ``/dev/stdout``, ``/dev/null``) is accepted as it is; otherwise
+    the parent folder is created and probed. ``atomic``: the writer replaces the file through a
+    temporary file next to it, so the folder must be writable even when the file exists.
 
     Raises:
         OutputPathError: one line naming ``flag``: a folder, an input file, or an unwritable place.
@@ -106,5 +108,9 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
     for i in inputs:
         if Path(i).exists() and p.exists() and p.resolve() == Path(i).resolve():
             raise OutputPathError(f"{flag} {p}: is also an input; writing it would destroy the input -- choose another name")
-    prepare_out_dir(p.parent if str(p.parent) else ".", flag)
+    if p.exists() and not atomic:
+        if not os.access(p, os.W_OK):
+            raise OutputPathError(f"{flag} {p}: not writable; choose another file")
+        return p
+    prepare_out_dir(p.parent, flag)
     return p

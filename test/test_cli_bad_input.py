@@ -21,7 +21,7 @@ def _one_line_error(r, *words):
     return last
 
 
-def _export_reference(data, limit, out_dir):
+def _export_reference(data, limit, out_dir, *extra):
     """``havln-robot export`` of the first ``limit`` reference-following HA val_seen sequences into ``out_dir``."""
     return _cli(
         "export",
@@ -33,6 +33,7 @@ def _export_reference(data, limit, out_dir):
         limit,
         "--out-dir",
         out_dir,
+        *extra,
     )
 
 
@@ -76,3 +77,17 @@ def test_output_folders_are_checked_before_the_work(tmp_path):
 )
 def test_bad_flags_are_one_line_errors(args, words, tmp_path):
     _one_line_error(_cli(*args, cwd=tmp_path), *words)
+
+
+def test_trial_commands_use_the_default_store_when_no_db_is_given(tmp_path):
+    import os
+
+    env = {**os.environ, "HAVLN_TRIALS_DB": str(tmp_path / "t.db")}
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "havln_robot.cli", "trial", *a], capture_output=True, text=True, env=env, timeout=60)
+
+    _one_line_error(run("list"), "default store", "no trial store")
+    assert run("start", "--platform", "sim", "--region", "office").returncode == 0
+    r = run("list")
+    assert r.returncode == 0 and "office" in r.stdout and "Traceback" not in r.stderr

@@ -391,3 +391,15 @@ def test_24_turns_close_the_circle_when_headings_are_chained(chain_deg):
         assert abs(err_true) < 1.0, err_true
     else:  # without it the per-turn residuals add up (the figure that motivated the chain)
         assert abs(total_imu - 360.0) > math.degrees(cfg.yaw_tol), total_imu
+
+
+def test_the_heading_chain_ends_at_stop_and_after_a_pause():
+    ex, p, g = Executor(CFG), Plant(1, gyro_noise=0.005), GyroYaw(2.0)
+    (r,), _, _ = drive(ex, p, A.TURN_LEFT, gyro=g, idle_s=0.4)
+    assert r.outcome == "ok" and ex._nominal_yaw is not None
+    ex.stop(p.t)  # end of an episode: the next one starts fresh
+    assert ex._nominal_yaw is None
+    drive(ex, p, A.TURN_LEFT, gyro=g, idle_s=0.4)
+    assert ex._nominal_yaw is not None
+    (r,), _, _ = drive(ex, p, A.TURN_LEFT, gyro=g, idle_s=12.0)  # longer than CHAIN_MAX_AGE_S
+    assert abs(r.yaw_imu_deg - 15.0) <= math.degrees(CFG.yaw_tol) + 0.05 and abs(r.yaw_error_deg) <= math.degrees(CFG.yaw_tol) + 0.05

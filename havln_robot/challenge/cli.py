@@ -89,7 +89,7 @@ def pack_main(argv: list[str]) -> int:
 
     inputs = [Path(i) for i in args.inputs]
     inputs += [d / f"{s}.json" for d in inputs if d.is_dir() for s in PHASE1_SPLITS]
-    check_out_file(args.out, "-o", inputs=tuple(inputs))
+    check_out_file(args.out, "-o", inputs=tuple(inputs), atomic=True)
     try:
         out = pack(args.inputs, args.out)
     except (PackError, FormatError, OSError) as exc:
@@ -149,11 +149,9 @@ def export_main(argv: list[str]) -> int:
         wanted = sorted(named) if not args.stop_only else ([args.split] if args.split else list(PHASE1_SPLITS))
         discrete_ids = bool(args.follow_reference) and not args.follow_reference.endswith(".gz")
         manifests = {} if discrete_ids else resolve_manifests(args.manifest, wanted, required=args.stop_only)
-        taken = [
-            Path(args.out_dir) / f"{s}.json"
-            for s in (wanted or ([args.split] if args.split else []))
-            if (Path(args.out_dir) / f"{s}.json").exists()
-        ]
+        # the files export() will write: each record's split (else --split), plus the stop-only splits
+        targets = {r.split or args.split for r in records} | (set(wanted) if args.stop_only else set())
+        taken = sorted(Path(args.out_dir) / f"{s}.json" for s in targets if s and (Path(args.out_dir) / f"{s}.json").exists())
         if taken and not args.overwrite:
             return _err(
                 "export", f"{', '.join(map(str, taken))} already exist(s); pass --overwrite to replace, or choose another --out-dir"

@@ -59,6 +59,11 @@ def min_duration(amount: float, v_max: float, a_max: float) -> float:
     return 2.0 * math.sqrt(d / a_max)
 
 
+#: A heading chain (see :meth:`Executor.start`) links actions at most this far apart, s: a panorama's
+#: turns are ~1 s apart; after a longer pause gyro drift or a hand on the robot may have moved it.
+CHAIN_MAX_AGE_S = 10.0
+
+
 @dataclass(frozen=True)
 class MotionConfig:
     """Executor settings; build it from ``MOTION_PARAMS`` values with :meth:`from_params`.
@@ -276,8 +281,10 @@ class Executor:
         self._last_nonzero_t = -math.inf
         self._stall = StallDetector(self.cfg.stall_time_s, 0.0)
         self._a: dict[str, Any] = {}
-        # IMU yaw the last completed TURN / MOVE_FORWARD was meant to end at (None: no chain)
+        # IMU yaw the last completed TURN / MOVE_FORWARD was meant to end at, and when it ended
+        # (None: no chain)
         self._nominal_yaw: float | None = None
+        self._nominal_t = -math.inf
 
     # ------------------------------------------------------------------ public API
     @property
@@ -332,7 +339,8 @@ class Executor:
         # where the last one settled, so per-turn tolerances do not add up (24 panorama turns
         # closed at +3 deg by IMU without it, measured in the embedded simulator).
         offset = 0.0
-        if self._nominal_yaw is not None and self.cfg.chain_heading > 0:
+        fresh = t - self._nominal_t <= CHAIN_MAX_AGE_S  # not across a long pause (gyro drift, hands)
+        if self._nominal_yaw is not None and self.cfg.chain_heading > 0 and fresh:
             d = wrap_angle(self._nominal_yaw - imu_yaw)
             if abs(d) <= self.cfg.chain_heading:
                 offset = d
@@ -363,7 +371,7 @@ class Executor:
                 "no fresh depth image: cannot check the path (require_depth); check the depth topic",
             )
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [])
-        hz = self._hazard(obstacles or Obstacles(), target)
+        hz = self._hazard(obstacles or Obstacles(), target if forward else yaw_aim)
         if hz is not None:
             col = self._collision(t, odom, hz, "blocked")
             self._a["outcome"], self._a["detail"] = "collision", f"blocked before start: {hz.detail}"
@@ -379,6 +387,7 @@ class Executor:
             Tick with cmd (0, 0) and results [aborted action (if any), STOP ok].
         """
         results = []
+        self._nominal_yaw = None  # STOP / abort: the next action starts a new chain
         if self.busy:
             self._a["outcome"], self._a["detail"] = "aborted", reason
             o, y = self._a["last"]
@@ -392,6 +401,7 @@ class Executor:
     def abort(self, t: float, reason: str) -> Tick:
         """Stop a running action with outcome ``aborted`` (sensor fault, shutdown); zero command."""
         results = []
+        self._nominal_yaw = None  # STOP / abort: the next action starts a new chain
         if self.busy:
             self._a["outcome"], self._a["detail"] = "aborted", reason
             o, y = self._a["last"]
@@ -514,6 +524,7 @@ class Executor:
             if self.phase == "stopping":
                 if cfg.revert and abs(prog) > (cfg.pos_tol if a["forward"] else cfg.yaw_tol) * 0.5:
                     a["goal"] = 0.0
+                    a["yaw_aim"] = 0.0  # back to the pre-action pose, heading included
                     a["corrections"] = 0
                     a["reverted"] = True
                     a["deadline"] = t + cfg.timeout_factor * cfg.min_duration(a["action"]) + cfg.timeout_margin_s
@@ -651,7 +662,7 @@ class Executor:
             r.yaw_error_deg = math.degrees(intended_yaw - dyaw_imu)
             r.x, r.y, r.yaw_deg = odom[0], odom[1], math.degrees(odom[2])
         if r.outcome == "ok" and not a["reverted"]:
-            self._nominal_yaw = a["imu0"] + a["yaw_aim"]
+            self._nominal_yaw, self._nominal_t = a["imu0"] + a["yaw_aim"], t
         return r
 
     def _simple(self, action: str, outcome: str, odom: Pose2D | None, detail: str) -> ActionResult:

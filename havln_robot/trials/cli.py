@@ -193,7 +193,7 @@ def _cmd_campaigns(st: TrialStore, a: argparse.Namespace) -> int:
 
 def _cmd_bench(a: argparse.Namespace) -> int:
     if a.steps < 1 or a.frames < 1:
-        raise ValueError(f"--steps {a.steps} / --frames {a.frames}: both must be >= 1")
+        raise TrialError(f"--steps {a.steps} / --frames {a.frames}: both must be >= 1")
     if a.dir is not None:
         from havln_robot.paths import prepare_out_dir
 
@@ -319,9 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "bench":
             return _cmd_bench(a)
-        if a.cmd in ("list", "show", "next", "campaigns", "end") and not Path(a.db).is_file():
+        db = Path(a.db).expanduser() if a.db else default_db_path()
+        if a.cmd in ("list", "show", "next", "campaigns", "end") and not db.is_file():
             # reading commands never create a store: a mistyped --db would look like an empty campaign
-            raise TrialError(f"--db {a.db}: no trial store there; check the path (trial start / plan create one)")
+            where = "--db" if a.db else "the default store ($HAVLN_TRIALS_DB or ~/havln_trials/trials.db)"
+            raise TrialError(f"{where} {db}: no trial store there; check the path (trial start / plan create one)")
         with TrialStore(a.db) as st:
             return _COMMANDS[a.cmd](st, a)
     except TrialError as exc:
