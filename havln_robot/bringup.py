@@ -36,8 +36,11 @@ from typing import Any
 
 import yaml
 
+from havln_robot.agent.baselines import no_data_fallback
 from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
+from havln_robot.paths import data_dir
+from havln_robot.sim.session import missing_episode_data
 
 
 class NodeThreads:
@@ -326,6 +329,40 @@ def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def no_data_overrides(profile: Profile) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """What to change in ``profile`` when the HA-VLN data folder is absent, and one line saying why.
+
+    ``havln-robot launch`` and ``havln-robot demo`` behave the same without data: sim_node runs the
+    builtin scene and episode (when its ``scene_source`` is ``auto``) and agent_node runs the
+    baseline :data:`havln_robot.agent.baselines.NO_DATA_POLICY` instead of a trained model (which
+    needs the HA-R2R vocabulary). Nodes started by ``ros2 launch`` make the same choice each on
+    their own (sim_node and agent_node log it).
+
+    Returns:
+        ``(overrides, warning)``: node -> {param: value} to apply with :func:`load_profile`, and
+        the WARN line to print (None when the data is present and nothing changes).
+    """
+    over: dict[str, dict[str, Any]] = {}
+    why: list[str] = []
+    sim = profile.nodes.get("sim_node")
+    if sim is not None and sim.get("scene_source", "auto") == "auto":
+        missing = missing_episode_data(sim)
+        if missing is not None:
+            over["sim_node"] = {"scene_source": "builtin"}
+            why.append("sim_node runs the builtin scene and episode")
+    agent = profile.nodes.get("agent_node")
+    if agent is not None:
+        spec, reason = no_data_fallback(agent.get("policy", ""))
+        if reason:
+            over["agent_node"] = {"policy": spec}
+            why.append(
+                f"agent_node runs the baseline policy '{spec}' instead of '{agent.get('policy')}' (a trained model needs the HA-R2R vocabulary)"
+            )
+    if not why:
+        return over, None
+    return over, f"HA-VLN data not found at {data_dir()}: {'; '.join(why)}; get the data with `havln-robot data fetch` or set HAVLN_DATA"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``havln-robot launch PROFILE [--set node.param=value ...] [--duration S]``."""
     ap = argparse.ArgumentParser(prog="havln-robot launch", description="Start a profile's nodes in one process.")
@@ -334,10 +371,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
     args = ap.parse_args(argv)
     try:
-        profile = load_profile(args.profile, parse_set(args.set))
+        overrides = parse_set(args.set)
+        profile = load_profile(args.profile, overrides)
+        fallback, warning = no_data_overrides(profile)
+        if fallback:
+            for node, params in fallback.items():
+                overrides.setdefault(node, {}).update(params)
+            profile = load_profile(args.profile, overrides)
     except ConfigError as exc:
         print(f"havln-robot launch: {exc}", file=sys.stderr)
         return 2
+    if warning:
+        print(f"[bringup] WARN: {warning}", file=sys.stderr)
     bringup = Bringup(profile)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: bringup.stop())

@@ -30,8 +30,6 @@ from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
-#: Policy of a demo without the HA-VLN data folder: a panoramic baseline (12-view panorama, then 8 steps ahead).
-NO_DATA_POLICY = "forward:steps=8,views=12"
 
 
 @dataclass
@@ -276,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout <= 0:
         ap.error(f"--timeout {args.timeout}: give a positive number of seconds")
 
-    from havln_robot.bringup import Bringup
+    from havln_robot.bringup import Bringup, no_data_overrides
     from havln_robot.config import load_profile
     from havln_robot.params import ConfigError
 
@@ -297,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"havln-robot demo: {len(picks)} real HA-R2R episode(s) from {episodes_file} (seed {args.seed})")
     else:
         picks = [(0, "")]
-        print(f"havln-robot demo: HA-VLN data not found at {data_dir()}: running the project's own builtin scene and episode instead")
+        print("havln-robot demo: the project's own builtin scene and episode")
 
     db = out / "trials.db"
     stop_requested = {"flag": False}
@@ -309,15 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         if have_data:
             sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)
         else:
-            sim_over.update(scene_source="builtin")
+            sim_over.update(scene_source="auto")  # no data: the builtin scene, said by no_data_overrides below
         agent_over: dict[str, Any] = {}
         if args.policy:
             agent_over["policy"] = args.policy
-        elif not have_data:
-            # the trained model tokenises with the HA-R2R vocabulary, which lives in the data folder
-            agent_over["policy"] = NO_DATA_POLICY
-            if n == 0:
-                print(f"  policy: {NO_DATA_POLICY} (the trained model needs the HA-R2R vocabulary from the data folder)")
         if args.max_actions:
             agent_over["max_actions"] = args.max_actions
         logger_over = {
@@ -330,7 +323,15 @@ def main(argv: list[str] | None = None) -> int:
             "mcap_dir": str(out / "mcap"),
         }
         try:
-            profile = load_profile(args.profile, {"sim_node": sim_over, "agent_node": agent_over, "trial_logger_node": logger_over})
+            overrides = {"sim_node": sim_over, "agent_node": agent_over, "trial_logger_node": logger_over}
+            profile = load_profile(args.profile, overrides)
+            fallback, warning = no_data_overrides(profile)
+            if fallback:  # the same choice and the same WARN line as `havln-robot launch`
+                for node, params in fallback.items():
+                    overrides.setdefault(node, {}).update(params)
+                profile = load_profile(args.profile, overrides)
+                if n == 0 and warning:
+                    print(f"WARN: {warning}")
         except ConfigError as exc:
             print(f"havln-robot demo: {exc}", file=sys.stderr)
             return 2

@@ -11,6 +11,11 @@ import os
 import sys
 from pathlib import Path
 
+import platformdirs
+
+#: Application name of the per-user folders (platformdirs).
+APP_NAME = "havln_robot"
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,6 +51,24 @@ def data_dir() -> Path:
     if env:
         return Path(env)
     return REPO_ROOT.parent / "shared" / "data" / "ha-vln"
+
+
+def user_data_root() -> Path:
+    """The per-user data folder of havln_robot (platformdirs ``user_data_dir``).
+
+    Linux: ``$XDG_DATA_HOME/havln_robot`` (default ``~/.local/share/havln_robot``); macOS:
+    ``~/Library/Application Support/havln_robot``; Windows: ``%LOCALAPPDATA%\\havln_robot``.
+    Trial stores live under ``trials/<profile>/`` in it (:func:`havln_robot.trials.store.default_db_path`).
+    """
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def user_cache_root() -> Path:
+    """The per-user cache folder of havln_robot (platformdirs ``user_cache_dir``; Linux ``~/.cache/havln_robot``).
+
+    Holds derived files that can be rebuilt at any time (scene meshes built from the navigation graphs).
+    """
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
 
 
 def resolve(path: str | os.PathLike[str]) -> Path:

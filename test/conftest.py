@@ -1,14 +1,65 @@
-"""Shared pytest fixtures: DDS on loopback for every test, the HA-VLN data folder, a ROS context."""
+"""Shared pytest fixtures: DDS on loopback for every test, the HA-VLN data folder, a ROS context.
+
+Tests never touch the real home folder: before any test runs, ``HOME`` and the XDG / ROS /
+matplotlib folders point into a temporary directory (inherited by every node and CLI the tests
+start), so default trial stores, caches and ROS logs land there. The data folder is resolved
+first, so data a user fetched into their own data folder is still found (as ``$HAVLN_DATA``).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from havln_robot.dds import configure_dds
 from havln_robot.paths import data_dir
+
+REAL_HOME = Path(os.path.expanduser("~"))
+if "HAVLN_DATA" not in os.environ and (data_dir() / "ha_r2r_de").is_dir():
+    os.environ["HAVLN_DATA"] = str(data_dir())
+TEST_HOME = Path(tempfile.mkdtemp(prefix="havln-test-home-"))
+_HOME_VARS = {
+    "HOME": "",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+    "ROS_HOME": ".ros",
+    "ROS_LOG_DIR": ".ros/log",
+    "MPLCONFIGDIR": ".config/matplotlib",
+}
+for _var, _sub in _HOME_VARS.items():
+    os.environ[_var] = str(TEST_HOME / _sub)
+for _var in ("HAVLN_TRIALS_DB", "HAVLN_CACHE"):
+    os.environ.pop(_var, None)
+
+#: What the suite could leave in the real home folder if a default path escaped the redirect.
+_GUARDED = [REAL_HOME / p for p in ("havln_trials", ".local/share/havln_robot", ".cache/havln_robot")]
+
+
+def _stamp(p: Path) -> float | None:
+    try:
+        return max([p.stat().st_mtime] + [q.stat().st_mtime for q in p.rglob("*")])
+    except OSError:
+        return None
+
+
+_BEFORE = {p: _stamp(p) for p in _GUARDED}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if the suite wrote into the real home folder's havln_robot paths."""
+    touched = [str(p) for p in _GUARDED if _stamp(p) != _BEFORE[p]]
+    shutil.rmtree(TEST_HOME, ignore_errors=True)
+    if touched:
+        print(f"\nERROR: the test suite wrote into the real home folder: {', '.join(touched)}")
+        session.exitstatus = 1
+
 
 # Every test process keeps DDS on loopback, whatever the calling shell had set.
 os.environ.pop("HAVLN_DDS", None)

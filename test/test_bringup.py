@@ -14,6 +14,9 @@ from geometry_msgs.msg import Twist
 
 from havln_robot import bringup as bringup_mod
 from havln_robot import config
+from havln_robot.agent.baselines import NO_DATA_POLICY
+from havln_robot.bringup import no_data_overrides
+from havln_robot.config import load_profile
 from havln_robot.nodes._base import HavlnNode
 from havln_robot.params import ConfigError, Param, ParamSpec
 
@@ -197,6 +200,44 @@ def test_launch_sim_profile_starts_and_stops_on_sigint():
     text = "".join(lines) + err
     assert proc.returncode == 0, text
     assert "all nodes stopped" in text and "Traceback" not in text
+
+
+def test_launch_without_data_falls_back_like_demo_with_one_warning():
+    """No data folder: launch runs the builtin scene and the baseline policy, says so in one WARN line (issue 15.1)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HAVLN_DATA": "/nonexistent"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "havln_robot.cli", "launch", "config/sim.yaml", "--duration", "3"],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=120)
+    text = out + err
+    assert proc.returncode == 0, text
+    warns = [ln for ln in text.splitlines() if "WARN" in ln]
+    assert len(warns) == 1, warns
+    assert "/nonexistent" in warns[0] and "builtin scene" in warns[0] and NO_DATA_POLICY in warns[0], warns[0]
+    assert "havln-robot data fetch" in warns[0]
+    assert "Traceback" not in text and "vocabulary" in warns[0]
+
+
+def test_no_data_overrides_are_the_demo_and_launch_choice(monkeypatch):
+    """The one function launch and demo share: builtin scene + baseline policy without data, nothing with data."""
+    monkeypatch.setenv("HAVLN_DATA", "/nonexistent")
+    profile = load_profile(REPO / "config" / "sim.yaml")
+    over, warning = no_data_overrides(profile)
+    assert over == {"sim_node": {"scene_source": "builtin"}, "agent_node": {"policy": NO_DATA_POLICY}}
+    assert warning and warning.count("HA-VLN data not found") == 1
+    # an explicit builtin scene and a baseline policy need no data: nothing to replace, nothing to say
+    profile = load_profile(REPO / "config" / "sim.yaml", {"sim_node": {"scene_source": "builtin"}, "agent_node": {"policy": "random"}})
+    assert no_data_overrides(profile) == ({}, None)
+
+
+def test_no_data_overrides_change_nothing_when_the_data_is_there(havln_data):
+    profile = load_profile(REPO / "config" / "sim.yaml")
+    assert no_data_overrides(profile) == ({}, None)
 
 
 def test_launch_reports_unbuilt_nodes_instead_of_crashing(tmp_path):

@@ -59,6 +59,20 @@ def test_demo_runs_a_real_episode_and_leaves_every_output(havln_data, tmp_path):
     assert len(episode["actions"]) <= 3 and episode["actions"][-1] == STOP
 
 
+def test_demo_without_data_runs_the_builtin_scene_and_says_why(tmp_path, monkeypatch):
+    """A fresh clone has no data folder: the demo still runs, with the same fallback and WARN line as launch."""
+    monkeypatch.setenv("HAVLN_DATA", "/nonexistent")
+    out = tmp_path / "demo"
+    proc = _demo(["--max-actions", "1"], out)
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    warns = [ln for ln in text.splitlines() if ln.startswith("WARN")]
+    assert len(warns) == 1 and "/nonexistent" in warns[0] and "builtin scene" in warns[0] and "forward:steps=8,views=12" in warns[0], text
+    assert "Traceback" not in text and "step   1" in text
+    (trial,) = _trials(out / "trials.db")
+    assert trial["platform"] == "sim" and trial["ne_m"] is not None
+
+
 def test_ctrl_c_stops_the_robot_closes_the_trial_and_keeps_logs(havln_data, tmp_path):
     out = tmp_path / "demo"
     proc = _demo(["--max-actions", "50", "--seed", "3"], out)

@@ -17,10 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from havln_robot.paths import data_dir
 from havln_robot.perception.panorama import valid_view_counts
-from havln_robot.policy.api import Observation, Policy, PolicyError, check_instruction
+from havln_robot.policy.api import Observation, Policy, PolicyError, check_instruction, resolve_spec
+from havln_robot.policy.tokenizer import default_vocab_path
 
 BUILTIN_NAMES = ("forward", "random")
+
+#: The baseline run instead of a trained model when the HA-VLN data folder is absent (a trained
+#: model tokenises instructions with the HA-R2R vocabulary, which ships with the data): the full
+#: 12-view panorama path, then 8 forward steps and STOP.
+NO_DATA_POLICY = "forward:steps=8,views=12"
 
 
 def _parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -154,3 +161,33 @@ def make_policy(spec: str, device: str = "cpu") -> Policy:
     from havln_robot.policy.api import load_policy
 
     return load_policy(spec, device=device)
+
+
+def no_data_fallback(spec: str) -> tuple[str, str | None]:
+    """The policy to run given what data is present: ``(spec, None)``, or the baseline and why.
+
+    A trained model needs the HA-R2R instruction vocabulary from the HA-VLN data folder
+    (:func:`havln_robot.policy.tokenizer.default_vocab_path`). Without it, ``launch``, ``demo`` and
+    agent_node all run :data:`NO_DATA_POLICY` instead and say so in one WARN line (the returned
+    reason). Builtin baselines need no data and are returned unchanged, and so is a spec that names
+    no checkpoint (loading it is an error that lists what is available).
+
+    Args:
+        spec: the configured policy (checkpoint path, a name in models/, or a builtin spec).
+
+    Returns:
+        ``(spec_to_run, reason)``; ``reason`` is None when nothing was replaced.
+    """
+    if not isinstance(spec, str) or not spec.strip() or is_builtin(spec):
+        return spec, None
+    try:
+        resolve_spec(spec)
+    except PolicyError:
+        return spec, None  # a wrong name stays an error (loading it says what is available)
+    vocab = default_vocab_path()
+    if vocab.is_file():
+        return spec, None
+    return NO_DATA_POLICY, (
+        f"HA-VLN data not found at {data_dir()} (no {vocab.name}): running the baseline policy '{NO_DATA_POLICY}' "
+        f"instead of '{spec}', which needs the HA-R2R vocabulary; get the data with `havln-robot data fetch` or set HAVLN_DATA"
+    )

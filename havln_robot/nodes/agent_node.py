@@ -28,7 +28,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from havln_robot.actions import STOP
-from havln_robot.agent.baselines import make_policy
+from havln_robot.agent.baselines import make_policy, no_data_fallback
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import image_array, status_dict, status_msg
@@ -64,7 +64,12 @@ class AgentNode(HavlnNode):
         super().__init__(params=params, **kwargs)
         p = self.params
         try:
-            self.policy = policy if policy is not None else make_policy(p["policy"], device=p["device"])
+            if policy is None:
+                spec, why = no_data_fallback(p["policy"])
+                if why:
+                    self.get_logger().warning(why)
+                policy = make_policy(spec, device=p["device"])
+            self.policy = policy
         except PolicyError as exc:
             msg = f"{self.get_name()}: policy: {exc}"
             HavlnNode.destroy_node(self)

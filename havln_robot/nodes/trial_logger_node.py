@@ -45,7 +45,7 @@ from havln_robot.params import ConfigError
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 from havln_robot.trials.recorder import McapRecorder, RecorderError
 from havln_robot.trials.regions import RegionError, canonical_region
-from havln_robot.trials.store import Collision, Step, Trial, TrialError, TrialStore
+from havln_robot.trials.store import Collision, Step, Trial, TrialError, TrialStore, default_db_path, default_mcap_dir
 
 #: How long after a "collision" result a collision report is still credited to that step, s.
 _LATE_COLLISION_S = 1.0
@@ -79,9 +79,13 @@ class TrialLoggerNode(HavlnNode):
         self._lock = threading.RLock()
         self._meta_from_params()  # validates region / goal early
         try:
-            self.store = TrialStore(p["db_path"])
+            db = Path(p["db_path"]).expanduser() if p["db_path"] else default_db_path(p["platform"])
+            self.store = TrialStore(db)
         except TrialError as exc:
             raise ConfigError(f"{self.get_name()}: db_path: {exc}") from None
+        self.db_path = db
+        self.mcap_dir = Path(p["mcap_dir"]).expanduser() if p["mcap_dir"] else default_mcap_dir(db)
+        self.get_logger().info(f"trial store {db}" + (f", MCAP bags in {self.mcap_dir}" if p["record_mcap"] else ""))
         closed = self.store.close_interrupted("interrupted (logger restarted)", judge=p["auto_judge"])
         if closed:
             self.get_logger().warning(f"trial(s) {closed} were left running by a previous logger; finished as interrupted")
@@ -175,7 +179,7 @@ class TrialLoggerNode(HavlnNode):
         p = self.params
         if not p["record_mcap"]:
             return
-        bag = Path(p["mcap_dir"]).expanduser() / f"trial_{trial.id:04d}"
+        bag = self.mcap_dir / f"trial_{trial.id:04d}"
         try:
             self._recorder = McapRecorder(
                 bag,

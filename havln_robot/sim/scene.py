@@ -42,6 +42,8 @@ import shapely
 from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
+from havln_robot.paths import user_cache_root
+
 #: Ground-z difference (m) below which two connected viewpoints are on the same floor. Stairs
 #: risers are ~0.18 m each; edges rising more than this are treated as stairs (ramps).
 LEVEL_STEP_M: float = 0.3
@@ -693,8 +695,9 @@ def _rings(geom: BaseGeometry):
 
 
 def _default_cache_dir() -> Path:
+    """``$HAVLN_CACHE/scenes``, else ``scenes/`` in the per-user cache folder (:func:`havln_robot.paths.user_cache_root`)."""
     root = os.environ.get("HAVLN_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "havln_robot") / "scenes"
+    return (Path(root) if root else user_cache_root()) / "scenes"
 
 
 #: In-process memo of loaded scenes (small LRU by insertion order).

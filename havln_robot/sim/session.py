@@ -38,6 +38,20 @@ class Opened:
     note: str
 
 
+def missing_episode_data(p: Mapping[str, Any]) -> Path | None:
+    """The first of ``episodes_file`` / ``connectivity_dir`` (sim_node parameters) that is absent, else None.
+
+    ``scene_source: builtin`` needs neither, so it returns None.
+    """
+    if p.get("scene_source", "auto") == "builtin":
+        return None
+    ep_file = resolve(p.get("episodes_file", "$DATA/ha_r2r_de/HA_val_seen.json"))
+    if not ep_file.is_file():
+        return ep_file
+    conn = resolve(p.get("connectivity_dir", "$DATA/connectivity"))
+    return None if conn.is_dir() else conn
+
+
 def open_episode(p: Mapping[str, Any]) -> Opened:
     """Choose the scene and episode from sim_node parameters.
 
@@ -53,8 +67,8 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
         return Opened(Scene.builtin(), builtin_episode(), "builtin scene and episode (scene_source=builtin)")
     ep_file = resolve(p.get("episodes_file", "$DATA/ha_r2r_de/HA_val_seen.json"))
     conn = resolve(p.get("connectivity_dir", "$DATA/connectivity"))
-    if not ep_file.is_file() or not conn.is_dir():
-        missing = ep_file if not ep_file.is_file() else conn
+    missing = missing_episode_data(p)
+    if missing is not None:
         if source == "auto":
             return Opened(
                 Scene.builtin(),

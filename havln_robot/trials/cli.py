@@ -1,7 +1,8 @@
 """``havln-robot trial ...``: run a trial campaign from the operator's terminal.
 
-Subcommands (all take ``--db PATH``; default ``$HAVLN_TRIALS_DB`` or ``~/havln_trials/trials.db``,
-the same file trial_logger_node writes):
+Subcommands (all take ``--db PATH`` or ``--profile go2|sim|gazebo``; default: the go2 profile's
+store, ``<user data>/trials/go2/trials.db``, the same file trial_logger_node of that profile writes;
+see :func:`havln_robot.trials.store.default_db_path`):
 
 * ``plan FILE [--name N]``      import a campaign plan (YAML/CSV); re-importing resumes it
 * ``next [--campaign C]``       show the next pending planned trial and the campaign progress
@@ -16,6 +17,7 @@ Errors are one line on stderr, exit code 2; nothing already recorded is touched.
 from __future__ import annotations
 
 import argparse
+import os
 import datetime as _dt
 import sys
 import tempfile
@@ -24,7 +26,17 @@ from pathlib import Path
 
 from havln_robot.trials.metrics import summarize
 from havln_robot.trials.regions import short_label
-from havln_robot.trials.store import GOAL_FRAMES, PLATFORMS, PlannedTrial, Step, Trial, TrialError, TrialStore, default_db_path
+from havln_robot.trials.store import (
+    DEFAULT_PROFILE,
+    GOAL_FRAMES,
+    PLATFORMS,
+    PlannedTrial,
+    Step,
+    Trial,
+    TrialError,
+    TrialStore,
+    default_db_path,
+)
 
 
 def _fmt_time(t: float | None) -> str:
@@ -244,9 +256,31 @@ def _bench_mcap(a: argparse.Namespace) -> None:
         print(f"  stride {stride} {fmt:4}: {1e3 * dt:6.2f} ms/frame  {size / 1024:7.1f} KiB/frame")
 
 
+def add_store_args(ap: argparse.ArgumentParser) -> None:
+    """``--db PATH`` / ``--profile NAME``: which trial store a command reads or writes."""
+    ap.add_argument("--db", default=None, help="trial database file (default: the --profile's store)")
+    ap.add_argument(
+        "--profile",
+        default=None,
+        choices=PLATFORMS,
+        help=f"use this deployment profile's store, <user data>/trials/<profile>/trials.db (default {DEFAULT_PROFILE}; "
+        "$HAVLN_TRIALS_DB overrides)",
+    )
+
+
+def store_path(a: argparse.Namespace) -> tuple[Path, str]:
+    """The store named by ``--db`` / ``--profile`` and how it was named (for messages)."""
+    if a.db:
+        return Path(a.db).expanduser(), "--db"
+    profile = a.profile or DEFAULT_PROFILE
+    if os.environ.get("HAVLN_TRIALS_DB"):
+        return default_db_path(profile), "the default store ($HAVLN_TRIALS_DB)"
+    return default_db_path(profile), f"the {profile} profile's default store"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="havln-robot trial", description="Trial campaign: plan, next, start, end, list, show.")
-    ap.add_argument("--db", default=None, help=f"trial database (default $HAVLN_TRIALS_DB or {default_db_path()})")
+    add_store_args(ap)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("plan", help="import a campaign plan (YAML/CSV); re-import to resume")
@@ -319,12 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "bench":
             return _cmd_bench(a)
-        db = Path(a.db).expanduser() if a.db else default_db_path()
+        db, where = store_path(a)
         if a.cmd in ("list", "show", "next", "campaigns", "end") and not db.is_file():
             # reading commands never create a store: a mistyped --db would look like an empty campaign
-            where = "--db" if a.db else "the default store ($HAVLN_TRIALS_DB or ~/havln_trials/trials.db)"
-            raise TrialError(f"{where} {db}: no trial store there; check the path (trial start / plan create one)")
-        with TrialStore(a.db) as st:
+            raise TrialError(f"{where} {db}: no trial store there; check the path or --profile (trial start / plan create one)")
+        with TrialStore(db) as st:
             return _COMMANDS[a.cmd](st, a)
     except TrialError as exc:
         print(f"havln-robot trial {a.cmd}: {exc}", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from havln_robot import topics
 from havln_robot.params import Param, ParamSpec
-from havln_robot.trials.store import DEFAULT_DB, GOAL_FRAMES, PLATFORMS, SUCCESS_RADIUS_M
+from havln_robot.trials.store import GOAL_FRAMES, PLATFORMS, SUCCESS_RADIUS_M
 
 TRIAL_LOGGER_PARAMS = ParamSpec(
     node="trial_logger_node",
@@ -21,14 +21,19 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
         Param("campaign", "", "str", "campaign name: auto-started trials take the next pending planned trial's metadata"),
         Param("reason", "", "str", "reason stored by the trial/end_failure and trial/abort services"),
         # --- behaviour ---
-        Param("db_path", DEFAULT_DB, "str", "SQLite trial database (shared with `havln-robot trial`)"),
+        Param(
+            "db_path",
+            "",
+            "str",
+            "SQLite trial database; empty = this profile's store <user data>/trials/<platform>/trials.db (havln-robot trial --profile <platform>)",
+        ),
         Param("auto_start", True, "bool", "start a trial when a new instruction arrives (attach to one opened by the CLI)"),
         Param("auto_end", False, "bool", "finish the trial when havln/episode_done arrives (else the operator ends it)"),
         Param("auto_judge", False, "bool", "set the outcome from ground truth on episode_done: success = STOP and NE < goal_radius (sim)"),
         Param("poll_period", 1.0, "float", "period of the check for trials opened/ended by the CLI, s", min=0.1, max=60.0),
         # --- MCAP recording ---
         Param("record_mcap", False, "bool", "record each trial into an MCAP bag (rosbag2 layout) under mcap_dir"),
-        Param("mcap_dir", "~/havln_trials/mcap", "str", "folder of the per-trial MCAP bags (trial_<id>/)"),
+        Param("mcap_dir", "", "str", "folder of the per-trial MCAP bags (trial_<id>/); empty = mcap/ beside the trial database"),
         Param("mcap_record_camera", True, "bool", "include the camera topics in the MCAP bag"),
         Param("mcap_max_bytes", 2_000_000_000, "int", "size cap per MCAP file, bytes (0 = none)", min=0),
         Param("mcap_on_limit", "roll", "str", "at the cap: roll over to a new file or stop recording", choices=("roll", "stop")),

@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot.trials.cli import add_store_args, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
-from havln_robot.trials.store import PLATFORMS, SUCCESS_RADIUS_M, TrialError, TrialStore, default_db_path
+from havln_robot.trials.store import PLATFORMS, SUCCESS_RADIUS_M, TrialError, TrialStore
 
 #: Trials per trajectory figure (a 6 x 4 grid).
 TRAJ_PER_FIGURE = 24
@@ -376,7 +377,7 @@ def write_report(
 def main(argv: list[str] | None = None) -> int:
     """Entry of ``havln-robot report``; returns the exit code (0 ok, 2 bad input)."""
     ap = argparse.ArgumentParser(prog="havln-robot report", description="Success-rate report (Markdown + CSV + PNG) from the trial store.")
-    ap.add_argument("--db", default=None, help=f"trial database (default $HAVLN_TRIALS_DB or {default_db_path()})")
+    add_store_args(ap)
     ap.add_argument("--out", default="trial_report", help="output folder (default ./trial_report)")
     ap.add_argument("--campaign", help="only this campaign (name or id)")
     ap.add_argument("--platform", choices=PLATFORMS)
@@ -386,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
 
     prepare_out_dir(a.out, "--out")
     try:
-        with TrialStore(a.db, readonly=True) as st:
+        db, _ = store_path(a)
+        with TrialStore(db, readonly=True) as st:
             files = write_report(st, Path(a.out), campaign=a.campaign, platform=a.platform, title=a.title)
     except TrialError as exc:
         print(f"havln-robot report: {exc}", file=sys.stderr)

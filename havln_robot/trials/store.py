@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot.actions import ACTIONS, is_action
+from havln_robot.paths import user_data_root
 from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_region
 
 #: Platforms a trial can run on.
@@ -57,15 +58,39 @@ GOAL_FRAMES: tuple[str, ...] = ("start", "odom", "map")
 #: Success radius (m): HA-VLN / VLN-CE success = STOP within 3 m of the goal (HA-VLN 2.0 Sec. 4;
 #: challenge rules in ../shared/data/ha-vln/README.md).
 SUCCESS_RADIUS_M: float = 3.0
-#: Default database (overridden by ``$HAVLN_TRIALS_DB``, ``--db`` or the node's ``db_path``).
-DEFAULT_DB = "~/havln_trials/trials.db"
+#: Profile whose store ``havln-robot trial`` / ``report`` read when neither ``--db`` nor
+#: ``--profile`` is given: the real robot's.
+DEFAULT_PROFILE = "go2"
 
 SCHEMA_VERSION = 2
 
 
-def default_db_path() -> Path:
-    """``$HAVLN_TRIALS_DB`` or :data:`DEFAULT_DB`, user-expanded."""
-    return Path(os.environ.get("HAVLN_TRIALS_DB") or DEFAULT_DB).expanduser()
+def default_db_path(profile: str = DEFAULT_PROFILE) -> Path:
+    """The trial store of a deployment profile: one store per profile, never shared by two.
+
+    ``$HAVLN_TRIALS_DB`` when set (one explicit store for everything), else
+    ``<user data>/trials/<profile>/trials.db`` with ``<user data>`` from
+    :func:`havln_robot.paths.user_data_root` (platformdirs; ``~/.local/share/havln_robot`` on
+    Linux). trial_logger_node (``db_path: ""``), ``havln-robot trial`` and ``havln-robot report``
+    (``--profile``) all use this; ``havln-robot demo`` keeps its store in ``--out``.
+
+    Args:
+        profile: one of :data:`PLATFORMS` (``go2``, ``sim``, ``gazebo``).
+
+    Raises:
+        TrialError: unknown profile.
+    """
+    env = os.environ.get("HAVLN_TRIALS_DB")
+    if env:
+        return Path(env).expanduser()
+    if profile not in PLATFORMS:
+        raise TrialError(f"profile {profile!r}: use one of {', '.join(PLATFORMS)}")
+    return user_data_root() / "trials" / profile / "trials.db"
+
+
+def default_mcap_dir(db_path: Path) -> Path:
+    """Folder of the per-trial MCAP bags when ``mcap_dir`` is empty: ``mcap/`` beside the store."""
+    return Path(db_path).parent / "mcap"
 
 
 class TrialError(ValueError):
