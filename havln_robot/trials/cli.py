@@ -17,8 +17,8 @@ Errors are one line on stderr, exit code 2; nothing already recorded is touched.
 from __future__ import annotations
 
 import argparse
-import os
 import datetime as _dt
+import os
 import sys
 import tempfile
 import time
