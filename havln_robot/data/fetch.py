@@ -35,6 +35,10 @@ class DataError(ValueError):
     """Bad input to ``data fetch`` / ``data check``; the message is one line naming the flag."""
 
 
+class _NotInMirror(Exception):
+    """A file the ``--mirror`` folder does not have."""
+
+
 @dataclass
 class Outcome:
     """What one run did, per file (local names): fetched, already present, failed (with the reason)."""
@@ -172,7 +176,7 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             if mirror and mirror[0] == "dir":
                 src = Path(mirror[1]) / entry.local
                 if not src.is_file():
-                    raise FileNotFoundError(f"not in the mirror folder ({src})")
+                    raise _NotInMirror(f"not in the mirror folder ({src})")
                 _copy_verified(src, target, entry)
             else:
                 url = mirror[1] + entry.local if mirror else entry.url
@@ -182,8 +186,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             out.aborted = f"cannot reach {where} ({_why(exc)}); check --mirror or the network, then run again to resume"
             out.failed[entry.local] = "server unreachable"
             break
-        except (OSError, ValueError, requests.exceptions.RequestException) as exc:
-            why = exc.args[0] if isinstance(exc, FileNotFoundError) and exc.args else _why(exc)
+        except (_NotInMirror, OSError, ValueError, requests.exceptions.RequestException) as exc:
+            why = str(exc) if isinstance(exc, _NotInMirror) else _why(exc)
             out.failed[entry.local] = str(why)
             if len(out.failed) <= max_logged:
                 log(f"{entry.local}: not fetched: {why}")
