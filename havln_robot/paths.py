@@ -2,7 +2,7 @@
 
 Pure Python. ``share_dir()`` is the ament share folder (``share/havln_robot``) when the
 package is installed by colcon, else the repository root; ``data_dir()`` is the HA-VLN
-reference data folder (``$HAVLN_DATA`` or ``../shared/data/ha-vln`` next to the checkout).
+data folder (``$HAVLN_DATA``, else the user data folder that ``havln-robot data fetch`` fills).
 """
 
 from __future__ import annotations
@@ -45,12 +45,61 @@ def models_dir() -> Path:
     return share_dir() / "models"
 
 
-def data_dir() -> Path:
-    """HA-VLN reference data (``$HAVLN_DATA`` or ``<repo>/../shared/data/ha-vln``); may not exist."""
+#: Subfolders of the HA-VLN data layout (docs/data.md).
+DATA_LAYOUT = ("ha_r2r_de", "r2r", "connectivity", "challenge")
+
+
+def user_data_dir() -> Path:
+    """The per-user HA-VLN data folder, ``<platformdirs user_data_dir("havln_robot")>/ha-vln``.
+
+    On Linux ``$XDG_DATA_HOME/havln_robot/ha-vln`` (default ``~/.local/share/havln_robot/ha-vln``).
+    Not created here.
+    """
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("havln_robot", appauthor=False)) / "ha-vln"
+
+
+def holds_data(folder: Path) -> bool:
+    """True when ``folder`` has at least one non-empty subfolder of :data:`DATA_LAYOUT`."""
+    for sub in DATA_LAYOUT:
+        d = folder / sub
+        try:
+            if d.is_dir() and any(d.iterdir()):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def data_dir_and_origin() -> tuple[Path, str]:
+    """The HA-VLN data folder and why it was chosen (``"$HAVLN_DATA"``, ``"user"`` or ``"checkout"``).
+
+    Order: ``$HAVLN_DATA``; the user data folder (:func:`user_data_dir`) when it holds data; the
+    development/CI copy ``<repo>/../shared/data/ha-vln`` when it exists; else the user data folder,
+    so that messages about missing data name the place ``havln-robot data fetch`` writes to.
+    """
     env = os.environ.get("HAVLN_DATA")
     if env:
-        return Path(env)
-    return REPO_ROOT.parent / "shared" / "data" / "ha-vln"
+        return Path(env), "$HAVLN_DATA"
+    user = user_data_dir()
+    if holds_data(user):
+        return user, "user"
+    dev = REPO_ROOT.parent / "shared" / "data" / "ha-vln"
+    if holds_data(dev):
+        return dev, "checkout"
+    return user, "user"
+
+
+def data_dir() -> Path:
+    """HA-VLN data folder (see :func:`data_dir_and_origin` for the order); may not exist."""
+    return data_dir_and_origin()[0]
+
+
+def fetch_dest_default() -> Path:
+    """Where ``havln-robot data fetch`` writes without ``--dest``: ``$HAVLN_DATA``, else :func:`user_data_dir`."""
+    env = os.environ.get("HAVLN_DATA")
+    return Path(env) if env else user_data_dir()
 
 
 def user_data_root() -> Path:

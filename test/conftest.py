@@ -73,10 +73,10 @@ ROS_DOMAIN_ID = int(os.environ["ROS_DOMAIN_ID"])
 
 @pytest.fixture(scope="session")
 def havln_data():
-    """Path of ../shared/data/ha-vln; skips the test with a reason when it is absent."""
+    """Path of the HA-VLN data folder (:func:`havln_robot.paths.data_dir`); skips the test with a reason when it is absent."""
     d = data_dir()
     if not (d / "ha_r2r_de" / "HA_val_seen.json").is_file():
-        pytest.skip(f"HA-VLN reference data not found at {d} (set HAVLN_DATA or place ../shared next to the checkout)")
+        pytest.skip(f"HA-VLN reference data not found at {d} (run `havln-robot data fetch`, or set HAVLN_DATA)")
     return d
 
 

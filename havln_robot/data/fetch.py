@@ -1,0 +1,341 @@
+"""``havln-robot data fetch`` / ``data check``: get the HA-VLN data and verify it.
+
+``fetch`` downloads every file of :mod:`havln_robot.data.registry` from its public source (raw
+GitHub URLs of UWMILab/HA-VLN at pinned commits) or from a mirror (a folder or an HTTP server
+holding the data layout), checks its sha256 and writes it into the data layout under ``--dest``
+(default: ``$HAVLN_DATA``, else the user data folder of :func:`havln_robot.paths.user_data_dir`).
+Files already present with the right sha256 are skipped, so a second run resumes an interrupted
+one; a present file whose sha256 is wrong is fetched again. Downloads go through pooch (which also
+checks the hash before a file is moved into place); a folder mirror is copied and hashed locally.
+
+``check`` reports, per group, which files are present, missing or corrupt, and exits 1 when any is.
+
+Exit codes: 0 complete, 1 incomplete (a file missing, corrupt or not fetched), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from havln_robot.data.registry import FILES, GROUPS, VOCAB_COMMIT, DataFile, file_sha256, select, vocab_problem
+from havln_robot.paths import data_dir_and_origin, fetch_dest_default, prepare_out_dir
+
+#: Seconds pooch waits for a server to answer (connect and each read).
+HTTP_TIMEOUT_S = 60.0
+
+
+class DataError(ValueError):
+    """Bad input to ``data fetch`` / ``data check``; the message is one line naming the flag."""
+
+
+class _NotInMirror(Exception):
+    """A file the ``--mirror`` folder does not have."""
+
+
+@dataclass
+class Outcome:
+    """What one run did, per file (local names): fetched, already present, failed (with the reason)."""
+
+    fetched: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+    refetched: list[str] = field(default_factory=list)  # present but corrupt, then fetched again
+    failed: dict[str, str] = field(default_factory=dict)
+    aborted: str | None = None  # the reason the run stopped before the end (server unreachable)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and self.aborted is None
+
+
+def status(path: Path, entry: DataFile) -> str:
+    """``"present"`` (sha256 matches), ``"missing"`` or ``"corrupt"`` (exists, wrong sha256 or unreadable)."""
+    if not path.exists():
+        return "missing"
+    try:
+        return "present" if path.is_file() and file_sha256(path) == entry.sha256 else "corrupt"
+    except OSError:
+        return "corrupt"
+
+
+def parse_mirror(mirror: str | None) -> tuple[str, str] | None:
+    """``--mirror`` → ``("url", base ending in "/")`` or ``("dir", folder)``; None for the public sources.
+
+    Raises:
+        DataError: neither an http(s) URL nor an existing folder.
+    """
+    if not mirror:
+        return None
+    if mirror.startswith(("http://", "https://")):
+        return "url", mirror if mirror.endswith("/") else mirror + "/"
+    folder = mirror[len("file://") :] if mirror.startswith("file://") else mirror
+    if "://" in folder:
+        raise DataError(f"--mirror {mirror}: only http://, https:// or a folder are supported")
+    p = Path(folder).expanduser()
+    if not p.is_dir():
+        raise DataError(f"--mirror {mirror}: no such folder; give a folder in the data layout (docs/data.md) or an http(s) URL")
+    return "dir", str(p)
+
+
+def _copy_verified(src: Path, dest: Path, entry: DataFile) -> None:
+    """Copy ``src`` to ``dest`` through a temporary file next to it; replace only when the sha256 matches.
+
+    Raises:
+        OSError: reading or writing failed.
+        ValueError: the copy's sha256 differs from the registry.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        got = file_sha256(tmp)
+        if got != entry.sha256:
+            raise ValueError(f"sha256 of the mirror's copy is {got[:12]}..., expected {entry.sha256[:12]}...")
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _download(url: str, dest: Path, entry: DataFile) -> None:
+    """Download ``url`` to ``dest`` with pooch, which checks the sha256 before moving the file into place.
+
+    Raises:
+        requests.exceptions.RequestException: HTTP or network failure.
+        ValueError: the downloaded file's sha256 differs from the registry.
+    """
+    import pooch
+
+    pooch.retrieve(
+        url,
+        known_hash=f"sha256:{entry.sha256}",
+        fname=dest.name,
+        path=dest.parent,
+        downloader=pooch.HTTPDownloader(progressbar=False, timeout=HTTP_TIMEOUT_S),
+    )
+
+
+def _why(exc: BaseException) -> str:
+    """One short line for a failed download."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.HTTPError) and exc.response is not None:
+        return f"HTTP {exc.response.status_code} {exc.response.reason}"
+    if isinstance(exc, ValueError) and "hash" in str(exc).lower():
+        return "sha256 of the downloaded file does not match the registry (not kept)"
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        m = re.search(r"\[Errno -?\d+\] [^\"')]+", str(exc))
+        return m.group(0).strip() if m else "connection failed"
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = None, log=print) -> Outcome:
+    """Fetch ``entries`` into ``dest`` (the data layout), skipping files already present and verified.
+
+    Args:
+        dest: the data folder (created by the caller, see :func:`havln_robot.paths.prepare_out_dir`).
+        entries: registry entries to fetch (:func:`havln_robot.data.registry.select`).
+        mirror: None (public URLs), ``("url", base/)`` or ``("dir", folder)`` from :func:`parse_mirror`.
+        log: called with one line per notable event (a corrupt file found, a failure).
+
+    Returns:
+        The :class:`Outcome`. Network failures to reach the server stop the run (``aborted``);
+        a missing or corrupt file on the server fails that file only.
+    """
+    import logging
+
+    import pooch
+    import requests
+
+    pooch.get_logger().setLevel(logging.WARNING)  # we print our own summary, not one line per file
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = 0o666 & ~umask  # temporary files are created 0600; give fetched files the usual permissions
+    out = Outcome()
+    max_logged = 5  # failures listed one per line; a wrong mirror would otherwise list every file
+    for entry in entries:
+        target = dest / entry.local
+        st = status(target, entry)
+        if st == "present":
+            out.present.append(entry.local)
+            continue
+        if st == "corrupt":
+            log(f"{entry.local}: present but its sha256 does not match; fetching it again")
+            out.refetched.append(entry.local)
+            if target.is_file():
+                target.unlink()
+        try:
+            if mirror and mirror[0] == "dir":
+                src = Path(mirror[1]) / entry.local
+                if not src.is_file():
+                    raise _NotInMirror(f"not in the mirror folder ({src})")
+                _copy_verified(src, target, entry)
+            else:
+                url = mirror[1] + entry.local if mirror else entry.url
+                _download(url, target, entry)
+        except requests.exceptions.ConnectionError as exc:
+            where = mirror[1] if mirror else entry.url
+            out.aborted = f"cannot reach {where} ({_why(exc)}); check --mirror or the network, then run again to resume"
+            out.failed[entry.local] = "server unreachable"
+            break
+        except (_NotInMirror, OSError, ValueError, requests.exceptions.RequestException) as exc:
+            why = str(exc) if isinstance(exc, _NotInMirror) else _why(exc)
+            out.failed[entry.local] = str(why)
+            if len(out.failed) <= max_logged:
+                log(f"{entry.local}: not fetched: {why}")
+            elif len(out.failed) == max_logged + 1:
+                log("... further failures not listed")
+            continue
+        try:
+            os.chmod(target, mode)
+        except OSError:
+            pass  # a file we cannot chmod is still a good copy
+        out.fetched.append(entry.local)
+    return out
+
+
+def _group_counts(entries: list[DataFile], names: list[str]) -> dict[str, int]:
+    wanted = set(names)
+    counts: dict[str, int] = {}
+    for e in entries:
+        if e.local in wanted:
+            counts[e.group] = counts.get(e.group, 0) + 1
+    return counts
+
+
+def _only(values: list[str] | None) -> list[str]:
+    return [g.strip() for v in values or [] for g in v.split(",") if g.strip()]
+
+
+def _entries(values: list[str] | None) -> list[DataFile]:
+    try:
+        return select(_only(values))
+    except ValueError as exc:
+        raise DataError(f"--only: {exc}") from None
+
+
+def fetch_main(args: argparse.Namespace) -> int:
+    """``data fetch``: see the module docstring. Returns 0 when every requested file is present and verified."""
+    entries = _entries(args.only)
+    mirror = parse_mirror(args.mirror)
+    dest = prepare_out_dir(Path(args.dest).expanduser() if args.dest else fetch_dest_default(), "--dest")
+    if mirror and mirror[0] == "dir" and Path(mirror[1]).resolve() == dest.resolve():
+        raise DataError(f"--mirror {mirror[1]} is the --dest folder itself; give another folder to fetch into")
+    source = f"mirror {mirror[1]}" if mirror else "the public sources (raw.githubusercontent.com/UWMILab/HA-VLN)"
+    print(f"havln-robot data fetch: {len(entries)} files into {dest} from {source}")
+
+    def log(line: str) -> None:
+        print(f"  {line}", file=sys.stderr)
+
+    out = fetch(dest, entries, mirror, log=log)
+    fetched = _group_counts(entries, out.fetched)
+    present = _group_counts(entries, out.present)
+    failed = _group_counts(entries, list(out.failed))
+    width = max(len(g) for g in GROUPS)
+    for group in GROUPS:
+        total = sum(1 for e in entries if e.group == group)
+        if total:
+            noun = "file" if total == 1 else "files"
+            line = f"  {group:<{width}}  {total:>3} {noun}: {fetched.get(group, 0)} fetched, {present.get(group, 0)} already verified"
+            if failed.get(group):
+                line += f", {failed[group]} failed"
+            print(line)
+    if out.aborted:
+        print(f"havln-robot data fetch: {out.aborted}", file=sys.stderr)
+    if not out.ok:
+        missing = len(entries) - len(out.fetched) - len(out.present)
+        print(
+            f"havln-robot data fetch: {missing} of {len(entries)} files not fetched; run the same command again to resume", file=sys.stderr
+        )
+        return 1
+    print(f"done: {len(entries)} of {len(entries)} files present, sha256 verified, in {dest}")
+    return 0
+
+
+def check(dest: Path, entries: list[DataFile]) -> dict[str, dict[str, list[str]]]:
+    """Per group, the local names of ``entries`` that are present, missing and corrupt under ``dest``."""
+    report: dict[str, dict[str, list[str]]] = {}
+    for e in entries:
+        g = report.setdefault(e.group, {"present": [], "missing": [], "corrupt": []})
+        g[status(dest / e.local, e)].append(e.local)
+    return report
+
+
+def check_main(args: argparse.Namespace) -> int:
+    """``data check``: print present/missing/corrupt per group; 0 when complete, 1 otherwise."""
+    entries = _entries(args.only)
+    if args.dest:
+        dest, origin = Path(args.dest).expanduser(), "--dest"
+        if dest.exists() and not dest.is_dir():
+            raise DataError(f"--dest {dest}: is a file, not a folder; give the data folder")
+    else:
+        dest, origin = data_dir_and_origin()
+    where = {"user": "user data folder", "checkout": "development copy next to the checkout"}.get(origin, origin)
+    print(f"HA-VLN data in {dest} ({where}){'' if dest.is_dir() else ': folder does not exist'}")
+    report = check(dest, entries)
+    width = max(len(g) for g in GROUPS)
+    bad = 0
+    for group, res in report.items():
+        n = sum(len(v) for v in res.values())
+        parts = [f"{len(res['present'])}/{n} present"]
+        if res["missing"]:
+            parts.append(f"{len(res['missing'])} missing")
+        if res["corrupt"]:
+            parts.append(f"{len(res['corrupt'])} corrupt (sha256 mismatch)")
+        print(f"  {group:<{width}}  {', '.join(parts)}  -- {GROUPS[group]}")
+        for kind in ("missing", "corrupt"):
+            names = res[kind]
+            bad += len(names)
+            for name in names[:5]:
+                extra = ""
+                if kind == "corrupt" and group == "vocab":
+                    extra = f" ({vocab_problem(dest / name) or 'well-formed, but not the pinned version'})"
+                print(f"      {kind}: {name}{extra}")
+            if len(names) > 5:
+                print(f"      ... and {len(names) - 5} more {kind}")
+        if group == "vocab":
+            print(f"      (published as-is at UWMILab/HA-VLN@{VOCAB_COMMIT[:8]}; not derivable from the other files, see docs/data.md)")
+    if bad:
+        hint = f" --dest {dest}" if args.dest else ""
+        print(f"incomplete: {bad} of {len(entries)} files missing or corrupt; run: havln-robot data fetch{hint}")
+        return 1
+    print(f"complete: {len(entries)} of {len(entries)} files present, sha256 verified")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``havln-robot data fetch|check ...``; returns the exit code."""
+    ap = argparse.ArgumentParser(prog="havln-robot data", description="Get the HA-VLN data (docs/data.md) and verify it.")
+    sub = ap.add_subparsers(dest="action", metavar="{fetch,check}")
+    groups_help = f"only these groups, comma-separated or repeated: {', '.join(GROUPS)} (default: all {len(FILES)} files)"
+    fp = sub.add_parser(
+        "fetch",
+        help="download the data from its public sources or a mirror, verify sha256, resume",
+        description="Download HA-R2R, R2R, the Matterport3D navigation graphs, the challenge manifests, the "
+        "instruction embeddings and vocabulary; verify each file's sha256; skip files already verified.",
+    )
+    fp.add_argument("--dest", help="data folder to write (default: $HAVLN_DATA, else the user data folder)")
+    fp.add_argument("--mirror", metavar="DIR|URL", help="fetch from a folder or an http(s) server holding the data layout instead")
+    fp.add_argument("--only", action="append", metavar="GROUPS", help=groups_help)
+    cp = sub.add_parser(
+        "check",
+        help="report present / missing / corrupt files per group (exit 1 when incomplete)",
+        description="Report, per group, which data files are present with the right sha256, missing or corrupt.",
+    )
+    cp.add_argument("--dest", help="data folder to check (default: the folder the project reads data from)")
+    cp.add_argument("--only", action="append", metavar="GROUPS", help=groups_help)
+    args = ap.parse_args(argv)
+    if args.action == "fetch":
+        return fetch_main(args)
+    if args.action == "check":
+        return check_main(args)
+    ap.print_help()
+    return 2
