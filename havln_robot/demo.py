@@ -28,6 +28,7 @@ from typing import Any
 
 from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
+from havln_robot.text import plural
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
 
@@ -57,8 +58,8 @@ def _fmt_line(status: dict[str, str], gt: dict[str, str]) -> str:
     try:
         pose = f"({float(f('x')):6.2f}, {float(f('y')):6.2f}, {float(f('yaw_deg')):6.1f}°)"
         dist = f"{float(f('distance_to_goal_m')):5.2f} m"
-        near = float(f("nearest_human_m", "inf"))
-        person = f"{near:5.2f} m" if math.isfinite(near) else "  none "
+        near = float(f("nearest_human_m", "") or "inf")
+        person = f"{near:5.2f} m" if math.isfinite(near) and near >= 0 else " none  "  # "" / < 0: nobody there
     except ValueError:
         pose, dist, person = "(?)", "?", "?"
     return (
@@ -90,6 +91,8 @@ class _Monitor:
         n.create_subscription(String, topics.EPISODE_DONE, self._on_done, 10)
         n.create_subscription(DiagnosticStatus, topics.ACTION_RESULT, self._on_result, 50)
         self._last_step = -1
+        # refusal lines wait for the agent status of their step: motion_node's record may arrive first
+        self._pending: list[str] = []
 
     def _on_result(self, msg: Any) -> None:
         """Failed motions other than collisions and stalls (those come on havln/collision): timeout, slip, aborted."""
@@ -118,6 +121,13 @@ class _Monitor:
             self.run.steps_printed += 1
             if not self.quiet:
                 print(_fmt_line(st, self.run.ground_truth), flush=True)
+        self._flush()
+
+    def _flush(self) -> None:
+        """Print the refusal lines held back until their step's line was printed."""
+        for line in self._pending:
+            print(line, flush=True)
+        self._pending.clear()
 
     def _on_collision(self, msg: Any) -> None:
         rec = self._dict(msg)
@@ -129,7 +139,7 @@ class _Monitor:
                     gap = f", {float(rec.get('distance_m', '')):.2f} m away"
                 except ValueError:
                     gap = ""
-                print(f"  - {rec.get('action', '?')} {how}: {what} ({rec.get('source', '')}{gap})", flush=True)
+                self._pending.append(f"  - {rec.get('action', '?')} {how}: {what} ({rec.get('source', '')}{gap})")
             return
         gt = self.run.ground_truth
         rec["map_x"], rec["map_y"] = gt.get("x", ""), gt.get("y", "")
@@ -145,6 +155,7 @@ class _Monitor:
                 track.append(xy)
 
     def _on_done(self, msg: Any) -> None:
+        self._flush()
         try:
             self.run.done = json.loads(msg.data)
         except json.JSONDecodeError:
@@ -164,7 +175,7 @@ def _pick_episodes(n: int, seed: int, episodes_file: Path) -> list[tuple[int, st
     """(index, episode_id) of ``n`` episodes drawn with ``seed`` (same seed → same episodes)."""
     from havln_robot.episodes import load_episodes
 
-    eps = load_episodes(episodes_file, data_dir() / "connectivity")
+    eps = load_episodes(episodes_file, data_dir() / "connectivity", flag="--episodes-file")
     rng = random.Random(seed)
     picks = rng.sample(range(len(eps)), k=min(n, len(eps)))
     return [(i, eps[i].episode_id) for i in picks]
@@ -249,7 +260,7 @@ def _episode_over(run: EpisodeRun) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry of ``havln-robot demo``; returns 0 on a completed run, 130 when interrupted, 2 on bad input."""
-    ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("--episodes", type=int, default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
     ap.add_argument(
         "--seed",
@@ -292,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             picks = [(0, args.episode_id)]
         else:
             picks = _pick_episodes(args.episodes, args.seed, episodes_file)
-        print(f"havln-robot demo: {len(picks)} real HA-R2R episode(s) from {episodes_file} (seed {args.seed})")
+        print(f"havln-robot demo: {plural(len(picks), 'real HA-R2R episode')} from {episodes_file} (seed {args.seed})")
     else:
         picks = [(0, "")]
         print("havln-robot demo: the project's own builtin scene and episode")

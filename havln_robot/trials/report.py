@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot.text import plural
 from havln_robot.trials.cli import add_store_args, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
@@ -309,7 +310,7 @@ def write_report(
         "",
         f"Database `{store.path}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
         "",
-        f"**{len(trials)} trials** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
+        f"**{plural(len(trials), 'trial')}** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
         "Success rates count success/failure verdicts only.",
         "",
@@ -330,7 +331,7 @@ def write_report(
     ]
     if ne_all:
         md.append(
-            f"NE over {len(ne_all)} judged trials with a known goal: mean {np.mean(ne_all):.2f} m, median {np.median(ne_all):.2f} m, "
+            f"NE over {plural(len(ne_all), 'judged trial')} with a known goal: mean {np.mean(ne_all):.2f} m, median {np.median(ne_all):.2f} m, "
             f"max {np.max(ne_all):.2f} m (success radius {SUCCESS_RADIUS_M:g} m)."
         )
     else:
@@ -340,9 +341,9 @@ def write_report(
         ss = [s for s in summaries if s.trial.with_people == wp]
         if ss:
             md.append(
-                f"- {label}: {len(ss)} trials, {np.mean([s.collisions for s in ss]):.2f} collisions per trial "
+                f"- {label}: {plural(len(ss), 'trial')}, {np.mean([s.collisions for s in ss]):.2f} collisions per trial "
                 f"(human {sum(s.collisions_human for s in ss)}, static {sum(s.collisions_static for s in ss)}); "
-                f"{sum(s.collisions > 0 for s in ss)} trials with at least one collision"
+                f"{plural(sum(s.collisions > 0 for s in ss), 'trial')} with at least one collision"
             )
     md += ["", "![collisions per trial](collisions_per_trial.png)", "", "## Trajectories", ""]
     md += [f"![trajectories]({name})" for name in traj_files]
@@ -380,8 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     add_store_args(ap)
     ap.add_argument("--out", default="trial_report", help="output folder (default ./trial_report)")
     ap.add_argument("--campaign", help="only this campaign (name or id)")
-    ap.add_argument("--platform", choices=PLATFORMS)
-    ap.add_argument("--title", default="HA-VLN trial report")
+    ap.add_argument("--platform", choices=PLATFORMS, help="only this platform")
+    ap.add_argument("--title", default="HA-VLN trial report", help="title of report.md (default: HA-VLN trial report)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     from havln_robot.paths import prepare_out_dir
 
@@ -393,5 +394,5 @@ def main(argv: list[str] | None = None) -> int:
     except TrialError as exc:
         print(f"havln-robot report: {exc}", file=sys.stderr)
         return 2
-    print(f"report written to {Path(a.out) / 'report.md'} ({len(files)} files)")
+    print(f"report written to {Path(a.out) / 'report.md'} ({plural(len(files), 'file')})")
     return 0
