@@ -1,4 +1,7 @@
-"""``havln-robot bench sim|motion|policy|robot|perception``: dispatch to each subsystem's benchmark."""
+"""``havln-robot bench sim|motion|policy|robot|perception|all``: dispatch to each subsystem's benchmark.
+
+``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,22 @@ BENCHES = {
     "policy": "havln_robot.policy.bench:main",
     "robot": "havln_robot.robot.bench:main",
     "perception": "havln_robot.perception.bench:main",
+    "all": "havln_robot.figures:main",
 }
 
 
+def _usage() -> str:
+    return f"usage: havln-robot bench {{{'|'.join(BENCHES)}}} [ARGS...]   ('havln-robot bench NAME --help' for a bench's options)"
+
+
 def main(argv: list[str]) -> int:
-    """Run ``havln-robot bench NAME [ARGS...]``; returns the exit code."""
-    if not argv or argv[0] not in BENCHES:
-        print(f"usage: havln-robot bench {{{'|'.join(BENCHES)}}} [ARGS...]", file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    """Run ``havln-robot bench NAME [ARGS...]``; returns the exit code (2 for a missing or unknown NAME)."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] not in BENCHES:
+        print(f"havln-robot bench: unknown benchmark {argv[0]!r}; choose one of {', '.join(BENCHES)}\n{_usage()}", file=sys.stderr)
+        return 2
     from havln_robot.cli import run_handler
 
     return run_handler(BENCHES[argv[0]], argv[1:], f"havln-robot bench {argv[0]}")

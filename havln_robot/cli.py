@@ -16,7 +16,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("havln_robot.demo:main", "run the whole stack on a real HA-R2R episode in the embedded simulator"),
     "launch": ("havln_robot.bringup:main", "start a profile's nodes in one process (config/sim.yaml, ...)"),
     "eval": ("havln_robot.sim.evaluate:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
-    "bench": ("havln_robot.bench:main", "benchmarks: bench sim | motion | policy | robot | perception"),
+    "bench": (
+        "havln_robot.bench:main",
+        "benchmarks: bench sim | motion | policy | robot | perception; bench all --markdown = the README figures",
+    ),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
     "replay": ("havln_robot.challenge.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
     "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),
@@ -36,8 +39,8 @@ def config_main(argv: list[str]) -> int:
     from havln_robot.config import load_profile
     from havln_robot.params import ConfigError
 
-    ap = argparse.ArgumentParser(prog="havln-robot config", description=config_main.__doc__)
-    ap.add_argument("profile")
+    ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
+    ap.add_argument("profile", help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
     args = ap.parse_args(argv)
     try:
         prof = load_profile(args.profile)

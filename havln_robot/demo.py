@@ -28,6 +28,7 @@ from typing import Any
 
 from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
+from havln_robot.text import plural
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
 
@@ -57,8 +58,8 @@ def _fmt_line(status: dict[str, str], gt: dict[str, str]) -> str:
     try:
         pose = f"({float(f('x')):6.2f}, {float(f('y')):6.2f}, {float(f('yaw_deg')):6.1f}°)"
         dist = f"{float(f('distance_to_goal_m')):5.2f} m"
-        near = float(f("nearest_human_m", "inf"))
-        person = f"{near:5.2f} m" if math.isfinite(near) else "  none "
+        near = float(f("nearest_human_m", "") or "inf")
+        person = f"{near:5.2f} m" if math.isfinite(near) and near >= 0 else " none  "  # "" / < 0: nobody there
     except ValueError:
         pose, dist, person = "(?)", "?", "?"
     return (
@@ -90,6 +91,8 @@ class _Monitor:
         n.create_subscription(String, topics.EPISODE_DONE, self._on_done, 10)
         n.create_subscription(DiagnosticStatus, topics.ACTION_RESULT, self._on_result, 50)
         self._last_step = -1
+        # refusal lines wait for the agent status of their step: motion_node's record may arrive first
+        self._pending: list[str] = []
 
     def _on_result(self, msg: Any) -> None:
         """Failed motions other than collisions and stalls (those come on havln/collision): timeout, slip, aborted."""
@@ -118,6 +121,13 @@ class _Monitor:
             self.run.steps_printed += 1
             if not self.quiet:
                 print(_fmt_line(st, self.run.ground_truth), flush=True)
+        self._flush()
+
+    def _flush(self) -> None:
+        """Print the refusal lines held back until their step's line was printed."""
+        for line in self._pending:
+            print(line, flush=True)
+        self._pending.clear()
 
     def _on_collision(self, msg: Any) -> None:
         rec = self._dict(msg)
@@ -129,7 +139,7 @@ class _Monitor:
                     gap = f", {float(rec.get('distance_m', '')):.2f} m away"
                 except ValueError:
                     gap = ""
-                print(f"  - {rec.get('action', '?')} {how}: {what} ({rec.get('source', '')}{gap})", flush=True)
+                self._pending.append(f"  - {rec.get('action', '?')} {how}: {what} ({rec.get('source', '')}{gap})")
             return
         gt = self.run.ground_truth
         rec["map_x"], rec["map_y"] = gt.get("x", ""), gt.get("y", "")
@@ -145,6 +155,7 @@ class _Monitor:
                 track.append(xy)
 
     def _on_done(self, msg: Any) -> None:
+        self._flush()
         try:
             self.run.done = json.loads(msg.data)
         except json.JSONDecodeError:
@@ -164,14 +175,23 @@ def _pick_episodes(n: int, seed: int, episodes_file: Path) -> list[tuple[int, st
     """(index, episode_id) of ``n`` episodes drawn with ``seed`` (same seed → same episodes)."""
     from havln_robot.episodes import load_episodes
 
-    eps = load_episodes(episodes_file, data_dir() / "connectivity")
+    eps = load_episodes(episodes_file, data_dir() / "connectivity", flag="--episodes-file")
     rng = random.Random(seed)
     picks = rng.sample(range(len(eps)), k=min(n, len(eps)))
     return [(i, eps[i].episode_id) for i in picks]
 
 
+#: Top-down map colours: free space and everything else (walls, no floor).
+_FREE_COLOR, _WALL_COLOR = "#ece8de", "#8f8b82"
+#: A floor whose free space spans at most this (m) is shown whole in the top-down plot.
+MAP_FULL_VIEW_M = 40.0
+
+
 def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> Path:
-    """Top-down map of one run: free space, reference path, trajectory, people, collisions, goal.
+    """Top-down map of one run: free space vs wall, reference path, trajectory with its end, people, collisions, goal.
+
+    The view holds the whole floor when it spans at most :data:`MAP_FULL_VIEW_M` (the builtin scene,
+    a house floor), else the paths with a margin.
 
     Returns:
         The PNG path.
@@ -185,23 +205,29 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
 
     opened = open_episode(sim_params)
     scene, ep = opened.scene, opened.episode
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     floor = scene.floor_index(ep.start_position[2])
-    fig, ax = plt.subplots(figsize=(8, 8), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 8.6), dpi=110, layout="constrained")
+    ax.set_facecolor(_WALL_COLOR)  # everything that is not free space is wall / no floor
     geom = scene.floors[floor].free
     polys = getattr(geom, "geoms", [geom])
     for poly in polys:
         if poly.is_empty or not hasattr(poly, "exterior"):
             continue
         x, y = poly.exterior.xy
-        ax.fill(x, y, color="#e8e4da", zorder=0)
+        ax.fill(x, y, color=_FREE_COLOR, zorder=0)
         for hole in poly.interiors:
             hx, hy = hole.xy
-            ax.fill(hx, hy, color="white", zorder=0)
+            ax.fill(hx, hy, color=_WALL_COLOR, zorder=0)
     ref = [(p[0], p[1]) for p in ep.reference_path]
     if ref:
         ax.plot(*zip(*ref, strict=True), "--", color="#7a7a7a", lw=1.5, label="reference path", zorder=1)
     if run.trajectory:
         ax.plot(*zip(*run.trajectory, strict=True), "-", color="#1f5fbf", lw=2.2, label="robot (ground truth)", zorder=3)
+        ex, ey = run.trajectory[-1]
+        ax.scatter([ex], [ey], marker="s", s=70, color="#1f5fbf", edgecolors="k", zorder=6, label="robot end pose")
     for hid, track in run.humans.items():
         ax.plot(*zip(*track, strict=True), "-", color="#d98c1f", lw=1, alpha=0.6, zorder=2)
         ax.add_patch(plt.Circle(track[-1], 0.3, color="#d98c1f", alpha=0.9, zorder=4, label="person" if hid == 0 else None))
@@ -217,15 +243,26 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     pts = ref + run.trajectory + [(sx, sy), (gx, gy)]
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     pad = 4.0
-    ax.set_xlim(min(xs) - pad, max(xs) + pad)
-    ax.set_ylim(min(ys) - pad, max(ys) + pad)
+    lo_x, hi_x, lo_y, hi_y = min(xs) - pad, max(xs) + pad, min(ys) - pad, max(ys) + pad
+    if not geom.is_empty:
+        bx0, by0, bx1, by1 = geom.bounds
+        if max(bx1 - bx0, by1 - by0) <= MAP_FULL_VIEW_M:  # small map: show all of it
+            lo_x, hi_x, lo_y, hi_y = min(lo_x, bx0 - 0.5), max(hi_x, bx1 + 0.5), min(lo_y, by0 - 0.5), max(hi_y, by1 + 0.5)
+    ax.set_xlim(lo_x, hi_x)
+    ax.set_ylim(lo_y, hi_y)
     ax.set_aspect("equal")
     ax.set_xlabel("map x [m]")
     ax.set_ylabel("map y [m]")
     ax.set_title(f"episode {run.episode_id} ({run.scan}): {run.outcome or 'unjudged'}", fontsize=11)
-    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    handles, _labels = ax.get_legend_handles_labels()
+    handles += [
+        Patch(facecolor=_FREE_COLOR, edgecolor="0.5", label="free space"),
+        Patch(facecolor=_WALL_COLOR, edgecolor="0.5", label="wall / no floor"),
+    ]
+    if not run.trajectory:
+        handles.append(Line2D([], [], ls="none", label="no robot pose received"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     ax.grid(True, alpha=0.25)
-    fig.tight_layout()
     out_png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_png)
     plt.close(fig)
@@ -249,7 +286,7 @@ def _episode_over(run: EpisodeRun) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry of ``havln-robot demo``; returns 0 on a completed run, 130 when interrupted, 2 on bad input."""
-    ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("--episodes", type=int, default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
     ap.add_argument(
         "--seed",
@@ -292,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             picks = [(0, args.episode_id)]
         else:
             picks = _pick_episodes(args.episodes, args.seed, episodes_file)
-        print(f"havln-robot demo: {len(picks)} real HA-R2R episode(s) from {episodes_file} (seed {args.seed})")
+        print(f"havln-robot demo: {plural(len(picks), 'real HA-R2R episode')} from {episodes_file} (seed {args.seed})")
     else:
         picks = [(0, "")]
         print("havln-robot demo: the project's own builtin scene and episode")

@@ -183,6 +183,7 @@ def load_episodes(
     connectivity_dir: str | os.PathLike[str] | None = None,
     limit: int | None = None,
     instruction_index: int | None = 0,
+    flag: str = "--episodes",
 ) -> list[Episode]:
     """Read episodes from a discrete HA-R2R/R2R ``*.json`` or a continuous ``*.json.gz`` file.
 
@@ -195,6 +196,7 @@ def load_episodes(
         instruction_index: discrete files: which of each path's instructions to use (episode id
             ``str(path_id)``; an empty instruction -- 13 HA_val_seen paths have one -- is replaced by
             the next non-empty one), or None to expand every non-empty instruction (ids ``"<path_id>_<k>"``).
+        flag: the caller's option that names the file, for the not-found message.
 
     Returns:
         Episodes in file order.
@@ -205,7 +207,7 @@ def load_episodes(
     """
     p = Path(path)
     if not p.is_file():
-        raise EpisodeError(f"episode file {p} not found; pass --episodes FILE (HA-R2R/R2R *.json or continuous *.json.gz)")
+        raise EpisodeError(f"episode file {p} not found; pass {flag} FILE (HA-R2R/R2R *.json or continuous *.json.gz)")
     try:
         raw = p.read_bytes()
         if raw[:2] == b"\x1f\x8b":

@@ -49,7 +49,8 @@ def test_embedded_replay_runs_each_action_through_motion_node(havln_data, own_do
     # NE comes from sim_node's ground truth: the start of path 5593 is 4.6 m from its goal and two
     # opposite 15 deg turns do not move the body
     assert 4.0 < ep["ne"] < 5.5 and ep["success"] is False
-    assert "1 episodes: SR 0.000" in cap.out
+    assert "1 episode: SR 0.000" in cap.out
+    assert "motion_node refused 0 of 5 actions (0 of 1 episode)" in cap.out
 
 
 def test_external_target_without_motion_node_fails_cleanly(own_domain, tmp_path, capsys):

@@ -81,8 +81,16 @@ def pack_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot pack", description="Pack prediction files into a flat submission zip, then validate it.")
     ap.add_argument("inputs", nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
     ap.add_argument("-o", "--out", default="submission.zip", help="zip to write (default submission.zip)")
-    ap.add_argument("--manifest", action="append", default=[], metavar="SPLIT=PATH")
-    ap.add_argument("--splits", default=",".join(PHASE1_SPLITS))
+    ap.add_argument(
+        "--manifest",
+        action="append",
+        default=[],
+        metavar="SPLIT=PATH",
+        help="manifest of a split's official ids (default: the official files)",
+    )
+    ap.add_argument(
+        "--splits", default=",".join(PHASE1_SPLITS), help=f"comma-separated splits the zip must hold (default {','.join(PHASE1_SPLITS)})"
+    )
     ap.add_argument("--no-validate", action="store_true", help="skip the full validation of the written zip")
     args = ap.parse_args(argv)
     from havln_robot.paths import check_out_file
@@ -105,7 +113,14 @@ def pack_main(argv: list[str]) -> int:
         return 2 if args.manifest or args.splits != ",".join(PHASE1_SPLITS) else 0
     report = validate_zip(out, manifests)
     print(report.render())
-    return 0 if report.ok else 1
+    if not report.ok:  # a zip the organisers would reject must not be left where it looks finished
+        Path(out).unlink(missing_ok=True)
+        print(
+            f"havln-robot pack: {out} fails validation and was removed; fix the problems above (--no-validate keeps an unchecked zip)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def export_main(argv: list[str]) -> int:
@@ -128,7 +143,13 @@ def export_main(argv: list[str]) -> int:
         help="write sequences that follow each episode's reference path (straight segments) for an HA-R2R episode file; needs --split",
     )
     ap.add_argument("--limit", type=int, help="with --follow-reference: first N episodes only")
-    ap.add_argument("--manifest", action="append", default=[], metavar="SPLIT=PATH")
+    ap.add_argument(
+        "--manifest",
+        action="append",
+        default=[],
+        metavar="SPLIT=PATH",
+        help="manifest of a split's official ids (default: the official files)",
+    )
     ap.add_argument("--overwrite", action="store_true", help="replace prediction files already in --out-dir")
     args = ap.parse_args(argv)
     if not (args.runs or args.trials or args.stop_only or args.follow_reference):

@@ -26,6 +26,7 @@ from typing import Any
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
 from havln_robot.challenge.manifest import Manifest
+from havln_robot.text import plural
 
 
 class ExportError(ValueError):
@@ -91,7 +92,7 @@ class ExportSummary:
                         " -- most ids are foreign to the manifest: discrete HA-R2R path_ids are not challenge ids (see docs/challenge.md)"
                     )
                 extra.append(f"{len(self.unknown[split])} id(s) not in the manifest, e.g. {self.unknown[split][0]!r}{hint}")
-            out.append(f"{path}: {self.episodes[split]} episodes" + ("; " + "; ".join(extra) if extra else ""))
+            out.append(f"{path}: {plural(self.episodes[split], 'episode')}" + ("; " + "; ".join(extra) if extra else ""))
         if self.duplicates:
             out.append(
                 f"warning: {len(self.duplicates)} episode id(s) given more than once, last record kept: {', '.join(self.duplicates[:5])}"
@@ -199,7 +200,7 @@ def reference_records(episodes_file: str | os.PathLike[str], split: str, limit: 
     from havln_robot.episodes import EpisodeError, load_episodes
 
     try:
-        eps = load_episodes(episodes_file, limit=limit)
+        eps = load_episodes(episodes_file, limit=limit, flag="--follow-reference")
     except EpisodeError as exc:
         raise ExportError(str(exc)) from None
     return [Record(e.episode_id, tuple(follow_reference(e)), split, f"{episodes_file}: {e.episode_id}") for e in eps]

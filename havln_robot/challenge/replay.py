@@ -48,6 +48,7 @@ from havln_robot.actions import (
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
 from havln_robot.paths import data_dir
+from havln_robot.text import outcome_label, plural
 
 
 class ReplayError(ValueError):
@@ -65,12 +66,17 @@ class EpisodeResult:
             (robot).
         humans: number of people in the episode (CR counts human-influenced episodes).
         note: e.g. "interrupted", "aborted (e-stop or safety stop)".
+        refused: ros backend: actions motion_node refused to start (a person or wall too close);
+            the open-loop sequence then continues from where the robot stands. Always 0 in batch.
+        actions: ros backend: actions sent (None in batch).
     """
 
     episode_id: str
     metrics: Any
     humans: int
     note: str = ""
+    refused: int = 0
+    actions: int | None = None
 
 
 def aggregate(results: Sequence[EpisodeResult], human_influenced: int | None = None) -> Any:
@@ -111,7 +117,7 @@ def select_episodes(sf: SplitFile, spec: str | None) -> list[str]:
     want = [s.strip() for s in spec.split(",") if s.strip()]
     missing = [s for s in want if s not in sf.episodes]
     if missing:
-        raise ReplayError(f"--episodes: {', '.join(missing[:5])} not in {sf.member} (it has {len(ids)} episodes)")
+        raise ReplayError(f"--episodes: {', '.join(missing[:5])} not in {sf.member} (it has {plural(len(ids), 'episode')})")
     return want
 
 
@@ -129,7 +135,7 @@ def load_replay_episodes(path: Path, ids: Sequence[str]) -> dict[str, Any]:
     from havln_robot.episodes import EpisodeError, load_episodes
 
     try:
-        eps = {e.episode_id: e for e in load_episodes(path)}
+        eps = {e.episode_id: e for e in load_episodes(path, flag="--episodes-file")}
     except EpisodeError as exc:
         raise ReplayError(str(exc)) from None
     missing = [i for i in ids if i not in eps]
@@ -410,7 +416,7 @@ def replay_ros(
             if missing:
                 raise ReplayError(f"{target}: not ready after 20 s: {missing}")
             seq = actions[eid]
-            stopped, note, steps = False, "", 0
+            stopped, note, steps, refused = False, "", 0, 0
             for a in seq:
                 if stop_event.is_set():
                     rep.stop()
@@ -432,6 +438,8 @@ def replay_ros(
                     note = f"no action_result for {a} within {action_timeout_s:.0f} s"
                     break
                 outcome = res.get("outcome", "")
+                if outcome_label(outcome, res.get("detail", "")) == "refused":
+                    refused += 1  # not executed: the next action starts from the pose the file did not expect
                 if outcome == "aborted" and a != STOP:
                     note = f"aborted: {res.get('detail', '')}"
                     if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
@@ -453,9 +461,9 @@ def replay_ros(
             cs = int(float(gt.get("collisions_static", 0) or 0))
             length = float(gt.get("path_length_m", 0.0) or 0.0)
             m = episode_metrics(ne, stopped, length, 0.0, ch, cs, steps, baselines.get(eid, 0))
-            r = EpisodeResult(eid, m, 1 if gt.get("nearest_human_id") else 0, note)
+            r = EpisodeResult(eid, m, 1 if gt.get("nearest_human_id") else 0, note, refused=refused, actions=steps)
             results.append(r)
-            log(f"[replay] episode {eid}: {steps} actions, {note or ('STOP' if stopped else 'budget')}")
+            log(f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}")
     bar.close()
     return results
 
@@ -582,11 +590,19 @@ def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool 
         for r in results:
             m = r.metrics
             print(
-                f"{r.episode_id:>10} {m.steps:5d} {_fmt(m.ne):>6} {int(m.success):4d} {m.collisions_human:4d} {m.tcr:4d} {m.cr:3d} {m.sr:3d}  {r.note}",
+                f"{r.episode_id:>10} {m.steps:5d} {_fmt(m.ne):>6} {int(m.success):4d} {m.collisions_human:4d} {m.tcr:4d} {m.cr:3d} {m.sr:3d}  {'; '.join(x for x in (f'{r.refused} refused' if r.refused else '', r.note) if x)}",
                 file=out,
             )
+    sent = [r for r in results if r.actions is not None]
+    if sent:  # ros backend: what motion_node would not do (the batch backend never refuses)
+        n_sent, n_ref = sum(r.actions or 0 for r in sent), sum(r.refused for r in sent)
+        print(
+            f"motion_node refused {n_ref} of {plural(n_sent, 'action')} ({sum(r.refused > 0 for r in sent)} of {plural(len(sent), 'episode')}); "
+            "a refused action is not executed and the file's next action starts from the unexpected pose",
+            file=out,
+        )
     print(
-        f"{agg.n} episodes: SR {agg.sr:.3f}  NE {_fmt(agg.ne).strip()} m  TCR {agg.tcr:.3f}  CR {agg.cr:.3f}  "
+        f"{plural(agg.n, 'episode')}: SR {agg.sr:.3f}  NE {_fmt(agg.ne).strip()} m  TCR {agg.tcr:.3f}  CR {agg.cr:.3f}  "
         f"(success {agg.success_rate:.3f}, SPL {agg.spl:.3f}, CR over {agg.cr_denominator} human-influenced)  Score {agg.score:.3f}",
         file=out,
     )
@@ -599,12 +615,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("file", help="format-v1 prediction file (val_seen.json ...)")
     ap.add_argument("--episodes", help="ids 'a,b,c' or a count N (first N of the file); default all")
-    ap.add_argument("--backend", choices=["batch", "ros"], default="batch")
+    ap.add_argument(
+        "--backend",
+        choices=["batch", "ros"],
+        default="batch",
+        help="batch: World.step, no ROS, no refusals (default); ros: through motion_node, which refuses moves near people/walls (docs/challenge.md)",
+    )
     ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
     ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
     ap.add_argument("--connectivity", help="Matterport3D connectivity folder (default $DATA/connectivity)")
     ap.add_argument("--manifest", help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the people's motion and the noise draws (default 0)")
     ap.add_argument("--action-timeout", type=float, default=30.0, help="ros: seconds to wait for each action_result")
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="ros embedded: parameter override")
     ap.add_argument("--json", metavar="OUT", help="also write per-episode results and the aggregate as JSON")
@@ -642,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.target == "robot" and not args.yes:
                 print(
-                    f"About to drive the REAL robot through {len(ids)} episode(s) ({sum(len(sf.episodes[i]) for i in ids)} actions).",
+                    f"About to drive the REAL robot through {plural(len(ids), 'episode')} ({plural(sum(len(sf.episodes[i]) for i in ids), 'action')}).",
                     file=sys.stderr,
                 )
                 print("Clear the area, keep the e-stop in hand. Type 'yes' to start: ", end="", file=sys.stderr, flush=True)
@@ -677,7 +698,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         doc = {
             "aggregate": agg.as_dict(),
-            "episodes": [{"episode_id": r.episode_id, "humans": r.humans, "note": r.note, **r.metrics.as_dict()} for r in results],
+            "episodes": [
+                {
+                    "episode_id": r.episode_id,
+                    "humans": r.humans,
+                    "note": r.note,
+                    "refused": r.refused,
+                    "actions": r.actions,
+                    **r.metrics.as_dict(),
+                }
+                for r in results
+            ],
         }
         Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
     return 0

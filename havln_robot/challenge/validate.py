@@ -36,6 +36,7 @@ from havln_robot.challenge.format import (
     parse_split_object,
 )
 from havln_robot.challenge.manifest import Manifest
+from havln_robot.text import plural
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Report:
             max_problems: list at most this many problems (0 = all), then a count of the rest.
         """
         if self.ok:
-            counts = ", ".join(f"{s}: {len(f.episodes)} episodes ({f.member})" for s, f in self.files.items())
+            counts = ", ".join(f"{s}: {plural(len(f.episodes), 'episode')} ({f.member})" for s, f in self.files.items())
             lines = [f"PASS: {self.source} -- {counts}"]
         else:
             by_rule: Counter[str] = Counter()

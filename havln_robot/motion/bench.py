@@ -250,7 +250,7 @@ def _pct(a: list[float], q: float) -> float:
 
 def main(argv: list[str]) -> int:
     """Run the benchmark; returns 0 (figures printed), 1 when a target is missed with ``--check``, 2 on bad input."""
-    ap = argparse.ArgumentParser(prog="havln-robot bench motion", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="havln-robot bench motion", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("-n", "--n", type=int, default=200, help="actions of each type (default 200)")
     ap.add_argument("--seed", type=int, default=0, help="first noise seed (trial i uses seed + i)")
     ap.add_argument("--config", default=None, help="profile whose motion_node section sets the limits (default: parameter defaults)")

@@ -48,6 +48,7 @@ from havln_robot.motion.safety import (
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import image_array, status_msg
 from havln_robot.params import ConfigError
+from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
 
 _OK, _WARN, _ERROR = 0, 1, 2
@@ -162,7 +163,7 @@ class MotionNode(HavlnNode):
 
     def _publish_result(self, r: ActionResult) -> None:
         self.result_pub.publish(status_msg(r.action, r.outcome, r.record(), _LEVEL.get(r.outcome, _WARN), hardware_id=self.get_name()))
-        text = f"#{r.seq} {r.action}: {r.outcome} ({r.duration_s:.2f} s){' - ' + r.detail if r.detail else ''}"
+        text = f"#{r.seq} {r.action}: {outcome_label(r.outcome, r.detail)} ({r.duration_s:.2f} s){' - ' + r.detail if r.detail else ''}"
         if r.outcome == "ok":  # rclpy forbids two severities from one call site
             self.get_logger().info(text)
         else:

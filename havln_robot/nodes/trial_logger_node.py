@@ -296,8 +296,9 @@ class TrialLoggerNode(HavlnNode):
             gt = self._gt
             gyaw = _f(gt, "yaw_deg")
             n_people, near_m, near_id = self._people
-            if near_m is None and _f(gt, "nearest_human_m") is not None:
-                near_m, near_id = _f(gt, "nearest_human_m"), gt.get("nearest_human_id", "")
+            gt_near = _f(gt, "nearest_human_m")
+            if near_m is None and gt_near is not None and gt_near >= 0:  # "" (or < 0 from older sims): nobody on the floor
+                near_m, near_id = gt_near, gt.get("nearest_human_id", "")
             result = dict(d)
             if self._agent.get("state"):
                 result["agent_state"] = self._agent["state"]

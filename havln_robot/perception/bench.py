@@ -1,5 +1,4 @@
-"""``python -m havln_robot.perception.bench`` (``havln-robot bench perception`` once registered):
-print the perception figures of this machine.
+"""``havln-robot bench perception``: print the perception figures of this machine.
 
 * preprocessing: ms per view for ``to_model_rgb`` + ``to_model_depth`` from a D435i-sized frame;
 * capture: frames/s through the real librealsense path (software_device → syncer → ``rs.align`` →
@@ -12,8 +11,11 @@ print the perception figures of this machine.
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -105,15 +107,32 @@ def bench_panorama(width: int, height: int, n: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the perception benchmark figures; returns 0."""
-    ap = argparse.ArgumentParser(prog="havln-robot bench perception", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="havln-robot bench perception",
+        description="Print the perception figures of this machine: preprocessing, capture and panorama overhead.",
+    )
     ap.add_argument("--width", type=int, default=848, help="camera width, px (default 848)")
     ap.add_argument("--height", type=int, default=480, help="camera height, px (default 480)")
     ap.add_argument("--seconds", type=float, default=3.0, help="duration of the capture benchmark, s")
+    ap.add_argument("--panoramas", type=int, default=5, help="panoramas timed for the agent-side overhead (default 5)")
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
+    if args.json:
+        from havln_robot.paths import check_out_file
+
+        check_out_file(args.json, "--json")
+    if args.seconds <= 0 or args.panoramas < 1:
+        print("havln-robot bench perception: --seconds must be > 0 and --panoramas >= 1", file=sys.stderr)
+        return 2
     w, h = args.width, args.height
-    print(f"preprocess {w}x{h} -> rgb 224 + depth 256: {bench_preprocess(w, h, 200):.2f} ms/view")
-    print(f"capture {w}x{h} (software_device -> syncer -> rs.align -> mm): {bench_capture(w, h, args.seconds):.1f} frames/s")
-    print(f"panorama 12 views, agent-side work (instant robot): {bench_panorama(w, h, 5):.3f} s/panorama")
+    fig = {"resolution": f"{w}x{h}", "preprocess_ms": bench_preprocess(w, h, 200)}
+    print(f"preprocess {w}x{h} -> rgb 224 + depth 256: {fig['preprocess_ms']:.2f} ms/view")
+    fig["capture_fps"] = bench_capture(w, h, args.seconds)
+    print(f"capture {w}x{h} (software_device -> syncer -> rs.align -> mm): {fig['capture_fps']:.1f} frames/s")
+    fig["panorama_agent_s"] = bench_panorama(w, h, args.panoramas)
+    print(f"panorama 12 views, agent-side work (instant robot): {fig['panorama_agent_s']:.3f} s/panorama")
+    if args.json:
+        Path(args.json).write_text(json.dumps(fig, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from havln_robot.text import plural
+
 _WORKER = r"""
 import json, resource, sys, time
 import numpy as np, torch
@@ -133,15 +135,15 @@ def main(argv: list[str]) -> int:
     """Run ``havln-robot bench policy``; prints the figures; returns 0 (2 on bad input / failed eval)."""
     from havln_robot.paths import models_dir
 
-    ap = argparse.ArgumentParser(prog="havln-robot bench policy", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="havln-robot bench policy", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("--model", default=str(models_dir() / "small_panoramic.pt"), help="trained checkpoint for the SR/NE comparison")
     ap.add_argument("--episodes", default=None, help="episodes file (default: havln-robot eval's, HA val_seen)")
     ap.add_argument("--limit", type=int, default=60, help="episodes per policy in the SR/NE comparison")
     ap.add_argument("--steps", type=int, default=20, help="timed decisions per model")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the latency figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--skip-latency", action="store_true")
-    ap.add_argument("--skip-eval", action="store_true")
+    ap.add_argument("--seed", type=int, default=0, help="episode seed of the SR/NE comparison (default 0)")
+    ap.add_argument("--skip-latency", action="store_true", help="skip the decision-latency figures")
+    ap.add_argument("--skip-eval", action="store_true", help="skip the SR/NE comparison against the baselines")
     ap.add_argument("--json", help="also write all figures to this JSON file")
     args = ap.parse_args(argv)
     if args.json:
@@ -181,7 +183,7 @@ def main(argv: list[str]) -> int:
             rows.append(r)
             name = Path(pol).name if pol == args.model else pol
             print(
-                f"  {name:24s} SR {100 * r['sr']:5.1f} %  success {100 * r['success']:5.1f} %  NE {r['ne']:5.2f} m  ({r['episodes']} episodes, {r['wall_s']:.0f} s)"
+                f"  {name:24s} SR {100 * r['sr']:5.1f} %  success {100 * r['success']:5.1f} %  NE {r['ne']:5.2f} m  ({plural(r['episodes'], 'episode')}, {r['wall_s']:.0f} s)"
             )
         model_sr = rows[0]["sr"]
         base = max(rows[1]["sr"], rows[2]["sr"])

@@ -1,4 +1,4 @@
-"""agent_node parameters (pure Python; owned by the perception/agent engineer).
+"""agent_node parameters (pure Python).
 
 The agent turns an instruction into actions: (panorama by rotation | front view) → policy →
 ``havln/action`` → wait for ``havln/action_result`` → ... until STOP or the action budget.

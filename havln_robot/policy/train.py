@@ -134,7 +134,7 @@ def summarize(results) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     from havln_robot.paths import data_dir, models_dir
 
-    ap = argparse.ArgumentParser(prog="havln-robot train", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="havln-robot train", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("--train", default=str(data_dir() / "r2r" / "R2R_train.json"), help="training episodes (R2R/HA-R2R json)")
     ap.add_argument("--val", default=str(data_dir() / "ha_r2r_de" / "HA_val_seen.json"), help="validation episodes")
     ap.add_argument("--connectivity", default=None, help="Matterport3D connectivity folder (default $DATA/connectivity)")
@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--beta", type=float, default=0.5, help="DAgger expert probability base: beta_k = beta ** k")
     ap.add_argument("--epochs", type=int, default=4, help="training epochs per round")
     ap.add_argument("--batch", type=int, default=8, help="episodes per batch")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     ap.add_argument("--res", type=int, default=24, help="view resolution (px, multiple of 8)")
     ap.add_argument("--views", type=int, default=12, help="panorama views")
     ap.add_argument("--no-rgb", action="store_true", help="depth only")
@@ -156,11 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="train on what a narrower camera sees of each 90 deg view, deg (D435i: 69.4; 0 = full view)",
     )
     ap.add_argument("--camera-vfov", type=float, default=0.0, help="vertical FOV of that camera, deg (D435i colour 848x480: 42.5)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the episode order, people and initial weights (default 0)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--time-budget-s", type=float, default=7000.0, help="stop collecting/training after this many seconds")
     ap.add_argument("--out", default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="only the final summary, no per-epoch lines")
     return ap
 
 
@@ -190,8 +190,10 @@ def _run(args, log, argv) -> int:
     t0 = time.time()
     deadline = t0 + args.time_budget_s
     vocab = Vocabulary.load()
-    train_eps = load_episodes(args.train, connectivity_dir=args.connectivity, limit=args.episodes)
-    val_eps = load_episodes(args.val, connectivity_dir=args.connectivity, limit=args.val_episodes) if args.val_episodes else []
+    train_eps = load_episodes(args.train, connectivity_dir=args.connectivity, limit=args.episodes, flag="--train")
+    val_eps = (
+        load_episodes(args.val, connectivity_dir=args.connectivity, limit=args.val_episodes, flag="--val") if args.val_episodes else []
+    )
     cfg = SmallConfig(
         views=args.views, res=args.res, use_rgb=not args.no_rgb, camera_hfov_deg=args.camera_hfov, camera_vfov_deg=args.camera_vfov
     )

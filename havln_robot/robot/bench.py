@@ -1,6 +1,6 @@
 """Benchmark of go2_driver_node against the fake Go2 (loopback): latencies and command rate.
 
-``python -m havln_robot.robot.bench [--trials N]`` starts the fake Go2 in its own process (Unitree
+``havln-robot bench robot [--trials N]`` starts the fake Go2 in its own process (Unitree
 SDK on ``lo``, its own DDS domain) and the real driver node in this one, then prints:
 
 * cmd_vel -> first Move latency (ms), and the Move interval while commanded (ms, p50 / p95);
@@ -14,13 +14,17 @@ Both processes stamp with ``time.monotonic`` (CLOCK_MONOTONIC, shared by process
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from havln_robot.text import plural
 
 
 def _pct(xs: list[float]) -> str:
@@ -30,11 +34,27 @@ def _pct(xs: list[float]) -> str:
     return f"p50 {np.percentile(a, 50):6.1f}  p95 {np.percentile(a, 95):6.1f}  max {a.max():6.1f} ms  (n={len(a)})"
 
 
+def _stats(xs: list[float]) -> dict[str, float | int | None]:
+    """p50 / p95 / max in ms and the count of latencies given in seconds (None when there are none)."""
+    if not xs:
+        return {"p50_ms": None, "p95_ms": None, "max_ms": None, "n": 0}
+    a = np.asarray(xs) * 1e3
+    return {"p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)), "max_ms": float(a.max()), "n": len(a)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 on success, 1 when a measurement is missing."""
-    ap = argparse.ArgumentParser(prog="python -m havln_robot.robot.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="havln-robot bench robot", description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=10, help="e-stop / watchdog trials (default 10)")
+    ap.add_argument("--json", default=None, help="also write the latencies (ms: p50, p95, max, n) to this JSON file")
     args = ap.parse_args(argv)
+    if args.trials < 1:
+        print(f"havln-robot bench robot: --trials {args.trials}: give at least 1", file=sys.stderr)
+        return 2
+    if args.json:
+        from havln_robot.paths import check_out_file
+
+        check_out_file(args.json, "--json")
 
     from havln_robot.dds import configure_dds
 
@@ -125,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         lost = first_after("StopMove", t_pause)
         fake.command("resume")
 
-        print(f"go2_driver_node vs fake Go2 on lo ({args.trials} trials; Move re-send {driver.params['command_rate_hz']:g} Hz configured)")
+        print(
+            f"go2_driver_node vs fake Go2 on lo ({plural(args.trials, 'trial')}; Move re-send {driver.params['command_rate_hz']:g} Hz configured)"
+        )
         print(f"  cmd_vel -> first Move     {_pct(first_move)}")
         print(f"  Move interval (commanded) {_pct(intervals)}")
         print(f"  e-stop -> Damp received   {_pct(estops)}")
@@ -133,6 +155,20 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  state lost -> StopMove    {'n/a' if lost is None else f'{lost * 1e3:.1f} ms'}   (state timeout {driver.params['state_timeout_s'] * 1e3:.0f} ms)"
         )
+        if args.json:
+            doc = {
+                k: _stats(v)
+                for k, v in (
+                    ("first_move", first_move),
+                    ("move_interval", intervals),
+                    ("estop_damp", estops),
+                    ("watchdog_stopmove", watchdogs),
+                )
+            }
+            doc["state_lost_stopmove_ms"] = None if lost is None else lost * 1e3
+            doc["watchdog_ms"] = driver.params["cmd_timeout_s"] * 1e3
+            doc["state_timeout_ms"] = driver.params["state_timeout_s"] * 1e3
+            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         stop.set()
         th.join(timeout=2)
         driver.safe_stop()

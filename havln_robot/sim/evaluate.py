@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, finalize_sequence
+from havln_robot.text import plural
 
 FORWARD_BASELINE_STEPS: int = 37
 """VLN-CE hand-crafted baseline: forward steps before STOP (Krantz et al. 2020, Sec. 5)."""
@@ -275,7 +276,7 @@ def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
     eps = agg.n / seconds if seconds > 0 else float("inf")
     return "\n".join(
         [
-            f"policy {policy_name}: {agg.n} episodes",
+            f"policy {policy_name}: {plural(agg.n, 'episode')}",
             f"  success {100 * agg.success_rate:.1f} %   SR {100 * agg.sr:.1f} %   SPL {agg.spl:.3f}",
             f"  NE mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
             f"  TCR {agg.tcr:.3f}   CR {agg.cr:.3f} (/{agg.cr_denominator})   collisions human {agg.collisions_human}  static {agg.collisions_static}",
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"havln-robot eval: {exc}", file=sys.stderr)
             return 2
     name = args.policy if isinstance(policy, str) else getattr(policy, "name", args.policy)
-    print(f"evaluating {name} on {len(episodes)} episodes from {ep_file} (seed {args.seed}; TCR {why})", file=sys.stderr)
+    print(f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why})", file=sys.stderr)
 
     done = [0]
 

@@ -22,6 +22,7 @@ from havln_robot.sim.humans import Crowd
 from havln_robot.sim.robot import BaseLimits, NoiseModel, NoisyBase, StepOutcome
 from havln_robot.sim.scene import Scene, SceneError
 from havln_robot.sim.world import World, WorldError
+from havln_robot.text import plural
 from havln_robot.topics import GROUND_TRUTH_KEYS
 
 
@@ -98,7 +99,9 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
         scene = Scene.load(ep.scan, conn, corridor_width=float(p.get("corridor_width_m", 1.2)))
     except (SceneError, OSError) as exc:
         raise SessionError(f"connectivity_dir: scene {ep.scan} of episode {ep.episode_id}: {exc}") from None
-    return Opened(scene, ep, f"episode {ep.episode_id} ({where}) of {Path(ep_file).name}, scan {ep.scan}, {len(ep.humans)} people")
+    return Opened(
+        scene, ep, f"episode {ep.episode_id} ({where}) of {Path(ep_file).name}, scan {ep.scan}, {plural(len(ep.humans), 'person')}"
+    )
 
 
 def base_config(p: Mapping[str, Any]) -> tuple[BaseLimits, NoiseModel]:
@@ -221,7 +224,7 @@ class SimSession:
             "z": float(z),
             "yaw_deg": math.degrees(yaw),
             "distance_to_goal_m": float(w.distance_to_goal()),
-            "nearest_human_m": float(hd) if math.isfinite(hd) else -1.0,
+            "nearest_human_m": float(hd) if math.isfinite(hd) else "",  # "" = nobody on this floor
             "nearest_human_id": "" if hid is None else int(hid),
             "collisions_human": int(w.collisions["human"]),
             "collisions_static": int(w.collisions["static"]),

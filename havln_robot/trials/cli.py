@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from havln_robot.text import outcome_label, plural
 from havln_robot.trials.metrics import summarize
 from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import (
@@ -78,7 +79,7 @@ def _cmd_next(st: TrialStore, a: argparse.Namespace) -> int:
     rows = st.planned(name)
     name = next((c.name for c in st.campaigns() if c.id == rows[0][0].campaign_id), name) if rows else name
     done = sum(s == "done" for _, s in rows)
-    print(f"campaign {name}: {done}/{len(rows)} trials done")
+    print(f"campaign {name}: {done}/{plural(len(rows), 'trial')} done")
     nxt = next(((p, s) for p, s in rows if s != "done"), None)
     if nxt is None:
         print("campaign complete; havln-robot report --campaign " + name)
@@ -137,7 +138,7 @@ def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
     reason = a.reason or ("operator abort" if outcome == "aborted" else "")
     t = st.set_outcome(t.id, outcome, reason=reason, ne_m=a.ne, overwrite=a.overwrite)
     ne = f", NE {t.ne_m:.2f} m ({t.ne_source})" if t.ne_m is not None else ""
-    print(f"trial {t.id}: {t.outcome}{ne}; {st.step_count(t.id)} steps recorded")
+    print(f"trial {t.id}: {t.outcome}{ne}; {plural(st.step_count(t.id), 'step')} recorded")
     if t.campaign_id is not None:
         _cmd_next(st, argparse.Namespace(campaign=str(t.campaign_id)))
     return 0
@@ -186,7 +187,8 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
     if with_steps:
         for step in st.steps(t.id):
             pose = f"({_fmt_m(step.x)}, {_fmt_m(step.y)})" if step.x is not None else "-"
-            print(f"  [{step.seq:3}] {step.action:12} {step.outcome:10} pose={pose} collisions={step.collisions}")
+            outcome = outcome_label(step.outcome, (step.result or {}).get("detail", ""))
+            print(f"  [{step.seq:3}] {step.action:12} {outcome:10} pose={pose} collisions={step.collisions}")
 
 
 def _cmd_show(st: TrialStore, a: argparse.Namespace) -> int:
@@ -284,52 +286,52 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("plan", help="import a campaign plan (YAML/CSV); re-import to resume")
-    p.add_argument("file")
+    p.add_argument("file", help="campaign plan: YAML with a trials list, or CSV with a region,people,... header (docs/trials.md)")
     p.add_argument("--name", help="campaign name (default: the file's 'campaign' key / CSV file stem)")
 
     p = sub.add_parser("next", help="show the next pending planned trial")
-    p.add_argument("--campaign")
+    p.add_argument("--campaign", help="campaign name or id (default: the only / latest campaign)")
 
     p = sub.add_parser("start", help="open a trial")
     p.add_argument("--next", action="store_true", help="take the next pending trial of the campaign plan")
-    p.add_argument("--campaign")
-    p.add_argument("--platform", choices=PLATFORMS)
+    p.add_argument("--campaign", help="campaign name or id the trial belongs to")
+    p.add_argument("--platform", choices=PLATFORMS, help="where the trial runs")
     p.add_argument("--region", help="region type, e.g. office, 'living room', hallway, lobby")
     p.add_argument("--people", type=int, help="number of people present (0 = without people)")
     p.add_argument("--instance", help="which room of that type (free text)")
-    p.add_argument("--instruction")
+    p.add_argument("--instruction", help="the navigation instruction given to the robot")
     p.add_argument("--goal", type=float, nargs=2, metavar=("X", "Y"), help="goal position, metres")
     p.add_argument("--goal-frame", choices=GOAL_FRAMES, help="frame of --goal (default start: x forward, y left of the start pose)")
     p.add_argument("--goal-radius", type=float, help="success radius, m (default 3.0)")
-    p.add_argument("--operator")
-    p.add_argument("--episode-id")
-    p.add_argument("--scan")
-    p.add_argument("--notes")
+    p.add_argument("--operator", help="who runs the trial (free text)")
+    p.add_argument("--episode-id", help="HA-R2R / challenge episode id the trial reproduces, if any")
+    p.add_argument("--scan", help="Matterport3D scan id (simulated trials)")
+    p.add_argument("--notes", help="free-text notes stored with the trial")
     p.add_argument("--supersede", action="store_true", help="abort a trial that is still running instead of refusing")
 
     p = sub.add_parser("end", help="record the verdict of the running (or latest unjudged) trial")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--success", action="store_true")
-    g.add_argument("--failure", action="store_true")
+    g.add_argument("--success", action="store_true", help="the robot stopped within the success radius")
+    g.add_argument("--failure", action="store_true", help="the robot did not reach the goal")
     g.add_argument("--abort", action="store_true", help="aborted (not counted in the success rate)")
-    p.add_argument("--reason", default="")
+    p.add_argument("--reason", default="", help="why (free text, shown in the report)")
     p.add_argument("--ne", type=float, help="navigation error measured on site, metres (overrides odometry)")
     p.add_argument("--id", type=int, help="trial id (default: running or latest unjudged trial)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier verdict")
 
     p = sub.add_parser("list", help="list trials")
-    p.add_argument("--campaign")
-    p.add_argument("--platform", choices=PLATFORMS)
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--campaign", help="only this campaign (name or id)")
+    p.add_argument("--platform", choices=PLATFORMS, help="only this platform")
+    p.add_argument("--limit", type=int, default=None, help="only the latest N trials (default all)")
 
     p = sub.add_parser("show", help="show one trial")
-    p.add_argument("id", type=int)
-    p.add_argument("--steps", action="store_true")
+    p.add_argument("id", type=int, help="trial id (see havln-robot trial list)")
+    p.add_argument("--steps", action="store_true", help="also list every recorded step")
 
     sub.add_parser("campaigns", help="list campaigns and their progress")
 
     p = sub.add_parser("bench", help="measure the per-step commit latency of the store")
-    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--steps", type=int, default=200, help="steps to commit and time (default 200)")
     p.add_argument("--dir", default=None, help="folder on the disk to measure (default: the temp folder)")
     p.add_argument("--mcap", action="store_true", help="also measure MCAP image recording cost")
     p.add_argument("--frames", type=int, default=30, help="frames per MCAP setting")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot.text import plural
 from havln_robot.trials.cli import add_store_args, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
@@ -109,15 +110,23 @@ def plot_collisions(summaries: Sequence[TrialSummary], path: Path) -> None:
     ax.set_ylim(-0.1 * top, top * 1.15)
     ax.set_xlabel("trial id  (▲ = people present)")
     ax.set_ylabel("collisions")
-    mean_wo = np.mean([s.collisions for s in summaries if not s.trial.with_people]) if any(not w for w in with_p) else float("nan")
-    mean_w = np.mean([s.collisions for s in summaries if s.trial.with_people]) if any(with_p) else float("nan")
-    ax.set_title(f"Collisions per trial (mean {mean_wo:.2f} without people, {mean_w:.2f} with people)")
+    ax.set_title(collisions_title(summaries))
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def collisions_title(summaries: Sequence[TrialSummary]) -> str:
+    """``Collisions per trial (mean 0.50 without people, 1.00 with people)``, naming only the groups that have trials."""
+    parts = []
+    for label, wp in (("without people", False), ("with people", True)):
+        group = [s.collisions for s in summaries if s.trial.with_people == wp]
+        if group:
+            parts.append(f"{np.mean(group):.2f} {label}")
+    return f"Collisions per trial (mean {', '.join(parts)})" if parts else "Collisions per trial (no trials)"
 
 
 def plot_ne(summaries: Sequence[TrialSummary], path: Path) -> None:
@@ -139,15 +148,14 @@ def plot_ne(summaries: Sequence[TrialSummary], path: Path) -> None:
         counts, _, _ = ax.hist(data, bins=bins, color=colors, label=labels, rwidth=0.9)
         top = float(np.max(counts))
         ax.set_ylim(0, max(1.0, top) * 1.35)
-    ax.axvline(SUCCESS_RADIUS_M, color="k", ls="--", lw=1)
-    ax.text(SUCCESS_RADIUS_M + 0.05, ax.get_ylim()[1] * 0.5, f"{SUCCESS_RADIUS_M:g} m success radius", fontsize=8, rotation=90, va="center")
+    # the radius is named in the legend, not next to the line where a bar may stand
+    ax.axvline(SUCCESS_RADIUS_M, color="k", ls="--", lw=1, label=f"{SUCCESS_RADIUS_M:g} m success radius")
     ax.set_xlabel("navigation error NE (m)")
     ax.set_ylabel("trials")
     ax.set_title("Navigation error distribution")
     ax.yaxis.get_major_locator().set_params(integer=True)
-    if all_ne:
-        ax.legend(fontsize=8, loc="upper right")
-    else:
+    ax.legend(fontsize=8, loc="upper right")
+    if not all_ne:
         ax.text(0.5, 0.5, "no trial with a known NE", transform=ax.transAxes, ha="center")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -157,12 +165,14 @@ def plot_ne(summaries: Sequence[TrialSummary], path: Path) -> None:
 def plot_trajectories(items: Sequence[tuple[TrialSummary, Trajectory]], path: Path) -> None:
     """Small multiples: path (start frame), start ▶, end ■, collisions ✕, goal ★ with radius."""
     plt = _plt()
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Circle
 
     n = len(items)
     cols = min(6, max(1, n))
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.8 * cols, 2.9 * rows + 0.6), squeeze=False)
+    # wide enough for the title and the legend even with one trial; constrained layout keeps both inside
+    fig, axes = plt.subplots(rows, cols, figsize=(max(8.0, 2.8 * cols), 2.9 * rows + 1.2), squeeze=False, layout="constrained")
     for ax in axes.flat[n:]:
         ax.axis("off")
     for ax, (s, tr) in zip(axes.flat, items, strict=False):
@@ -178,6 +188,8 @@ def plot_trajectories(items: Sequence[tuple[TrialSummary, Trajectory]], path: Pa
             ax.add_patch(Circle((gx, gy), t.goal_radius, fill=False, ls="--", lw=0.8, color="#9467bd"))
             ax.plot(gx, gy, marker="*", color="#9467bd", ms=10, ls="none")
             ext.append(np.array([[gx - t.goal_radius, gy - t.goal_radius], [gx + t.goal_radius, gy + t.goal_radius]]))
+        else:
+            ax.text(0.5, 0.04, "no goal stored", transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color="0.35")
         for (cx, cy), ct in zip(tr.collisions, tr.collision_types, strict=True):
             ax.plot(cx, cy, marker="X", color="#d62728" if ct == "human" else "#ff7f0e", ms=8, mec="k", mew=0.5, ls="none")
         allp = np.vstack(ext)
@@ -194,12 +206,17 @@ def plot_trajectories(items: Sequence[tuple[TrialSummary, Trajectory]], path: Pa
             fontsize=8,
             color=_OUTCOME_COLORS.get(t.outcome, "k"),
         )
-    fig.suptitle(
-        "Top-down trajectories in each trial's start frame (m, x forward at start)\n"
-        "▶ start  ■ stop  ★ goal (dashed: success radius)  ✕ collision (red: human, orange: static)",
-        fontsize=9,
-    )
-    fig.tight_layout()
+    fig.suptitle("Top-down trajectories in each trial's start frame (m, x forward at start)", fontsize=10)
+    handles = [
+        Line2D([], [], color="#1f77b4", lw=1.4, label="path"),
+        Line2D([], [], marker=">", color="#2ca02c", ms=8, ls="none", label="start"),
+        Line2D([], [], marker="s", color="k", ms=5, ls="none", label="stop"),
+        Line2D([], [], marker="*", color="#9467bd", ms=10, ls="none", label="goal"),
+        Line2D([], [], color="#9467bd", ls="--", lw=0.8, label="success radius"),
+        Line2D([], [], marker="X", color="#d62728", mec="k", mew=0.5, ms=8, ls="none", label="collision: human"),
+        Line2D([], [], marker="X", color="#ff7f0e", mec="k", mew=0.5, ms=8, ls="none", label="collision: static"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -309,7 +326,7 @@ def write_report(
         "",
         f"Database `{store.path}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
         "",
-        f"**{len(trials)} trials** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
+        f"**{plural(len(trials), 'trial')}** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
         "Success rates count success/failure verdicts only.",
         "",
@@ -330,7 +347,7 @@ def write_report(
     ]
     if ne_all:
         md.append(
-            f"NE over {len(ne_all)} judged trials with a known goal: mean {np.mean(ne_all):.2f} m, median {np.median(ne_all):.2f} m, "
+            f"NE over {plural(len(ne_all), 'judged trial')} with a known goal: mean {np.mean(ne_all):.2f} m, median {np.median(ne_all):.2f} m, "
             f"max {np.max(ne_all):.2f} m (success radius {SUCCESS_RADIUS_M:g} m)."
         )
     else:
@@ -340,9 +357,9 @@ def write_report(
         ss = [s for s in summaries if s.trial.with_people == wp]
         if ss:
             md.append(
-                f"- {label}: {len(ss)} trials, {np.mean([s.collisions for s in ss]):.2f} collisions per trial "
+                f"- {label}: {plural(len(ss), 'trial')}, {np.mean([s.collisions for s in ss]):.2f} collisions per trial "
                 f"(human {sum(s.collisions_human for s in ss)}, static {sum(s.collisions_static for s in ss)}); "
-                f"{sum(s.collisions > 0 for s in ss)} trials with at least one collision"
+                f"{plural(sum(s.collisions > 0 for s in ss), 'trial')} with at least one collision"
             )
     md += ["", "![collisions per trial](collisions_per_trial.png)", "", "## Trajectories", ""]
     md += [f"![trajectories]({name})" for name in traj_files]
@@ -380,8 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     add_store_args(ap)
     ap.add_argument("--out", default="trial_report", help="output folder (default ./trial_report)")
     ap.add_argument("--campaign", help="only this campaign (name or id)")
-    ap.add_argument("--platform", choices=PLATFORMS)
-    ap.add_argument("--title", default="HA-VLN trial report")
+    ap.add_argument("--platform", choices=PLATFORMS, help="only this platform")
+    ap.add_argument("--title", default="HA-VLN trial report", help="title of report.md (default: HA-VLN trial report)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     from havln_robot.paths import prepare_out_dir
 
@@ -393,5 +410,5 @@ def main(argv: list[str] | None = None) -> int:
     except TrialError as exc:
         print(f"havln-robot report: {exc}", file=sys.stderr)
         return 2
-    print(f"report written to {Path(a.out) / 'report.md'} ({len(files)} files)")
+    print(f"report written to {Path(a.out) / 'report.md'} ({plural(len(files), 'file')})")
     return 0

@@ -1,0 +1,29 @@
+"""Small helpers for user-facing text (counts with the right plural)."""
+
+from __future__ import annotations
+
+#: Irregular plurals of the nouns this project counts.
+_IRREGULAR = {"person": "people"}
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 trial"``, ``"3 trials"``, ``"1 person"``, ``"0 people"``: ``n`` followed by the right form of ``word``.
+
+    Args:
+        n: the count.
+        word: the singular noun.
+        many: the plural when it is neither irregular nor ``word + "s"``.
+    """
+    form = word if n == 1 else (many or _IRREGULAR.get(word) or word + "s")
+    return f"{n} {form}"
+
+
+def outcome_label(outcome: str, detail: str = "") -> str:
+    """How to show a motion outcome to a person.
+
+    motion_node's result record says ``collision`` with detail ``blocked before start: ...`` when
+    it refused to start a move (nothing was touched); that is shown as ``refused``.
+    """
+    if outcome == "collision" and detail.startswith("blocked before start"):
+        return "refused"
+    return outcome

@@ -1,0 +1,173 @@
+"""CLI polish: every option of every subcommand has help, names, plurals and wording of user-facing lines."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import zipfile
+
+import pytest
+
+from havln_robot.bench import BENCHES
+from havln_robot.cli import COMMANDS, main
+from havln_robot.text import outcome_label, plural
+
+
+class _Captured(Exception):
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+
+def _parser_of(target: str, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
+    """The ArgumentParser a ``module:function`` handler builds (caught at its parse_args call)."""
+
+    def fake(self: argparse.ArgumentParser, *args: object, **kw: object) -> None:
+        raise _Captured(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", fake)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", fake)
+    mod, fn = target.split(":")
+    try:
+        getattr(importlib.import_module(mod), fn)(["--help"])
+    except _Captured as cap:
+        return cap.parser
+    finally:
+        monkeypatch.undo()
+    raise AssertionError(f"{target} never parsed its arguments")
+
+
+def _walk(parser: argparse.ArgumentParser, label: str):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _walk(sub, f"{label} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield label, action
+
+
+_TARGETS = {f"havln-robot {c}": t for c, (t, _) in COMMANDS.items() if c != "bench"} | {
+    f"havln-robot bench {b}": t for b, t in BENCHES.items()
+}
+
+
+@pytest.mark.parametrize("label", sorted(_TARGETS))
+def test_every_option_has_help_without_backticks(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = _parser_of(_TARGETS[label], monkeypatch)
+    assert parser.prog == label, "--help must show the command a user types, not python -m ..."
+    assert "``" not in (parser.description or "") and "once registered" not in (parser.description or "")
+    bad = []
+    for where, action in _walk(parser, label):
+        text = action.help or ""
+        if not text.strip() or "``" in text or "once registered" in text:
+            bad.append(f"{where} {'/'.join(action.option_strings) or action.dest}: {text!r}")
+    assert not bad, "options without help (or with literal ``): " + "; ".join(bad)
+
+
+def test_bench_unknown_name_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown benchmark 'foo'" in err and "all" in err
+
+
+def test_bench_help_lists_all(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--help"]) == 0
+    assert "perception|all" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("n", "word", "text"),
+    [(1, "person", "1 person"), (0, "person", "0 people"), (2, "person", "2 people"), (1, "trial", "1 trial"), (3, "trial", "3 trials")],
+)
+def test_plural(n: int, word: str, text: str) -> None:
+    assert plural(n, word) == text
+
+
+def test_refused_before_start_is_not_shown_as_collision() -> None:
+    assert outcome_label("collision", "blocked before start: a person 0.30 m ahead") == "refused"
+    assert outcome_label("collision", "contact at 0.1 m/s") == "collision"
+    assert outcome_label("ok") == "ok"
+
+
+def test_replay_names_its_own_flag_for_a_missing_episode_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "val_seen.json"
+    f.write_text(json.dumps({"format_version": 1, "split": "val_seen", "episodes": [{"episode_id": "1", "actions": ["STOP"]}]}))
+    rc = main(["replay", str(f), "--episodes-file", str(tmp_path / "missing.json")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "--episodes-file FILE" in err and "--episodes FILE" not in err
+
+
+def test_pack_removes_a_zip_that_fails_validation(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    seen = tmp_path / "val_seen.json"
+    seen.write_text(json.dumps({"format_version": 1, "split": "val_seen", "episodes": [{"episode_id": "1", "actions": ["STOP"]}]}))
+    unseen = tmp_path / "val_unseen.json"
+    unseen.write_text(json.dumps({"format_version": 1, "split": "val_unseen", "episodes": [{"episode_id": "1", "actions": ["STOP"]}]}))
+    # manifests that list ids the files do not cover: the zip is rejected
+    for split in ("val_seen", "val_unseen"):
+        (tmp_path / f"collision_num_{split}.json").write_text(json.dumps({"1": 0, "2": 0}))
+    out = tmp_path / "submission.zip"
+    rc = main(
+        ["pack", str(seen), str(unseen), "-o", str(out), "--manifest", f"val_seen={tmp_path / 'collision_num_val_seen.json'}",
+         "--manifest", f"val_unseen={tmp_path / 'collision_num_val_unseen.json'}"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert not out.exists(), "a rejected zip must not be left on disk"
+    assert "was removed" in err
+
+
+def test_pack_keeps_a_valid_zip(tmp_path) -> None:
+    for split in ("val_seen", "val_unseen"):
+        (tmp_path / f"{split}.json").write_text(
+            json.dumps({"format_version": 1, "split": split, "episodes": [{"episode_id": "1", "actions": ["STOP"]}]})
+        )
+        (tmp_path / f"collision_num_{split}.json").write_text(json.dumps({"1": 0}))
+    out = tmp_path / "ok.zip"
+    args = ["pack", str(tmp_path / "val_seen.json"), str(tmp_path / "val_unseen.json"), "-o", str(out)]
+    for split in ("val_seen", "val_unseen"):
+        args += ["--manifest", f"{split}={tmp_path / f'collision_num_{split}.json'}"]
+    assert main(args) == 0
+    assert zipfile.is_zipfile(out)
+
+
+def test_demo_line_without_people_says_none() -> None:
+    from havln_robot.demo import _fmt_line
+
+    gt = {"x": "1", "y": "2", "yaw_deg": "3", "distance_to_goal_m": "4", "nearest_human_m": "", "collisions_human": "0"}
+    line = _fmt_line({"step": "1", "action": "STOP"}, gt)
+    assert "nearest person  none" in line and "-1.00" not in line
+    assert "-1.00" not in _fmt_line({"step": "1", "action": "STOP"}, gt | {"nearest_human_m": "-1.0"})  # older simulators
+    assert "1.20 m" in _fmt_line({"step": "1", "action": "STOP"}, gt | {"nearest_human_m": "1.2"})
+
+
+def test_demo_prints_a_refusal_after_its_step(capsys: pytest.CaptureFixture[str]) -> None:
+    from havln_robot.demo import EpisodeRun, _Monitor
+
+    mon = object.__new__(_Monitor)  # the callbacks only; no ROS node
+    mon.run, mon.quiet, mon._dict, mon._last_step, mon._pending = EpisodeRun("1", "scan", "go"), False, dict, -1, []
+    refusal = {"motion_state": "blocked", "type": "human", "action": "MOVE_FORWARD", "source": "people", "distance_m": "0.30"}
+    mon._on_collision(refusal)  # motion_node's record arrives before the agent status of its step
+    assert capsys.readouterr().out == ""
+    mon._on_status({"step": "5", "action": "MOVE_FORWARD", "state": "acting"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("  step   5") and "refused before start" in out[1]
+
+
+def test_ros_replay_reports_refused_actions() -> None:
+    import io
+
+    from havln_robot.challenge.replay import EpisodeResult, aggregate, print_results
+    from havln_robot.sim.metrics import episode_metrics
+
+    m = episode_metrics(1.0, True, 5.0, 5.0, 0, 0, 10, 0)
+    ros = [EpisodeResult("1", m, 1, "", refused=2, actions=10), EpisodeResult("2", m, 0, "", refused=0, actions=5)]
+    out = io.StringIO()
+    print_results(ros, aggregate(ros), out=out)
+    text = out.getvalue()
+    assert "motion_node refused 2 of 15 actions (1 of 2 episodes)" in text
+    assert "2 refused" in text.splitlines()[1]  # per-episode note column
+    batch = [EpisodeResult("1", m, 1, "")]
+    out = io.StringIO()
+    print_results(batch, aggregate(batch), out=out)
+    assert "refused" not in out.getvalue()
