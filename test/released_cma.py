@@ -41,7 +41,13 @@ NUM_ACTIONS = 4  # STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT
 
 
 def _bn(prefix: str, c: int) -> dict:
-    return {f"{prefix}.weight": (c,), f"{prefix}.bias": (c,), f"{prefix}.running_mean": (c,), f"{prefix}.running_var": (c,), f"{prefix}.num_batches_tracked": ()}
+    return {
+        f"{prefix}.weight": (c,),
+        f"{prefix}.bias": (c,),
+        f"{prefix}.running_mean": (c,),
+        f"{prefix}.running_var": (c,),
+        f"{prefix}.num_batches_tracked": (),
+    }
 
 
 def _gn(prefix: str, c: int) -> dict:
@@ -52,7 +58,7 @@ def torchvision_resnet50_sequential(prefix: str) -> dict:
     """Keys of ``nn.Sequential(conv1, bn1, relu, maxpool, layer1..4)`` of torchvision ResNet-50 (318)."""
     out = {f"{prefix}.0.weight": (64, 3, 7, 7), **_bn(f"{prefix}.1", 64)}
     inplanes = 64
-    for idx, (planes, blocks) in zip((4, 5, 6, 7), ((64, 3), (128, 4), (256, 6), (512, 3))):
+    for idx, (planes, blocks) in zip((4, 5, 6, 7), ((64, 3), (128, 4), (256, 6), (512, 3)), strict=True):
         for b in range(blocks):
             p = f"{prefix}.{idx}.{b}"
             cin = inplanes if b == 0 else planes * 4
@@ -204,7 +210,9 @@ def write_released_checkpoint(path, words: list[str], state: dict | None = None,
                     {
                         "policy_name": "CMAPolicy",
                         "normalize_rgb": False,
-                        "INSTRUCTION_ENCODER": Config({"vocab_size": len(words), "embedding_size": 50, "hidden_size": 128, "bidirectional": True}),
+                        "INSTRUCTION_ENCODER": Config(
+                            {"vocab_size": len(words), "embedding_size": 50, "hidden_size": 128, "bidirectional": True}
+                        ),
                         "RGB_ENCODER": Config({"cnn_type": "TorchVisionResNet50", "output_size": 256}),
                         "DEPTH_ENCODER": Config({"cnn_type": "VlnResnetDepthEncoder", "output_size": 128, "backbone": "resnet50"}),
                         "STATE_ENCODER": Config({"hidden_size": 512, "rnn_type": "GRU"}),

@@ -38,7 +38,9 @@ def _variants(marker: str) -> dict:
     }
 
 
-@pytest.mark.parametrize("name", ["os.system", "posix.system", "builtins.eval", "builtins.exec", "subprocess.Popen", "subprocess.check_call"])
+@pytest.mark.parametrize(
+    "name", ["os.system", "posix.system", "builtins.eval", "builtins.exec", "subprocess.Popen", "subprocess.check_call"]
+)
 @pytest.mark.parametrize("where", ["top", "in_state_dict", "in_config", "raw_pickle"])
 def test_crafted_checkpoint_runs_nothing_and_fails_in_one_line(tmp_path, name, where):
     marker = tmp_path / "PWNED"

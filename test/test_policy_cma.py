@@ -7,13 +7,20 @@ import sys
 import numpy as np
 import pytest
 import torch
+from released_cma import released_key_shapes, write_released_checkpoint
 
 from havln_robot.actions import CMA_ACTIONS
 from havln_robot.policy.api import Observation, PolicyError
-from havln_robot.policy.checkpoint import build_policy, cma_config_from_state, detect_kind, load_state_strict, map_legacy_keys, read_checkpoint
+from havln_robot.policy.checkpoint import (
+    build_policy,
+    cma_config_from_state,
+    detect_kind,
+    load_state_strict,
+    map_legacy_keys,
+    read_checkpoint,
+)
 from havln_robot.policy.cma import CMAModel, CMAPolicy
 from havln_robot.policy.tokenizer import Vocabulary, fingerprint
-from released_cma import released_key_shapes, write_released_checkpoint
 
 # Non-backbone parameters of VLN-CE's CMAPolicy with the HA-VLN cma_pm_da_aug_tune config, derived from
 # vlnce_baselines/models/cma_policy.py (CMANet), encoders/{instruction_encoder,resnet_encoders}.py,
@@ -161,7 +168,9 @@ def test_released_checkpoint_loads_strictly_with_its_config_and_vocab(released_c
         assert torch.equal(pol.model.state_dict()[k], v), k
     pol.reset("walk forward and stop .")
     rng = np.random.default_rng(0)
-    obs = Observation(rng.integers(0, 255, (1, 224, 224, 3), dtype=np.uint8), rng.random((1, 256, 256, 1), dtype=np.float32), np.zeros(1, np.float32))
+    obs = Observation(
+        rng.integers(0, 255, (1, 224, 224, 3), dtype=np.uint8), rng.random((1, 256, 256, 1), dtype=np.float32), np.zeros(1, np.float32)
+    )
     assert pol.act(obs) == "STOP"  # the fixture's head always says STOP
     assert torch.isfinite(pol._h).all()
 
@@ -288,3 +297,33 @@ def test_embeddings_load_into_cma(havln_data):
     w = m.net.instruction_encoder.embedding_layer.weight
     assert torch.all(w[0] == 0) and w.abs().sum() > 0
     assert not w.requires_grad
+
+
+def _cli(*args, timeout=300):
+    import os
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "havln_robot.cli", *args], capture_output=True, text=True, timeout=timeout, env=dict(os.environ)
+    )
+
+
+@pytest.mark.slow
+def test_released_checkpoint_runs_through_eval_and_bench(released_cma, havln_data, tmp_path):
+    """``havln-robot eval --policy FILE`` and ``bench policy --model FILE`` run the released layout (one episode,
+    the fixture's head says STOP at once; latency with the checkpoint's own weights)."""
+    import json
+
+    out = _cli("eval", "--policy", str(released_cma.path), "--limit", "1", "--out", str(tmp_path / "ev"), "-q")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert summary["n"] == 1
+    assert (
+        json.loads((tmp_path / "ev" / "actions.json").read_text()) and "STOP" in out.stdout + (tmp_path / "ev" / "actions.json").read_text()
+    )
+    out = _cli("bench", "policy", "--model", str(released_cma.path), "--skip-eval", "--steps", "1")
+    assert out.returncode == 0, out.stderr
+    assert "37.00 M params" in out.stdout
+    out = _cli("bench", "policy", "--model", str(released_cma.path), "--skip-latency", "--limit", "1")
+    assert out.returncode == 0, out.stderr
+    assert f"{released_cma.path.name}" in out.stdout

@@ -118,7 +118,9 @@ def _refusal(p: Path, exc: BaseException) -> PolicyError:
         )
     if "WeightsUnpickler error:" in text and any(w in inner for w in _REFUSED):
         return PolicyError(f"checkpoint {p} holds objects the safe loader refuses ({inner[:120]}); nothing in it was run")
-    return PolicyError(f"checkpoint {p} is corrupt or not a torch checkpoint ({type(exc).__name__}: {inner[:120]}); re-download or retrain it")
+    return PolicyError(
+        f"checkpoint {p} is corrupt or not a torch checkpoint ({type(exc).__name__}: {inner[:120]}); re-download or retrain it"
+    )
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> dict:
@@ -258,7 +260,9 @@ def check_checkpoint_vocab(doc: dict, vocab: Any, where: str, rows: int) -> None
                 f"sha256 {want[:12]}) than the one loaded ({len(vocab)} words, sha256 {got[:12]}); use the data folder it was trained with"
             )
     if len(vocab) > rows:
-        raise PolicyError(f"checkpoint {where}: the vocabulary has {len(vocab)} words but the embedding only {rows} rows; use its vocabulary")
+        raise PolicyError(
+            f"checkpoint {where}: the vocabulary has {len(vocab)} words but the embedding only {rows} rows; use its vocabulary"
+        )
 
 
 def build_model(doc: dict, where: str) -> torch.nn.Module:

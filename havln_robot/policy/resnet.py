@@ -85,11 +85,15 @@ class TorchvisionResNet50(nn.Sequential):
 
     def __init__(self, layers: tuple[int, int, int, int] = (3, 4, 6, 3)):
         stages, inplanes = [], 64
-        for planes, blocks, stride in zip((64, 128, 256, 512), layers, (1, 2, 2, 2)):
+        for planes, blocks, stride in zip((64, 128, 256, 512), layers, (1, 2, 2, 2), strict=True):
             stage, inplanes = _tv_layer(inplanes, planes, blocks, stride)
             stages.append(stage)
         super().__init__(
-            nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(3, stride=2, padding=1), *stages
+            nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, stride=2, padding=1),
+            *stages,
         )
         self.avgpool = SpatialAvgPool()
         self.out_channels = 2048
