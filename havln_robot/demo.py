@@ -329,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             picks = [(0, args.episode_id)]
         else:
             picks = _pick_episodes(args.episodes, args.seed, episodes_file)
+        from havln_robot.paths import safe_component
+
+        for _i, eid in picks:  # an id names topdown_<id>.png under --out: refuse one that would leave it
+            safe_component(f"topdown_{eid}.png", f"episode id {eid!r}")
         print(f"havln-robot demo: {plural(len(picks), 'real HA-R2R episode')} from {episodes_file} (seed {args.seed})")
     else:
         picks = [(0, "")]
@@ -457,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespace, have_data: bool, episodes_file: Path) -> int:
     """Trial rows, report, plots, format-v1 file and the summary table."""
+    from havln_robot.paths import safe_child
     from havln_robot.trials.report import write_report
     from havln_robot.trials.store import TrialError, TrialStore
 
@@ -498,7 +503,9 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
         ch = run.ground_truth.get("collisions_human", "0")
         cs = run.ground_truth.get("collisions_static", "0")
         png = plot_episode(
-            run, {**sim_base, "episode_id": run.episode_id if have_data else ""}, out / "report" / f"topdown_{run.episode_id}.png"
+            run,
+            {**sim_base, "episode_id": run.episode_id if have_data else ""},
+            safe_child(out / "report", f"topdown_{run.episode_id}.png", f"episode id {run.episode_id!r}"),
         )
         print(
             f"  {run.episode_id:<10} {run.outcome or '?':<9} {ne:7.2f} {steps!s:>5} {ch + '/' + cs:>8} {run.wall_s:8.1f} {wait:15.1f}  #{run.trial_id}"

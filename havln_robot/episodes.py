@@ -157,6 +157,12 @@ def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | No
         from havln_robot.paths import data_dir
 
         connectivity_dir = data_dir() / "connectivity"
+    from havln_robot.paths import UnsafePathError, safe_component
+
+    try:
+        safe_component(scan, "scan")
+    except UnsafePathError as exc:
+        raise EpisodeError(f"{exc}; a scan id names <scan>_connectivity.json") from None
     path = Path(connectivity_dir) / f"{scan}_connectivity.json"
     key = str(path)
     if key in _GRAPH_MEMO:

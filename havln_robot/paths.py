@@ -55,9 +55,7 @@ def user_data_dir() -> Path:
     On Linux ``$XDG_DATA_HOME/havln_robot/ha-vln`` (default ``~/.local/share/havln_robot/ha-vln``).
     Not created here.
     """
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("havln_robot", appauthor=False)) / "ha-vln"
+    return user_data_root() / "ha-vln"
 
 
 def holds_data(folder: Path) -> bool:
@@ -186,3 +184,63 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
         return p
     prepare_out_dir(p.parent, flag)
     return p
+
+
+class UnsafePathError(OutputPathError):
+    """A file or folder name taken from input data would leave its folder (``..``, ``/``, ...)."""
+
+
+#: Longest name component most filesystems accept (ext4, XFS, tmpfs: 255 bytes).
+MAX_COMPONENT_BYTES = 255
+
+
+def safe_component(name: object, what: str) -> str:
+    """Check that ``name`` (from input data: a split, a trial id, an episode or scan id) is one plain
+    file-name component, so ``folder / name`` stays inside ``folder``.
+
+    Refused: a non-string or empty name, ``.`` / ``..``, a path separator (``/``, ``\\``), a NUL or
+    other control character, a leading ``~`` (home expansion by shells / ``expanduser``), more than
+    :data:`MAX_COMPONENT_BYTES` bytes in UTF-8.
+
+    Args:
+        name: the candidate component.
+        what: what it is and where it came from, for the message (e.g. ``"split of run record x.json:3"``).
+
+    Returns:
+        ``name`` unchanged.
+
+    Raises:
+        UnsafePathError: one line naming ``what``, the value and the rule it breaks.
+    """
+    if not isinstance(name, str) or not name:
+        raise UnsafePathError(f"{what} {name!r} cannot name a file: expected a non-empty string")
+    if name in (".", ".."):
+        raise UnsafePathError(f"{what} {name!r} cannot name a file: '.' and '..' would leave the output folder")
+    bad = [c for c in name if c in "/\\" or ord(c) < 32 or ord(c) == 127]
+    if bad:
+        raise UnsafePathError(
+            f"{what} {name!r} cannot name a file: it holds {bad[0]!r} (path separators and control characters are refused)"
+        )
+    if name.startswith("~"):
+        raise UnsafePathError(f"{what} {name!r} cannot name a file: a leading '~' would be read as a home folder")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+        raise UnsafePathError(f"{what} {name[:40]!r}... cannot name a file: longer than {MAX_COMPONENT_BYTES} bytes")
+    return name
+
+
+def safe_child(root: str | os.PathLike[str], name: object, what: str) -> Path:
+    """``root / name`` for a ``name`` taken from input data, checked by :func:`safe_component`.
+
+    Also refuses a result that resolves outside ``root`` (an existing symlink named ``name`` that
+    points elsewhere).
+
+    Raises:
+        UnsafePathError: one line naming ``what`` and the value.
+    """
+    base = Path(root)
+    child = base / safe_component(name, what)
+    if child.is_symlink():
+        target = child.resolve()
+        if base.resolve() not in target.parents:
+            raise UnsafePathError(f"{what} {name!r}: {child} is a link to {target}, outside {base}; remove the link")
+    return child

@@ -97,3 +97,31 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def released_cma(tmp_path_factory):
+    """A checkpoint in the released HA-VLN-CMA layout (test/released_cma.py): random weights whose head
+    always says STOP, the pickled trainer config and the instruction vocabulary.
+
+    The vocabulary is the data folder's when present (so ``havln-robot eval`` accepts it), else a
+    synthetic 5,079-word list; ``vocab_path`` is a JSON file holding the same words.
+    Returns a namespace: ``path``, ``vocab_path``, ``words``.
+    """
+    import json
+    import types
+
+    from released_cma import write_released_checkpoint
+
+    from havln_robot.policy.tokenizer import default_vocab_path, fingerprint
+
+    d = tmp_path_factory.mktemp("released_cma")
+    try:
+        words = json.loads(default_vocab_path().read_text(encoding="utf-8"))["word_list"]
+    except (OSError, ValueError, KeyError):
+        words = ["<pad>", "<unk>"] + [f"w{i}" for i in range(2, 5079)]
+    vocab_path = d / "vocab.json"
+    vocab_path.write_text(json.dumps({"word_list": words, "sha256": fingerprint(words)}))
+    path = d / "CMA_PM_DA_Aug.pth"
+    write_released_checkpoint(path, words)
+    return types.SimpleNamespace(path=path, vocab_path=vocab_path, words=words)

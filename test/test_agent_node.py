@@ -179,3 +179,12 @@ def test_panorama_settings_are_checked_at_start(ros_context):
     p = AGENT_PARAMS.validate({"policy": "forward:views=12", "heading_tolerance_deg": 40.0})
     with pytest.raises(ConfigError, match="tolerance"):
         AgentNode(params=p, context=ros_context)
+
+
+def test_released_cma_checkpoint_drives_an_episode(graph, released_cma, havln_data):
+    """agent_node loads a checkpoint in the released HA-VLN-CMA layout (test/released_cma.py) and runs it."""
+    agent, robot = graph(str(released_cma.path))
+    assert type(agent.policy).__name__ == "CMAPolicy" and agent.policy.name == released_cma.path.stem
+    send_instruction(robot, "walk forward and stop at the door")
+    assert wait_for(lambda: robot.done, 60), "no episode_done"
+    assert robot.done[0]["reason"] == "stop" and robot.actions == [STOP]

@@ -7,12 +7,20 @@ import sys
 import numpy as np
 import pytest
 import torch
+from released_cma import released_key_shapes, write_released_checkpoint
 
 from havln_robot.actions import CMA_ACTIONS
 from havln_robot.policy.api import Observation, PolicyError
-from havln_robot.policy.checkpoint import build_policy, cma_config_from_state, detect_kind, load_state_strict
+from havln_robot.policy.checkpoint import (
+    build_policy,
+    cma_config_from_state,
+    detect_kind,
+    load_state_strict,
+    map_legacy_keys,
+    read_checkpoint,
+)
 from havln_robot.policy.cma import CMAModel, CMAPolicy
-from havln_robot.policy.tokenizer import Vocabulary
+from havln_robot.policy.tokenizer import Vocabulary, fingerprint
 
 # Non-backbone parameters of VLN-CE's CMAPolicy with the HA-VLN cma_pm_da_aug_tune config, derived from
 # vlnce_baselines/models/cma_policy.py (CMANet), encoders/{instruction_encoder,resnet_encoders}.py,
@@ -44,13 +52,13 @@ EXPECTED = {
     "net.depth_encoder.visual_encoder.compression.1.weight": (128,),
     "net.depth_encoder.visual_encoder.compression.1.bias": (128,),
     "net.depth_encoder.spatial_embeddings.weight": (16, 64),
-    "net.rgb_encoder.cnn.conv1.weight": (64, 3, 7, 7),
-    "net.rgb_encoder.cnn.bn1.running_var": (64,),
-    "net.rgb_encoder.cnn.bn1.num_batches_tracked": (),
-    "net.rgb_encoder.cnn.layer1.0.downsample.0.weight": (256, 64, 1, 1),
-    "net.rgb_encoder.cnn.layer2.0.conv2.weight": (128, 128, 3, 3),
-    "net.rgb_encoder.cnn.layer3.5.bn3.weight": (1024,),
-    "net.rgb_encoder.cnn.layer4.2.conv3.weight": (2048, 512, 1, 1),
+    "net.rgb_encoder.cnn.0.weight": (64, 3, 7, 7),
+    "net.rgb_encoder.cnn.1.running_var": (64,),
+    "net.rgb_encoder.cnn.1.num_batches_tracked": (),
+    "net.rgb_encoder.cnn.4.0.downsample.0.weight": (256, 64, 1, 1),
+    "net.rgb_encoder.cnn.5.0.conv2.weight": (128, 128, 3, 3),
+    "net.rgb_encoder.cnn.6.5.bn3.weight": (1024,),
+    "net.rgb_encoder.cnn.7.2.conv3.weight": (2048, 512, 1, 1),
     "net.rgb_encoder.spatial_embeddings.weight": (16, 64),
     "net.prev_action_embedding.weight": (5, 32),
     "net.rgb_linear.2.weight": (256, 2112),
@@ -107,7 +115,17 @@ def test_state_dict_layout_matches_vlnce(model):
     assert len(depth) == 159
     others = set(sd) - set(rgb) - set(depth) - set(EXPECTED)
     assert others == set(), sorted(others)[:5]
-    assert not any(k.startswith("net.rgb_encoder.cnn.fc") for k in sd)
+    assert not any(k.startswith("net.rgb_encoder.cnn.fc") or k.startswith("net.rgb_encoder.cnn.8") for k in sd)
+
+
+def test_model_layout_equals_the_released_key_list(model):
+    """Every key and shape of the model equals the list derived from the public trainer code
+    (test/released_cma.py), not from this project's modules."""
+    want = released_key_shapes()
+    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert sorted(set(got) - set(want)) == [] and sorted(set(want) - set(got)) == []
+    assert {k: got[k] for k in want} == dict(want)
+    assert len([k for k in want if k.startswith("net.rgb_encoder.cnn.")]) == 318
 
 
 def test_official_layout_checkpoint_round_trip_strict(model, tmp_path):
@@ -131,23 +149,85 @@ def test_official_layout_checkpoint_round_trip_strict(model, tmp_path):
     assert detect_kind({"state_dict": sd}) == "cma"
 
 
-def test_checkpoint_with_unimportable_config_object_loads(model, tmp_path, monkeypatch):
-    mod_dir = tmp_path / "mods"
-    mod_dir.mkdir()
-    (mod_dir / "fake_habitat_cfg.py").write_text("class Config(dict):\n    pass\n")
-    monkeypatch.syspath_prepend(str(mod_dir))
-    import fake_habitat_cfg
+def test_released_checkpoint_loads_strictly_with_its_config_and_vocab(released_cma):
+    """The released layout (indexed RGB Sequential, pickled habitat Config, instruction_vocab, 5401x50
+    table with a 5,079-word vocabulary) loads with strict=True through the safe loader alone."""
+    assert "habitat" not in sys.modules  # the trainer's package is not importable here
+    doc = read_checkpoint(released_cma.path)
+    cfg = doc["config"]
+    assert cfg["MODEL"]["INSTRUCTION_ENCODER"]["bidirectional"] is True  # read as plain data
+    assert type(cfg).__module__ == "collections" and doc["instruction_vocab"]["word_list"] == released_cma.words
+    assert len(released_cma.words) == 5079 and doc["state_dict"]["net.instruction_encoder.embedding_layer.weight"].shape == (5401, 50)
+    assert "net.rgb_encoder.cnn.0.weight" in doc["state_dict"] and "net.rgb_encoder.cnn.7.2.bn3.running_var" in doc["state_dict"]
+    sd = doc["state_dict"]
+    res = CMAModel(cma_config_from_state(sd)).load_state_dict(sd, strict=True)
+    assert not res.missing_keys and not res.unexpected_keys
+    pol = build_policy(released_cma.path, vocab_path=released_cma.vocab_path)
+    assert isinstance(pol, CMAPolicy) and pol.name == "CMA_PM_DA_Aug"
+    for k, v in sd.items():
+        assert torch.equal(pol.model.state_dict()[k], v), k
+    pol.reset("walk forward and stop .")
+    rng = np.random.default_rng(0)
+    obs = Observation(
+        rng.integers(0, 255, (1, 224, 224, 3), dtype=np.uint8), rng.random((1, 256, 256, 1), dtype=np.float32), np.zeros(1, np.float32)
+    )
+    assert pol.act(obs) == "STOP"  # the fixture's head always says STOP
+    assert torch.isfinite(pol._h).all()
 
-    cfg = fake_habitat_cfg.Config(MODEL={"policy_name": "CMAPolicy"})
-    path = tmp_path / "ckpt.pth"
-    torch.save({"state_dict": model.state_dict(), "config": cfg}, path)
-    sys.modules.pop("fake_habitat_cfg")
-    monkeypatch.syspath_prepend(str(tmp_path / "nowhere"))
-    sys.path.remove(str(mod_dir))
-    from havln_robot.policy.checkpoint import read_checkpoint
 
-    doc = read_checkpoint(path)
-    load_state_strict(CMAModel(), doc["state_dict"], str(path))
+def test_released_checkpoint_with_another_vocabulary_is_refused(released_cma, tmp_path):
+    words = ["<pad>", "<unk>", "walk", "stop"]
+    vocab = tmp_path / "vocab.json"
+    import json
+
+    vocab.write_text(json.dumps({"word_list": words, "sha256": fingerprint(words)}))
+    with pytest.raises(PolicyError, match="another instruction vocabulary") as ei:
+        build_policy(released_cma.path, vocab_path=vocab)
+    assert "\n" not in str(ei.value)
+
+
+def test_checkpoints_written_before_the_released_layout_still_load(model, tmp_path):
+    """A havln_robot checkpoint with torchvision names (conv1, bn1, layer1..4) loads through the key map."""
+    import json
+
+    legacy_names = {"0": "conv1", "1": "bn1", "4": "layer1", "5": "layer2", "6": "layer3", "7": "layer4"}
+    legacy = {}
+    for k, v in model.state_dict().items():
+        if k.startswith("net.rgb_encoder.cnn."):
+            head, _, rest = k[len("net.rgb_encoder.cnn.") :].partition(".")
+            k = f"net.rgb_encoder.cnn.{legacy_names[head]}.{rest}"
+        legacy[k] = v
+    assert "net.rgb_encoder.cnn.layer4.2.conv3.weight" in legacy and "net.rgb_encoder.cnn.0.weight" not in legacy
+    path = tmp_path / "old_cma.pt"
+    torch.save({"format": "havln_robot.policy/1", "kind": "cma", "config": model.cfg.to_dict(), "state_dict": legacy, "meta": {}}, path)
+    words = _tiny_vocab().words
+    vocab = tmp_path / "vocab.json"
+    vocab.write_text(json.dumps({"word_list": words, "sha256": fingerprint(words)}))
+    pol = build_policy(path, vocab_path=vocab)
+    for k, v in model.state_dict().items():
+        assert torch.equal(pol.model.state_dict()[k], v), k
+    mapped, n = map_legacy_keys(legacy)
+    assert n == 318 and set(mapped) == set(model.state_dict())
+
+
+def test_released_layout_mismatch_names_the_keys(tmp_path):
+    from released_cma import random_state
+
+    state = random_state()
+    del state["net.rgb_encoder.cnn.7.2.conv3.weight"]
+    state["net.rgb_encoder.cnn.8.weight"] = torch.zeros(1)
+    path = tmp_path / "bad.pth"
+    write_released_checkpoint(path, _tiny_vocab().words, state=state)
+    with pytest.raises(PolicyError) as ei:
+        build_model_from(path)
+    msg = str(ei.value)
+    assert "\n" not in msg and "net.rgb_encoder.cnn.7.2.conv3.weight" in msg and "net.rgb_encoder.cnn.8.weight" in msg
+
+
+def build_model_from(path):
+    from havln_robot.policy.checkpoint import build_model
+
+    return build_model(read_checkpoint(path), str(path))
 
 
 def test_mismatched_checkpoints_raise_one_line(model, tmp_path):
@@ -217,3 +297,33 @@ def test_embeddings_load_into_cma(havln_data):
     w = m.net.instruction_encoder.embedding_layer.weight
     assert torch.all(w[0] == 0) and w.abs().sum() > 0
     assert not w.requires_grad
+
+
+def _cli(*args, timeout=300):
+    import os
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "havln_robot.cli", *args], capture_output=True, text=True, timeout=timeout, env=dict(os.environ)
+    )
+
+
+@pytest.mark.slow
+def test_released_checkpoint_runs_through_eval_and_bench(released_cma, havln_data, tmp_path):
+    """``havln-robot eval --policy FILE`` and ``bench policy --model FILE`` run the released layout (one episode,
+    the fixture's head says STOP at once; latency with the checkpoint's own weights)."""
+    import json
+
+    out = _cli("eval", "--policy", str(released_cma.path), "--limit", "1", "--out", str(tmp_path / "ev"), "-q")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert summary["n"] == 1
+    assert (
+        json.loads((tmp_path / "ev" / "actions.json").read_text()) and "STOP" in out.stdout + (tmp_path / "ev" / "actions.json").read_text()
+    )
+    out = _cli("bench", "policy", "--model", str(released_cma.path), "--skip-eval", "--steps", "1")
+    assert out.returncode == 0, out.stderr
+    assert "37.00 M params" in out.stdout
+    out = _cli("bench", "policy", "--model", str(released_cma.path), "--skip-latency", "--limit", "1")
+    assert out.returncode == 0, out.stderr
+    assert f"{released_cma.path.name}" in out.stdout

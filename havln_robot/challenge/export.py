@@ -26,6 +26,7 @@ from typing import Any
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
 from havln_robot.challenge.manifest import Manifest
+from havln_robot.paths import safe_child
 from havln_robot.text import plural
 
 
@@ -116,7 +117,23 @@ def _record(obj: Any, where: str, split: str | None, key: str | None = None) -> 
         raise ExportError(f"{where}: episode_id {eid!r} must be a non-empty string (or integer)")
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
         raise ExportError(f"{where}: actions of episode {eid!r} must be a list of action strings")
+    if split is not None:
+        _check_split(split, where)
     return Record(eid, tuple(actions), split, where)
+
+
+def _check_split(split: str, where: str) -> str:
+    """A split names the output file ``<split>.json``: it must be one plain file-name component.
+
+    Raises:
+        ExportError: one line naming the source and the value (e.g. ``"../../escaped"``).
+    """
+    from havln_robot.paths import UnsafePathError, safe_component
+
+    try:
+        return safe_component(split, f"{where}: split")
+    except UnsafePathError as exc:
+        raise ExportError(f"{exc}; the split names the output file <split>.json") from None
 
 
 def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
@@ -239,6 +256,7 @@ def export(
         s = r.split or split
         if not s:
             raise ExportError(f"{r.source}: record names no split; pass --split val_seen|val_unseen")
+        _check_split(s, r.source)
         try:
             actions = finalize_sequence(r.actions)
         except ActionError as exc:
@@ -251,6 +269,8 @@ def export(
         if actions != list(r.actions):
             summary.finalized[s] = summary.finalized.get(s, 0) + 1
     out = Path(out_dir)
+    for s in by_split:
+        _check_split(s, "--split / --splits")
     for s, eps in by_split.items():
         man = manifests.get(s)
         if man is not None:
@@ -266,9 +286,23 @@ def export(
             ordered = {i: eps[i] for i in man.ids if i in eps} | {i: eps[i] for i in eps if i not in known}
         else:
             ordered = eps
-        summary.files[s] = write_split_file(out / f"{s}.json", s, ordered)
+        summary.files[s] = write_split_file(_out_file(out, s), s, ordered)
         summary.episodes[s] = len(ordered)
     return summary
+
+
+def _out_file(out: Path, split: str) -> Path:
+    """``out / "<split>.json"``, refusing a link there that points outside ``out``.
+
+    Raises:
+        ExportError: one line.
+    """
+    from havln_robot.paths import UnsafePathError
+
+    try:
+        return safe_child(out, f"{split}.json", f"output file of split {split!r}")
+    except UnsafePathError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def write_records_json(records: Iterable[Record], path: str | os.PathLike[str]) -> Path:

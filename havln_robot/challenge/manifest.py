@@ -57,8 +57,14 @@ class Manifest:
 
 
 def default_manifest_path(split: str) -> Path:
-    """``$DATA/challenge/collision_num_<split>.json`` (may not exist)."""
-    return data_dir() / "challenge" / f"collision_num_{split}.json"
+    """``$DATA/challenge/collision_num_<split>.json`` (may not exist).
+
+    Raises:
+        UnsafePathError: ``split`` (e.g. read from a submission) is not one plain file-name component.
+    """
+    from havln_robot.paths import safe_child
+
+    return safe_child(data_dir() / "challenge", f"collision_num_{split}.json", "split")
 
 
 _NAME = re.compile(r"collision_num_(?P<split>[A-Za-z0-9_]+)\.json$")

@@ -122,8 +122,14 @@ def select_episodes(sf: SplitFile, spec: str | None) -> list[str]:
 
 
 def default_episodes_file(split: str) -> Path:
-    """``$DATA/ha_r2r_de/HA_<split>.json`` (discrete, keyed by path_id)."""
-    return data_dir() / "ha_r2r_de" / f"HA_{split}.json"
+    """``$DATA/ha_r2r_de/HA_<split>.json`` (discrete, keyed by path_id).
+
+    Raises:
+        UnsafePathError: ``split`` (read from a submission) is not one plain file-name component.
+    """
+    from havln_robot.paths import safe_child
+
+    return safe_child(data_dir() / "ha_r2r_de", f"HA_{split}.json", "split")
 
 
 def load_replay_episodes(path: Path, ids: Sequence[str]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import status_dict
 from havln_robot.params import ConfigError
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
-from havln_robot.trials.recorder import McapRecorder, RecorderError
+from havln_robot.trials.recorder import McapRecorder, RecorderError, mcap_bag_dir
 from havln_robot.trials.regions import RegionError, canonical_region
 from havln_robot.trials.store import Collision, Step, Trial, TrialError, TrialStore, default_db_path, default_mcap_dir
 
@@ -179,8 +179,8 @@ class TrialLoggerNode(HavlnNode):
         p = self.params
         if not p["record_mcap"]:
             return
-        bag = self.mcap_dir / f"trial_{trial.id:04d}"
         try:
+            bag = mcap_bag_dir(self.mcap_dir, trial.id)
             self._recorder = McapRecorder(
                 bag,
                 max_bytes=p["mcap_max_bytes"],

@@ -36,20 +36,19 @@ from havln_robot.policy.tokenizer import Vocabulary
 words = ["<pad>", "<unk>"] + [f"w{i}" for i in range(100)]
 vocab = Vocabulary(words)
 t0 = time.perf_counter()
+path = sys.argv[4] if len(sys.argv) > 4 else ""
+net = None
+if path:  # a checkpoint of this kind (any layout build_model reads); otherwise random weights
+    from havln_robot.policy.checkpoint import build_model, detect_kind, read_checkpoint
+    doc = read_checkpoint(path)
+    if detect_kind(doc) == kind:
+        net = build_model(doc, path)
 if kind == "cma":
     from havln_robot.policy.cma import CMAModel, CMAPolicy
-    pol = CMAPolicy(CMAModel(), vocab=vocab)
+    pol = CMAPolicy(net if net is not None else CMAModel(), vocab=vocab)
 else:
     from havln_robot.policy.small import SmallConfig, SmallNet, SmallPolicy
-    path = sys.argv[4] if len(sys.argv) > 4 else ""
-    if path:
-        from havln_robot.policy.checkpoint import load_state_strict, read_checkpoint
-        doc = read_checkpoint(path)
-        net = SmallNet(SmallConfig.from_dict(doc["config"]))
-        load_state_strict(net, doc["state_dict"], path)
-        pol = SmallPolicy(net, vocab=vocab)
-    else:
-        pol = SmallPolicy(SmallNet(SmallConfig()), vocab=vocab)
+    pol = SmallPolicy(net if net is not None else SmallNet(SmallConfig()), vocab=vocab)
 load_s = time.perf_counter() - t0
 rng = np.random.default_rng(0)
 n = 12 if kind == "small" else 1
@@ -154,7 +153,7 @@ def main(argv: list[str]) -> int:
     if not args.skip_latency:
         print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")
         for kind, label in (("cma", "CMA (HA-VLN-CMA layout, 1 view)"), ("small", "small panoramic (12 views)")):
-            ckpt = args.model if kind == "small" and Path(args.model).is_file() else None
+            ckpt = args.model if Path(args.model).is_file() else None  # used by the worker of its own kind
             try:
                 m = measure(kind, args.threads, args.steps, ckpt)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:

@@ -1,4 +1,4 @@
-"""Checkpoint IO for the policies: save, read (tolerantly), recognise the layout, load strictly.
+"""Checkpoint IO for the policies: save, read (safely), recognise the layout, load strictly.
 
 Two formats are read:
 
@@ -7,10 +7,22 @@ Two formats are read:
       {"format": "havln_robot.policy/1", "kind": "small" | "cma", "config": {...},
        "state_dict": {...}, "meta": {...}}
 
-* VLN-CE / HA-VLN-CMA checkpoints: a dict with ``"state_dict"`` whose keys are the ``CMAPolicy`` ones
-  (``net.rgb_encoder.cnn.*``, ``action_distribution.linear.*``); other entries (``config``,
-  ``optim_state``, ...) are ignored. Their pickled habitat ``Config`` objects are read without
-  habitat installed (unknown classes are replaced by inert stand-ins).
+* VLN-CE / HA-VLN-CMA checkpoints as the trainer saves them (``BaseVLNCETrainer.save_checkpoint`` in
+  ``vlnce_baselines/common/base_il_trainer.py``)::
+
+      {"state_dict": {...CMAPolicy keys...}, "config": <habitat.config.default.Config>,
+       ["instruction_vocab": {"word_list": [...], "sha256": "..."}], ["optim_state", "epoch", "step_id"]}
+
+**Nothing in a checkpoint runs.** Every file goes through torch's safe loader
+(``torch.load(weights_only=True)``: tensors, plain containers and numbers only) with exactly one extra
+class allow-listed through torch's own mechanism (``torch.serialization.safe_globals``): the trainer's
+config class ``habitat.config.default.Config`` (a yacs ``CfgNode``), mapped to :class:`ReleasedConfig`,
+which reads it as plain data. There is no fallback to an unrestricted unpickler: a file that pickles any
+other callable (``os.system``, ``builtins.eval``, ...) is refused with one line naming it.
+
+Checkpoints this project wrote before the RGB backbone took the released ``nn.Sequential`` layout
+(``net.rgb_encoder.cnn.conv1.weight`` ... instead of ``cnn.0.weight``) are renamed on load by
+:func:`map_legacy_keys` (a key map, one model class).
 
 Every failure is a :class:`~havln_robot.policy.api.PolicyError` with one line naming the file and the fix.
 """
@@ -18,8 +30,9 @@ Every failure is a :class:`~havln_robot.policy.api.PolicyError` with one line na
 from __future__ import annotations
 
 import os
-import pickle
-import types
+import re
+import warnings
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -30,57 +43,108 @@ from havln_robot.policy.api import Policy, PolicyError
 FORMAT = "havln_robot.policy/1"
 KINDS = ("small", "cma")
 
-
-class _Stub(dict):
-    """Inert stand-in for a pickled object whose class is not importable here (e.g. habitat ``Config``,
-    a ``dict`` subclass); it accepts any constructor arguments, items, list appends and state."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__()
-        self.args = args
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-    def append(self, item: Any) -> None:
-        self.setdefault("_items", []).append(item)
-
-    def extend(self, items: Any) -> None:
-        self.setdefault("_items", []).extend(items)
+#: Full name of the config class the VLN-CE / HA-VLN trainer pickles next to the weights
+#: (``vlnce_baselines/config/default.py``: ``from habitat.config.default import Config as CN``;
+#: habitat-lab 0.1.7 ``habitat/config/default.py``: ``class Config(yacs.config.CfgNode)``).
+RELEASED_CONFIG_CLASS = "habitat.config.default.Config"
 
 
-class _TolerantUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        try:
-            return super().find_class(module, name)
-        except (ImportError, AttributeError):
-            return type(name, (_Stub,), {"__module__": "havln_robot.policy.checkpoint._stubs"})
+class ReleasedConfig:
+    """Safe-loader stand-in for ``habitat.config.default.Config``: reads the pickled config as plain data.
+
+    A yacs ``CfgNode`` is a ``dict`` subclass pickled as NEWOBJ + SETITEMS (its keys) + BUILD (its
+    ``__immutable__`` / ``__deprecated_keys__`` / ``__renamed_keys__`` / ``__new_allowed__`` flags).
+    torch's safe loader fills only exact ``dict`` / ``OrderedDict`` objects, so "constructing" this class
+    returns an empty ``collections.OrderedDict``: the config arrives as nested OrderedDicts of plain
+    values (e.g. ``doc["config"]["MODEL"]["INSTRUCTION_ENCODER"]["bidirectional"]``), the yacs flags in
+    its ``__dict__``. No habitat / yacs code is imported or run.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> OrderedDict:  # type: ignore[misc]
+        return OrderedDict()
 
 
-_tolerant_pickle = types.SimpleNamespace(Unpickler=_TolerantUnpickler, load=pickle.load, __name__="havln_tolerant_pickle")
+#: The only globals allow-listed beyond torch's defaults (tensors, plain containers, numbers).
+SAFE_GLOBALS: list[tuple[Any, str]] = [(ReleasedConfig, RELEASED_CONFIG_CLASS)]
+
+#: ``net.rgb_encoder.cnn.<torchvision name>.`` (this project's checkpoints before the released layout)
+#: -> ``net.rgb_encoder.cnn.<index>.`` (released VLN-CE ``nn.Sequential``; see
+#: :data:`havln_robot.policy.resnet.TORCHVISION_CHILDREN`).
+_RGB_PREFIX = "net.rgb_encoder.cnn."
+
+
+def _legacy_rgb_names() -> dict[str, str]:
+    from havln_robot.policy.resnet import TORCHVISION_CHILDREN
+
+    return {name: str(idx) for idx, name in TORCHVISION_CHILDREN.items()}
+
+
+def map_legacy_keys(state_dict: dict) -> tuple[dict, int]:
+    """Rename legacy RGB-backbone keys to the released layout; other keys pass unchanged.
+
+    ``net.rgb_encoder.cnn.conv1.weight`` -> ``net.rgb_encoder.cnn.0.weight``, ``...cnn.bn1.*`` -> ``cnn.1.*``,
+    ``...cnn.layer1.N.*`` .. ``layer4`` -> ``cnn.4.N.*`` .. ``cnn.7.N.*`` (only the first name after ``cnn.``).
+
+    Returns:
+        (new state_dict in the same order, number of keys renamed).
+    """
+    names = _legacy_rgb_names()
+    out: dict = {}
+    renamed = 0
+    for k, v in state_dict.items():
+        if k.startswith(_RGB_PREFIX):
+            head, _, rest = k[len(_RGB_PREFIX) :].partition(".")
+            if head in names:
+                k = f"{_RGB_PREFIX}{names[head]}.{rest}"
+                renamed += 1
+        out[k] = v
+    return out, renamed
+
+
+_GLOBAL_RE = re.compile(r"GLOBAL (\S+)")
+_REFUSED = ("reduce", "build", "new object", "SETITEM", "append", "allowlist")
+
+
+def _refusal(p: Path, exc: BaseException) -> PolicyError:
+    """One-line PolicyError for a file torch's safe loader could not or would not read."""
+    text = str(exc)
+    inner = text.split("WeightsUnpickler error:", 1)[1] if "WeightsUnpickler error:" in text else text
+    inner = " ".join(inner.split())
+    m = _GLOBAL_RE.search(inner)
+    if m:
+        return PolicyError(
+            f"checkpoint {p} pickles {m.group(1)}, which is never loaded (only tensors, plain data and "
+            f"{RELEASED_CONFIG_CLASS} are); nothing in it was run -- use a checkpoint from a trusted trainer"
+        )
+    if "WeightsUnpickler error:" in text and any(w in inner for w in _REFUSED):
+        return PolicyError(f"checkpoint {p} holds objects the safe loader refuses ({inner[:120]}); nothing in it was run")
+    return PolicyError(
+        f"checkpoint {p} is corrupt or not a torch checkpoint ({type(exc).__name__}: {inner[:120]}); re-download or retrain it"
+    )
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> dict:
-    """Read a checkpoint file into a dict on the CPU.
+    """Read a checkpoint file into a dict on the CPU through torch's safe loader.
 
-    Tries torch's safe ``weights_only`` loader first; files that pickle other objects (VLN-CE saves its
-    yacs ``Config``) are read with a loader that replaces classes it cannot import by inert stubs.
+    Only tensors, plain containers / numbers / strings and ``habitat.config.default.Config`` (read by
+    :class:`ReleasedConfig` as nested OrderedDicts) are unpickled; nothing else is imported or called.
+
+    Returns:
+        The checkpoint dict; a bare state_dict (all values tensors) is wrapped as ``{"state_dict": ...}``.
 
     Raises:
-        PolicyError: missing file, not a torch checkpoint (truncated/corrupt), or not a dict with ``state_dict``.
+        PolicyError: missing file; a pickled global other than the allow-listed config class (named,
+            nothing run); not a torch checkpoint (truncated/corrupt); not a dict with ``state_dict``.
     """
     p = Path(path)
     if not p.is_file():
         raise PolicyError(f"checkpoint {p} not found; give a .pt path or a file name in models/")
     try:
-        doc = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 - any unpickling failure: retry tolerantly, then report
-        try:
-            doc = torch.load(p, map_location="cpu", weights_only=False, pickle_module=_tolerant_pickle)
-        except Exception as exc:  # noqa: BLE001
-            raise PolicyError(
-                f"checkpoint {p} is corrupt or not a torch checkpoint ({type(exc).__name__}: {str(exc)[:120]}); re-download or retrain it"
-            ) from None
+        with torch.serialization.safe_globals(SAFE_GLOBALS), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")  # the error below says it
+            doc = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any failure of the safe loader: one line, no fallback
+        raise _refusal(p, exc) from None
     if isinstance(doc, dict) and "state_dict" not in doc and doc and all(isinstance(v, torch.Tensor) for v in doc.values()):
         doc = {"state_dict": doc}  # a bare state_dict
     if not isinstance(doc, dict) or not isinstance(doc.get("state_dict"), dict):
@@ -172,39 +236,94 @@ def save_checkpoint(path: str | os.PathLike[str], model: torch.nn.Module, kind: 
     return p
 
 
+def check_checkpoint_vocab(doc: dict, vocab: Any, where: str, rows: int) -> None:
+    """Check the instruction vocabulary against the checkpoint before any step runs.
+
+    Args:
+        doc: the checkpoint dict; its optional ``instruction_vocab`` (``{"word_list", "sha256"}``, as
+            HA-VLN's trainer saves it) must name the same word list as ``vocab``.
+        vocab: the :class:`~havln_robot.policy.tokenizer.Vocabulary` the policy will tokenise with.
+        where: file name for the message.
+        rows: embedding rows of the model (token ids must be < rows).
+
+    Raises:
+        PolicyError: different word list (fingerprints named) or more words than embedding rows.
+    """
+    from havln_robot.policy.tokenizer import fingerprint
+
+    meta = doc.get("instruction_vocab")
+    if isinstance(meta, dict) and isinstance(meta.get("word_list"), list):
+        want, got = fingerprint(meta["word_list"]), fingerprint(vocab.words)
+        if want != got:
+            raise PolicyError(
+                f"checkpoint {where} was trained with another instruction vocabulary ({len(meta['word_list'])} words, "
+                f"sha256 {want[:12]}) than the one loaded ({len(vocab)} words, sha256 {got[:12]}); use the data folder it was trained with"
+            )
+    if len(vocab) > rows:
+        raise PolicyError(
+            f"checkpoint {where}: the vocabulary has {len(vocab)} words but the embedding only {rows} rows; use its vocabulary"
+        )
+
+
+def build_model(doc: dict, where: str) -> torch.nn.Module:
+    """Build the network a checkpoint dict describes and load its weights strictly (eval mode).
+
+    CMA state dicts in this project's earlier RGB naming are renamed by :func:`map_legacy_keys` first.
+
+    Returns:
+        :class:`~havln_robot.policy.cma.CMAModel` or :class:`~havln_robot.policy.small.SmallNet`.
+
+    Raises:
+        PolicyError: see :func:`detect_kind`, :func:`load_state_strict`; a bad ``config`` entry.
+    """
+    kind = detect_kind(doc)
+    if kind == "cma":
+        from havln_robot.policy.cma import CMAConfig, CMAModel
+
+        state, _ = map_legacy_keys(doc["state_dict"])
+        if "format" in doc:
+            try:
+                cfg = CMAConfig(**doc.get("config", {}))
+            except TypeError as exc:
+                raise PolicyError(f"checkpoint {where}: bad CMA config ({exc})") from None
+        else:
+            cfg = cma_config_from_state(state)
+        model = CMAModel(cfg)
+        load_state_strict(model, state, where)
+        return model.eval()
+    from havln_robot.policy.small import SmallConfig, SmallNet
+
+    try:
+        cfg = SmallConfig.from_dict(doc.get("config", {}))
+    except (TypeError, ValueError) as exc:
+        raise PolicyError(f"checkpoint {where}: bad small-model config ({exc})") from None
+    model = SmallNet(cfg)
+    load_state_strict(model, doc["state_dict"], where)
+    return model.eval()
+
+
 def build_policy(path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any) -> Policy:
     """Read ``path`` and return the matching ready-to-run :class:`Policy` (weights loaded strictly).
 
     Keyword arguments: ``vocab_path`` (HA-R2R vocabulary JSON; default the data folder's).
 
     Raises:
-        PolicyError: see :func:`read_checkpoint`, :func:`detect_kind`, :func:`load_state_strict`.
+        PolicyError: see :func:`read_checkpoint`, :func:`build_model`, :func:`check_checkpoint_vocab`.
     """
     from havln_robot.policy.tokenizer import Vocabulary
 
     doc = read_checkpoint(path)
-    kind = detect_kind(doc)
+    detect_kind(doc)
     vocab = Vocabulary.load(kwargs.get("vocab_path"))
     name = Path(path).stem
-    if kind == "cma":
-        from havln_robot.policy.cma import CMAConfig, CMAModel, CMAPolicy
+    model = build_model(doc, str(path))
+    from havln_robot.policy.cma import CMAModel
 
-        if "format" in doc:
-            try:
-                cfg = CMAConfig(**doc.get("config", {}))
-            except TypeError as exc:
-                raise PolicyError(f"checkpoint {path}: bad CMA config ({exc})") from None
-        else:
-            cfg = cma_config_from_state(doc["state_dict"])
-        model = CMAModel(cfg)
-        load_state_strict(model, doc["state_dict"], str(path))
+    if isinstance(model, CMAModel):
+        from havln_robot.policy.cma import CMAPolicy
+
+        check_checkpoint_vocab(doc, vocab, str(path), model.cfg.vocab_rows)
         return CMAPolicy(model, vocab=vocab, device=device, name=name)
-    from havln_robot.policy.small import SmallConfig, SmallNet, SmallPolicy
+    from havln_robot.policy.small import SmallPolicy
 
-    try:
-        cfg = SmallConfig.from_dict(doc.get("config", {}))
-    except (TypeError, ValueError) as exc:
-        raise PolicyError(f"checkpoint {path}: bad small-model config ({exc})") from None
-    model = SmallNet(cfg)
-    load_state_strict(model, doc["state_dict"], str(path))
     return SmallPolicy(model, vocab=vocab, device=device, name=name)

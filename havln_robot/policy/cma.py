@@ -7,7 +7,9 @@ there loads here with ``strict=True``. Sizes are the HA-VLN ``cma_pm_da_aug_tune
 (HA-VLN repo ``agent/VLN-CE/vlnce_baselines/config/default.py`` + ``agent/config/cma_pm_da_aug_tune.yaml``):
 
 * instruction: embedding 5401x50 (frozen, pretrained), bidirectional LSTM 128 -> 256 per token;
-* RGB: ImageNet ResNet-50 -> 4x4 average pool (+ 64-d spatial embedding) -> 2112x16; ``rgb_linear`` -> 256;
+* RGB: ImageNet ResNet-50 (``rgb_encoder.cnn.0`` .. ``cnn.7``: the ``nn.Sequential`` of torchvision's
+  children, as VLN-CE's ``TorchVisionResNet`` keeps them) -> 4x4 average pool (+ 64-d spatial
+  embedding) -> 2112x16; ``rgb_linear`` -> 256;
 * depth: DD-PPO ResNet-50 (GroupNorm, 32 base planes) -> 128x4x4 (+ 64-d spatial) -> 192x16;
   ``depth_linear`` -> 128;
 * previous action embedding 5x32 (0 = episode start, k+1 = action k);
@@ -84,7 +86,11 @@ class _SpatialEmbedded(nn.Module):
 
 
 class RGBEncoder(_SpatialEmbedded):
-    """VLN-CE ``TorchVisionResNet50(spatial_output=True)``: (B, 224, 224, 3) uint8/float 0..255 -> (B, 2112, 4, 4)."""
+    """VLN-CE ``TorchVisionResNet50(spatial_output=True)``: (B, 224, 224, 3) uint8/float 0..255 -> (B, 2112, 4, 4).
+
+    ``cnn`` is the released ``nn.Sequential`` layout (:class:`~havln_robot.policy.resnet.TorchvisionResNet50`,
+    keys ``cnn.0`` .. ``cnn.7``), which already ends in the 4x4 spatial average pool.
+    """
 
     def __init__(self):
         super().__init__()
@@ -96,8 +102,7 @@ class RGBEncoder(_SpatialEmbedded):
 
     def forward(self, rgb: torch.Tensor) -> torch.Tensor:
         x = rgb.permute(0, 3, 1, 2).float() / 255.0
-        x = F.adaptive_avg_pool2d(self.cnn(x.contiguous()), (4, 4))
-        return self._with_spatial(x)
+        return self._with_spatial(self.cnn(x.contiguous()))
 
 
 class DepthEncoder(_SpatialEmbedded):

@@ -2,10 +2,12 @@
 
 torchvision cannot be imported on the robot image, so both backbones are written here:
 
-* :class:`TorchvisionResNet50` -- ImageNet ResNet-50 v1.5 (stride on the 3x3 conv) with torchvision's
-  module names (``conv1, bn1, layer1..4.{k}.conv1/bn1/conv2/bn2/conv3/bn3/downsample.0/1``) and BatchNorm;
-  the classifier (``fc``) is absent, as in VLN-CE's ``TorchVisionResNet50`` with ``spatial_output=True``
-  (He et al., CVPR 2016; torchvision ``models/resnet.py``).
+* :class:`TorchvisionResNet50` -- ImageNet ResNet-50 v1.5 (stride on the 3x3 conv, BatchNorm) as the
+  ``nn.Sequential`` of torchvision's children that VLN-CE's ``TorchVisionResNet50`` keeps with
+  ``spatial_output=True``: keys ``0`` (conv1), ``1`` (bn1), ``4``..``7`` (layer1..4, each
+  ``N.conv1/bn1/conv2/bn2/conv3/bn3/downsample.0/1``); no ``fc`` (He et al., CVPR 2016; torchvision
+  ``models/resnet.py``). Checkpoints with torchvision's names (``conv1``, ``layer1``, ...) are renamed
+  on load by :func:`havln_robot.policy.checkpoint.map_legacy_keys`.
 * :class:`DDPPOResNetEncoder` -- the DD-PPO depth encoder of habitat-baselines
   (``rl/ddppo/policy/resnet.py`` + ``resnet_policy.ResNetEncoder``): GroupNorm bottlenecks whose
   branch is ``convs.0..7``, stem ``conv1.0/1``, then a ``compression`` 3x3 conv + GroupNorm(1) to
@@ -45,38 +47,66 @@ class TVBottleneck(nn.Module):
         return self.relu(out + identity)
 
 
-class TorchvisionResNet50(nn.Module):
-    """ResNet-50 feature extractor, torchvision parameter names, no ``fc``.
+#: Child index -> torchvision ``ResNet`` attribute name in the released RGB backbone. VLN-CE's
+#: ``TorchVisionResNet`` (``vlnce_baselines/models/encoders/resnet_encoders.py``, used by HA-VLN's
+#: ``agent/VLN-CE``) builds ``nn.Sequential(*list(resnet50.children())[:-1])`` (drops ``fc``), then with
+#: ``spatial_output`` and ``single_spatial_filter`` drops ``avgpool`` the same way and appends a
+#: parameter-free ``avgpool`` (4x4 adaptive average pool). Indices 2 (relu) and 3 (maxpool) hold no state.
+TORCHVISION_CHILDREN: dict[int, str] = {
+    0: "conv1",
+    1: "bn1",
+    2: "relu",
+    3: "maxpool",
+    4: "layer1",
+    5: "layer2",
+    6: "layer3",
+    7: "layer4",
+}
 
-    Input: (B, 3, H, W) float in [0, 1] (VLN-CE feeds ``rgb / 255`` without ImageNet mean/std).
-    Output: (B, 2048, H/32, W/32) ``layer4`` features (7x7 for 224x224).
+
+class SpatialAvgPool(nn.Module):
+    """VLN-CE ``SpatialAvgPool``: adaptive average pool to 4x4; (B, C, H, W) -> (B, C, 4, 4). No state."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.adaptive_avg_pool2d(x, (4, 4))
+
+
+class TorchvisionResNet50(nn.Sequential):
+    """ResNet-50 feature extractor in the released VLN-CE / HA-VLN-CMA layout (no ``fc``).
+
+    An ``nn.Sequential`` of torchvision ``resnet50()``'s children ``conv1, bn1, relu, maxpool,
+    layer1..layer4`` (indices 0..7, see :data:`TORCHVISION_CHILDREN`) followed by a parameter-free
+    ``avgpool`` (:class:`SpatialAvgPool`), so state_dict keys are ``0.weight`` (conv1), ``1.*`` (bn1),
+    ``4.N.conv1.weight`` ... ``7.N.downsample.1.running_var`` -- 318 entries.
+
+    Input: (B, 3, H, W) float in [0, 1] (VLN-CE feeds ``rgb / 255``; ``MODEL.normalize_rgb = False``).
+    Output: (B, 2048, 4, 4) ``layer4`` features pooled to 4x4.
     """
 
     def __init__(self, layers: tuple[int, int, int, int] = (3, 4, 6, 3)):
-        super().__init__()
-        self.inplanes = 64
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        self.layer1 = self._make_layer(64, layers[0])
-        self.layer2 = self._make_layer(128, layers[1], stride=2)
-        self.layer3 = self._make_layer(256, layers[2], stride=2)
-        self.layer4 = self._make_layer(512, layers[3], stride=2)
+        stages, inplanes = [], 64
+        for planes, blocks, stride in zip((64, 128, 256, 512), layers, (1, 2, 2, 2), strict=True):
+            stage, inplanes = _tv_layer(inplanes, planes, blocks, stride)
+            stages.append(stage)
+        super().__init__(
+            nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, stride=2, padding=1),
+            *stages,
+        )
+        self.avgpool = SpatialAvgPool()
         self.out_channels = 2048
 
-    def _make_layer(self, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
-        downsample = None
-        if stride != 1 or self.inplanes != planes * 4:
-            downsample = nn.Sequential(nn.Conv2d(self.inplanes, planes * 4, 1, stride=stride, bias=False), nn.BatchNorm2d(planes * 4))
-        mods = [TVBottleneck(self.inplanes, planes, stride, downsample)]
-        self.inplanes = planes * 4
-        mods += [TVBottleneck(self.inplanes, planes) for _ in range(1, blocks)]
-        return nn.Sequential(*mods)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+def _tv_layer(inplanes: int, planes: int, blocks: int, stride: int) -> tuple[nn.Sequential, int]:
+    """torchvision ``ResNet._make_layer`` for :class:`TVBottleneck`; returns (stage, output channels)."""
+    downsample = None
+    if stride != 1 or inplanes != planes * 4:
+        downsample = nn.Sequential(nn.Conv2d(inplanes, planes * 4, 1, stride=stride, bias=False), nn.BatchNorm2d(planes * 4))
+    mods = [TVBottleneck(inplanes, planes, stride, downsample)]
+    mods += [TVBottleneck(planes * 4, planes) for _ in range(1, blocks)]
+    return nn.Sequential(*mods), planes * 4
 
 
 class GNBottleneck(nn.Module):

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot.paths import safe_child
+
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
 
 
@@ -103,7 +105,13 @@ def bench_render(eps: list[tuple[Any, Any]], frames: int, save_dir: Path | None 
                     dt_render += t1 - t0
                     n += 1
                     if save_dir is not None and i % 10 == 0:
-                        save_frame(save_dir / f"{ep.scan}_{ep.episode_id}_{w}x{h}_{i:03d}.png", rgb, depth)
+                        save_frame(
+                            safe_child(
+                                save_dir, f"{ep.scan}_{ep.episode_id}_{w}x{h}_{i:03d}.png", f"scan / episode id {ep.scan}/{ep.episode_id}"
+                            ),
+                            rgb,
+                            depth,
+                        )
             finally:
                 r.close()
         rows.append(

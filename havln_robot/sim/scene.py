@@ -72,6 +72,41 @@ class SceneError(ValueError):
     """A scene cannot be built or loaded; the message names the file/field and the fix."""
 
 
+#: The only globals a scene cache file may name: the scene's own dataclasses and the data
+#: constructors numpy and shapely pickle with (array from bytes, dtype, geometry from WKB).
+#: Measured by unpickling cached builtin and 17DRP5sb8fy scenes (numpy 2, shapely 2); older numpy
+#: spells ``_frombuffer`` / ``_reconstruct`` under ``numpy.core``.
+_CACHE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("havln_robot.sim.scene", "Scene"),
+        ("havln_robot.sim.scene", "Floor"),
+        ("havln_robot.sim.scene", "Ramp"),
+        ("havln_robot.sim.scene", "Viewpoint"),
+        ("numpy", "dtype"),
+        ("numpy", "ndarray"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("shapely.io", "from_wkb"),
+    }
+)
+
+
+class _CacheUnpickler(pickle.Unpickler):
+    """Unpickler for the scene cache that resolves only :data:`_CACHE_GLOBALS` (Python docs,
+    "Restricting Globals"): a cache file planted by someone else cannot call ``os.system`` & co.
+
+    Raises:
+        pickle.UnpicklingError: any other global (the caller rebuilds the scene).
+    """
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _CACHE_GLOBALS:
+            raise pickle.UnpicklingError(f"scene cache names {module}.{name}, which is not loaded")
+        return super().find_class(module, name)
+
+
 @dataclass
 class Viewpoint:
     """One navigation-graph node: ``id`` (Matterport image id), ground point (x, y, z) in the map frame (m), floor index."""
@@ -407,6 +442,12 @@ class Scene:
             from havln_robot.paths import data_dir
 
             connectivity_dir = data_dir() / "connectivity"
+        from havln_robot.paths import UnsafePathError, safe_component
+
+        try:
+            safe_component(scan, "scan")  # names <scan>_connectivity.json and the cache file
+        except UnsafePathError as exc:
+            raise SceneError(f"{exc}; a scan id names its connectivity and cache files") from None
         src = Path(connectivity_dir) / f"{scan}_connectivity.json"
         if not src.is_file():
             raise SceneError(f"no connectivity file for scan {scan!r} at {src}; pass --connectivity DIR (the HA-VLN 'connectivity' folder)")
@@ -422,10 +463,10 @@ class Scene:
         if cache_file.is_file():
             try:
                 with cache_file.open("rb") as fh:
-                    scene = pickle.load(fh)
+                    scene = _CacheUnpickler(fh).load()
                 if not isinstance(scene, Scene):
                     scene = None
-            except Exception:  # noqa: BLE001 - a corrupt cache file is rebuilt
+            except Exception:  # noqa: BLE001 - a corrupt or foreign cache file is rebuilt (nothing in it runs)
                 scene = None
         if scene is None:
             scene = cls.from_connectivity(src, corridor_width, viewpoint_radius, wall_height)

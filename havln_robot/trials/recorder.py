@@ -56,6 +56,26 @@ class RecorderError(ValueError):
     """A message type whose ``.msg`` definition cannot be found, or a bad recorder option."""
 
 
+def mcap_bag_dir(mcap_dir: str | os.PathLike[str], trial_id: object) -> Path:
+    """The bag folder of one trial: ``<mcap_dir>/trial_<id, 4 digits>``.
+
+    Args:
+        mcap_dir: the profile's ``mcap_dir`` (``~`` expanded).
+        trial_id: the trial's row id in the store (a non-negative int; never a name from the data).
+
+    Raises:
+        RecorderError: ``trial_id`` is not a non-negative int, or ``trial_<id>`` is a link leaving ``mcap_dir``.
+    """
+    from havln_robot.paths import UnsafePathError, safe_child
+
+    if isinstance(trial_id, bool) or not isinstance(trial_id, int) or trial_id < 0:
+        raise RecorderError(f"trial id {trial_id!r} cannot name a bag folder: expected the store's non-negative integer id")
+    try:
+        return safe_child(Path(mcap_dir).expanduser(), f"trial_{trial_id:04d}", "trial id")
+    except UnsafePathError as exc:
+        raise RecorderError(str(exc)) from None
+
+
 def _share_dirs() -> list[Path]:
     dirs = [Path(p) / "share" for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     dirs += [Path(sys.prefix) / "share", Path("/opt/ros") / os.environ.get("ROS_DISTRO", "jazzy") / "share"]
