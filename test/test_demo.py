@@ -38,7 +38,7 @@ def test_demo_runs_a_real_episode_and_leaves_every_output(havln_data, tmp_path):
     proc = _demo(["--max-actions", "2", "--seed", "3"], out)
     text, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, text
-    assert "real HA-R2R episode(s)" in text and "instruction:" in text
+    assert "real HA-R2R episode" in text and "instruction:" in text
     step_lines = [ln for ln in text.splitlines() if ln.strip().startswith("step ")]
     assert step_lines and all("pose (" in ln and "goal" in ln and "nearest person" in ln and "collisions" in ln for ln in step_lines)
     assert "summary" in text

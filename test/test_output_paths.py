@@ -175,8 +175,10 @@ def test_scan_ids_cannot_leave_the_connectivity_or_cache_folders(tmp_path):
 
 def test_a_planted_scene_cache_runs_nothing(tmp_path, havln_data):
     """The scene cache is read by an unpickler that resolves only the scene's own data classes."""
+    from havln_robot.sim import scene as scene_mod
     from havln_robot.sim.scene import Scene
 
+    scene_mod._MEMO.clear()  # an earlier test may hold this scan in memory: read it from the cache file
     cache = tmp_path / "cache"
     scene = Scene.load("17DRP5sb8fy", connectivity_dir=havln_data / "connectivity", cache_dir=cache)
     (pkl,) = list(cache.glob("17DRP5sb8fy_*.pkl"))
