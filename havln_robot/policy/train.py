@@ -111,20 +111,26 @@ def train_epochs(model: SmallNet, data: list[EpisodeSample], epochs: int, opt, b
 
 
 def summarize(results) -> dict:
-    """Mean SR / success / NE / collisions over rollout results (``World.metrics()`` objects)."""
+    """Mean SR / success / NE / collisions over rollout results (``World.metrics()`` objects).
+
+    ``ne`` is the walkable NE the scorer uses (:mod:`havln_robot.sim.geodesic`), ``ne_euclid`` the
+    straight-line figure; ``unreachable`` counts episodes that ended where the goal cannot be walked to.
+    A mean over no value is None (strict JSON report)."""
     ms = [r.metrics for r in results if r.metrics is not None]
     if not ms:
         return {"episodes": 0}
 
     def mean(name):
         vals = [float(getattr(m, name)) for m in ms if getattr(m, name, None) is not None]
-        return float(np.mean(vals)) if vals else float("nan")
+        return float(np.mean(vals)) if vals else None
 
     return {
         "episodes": len(ms),
         "sr": mean("sr"),
         "success": mean("success"),
         "ne": mean("ne"),
+        "ne_euclid": mean("ne_euclid"),
+        "unreachable": int(sum(bool(getattr(m, "unreachable", False)) for m in ms)),
         "spl": mean("spl"),
         "collisions_human": mean("collisions_human"),
         "steps": mean("steps"),

@@ -271,6 +271,10 @@ def _default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], st
     return {}, "baseline 0 (no challenge split recognised in the file name)"
 
 
+def _m(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f} m"
+
+
 def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
     """Human-readable summary lines of an :class:`~havln_robot.sim.metrics.Aggregate`."""
     eps = agg.n / seconds if seconds > 0 else float("inf")
@@ -278,7 +282,8 @@ def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
         [
             f"policy {policy_name}: {plural(agg.n, 'episode')}",
             f"  success {100 * agg.success_rate:.1f} %   SR {100 * agg.sr:.1f} %   SPL {agg.spl:.3f}",
-            f"  NE mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
+            f"  NE (walkable) mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
+            f"  NE_euclid (straight line) mean {_m(agg.ne_euclid)}   goal unreachable: {agg.unreachable} episodes",
             f"  TCR {agg.tcr:.3f}   CR {agg.cr:.3f} (/{agg.cr_denominator})   collisions human {agg.collisions_human}  static {agg.collisions_static}",
             f"  Score {agg.score:.2f} (navigation {agg.navigation:.3f}, social {agg.social:.3f})",
             f"  {eps:.2f} episodes/s   {steps / seconds if seconds > 0 else float('inf'):.0f} steps/s   ({seconds:.1f} s)",
