@@ -26,7 +26,6 @@ file is refused with this explanation.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import signal
 import sys
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
 from havln_robot.actions import (
     FORWARD_STEP_M,
     MAX_ACTIONS,
@@ -735,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r in results
             ],
         }
-        Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+        jsonio.write(args.json, doc, nonfinite="null", newline=False, indent=1, default=str)  # NE unknown on the robot -> null
     return 0
 
 

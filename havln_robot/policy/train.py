@@ -20,7 +20,6 @@ Output: ``--out`` (default ``models/small_panoramic.pt``) + a ``.json`` config/f
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from havln_robot import jsonio
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
@@ -272,6 +272,6 @@ def _run(args, log, argv) -> int:
         "train_file": Path(args.train).name,
         "val_file": Path(args.val).name,
     }
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    jsonio.write(out.with_suffix(".json"), report, indent=2)
     log(f"done in {time.time() - t0:.0f} s: {out} (+ {out.with_suffix('.json').name})")
     return 0

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import sys
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, finalize_sequence
 from havln_robot.text import plural
 
@@ -245,15 +245,15 @@ def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) ->
     rows = [r.row() for r in records]
     with (out_dir / "results.jsonl").open("w") as fh:
         for row in rows:
-            fh.write(json.dumps(row) + "\n")
+            fh.write(jsonio.dumps(row) + "\n")
     if rows:
         with (out_dir / "results.csv").open("w", newline="") as fh:
             wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
             wr.writeheader()
             wr.writerows(rows)
     actions = {r.episode_id: finalize_sequence(r.actions) for r in records}
-    (out_dir / "actions.json").write_text(json.dumps(actions))
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    jsonio.write(out_dir / "actions.json", actions, newline=False)
+    jsonio.write(out_dir / "summary.json", summary, newline=False, indent=2)
 
 
 def _default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:
