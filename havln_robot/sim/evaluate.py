@@ -282,7 +282,7 @@ def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
         [
             f"policy {policy_name}: {plural(agg.n, 'episode')}",
             f"  success {100 * agg.success_rate:.1f} %   SR {100 * agg.sr:.1f} %   SPL {agg.spl:.3f}",
-            f"  NE (walkable) mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
+            f"  NE mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m (walkable)   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
             f"  NE_euclid (straight line) mean {_m(agg.ne_euclid)}   goal unreachable: {agg.unreachable} episodes",
             f"  TCR {agg.tcr:.3f}   CR {agg.cr:.3f} (/{agg.cr_denominator})   collisions human {agg.collisions_human}  static {agg.collisions_static}",
             f"  Score {agg.score:.2f} (navigation {agg.navigation:.3f}, social {agg.social:.3f})",
