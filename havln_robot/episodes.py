@@ -174,7 +174,14 @@ def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | No
         out = {}
         for v in data:
             p = v["pose"]
-            out[str(v["image_id"])] = (float(p[3]), float(p[7]), float(p[11]) - float(v["height"]))
+            xyz = (float(p[3]), float(p[7]), float(p[11]) - float(v["height"]))
+            if not all(math.isfinite(c) for c in xyz):
+                raise EpisodeError(
+                    f"connectivity file {path}: viewpoint {v['image_id']!r} has a non-finite 'pose'/'height'; re-download it"
+                )
+            out[str(v["image_id"])] = xyz
+    except EpisodeError:
+        raise
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise EpisodeError(f"connectivity file {path} is malformed ({exc!r}); re-download it") from None
     _GRAPH_MEMO[key] = out
@@ -234,6 +241,15 @@ def load_episodes(
     return eps
 
 
+def _finite(v, where: str, field: str) -> float:
+    """``v`` as a float; a non-finite number (JSON ``NaN`` / ``Infinity``, or an overflowing literal
+    such as ``1e999``) is refused with one line naming the episode and the field."""
+    x = float(v)
+    if not math.isfinite(x):
+        raise EpisodeError(f"{where}: field {field!r} is {x!r}; give a finite number (JSON NaN/Infinity are not allowed)")
+    return x
+
+
 def _need(entry: dict, field: str, types, where: str, fix: str = ""):
     if not isinstance(entry, dict):
         raise EpisodeError(f"{where}: entry must be a JSON object, got {type(entry).__name__}")
@@ -261,7 +277,7 @@ def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -
         path_ids = _need(e, "path", list, where, "give the list of viewpoint ids")
         if len(path_ids) < 1 or not all(isinstance(v, str) for v in path_ids):
             raise EpisodeError(f"{where}: field 'path' must be a non-empty list of viewpoint id strings")
-        heading = _need(e, "heading", (int, float), where, "give the start heading in rad")
+        heading = _finite(_need(e, "heading", (int, float), where, "give the start heading in rad"), where, "heading")
         instr = _need(e, "instructions", list, where, "give a list of instruction strings")
         if not instr or not all(isinstance(s, str) for s in instr) or not any(s.strip() for s in instr):
             raise EpisodeError(f"{where}: field 'instructions' must be a list of strings with at least one non-empty")
@@ -271,7 +287,7 @@ def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -
             raise EpisodeError(f"{where}: field 'path' names viewpoint {missing[0]!r} not in scan {scan!r}; check the connectivity folder")
         ref = [pos[v] for v in path_ids]
         dist = e.get("distance")
-        geo = float(dist) if isinstance(dist, (int, float)) and not isinstance(dist, bool) else _path_length(ref)
+        geo = _finite(dist, where, "distance") if isinstance(dist, (int, float)) and not isinstance(dist, bool) else _path_length(ref)
         humans = []
         hs = e.get("human", [])
         if not isinstance(hs, list):
@@ -318,6 +334,8 @@ def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -
 def _vec3(v, where: str, field: str) -> Vec3:
     if not isinstance(v, (list, tuple)) or len(v) != 3 or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in v):
         raise EpisodeError(f"{where}: field {field!r} must be [x, y, z] numbers (habitat y-up, m), got {v!r}")
+    for c in v:
+        _finite(c, where, field)
     return habitat_to_map(v)
 
 
@@ -339,6 +357,8 @@ def _continuous(p: Path, episodes, limit) -> list[Episode]:
         rot = _need(e, "start_rotation", list, where, "give the quaternion [x, y, z, w]")
         if len(rot) != 4 or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in rot):
             raise EpisodeError(f"{where}: field 'start_rotation' must be a quaternion [x, y, z, w], got {rot!r}")
+        for c in rot:
+            _finite(c, where, "start_rotation")
         try:
             yaw = habitat_quat_to_yaw(rot)
         except ValueError:
@@ -348,6 +368,8 @@ def _continuous(p: Path, episodes, limit) -> list[Episode]:
             raise EpisodeError(f"{where}: field 'goals' must hold at least one {{position, radius}}")
         goal = _vec3(goals[0].get("position"), where, "goals[0].position")
         radius = goals[0].get("radius")
+        if isinstance(radius, (int, float)) and not isinstance(radius, bool):
+            _finite(radius, where, "goals[0].radius")
         radius = float(radius) if isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius > 0 else SUCCESS_RADIUS_M
         ref_raw = e.get("reference_path") or []
         if not isinstance(ref_raw, list):
@@ -359,7 +381,11 @@ def _continuous(p: Path, episodes, limit) -> list[Episode]:
             raise EpisodeError(f"{where}: field 'instruction.instruction_text' must be a non-empty string")
         info = e.get("info") if isinstance(e.get("info"), dict) else {}
         geo = info.get("geodesic_distance")
-        geo = float(geo) if isinstance(geo, (int, float)) and not isinstance(geo, bool) else _path_length(ref)
+        geo = (
+            _finite(geo, where, "info.geodesic_distance")
+            if isinstance(geo, (int, float)) and not isinstance(geo, bool)
+            else _path_length(ref)
+        )
         out.append(
             Episode(
                 episode_id=str(eid),

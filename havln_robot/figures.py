@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
+
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
 
 #: The four policies of the README's simulator table, in its order (label, --policy value).
@@ -601,9 +603,9 @@ def main(argv: list[str]) -> int:
     if args.markdown:
         print(text, end="")
     else:
-        print(json.dumps(fig, indent=2, default=str))
+        print(jsonio.dumps(fig, nonfinite="null", indent=2, default=str))
     if args.json:
-        Path(args.json).write_text(json.dumps(fig, indent=2, default=str) + "\n", encoding="utf-8")
+        jsonio.write(args.json, fig, nonfinite="null", indent=2, default=str)
     if readme is not None:
         update_readme(readme, text)
         log(f"updated the figures of {readme}")

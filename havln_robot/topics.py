@@ -70,7 +70,9 @@ GROUND_TRUTH_KEYS = (
     "y",
     "z",
     "yaw_deg",  # map frame
-    "distance_to_goal_m",
+    "distance_to_goal_m",  # walkable (geodesic) distance, the scorer's NE (havln_robot.sim.geodesic)
+    "distance_to_goal_euclid_m",  # straight line, reported only
+    "goal_unreachable",  # "true" when no walkable path joins the robot to the goal (never a success)
     "nearest_human_m",
     "nearest_human_id",
     "collisions_human",

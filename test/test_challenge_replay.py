@@ -82,8 +82,28 @@ def test_stop_only_replay_fails_far_goals(havln_data, tmp_path, capsys):
     for e in eps:
         r = by_id[e.episode_id]
         d0 = math.dist(e.start_position, e.goal_position)
-        assert r["ne"] == pytest.approx(d0, abs=0.05)
-        assert r["success"] == (d0 < 3.0) and r["steps"] == 1
+        assert r["ne_euclid"] == pytest.approx(d0, abs=0.05)  # straight line, reported beside NE
+        assert r["ne"] >= r["ne_euclid"] - 1e-6 and r["unreachable"] is False  # NE is walkable: never shorter
+        assert r["success"] == (r["ne"] < 3.0) and r["steps"] == 1
+
+
+def test_stop_only_within_3m_straight_line_is_not_a_success(havln_data, tmp_path, capsys):
+    """Issue 11: STOP at the start of val_seen 3216 (goal one floor up) and 7126 (goal behind walls).
+
+    Both goals are < 3 m away in a straight line but 7.42 m / 7.03 m along the navigation graph;
+    the HA-VLN scorer measures the walkable distance, so neither is a success."""
+    f = write_split_file(tmp_path / "stop.json", "val_seen", {"3216": [STOP], "7126": [STOP]})
+    assert main([str(f), "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    m = AGG.search(out)
+    assert m and int(m[1]) == 2 and float(m[2]) == 0.0, out  # SR 0
+    assert re.search(r"NE_euclid 2\.98 m", out), out
+    by_id = {r["episode_id"]: r for r in json.loads((tmp_path / "r.json").read_text())["episodes"]}
+    for eid, walk, straight in (("3216", 7.42, 2.99), ("7126", 7.03, 2.98)):
+        r = by_id[eid]
+        assert r["ne"] == pytest.approx(walk, abs=0.01) and r["ne_euclid"] == pytest.approx(straight, abs=0.01), r
+        assert (r["success"], r["sr"], r["spl"], r["unreachable"]) == (False, 0, 0.0, False), r
+    assert re.search(r"^\s+3216\s+1\s+7\.42\s+2\.99\s+0\b", out, re.M), out  # NE and NE_eu columns
 
 
 def test_challenge_ids_against_the_discrete_file_are_refused_with_the_mapping(havln_data, tmp_path, capsys):

@@ -203,3 +203,36 @@ def test_bad_region_parameter_is_one_line(ros_context, tmp_path):
     with pytest.raises(ConfigError, match="did you mean 'office'") as ei:
         TrialLoggerNode(params=_params(tmp_path, region="offce"), context=ros_context)
     assert "\n" not in str(ei.value)
+
+
+def test_auto_verdict_fails_a_stop_whose_goal_cannot_be_walked_to(ros_context, tmp_path):
+    """Ground truth says NE 2.0 m (the straight line, as sim_node reports it) but goal_unreachable: no success."""
+    node = TrialLoggerNode(params=_params(tmp_path, record_mcap=False), context=ros_context)
+    io = Node("trial_test_io_unreach", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    ex.add_node(io)
+    try:
+        instr = io.create_publisher(String, topics.INSTRUCTION, 10)
+        result = io.create_publisher(DiagnosticStatus, topics.ACTION_RESULT, 50)
+        gt = io.create_publisher(DiagnosticStatus, topics.GROUND_TRUTH, 10)
+        done = io.create_publisher(String, topics.EPISODE_DONE, 10)
+        assert _spin_until(ex, lambda: all(p.get_subscription_count() > 0 for p in (instr, result, gt, done))), "no DDS match on loopback"
+        reader = TrialStore(tmp_path / "trials.db")
+        rec = {"episode_id": "42", "scan": "zsNo4HB9uLZ", "x": 10.0, "y": 20.0, "z": 0.0, "yaw_deg": 90.0, "distance_to_goal_m": 2.0}
+        gt.publish(status_msg("ground_truth", "42", rec | {"distance_to_goal_euclid_m": 2.0, "goal_unreachable": True}))
+        _spin_until(ex, lambda: False, 0.3)
+        instr.publish(String(data="Go up the stairs."))
+        assert _spin_until(ex, lambda: reader.running_trial() is not None)
+        t = reader.running_trial()
+        result.publish(_result("STOP", 0.0, 0.0, 0.0))
+        assert _spin_until(ex, lambda: reader.step_count(t.id) == 1)
+        done.publish(String(data=json.dumps({"reason": "stop", "steps": 1, "actions": ["STOP"]})))
+        assert _spin_until(ex, lambda: reader.trial(t.id).outcome is not None)
+        t = reader.trial(t.id)
+        assert (t.outcome, t.ne_m) == ("failure", 2.0) and "goal unreachable" in t.reason, t.reason
+        reader.close()
+    finally:
+        node.destroy_node()
+        io.destroy_node()
+        ex.shutdown()

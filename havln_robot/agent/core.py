@@ -18,7 +18,6 @@ decision points and the front view in between (e.g. while it replays a multi-act
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, STOP, TURN_ANGLE_DEG
 from havln_robot.perception.panorama import PanoramaCapture, TurnResult
 from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
@@ -168,7 +168,7 @@ class EpisodeResult:
             "blocked_motions": self.blocked_motions,
             "panorama_final_error_deg": [p["final_error_deg"] for p in self.panoramas],
         }
-        return json.dumps(body)
+        return jsonio.dumps(body, nonfinite="null")
 
 
 class EpisodeRunner:

@@ -16,13 +16,13 @@ bundle covers the manifest -- the summary says how many.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
 from havln_robot.challenge.manifest import Manifest
@@ -310,6 +310,6 @@ def write_records_json(records: Iterable[Record], path: str | os.PathLike[str]) 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(
-        json.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
+        jsonio.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
     )
     return p

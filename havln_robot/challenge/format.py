@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError, SequenceProblem, is_action, sequence_problems
 
 FORMAT_VERSION = 1
@@ -480,9 +481,9 @@ def write_split_file(path: str | os.PathLike[str], split: str, episodes: Mapping
     obj = split_object(split, episodes)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(e, separators=(",", ":")) for e in obj["episodes"]]
+    lines = [jsonio.dumps(e, separators=(",", ":")) for e in obj["episodes"]]
     body = ",\n  ".join(lines)
-    text = f'{{"format_version": {FORMAT_VERSION}, "split": {json.dumps(split)}, "episodes": [\n  {body}\n]}}\n'
+    text = f'{{"format_version": {FORMAT_VERSION}, "split": {jsonio.dumps(split)}, "episodes": [\n  {body}\n]}}\n'
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, p)

@@ -26,7 +26,6 @@ file is refused with this explanation.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import signal
 import sys
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
 from havln_robot.actions import (
     FORWARD_STEP_M,
     MAX_ACTIONS,
@@ -466,7 +466,19 @@ def replay_ros(
             ch = int(float(gt.get("collisions_human", rep.collisions) or 0))
             cs = int(float(gt.get("collisions_static", 0) or 0))
             length = float(gt.get("path_length_m", 0.0) or 0.0)
-            m = episode_metrics(ne, stopped, length, 0.0, ch, cs, steps, baselines.get(eid, 0))
+            eu = gt.get("distance_to_goal_euclid_m")
+            m = episode_metrics(
+                ne,
+                stopped,
+                length,
+                0.0,
+                ch,
+                cs,
+                steps,
+                baselines.get(eid, 0),
+                ne_euclid=float(eu) if eu not in (None, "") else None,
+                unreachable=str(gt.get("goal_unreachable", "")).lower() == "true",
+            )
             r = EpisodeResult(eid, m, 1 if gt.get("nearest_human_id") else 0, note, refused=refused, actions=steps)
             results.append(r)
             log(f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}")
@@ -589,14 +601,19 @@ def _fmt(x: float) -> str:
 
 
 def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool = True, out: Any = None) -> None:
-    """Per-episode table (NE, success, collisions, TCR, CR, SR) then the aggregate line ``SR .. NE .. TCR .. CR ..``."""
+    """Per-episode table (NE walkable, NE_eu straight line, success, collisions, TCR, CR, SR) then the
+    aggregate line ``SR .. NE .. TCR .. CR .. Score .. NE_euclid ..`` (NE: walkable distance, the scorer's)."""
     out = out or sys.stdout
     if per_episode:
-        print(f"{'episode':>10} {'steps':>5} {'NE':>6} {'succ':>4} {'coll':>4} {'TCR':>4} {'CR':>3} {'SR':>3}  note", file=out)
+        print(f"{'episode':>10} {'steps':>5} {'NE':>6} {'NE_eu':>6} {'succ':>4} {'coll':>4} {'TCR':>4} {'CR':>3} {'SR':>3}  note", file=out)
         for r in results:
             m = r.metrics
+            eu = getattr(m, "ne_euclid", None)
+            note = ", ".join(x for x in ("goal unreachable" if getattr(m, "unreachable", False) else "", r.note) if x)
             print(
-                f"{r.episode_id:>10} {m.steps:5d} {_fmt(m.ne):>6} {int(m.success):4d} {m.collisions_human:4d} {m.tcr:4d} {m.cr:3d} {m.sr:3d}  {'; '.join(x for x in (f'{r.refused} refused' if r.refused else '', r.note) if x)}",
+                f"{r.episode_id:>10} {m.steps:5d} {_fmt(m.ne):>6} {_fmt(math.nan if eu is None else eu):>6} {int(m.success):4d} "
+                f"{m.collisions_human:4d} {m.tcr:4d} {m.cr:3d} {m.sr:3d}  "
+                f"{'; '.join(x for x in (f'{r.refused} refused' if r.refused else '', note) if x)}",
                 file=out,
             )
     sent = [r for r in results if r.actions is not None]
@@ -607,9 +624,11 @@ def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool 
             "a refused action is not executed and the file's next action starts from the unexpected pose",
             file=out,
         )
+    eu = getattr(agg, "ne_euclid", None)
     print(
         f"{plural(agg.n, 'episode')}: SR {agg.sr:.3f}  NE {_fmt(agg.ne).strip()} m  TCR {agg.tcr:.3f}  CR {agg.cr:.3f}  "
-        f"(success {agg.success_rate:.3f}, SPL {agg.spl:.3f}, CR over {agg.cr_denominator} human-influenced)  Score {agg.score:.3f}",
+        f"(success {agg.success_rate:.3f}, SPL {agg.spl:.3f}, CR over {agg.cr_denominator} human-influenced)  Score {agg.score:.3f}  "
+        f"NE_euclid {_fmt(math.nan if eu is None else eu).strip()} m (NE is walkable, NE_euclid straight line)",
         file=out,
     )
 
@@ -716,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r in results
             ],
         }
-        Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+        jsonio.write(args.json, doc, nonfinite="null", newline=False, indent=1, default=str)  # NE unknown on the robot -> null
     return 0
 
 

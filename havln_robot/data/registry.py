@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from havln_robot import jsonio
+
 #: Public repository of the HA-VLN code release (GitHub owner/name).
 SOURCE_REPO = "UWMILab/HA-VLN"
 #: Commit whose files are byte-identical to the registry (all files but the vocabulary).
@@ -217,7 +219,7 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
 
 def vocab_fingerprint(words: list[str]) -> str:
     """sha256 of the compact JSON (``separators=(",", ":")``) of an ordered word list."""
-    return hashlib.sha256(json.dumps(words, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(jsonio.dumps(words, separators=(",", ":")).encode()).hexdigest()
 
 
 def vocab_problem(path: str | Path) -> str | None:

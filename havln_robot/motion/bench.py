@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot import actions as A
+from havln_robot import jsonio
 from havln_robot.geometry import wrap_angle
 from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import Executor, MotionConfig
@@ -377,6 +377,7 @@ def main(argv: list[str]) -> int:
     print(f"({wall:.1f} s wall)")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"actions": rows, "estop": estop, "checks": checks, "wall_s": wall}, indent=2, default=str), encoding="utf-8"
+            jsonio.dumps({"actions": rows, "estop": estop, "checks": checks, "wall_s": wall}, nonfinite="null", indent=2, default=str),
+            encoding="utf-8",
         )
     return 1 if args.check and not all(checks.values()) else 0

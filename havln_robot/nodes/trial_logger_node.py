@@ -455,11 +455,13 @@ class TrialLoggerNode(HavlnNode):
                     if ne is None:
                         t = self.store.set_outcome(run.id, "aborted", reason=f"auto: no ground truth ({reason})")
                     else:
-                        ok = reason == "stop" and ne < run.goal_radius
+                        # NE is the sim's walkable distance; a goal it cannot walk to is never a success
+                        unreachable = str((self._gt or {}).get("goal_unreachable", "")).lower() == "true"
+                        ok = reason == "stop" and not unreachable and ne < run.goal_radius
                         t = self.store.set_outcome(
                             run.id,
                             "success" if ok else "failure",
-                            reason=f"auto: {reason}, NE {ne:.2f} m",
+                            reason=f"auto: {reason}, NE {ne:.2f} m{' (goal unreachable)' if unreachable else ''}",
                             ne_m=ne,
                             ne_source="ground_truth",
                         )

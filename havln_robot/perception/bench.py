@@ -11,14 +11,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.actions import TURN_LEFT, TURN_RIGHT
 from havln_robot.perception.preprocess import D435I_COLOR_HFOV_DEG, Intrinsics, to_model_depth, to_model_rgb
 
@@ -132,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     fig["panorama_agent_s"] = bench_panorama(w, h, args.panoramas)
     print(f"panorama 12 views, agent-side work (instant robot): {fig['panorama_agent_s']:.3f} s/panorama")
     if args.json:
-        Path(args.json).write_text(json.dumps(fig, indent=2) + "\n", encoding="utf-8")
+        jsonio.write(args.json, fig, nonfinite="null", indent=2)
     return 0
 
 

@@ -24,11 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from havln_robot import jsonio
 from havln_robot.text import plural
 
 _WORKER = r"""
-import json, resource, sys, time
+import resource, sys, time
 import numpy as np, torch
+from havln_robot import jsonio
 torch.set_num_threads(int(sys.argv[2]))
 kind, steps = sys.argv[1], int(sys.argv[3])
 from havln_robot.policy.api import Observation
@@ -67,7 +69,7 @@ for k in range(steps + 3):
         times.append((time.perf_counter() - t) * 1000.0)
 params = sum(p.numel() for p in pol.model.parameters())
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-print(json.dumps({"kind": kind, "views": n, "params": params, "load_s": load_s, "median_ms": float(np.median(times)),
+print(jsonio.dumps({"kind": kind, "views": n, "params": params, "load_s": load_s, "median_ms": float(np.median(times)),
                   "p90_ms": float(np.percentile(times, 90)), "peak_rss_mb": rss}))
 """
 
@@ -193,7 +195,7 @@ def main(argv: list[str]) -> int:
         figures["eval"] = rows
         figures["doubles_baselines"] = ok
     if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+        jsonio.write(args.json, figures, nonfinite="null", indent=2)
     return 0
 
 

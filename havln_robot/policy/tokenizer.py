@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.policy.api import PolicyError
 
 PAD_INDEX = 0
@@ -63,7 +64,7 @@ def tokenize(sentence: str) -> list[str]:
 
 def fingerprint(word_list: Sequence[str]) -> str:
     """sha256 hex digest of the compact JSON of ``word_list`` (the vocabulary file's ``sha256`` field)."""
-    return hashlib.sha256(json.dumps(list(word_list), separators=(",", ":")).encode("utf-8")).hexdigest()
+    return hashlib.sha256(jsonio.dumps(list(word_list), separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 class Vocabulary:

@@ -20,7 +20,6 @@ Output: ``--out`` (default ``models/small_panoramic.pt``) + a ``.json`` config/f
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from havln_robot import jsonio
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
@@ -111,20 +111,26 @@ def train_epochs(model: SmallNet, data: list[EpisodeSample], epochs: int, opt, b
 
 
 def summarize(results) -> dict:
-    """Mean SR / success / NE / collisions over rollout results (``World.metrics()`` objects)."""
+    """Mean SR / success / NE / collisions over rollout results (``World.metrics()`` objects).
+
+    ``ne`` is the walkable NE the scorer uses (:mod:`havln_robot.sim.geodesic`), ``ne_euclid`` the
+    straight-line figure; ``unreachable`` counts episodes that ended where the goal cannot be walked to.
+    A mean over no value is None (strict JSON report)."""
     ms = [r.metrics for r in results if r.metrics is not None]
     if not ms:
         return {"episodes": 0}
 
     def mean(name):
         vals = [float(getattr(m, name)) for m in ms if getattr(m, name, None) is not None]
-        return float(np.mean(vals)) if vals else float("nan")
+        return float(np.mean(vals)) if vals else None
 
     return {
         "episodes": len(ms),
         "sr": mean("sr"),
         "success": mean("success"),
         "ne": mean("ne"),
+        "ne_euclid": mean("ne_euclid"),
+        "unreachable": int(sum(bool(getattr(m, "unreachable", False)) for m in ms)),
         "spl": mean("spl"),
         "collisions_human": mean("collisions_human"),
         "steps": mean("steps"),
@@ -266,6 +272,6 @@ def _run(args, log, argv) -> int:
         "train_file": Path(args.train).name,
         "val_file": Path(args.val).name,
     }
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    jsonio.write(out.with_suffix(".json"), report, indent=2)
     log(f"done in {time.time() - t0:.0f} s: {out} (+ {out.with_suffix('.json').name})")
     return 0

@@ -14,16 +14,15 @@ Both processes stamp with ``time.monotonic`` (CLOCK_MONOTONIC, shared by process
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.text import plural
 
 
@@ -168,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             doc["state_lost_stopmove_ms"] = None if lost is None else lost * 1e3
             doc["watchdog_ms"] = driver.params["cmd_timeout_s"] * 1e3
             doc["state_timeout_ms"] = driver.params["state_timeout_s"] * 1e3
-            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+            jsonio.write(args.json, doc, nonfinite="null", indent=2)
         stop.set()
         th.join(timeout=2)
         driver.safe_stop()

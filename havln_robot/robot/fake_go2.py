@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
+
 #: Sport API ids served (unitree_sdk2py/go2/sport/sport_api.py), id -> name.
 SPORT_APIS = {
     1001: "Damp",
@@ -444,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def emit(obj: dict[str, Any]) -> None:
         with out_lock:
-            sys.stdout.write(json.dumps(obj) + "\n")
+            sys.stdout.write(jsonio.dumps(obj, nonfinite="null") + "\n")
             sys.stdout.flush()
 
     try:

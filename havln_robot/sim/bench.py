@@ -18,7 +18,6 @@ HA-VLN data is absent, the builtin scene.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.paths import safe_child
 
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
@@ -300,6 +300,6 @@ def main(argv: list[str]) -> int:
             print(f"  camera error: {node['camera_error']}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2))
+        jsonio.write(args.out, result, nonfinite="null", newline=False, indent=2)
         print(f"wrote {args.out}")
     return 0

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import sys
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, finalize_sequence
 from havln_robot.text import plural
 
@@ -245,15 +245,15 @@ def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) ->
     rows = [r.row() for r in records]
     with (out_dir / "results.jsonl").open("w") as fh:
         for row in rows:
-            fh.write(json.dumps(row) + "\n")
+            fh.write(jsonio.dumps(row) + "\n")
     if rows:
         with (out_dir / "results.csv").open("w", newline="") as fh:
             wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
             wr.writeheader()
             wr.writerows(rows)
     actions = {r.episode_id: finalize_sequence(r.actions) for r in records}
-    (out_dir / "actions.json").write_text(json.dumps(actions))
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    jsonio.write(out_dir / "actions.json", actions, newline=False)
+    jsonio.write(out_dir / "summary.json", summary, newline=False, indent=2)
 
 
 def _default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:
@@ -271,6 +271,10 @@ def _default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], st
     return {}, "baseline 0 (no challenge split recognised in the file name)"
 
 
+def _m(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f} m"
+
+
 def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
     """Human-readable summary lines of an :class:`~havln_robot.sim.metrics.Aggregate`."""
     eps = agg.n / seconds if seconds > 0 else float("inf")
@@ -278,7 +282,8 @@ def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
         [
             f"policy {policy_name}: {plural(agg.n, 'episode')}",
             f"  success {100 * agg.success_rate:.1f} %   SR {100 * agg.sr:.1f} %   SPL {agg.spl:.3f}",
-            f"  NE mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
+            f"  NE mean {agg.ne:.2f} m   median {agg.ne_median:.2f} m (walkable)   path length {agg.path_length:.2f} m   actions {agg.steps:.1f}",
+            f"  NE_euclid (straight line) mean {_m(agg.ne_euclid)}   goal unreachable: {agg.unreachable} episodes",
             f"  TCR {agg.tcr:.3f}   CR {agg.cr:.3f} (/{agg.cr_denominator})   collisions human {agg.collisions_human}  static {agg.collisions_static}",
             f"  Score {agg.score:.2f} (navigation {agg.navigation:.3f}, social {agg.social:.3f})",
             f"  {eps:.2f} episodes/s   {steps / seconds if seconds > 0 else float('inf'):.0f} steps/s   ({seconds:.1f} s)",

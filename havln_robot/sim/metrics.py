@@ -2,8 +2,12 @@
 
 Definitions (HA-VLN challenge, organisers' public docs; copied in ``../shared/data/ha-vln/README.md``):
 
-* NE -- Euclidean distance (m, 3-D, map frame) from the final position to the goal;
-* success -- STOP was called and NE < 3.0 m (``goal_radius``);
+* NE -- **walkable** (geodesic) distance (m) from the final position to the goal, as HA-VLN-CE's
+  scorer measures it (Habitat / VLN-CE ``distance_to_goal`` over the navmesh); computed by
+  :mod:`havln_robot.sim.geodesic` over the scene's navigation graph. ``ne_euclid`` keeps the
+  straight-line 3-D distance (map frame) as a separate, labelled figure. A goal no walkable path
+  reaches gives NE = straight-line distance and ``unreachable`` = True (finite, never inf/NaN);
+* success -- STOP was called, the goal is reachable and NE < 3.0 m (``goal_radius``);
 * SPL -- ``success * L_ref / max(L_path, L_ref)`` (Anderson et al. 2018), ``L_ref`` = episode
   geodesic (reference-path) length, ``L_path`` = executed path length;
 * TCR_i = max(0, collisions_i - baseline_i), collisions_i = **human** collisions of the episode,
@@ -34,10 +38,14 @@ class EpisodeMetrics:
     """Ground-truth metrics of one episode.
 
     Attributes:
-        ne: navigation error, m. success: STOP called and ne < goal radius. spl: in [0, 1].
+        ne: navigation error = walkable distance to the goal, m. success: STOP called, goal
+        reachable and ne < goal radius. spl: in [0, 1].
         path_length: executed path length, m. collisions_human, collisions_static: counts.
         tcr, cr, sr: challenge per-episode values (see module docstring). steps: actions taken.
         stopped: STOP was called. baseline: collision baseline used for TCR.
+        ne_euclid: straight-line 3-D distance to the goal, m (None where unknown, e.g. a ROS
+        ground truth without it). unreachable: no walkable path joins the final position to the
+        goal (then ne = straight-line distance and success is False).
     """
 
     ne: float
@@ -52,6 +60,8 @@ class EpisodeMetrics:
     steps: int
     stopped: bool = False
     baseline: int = 0
+    ne_euclid: float | None = None
+    unreachable: bool = False
 
     def as_dict(self) -> dict:
         """Plain dict (JSON-ready)."""
@@ -68,11 +78,13 @@ def episode_metrics(
     steps: int = 0,
     baseline: int = 0,
     goal_radius: float = 3.0,
+    ne_euclid: float | None = None,
+    unreachable: bool = False,
 ) -> EpisodeMetrics:
     """Compute :class:`EpisodeMetrics` from raw episode figures (definitions in the module docstring).
 
     Args:
-        ne: final Euclidean distance to goal (m, >= 0).
+        ne: final walkable distance to the goal (m, >= 0; :class:`havln_robot.sim.geodesic.Walkable` ``ne``).
         stopped: STOP was called.
         path_length: executed path length (m).
         geodesic: reference path length (m, > 0 for SPL).
@@ -81,8 +93,10 @@ def episode_metrics(
         steps: actions taken.
         baseline: challenge baseline collisions for this episode (0 if not a challenge episode).
         goal_radius: success radius (m).
+        ne_euclid: straight-line distance to the goal (m), reported only.
+        unreachable: the goal cannot be walked to from the final position: never a success.
     """
-    success = bool(stopped and ne < goal_radius)
+    success = bool(stopped and not unreachable and ne < goal_radius)
     spl = float(success) * geodesic / max(path_length, geodesic) if geodesic > 0 else float(success)
     tcr = max(0, int(collisions_human) - int(baseline))
     cr = min(tcr, 1)
@@ -100,6 +114,8 @@ def episode_metrics(
         steps=int(steps),
         stopped=bool(stopped),
         baseline=int(baseline),
+        ne_euclid=None if ne_euclid is None else float(ne_euclid),
+        unreachable=bool(unreachable),
     )
 
 
@@ -113,6 +129,8 @@ class Aggregate:
         ne_median: median NE (m). spl: mean SPL. tcr: mean TCR_i. cr: sum CR_i / cr_denominator.
         collisions_human, collisions_static: totals. path_length: mean (m). steps: mean actions.
         navigation, social, score: challenge composite values.
+        ne_euclid: mean straight-line distance to the goal (m; over episodes that have it, None if
+        none has). unreachable: episodes whose final position cannot walk to the goal.
     """
 
     n: int
@@ -131,6 +149,8 @@ class Aggregate:
     social: float
     score: float
     cr_denominator: int
+    ne_euclid: float | None = None
+    unreachable: int = 0
 
     def as_dict(self) -> dict:
         """Plain dict (JSON-ready)."""
@@ -169,6 +189,7 @@ def aggregate(results: Sequence[EpisodeMetrics], cr_denominator: int | None = No
     tcr = sum(r.tcr for r in results) / n
     cr = sum(r.cr for r in results) / cr_denominator
     nav, soc, score = challenge_score(sr, ne, cr, tcr)
+    eu = [r.ne_euclid for r in results if getattr(r, "ne_euclid", None) is not None]
     return Aggregate(
         n=n,
         success_rate=sum(r.success for r in results) / n,
@@ -186,6 +207,8 @@ def aggregate(results: Sequence[EpisodeMetrics], cr_denominator: int | None = No
         social=soc,
         score=score,
         cr_denominator=int(cr_denominator),
+        ne_euclid=sum(eu) / len(eu) if eu else None,
+        unreachable=sum(bool(getattr(r, "unreachable", False)) for r in results),
     )
 
 

@@ -400,6 +400,8 @@ class Scene:
                     continue
                 vid = str(v["image_id"])
                 vps[vid] = Viewpoint(vid, float(pose[3]), float(pose[7]), float(pose[11]) - float(v["height"]))
+                if not all(math.isfinite(c) for c in (vps[vid].x, vps[vid].y, vps[vid].z)):
+                    raise ValueError("non-finite 'pose'/'height' (JSON NaN/Infinity)")
                 ids.append(vid)
             except (KeyError, TypeError, IndexError, ValueError) as exc:
                 raise SceneError(f"connectivity file {path}: viewpoint {i} lacks a valid 'pose'/'height'/'image_id' ({exc!r})") from None

@@ -212,10 +212,12 @@ class SimSession:
 
     def ground_truth(self) -> dict[str, Any]:
         """Ground-truth record with exactly :data:`havln_robot.topics.GROUND_TRUTH_KEYS`
-        (map frame pose, distance to goal, nearest person, collision counts, path length)."""
+        (map frame pose, walkable and straight-line distance to the goal with the unreachable flag,
+        nearest person, collision counts, path length)."""
         w = self.world
         x, y, z, yaw = w.pose
         hid, hd = w.nearest_human()
+        gd = w.goal_distance()
         rec = {
             "episode_id": self.episode.episode_id,
             "scan": self.episode.scan,
@@ -223,7 +225,9 @@ class SimSession:
             "y": float(y),
             "z": float(z),
             "yaw_deg": math.degrees(yaw),
-            "distance_to_goal_m": float(w.distance_to_goal()),
+            "distance_to_goal_m": float(gd.ne),
+            "distance_to_goal_euclid_m": float(gd.euclid),
+            "goal_unreachable": bool(gd.unreachable),
             "nearest_human_m": float(hd) if math.isfinite(hd) else "",  # "" = nobody on this floor
             "nearest_human_id": "" if hid is None else int(hid),
             "collisions_human": int(w.collisions["human"]),

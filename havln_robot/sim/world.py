@@ -46,6 +46,7 @@ from havln_robot.actions import (
 )
 from havln_robot.episodes import Episode
 from havln_robot.geometry import wrap_angle
+from havln_robot.sim.geodesic import GoalDistance, Walkable
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
 from havln_robot.sim.scene import Scene, Support
@@ -199,6 +200,7 @@ class World:
         self._human_contacts: set[int] = set()
         self._wall_contact = False
         self.trajectory: list[tuple[float, float, float]] = [(self._x, self._y, self._z)]
+        self._goal_distance: GoalDistance | None = getattr(self, "_goal_distance", None)
 
     @property
     def pose(self) -> tuple[float, float, float, float]:
@@ -214,8 +216,21 @@ class World:
         """(M, 3) people positions (map frame, m) at the current sim time."""
         return self.crowd.positions(self.t)
 
+    def goal_distance(self) -> Walkable:
+        """Walkable and straight-line distance (m) from the robot's ground point to the goal, with the
+        ``unreachable`` flag (:mod:`havln_robot.sim.geodesic`; the scorer's NE). Dijkstra runs once
+        per episode; repeated calls at one pose are cached."""
+        gd = self._goal_distance
+        if gd is None or gd.scene is not self.scene or gd.goal != tuple(map(float, self.episode.goal_position)):
+            gd = self._goal_distance = GoalDistance(self.scene, self.episode.goal_position)
+        return gd.query(self._x, self._y, self._z)
+
     def distance_to_goal(self) -> float:
-        """Euclidean 3-D distance (m) from the robot to the goal."""
+        """Walkable distance (m) from the robot to the goal (NE of the HA-VLN scorer; see :meth:`goal_distance`)."""
+        return self.goal_distance().ne
+
+    def distance_to_goal_euclid(self) -> float:
+        """Straight-line 3-D distance (m, map frame) from the robot to the goal (reported beside NE only)."""
         return math.dist((self._x, self._y, self._z), self.episode.goal_position)
 
     def nearest_human(self) -> tuple[int | None, float]:
@@ -414,8 +429,11 @@ class World:
 
     def metrics(self) -> EpisodeMetrics:
         """Ground-truth metrics now (see :mod:`havln_robot.sim.metrics`); success needs STOP."""
+        gd = self.goal_distance()
         return episode_metrics(
-            ne=self.distance_to_goal(),
+            ne=gd.ne,
+            ne_euclid=gd.euclid,
+            unreachable=gd.unreachable,
             stopped=self.stopped,
             path_length=self.path_length,
             geodesic=self.episode.geodesic_distance,

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, is_action
 from havln_robot.paths import user_data_root
 from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_region
@@ -801,7 +802,7 @@ class TrialStore:
             seq = int(db.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM steps WHERE trial_id = ?", (trial_id,)).fetchone()[0])
             s = Step(**{**asdict(s), "seq": seq})
             vals = asdict(s)
-            vals["result"] = json.dumps(vals["result"], default=str)
+            vals["result"] = jsonio.dumps(vals["result"], nonfinite="null", default=str)
             db.execute(
                 f"INSERT INTO steps (trial_id, {', '.join(vals)}) VALUES (?, {', '.join('?' * len(vals))})", [trial_id, *vals.values()]
             )
@@ -821,7 +822,7 @@ class TrialStore:
         """
         c = coll if isinstance(coll, Collision) else Collision(**dict(coll))
         vals = asdict(c)
-        vals["detail"] = json.dumps(vals["detail"], default=str)
+        vals["detail"] = jsonio.dumps(vals["detail"], nonfinite="null", default=str)
         with self._tx() as db:
             self._require(db, trial_id)
             if count_in_step:
@@ -851,7 +852,9 @@ class TrialStore:
         """
         with self._tx() as db:
             self._require(db, trial_id)
-            db.execute("UPDATE trials SET agent_summary = ? WHERE id = ?", (json.dumps(dict(summary), default=str), trial_id))
+            db.execute(
+                "UPDATE trials SET agent_summary = ? WHERE id = ?", (jsonio.dumps(dict(summary), nonfinite="null", default=str), trial_id)
+            )
 
     def actions(self, trial_id: int) -> list[str]:
         """The trial's action sequence as the policy chose it -- what the challenge format wants.
