@@ -41,6 +41,7 @@ from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
 from havln_robot.paths import data_dir
 from havln_robot.sim.session import missing_episode_data
+from havln_robot.yamlio import StrictSafeLoader
 
 
 class NodeThreads:
@@ -322,7 +323,7 @@ def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
         if not sep or not dot or not node or not param:
             raise ConfigError(f"--set {item!r}: expected NODE.PARAM=VALUE, e.g. motion_node.max_linear_speed=0.3")
         try:
-            value = yaml.safe_load(raw)
+            value = yaml.load(raw, Loader=StrictSafeLoader)  # noqa: S506 - SafeLoader subclass, duplicate keys refused
         except yaml.YAMLError:
             value = raw
         out.setdefault(node, {})[param] = value

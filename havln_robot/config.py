@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from havln_robot.params import ConfigError, ParamSpec
 
 #: node name → (node module, "module:attribute" of its ParamSpec). The spec lives in the
@@ -77,20 +75,16 @@ class Profile:
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file, turning I/O and syntax errors into one-line ConfigErrors."""
+    """Parse a YAML file strictly (duplicate keys refused, 1 MiB cap; :mod:`havln_robot.yamlio`),
+    turning every problem into a one-line ConfigError naming the file and line."""
+    from havln_robot.yamlio import YamlFileError, load_yaml_file
+
     try:
-        text = path.read_text(encoding="utf-8")
+        return load_yaml_file(path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file; profiles live in config/ (go2.yaml, sim.yaml, gazebo.yaml)") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}:{where}: invalid YAML ({problem})") from None
+    except YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None = None) -> Profile:

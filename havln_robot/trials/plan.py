@@ -98,13 +98,15 @@ def load_plan(path: str | Path, name: str | None = None) -> tuple[str, str, list
     Raises:
         TrialError: unreadable file or any invalid entry (one line naming the file, row and key).
     """
+    from havln_robot.yamlio import StrictSafeLoader, YamlFileError, read_text_capped
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_capped(p)
     except FileNotFoundError:
         raise TrialError(f"{p}: no such plan file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrialError(f"{p}: cannot read plan ({exc})") from None
+    except YamlFileError as exc:
+        raise TrialError(f"{exc}") from None
     rows: list[tuple[dict[str, Any], str]] = []
     description = ""
     defaults: dict[str, Any] = {}
@@ -119,9 +121,11 @@ def load_plan(path: str | Path, name: str | None = None) -> tuple[str, str, list
         cname = name or p.stem
     elif p.suffix.lower() in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=StrictSafeLoader)  # noqa: S506 - a SafeLoader subclass (duplicate keys refused)
         except yaml.YAMLError as exc:
-            raise TrialError(f"{p}: invalid YAML ({getattr(exc, 'problem', None) or str(exc).splitlines()[0]})") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}:" if mark else ""
+            raise TrialError(f"{p}:{where} invalid YAML ({getattr(exc, 'problem', None) or str(exc).splitlines()[0]})") from None
         if not isinstance(data, dict) or not isinstance(data.get("trials"), list):
             raise TrialError(f"{p}: expected a mapping with a 'trials' list (see docs/trials.md)")
         extra = set(data) - {"campaign", "description", "defaults", "trials"}
