@@ -285,7 +285,17 @@ def _episode_over(run: EpisodeRun) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry of ``havln-robot demo``; returns 0 on a completed run, 130 when interrupted, 2 on bad input."""
+    """Entry of ``havln-robot demo``; returns 0 on a completed run, 130 when interrupted, 2 on bad input
+    (also when another run writes the same ``--out`` store: one writer per store)."""
+    held: list[Any] = []
+    try:
+        return _main(argv, held)
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def _main(argv: list[str] | None, held: list[Any]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("--episodes", type=int, default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
     ap.add_argument(
@@ -339,6 +349,23 @@ def main(argv: list[str] | None = None) -> int:
         print("havln-robot demo: the project's own builtin scene and episode")
 
     db = out / "trials.db"
+    # one writer per store, for the whole run (every episode's logger takes the same lock again):
+    # a second demo on the same --out is refused here, before it touches anything in it
+    from havln_robot import locks
+    from havln_robot.trials.store import lock_path
+
+    try:
+        held.append(locks.acquire(lock_path(db), what=f"havln-robot demo --out {out}"))
+    except locks.LockBusy as exc:
+        print(
+            f"havln-robot demo: --out {out}: another run writes its trial store ({exc.info}); one writer per store -- "
+            "wait for it to finish, or give this run another --out",
+            file=sys.stderr,
+        )
+        return 2
+    except OSError as exc:
+        print(f"havln-robot demo: --out {out}: cannot create the store lock ({exc.strerror})", file=sys.stderr)
+        return 2
     stop_requested = {"flag": False}
     failed = False
     runs: list[EpisodeRun] = []
@@ -452,7 +479,14 @@ def main(argv: list[str] | None = None) -> int:
             print("\nhavln-robot demo: interrupted -- robot commanded to stop, trial closed as aborted, logs kept")
             break
 
-    status = _finish(runs, db, out, args, have_data, episodes_file)
+    try:
+        status = _finish(runs, db, out, args, have_data, episodes_file)
+    except OSError as exc:  # e.g. a full disk: what the store committed is kept
+        print(
+            f"havln-robot demo: cannot write the outputs in {out} ({exc.strerror}); the trial store {db} keeps what was recorded",
+            file=sys.stderr,
+        )
+        status = 1
     print(f"\ntotal wall time {time.monotonic() - t_all:.1f} s; outputs in {out}")
     if stop_requested["flag"]:
         return 130

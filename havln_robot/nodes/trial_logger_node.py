@@ -21,6 +21,7 @@ next start (its steps are all in the store; the operator can still give a verdic
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import sys
@@ -43,9 +44,10 @@ from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import status_dict
 from havln_robot.params import ConfigError
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
+from havln_robot.trials.provenance import collect as collect_provenance
 from havln_robot.trials.recorder import McapRecorder, RecorderError, mcap_bag_dir
 from havln_robot.trials.regions import RegionError, canonical_region
-from havln_robot.trials.store import Collision, Step, Trial, TrialError, TrialStore, default_db_path, default_mcap_dir
+from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore, default_db_path, default_mcap_dir
 
 #: How long after a "collision" result a collision report is still credited to that step, s.
 _LATE_COLLISION_S = 1.0
@@ -80,7 +82,7 @@ class TrialLoggerNode(HavlnNode):
         self._meta_from_params()  # validates region / goal early
         try:
             db = Path(p["db_path"]).expanduser() if p["db_path"] else default_db_path(p["platform"])
-            self.store = TrialStore(db)
+            self.store = TrialStore(db, writer=True)  # one logger per store: a second one is refused (holder's pid)
         except TrialError as exc:
             raise ConfigError(f"{self.get_name()}: db_path: {exc}") from None
         self.db_path = db
@@ -89,6 +91,7 @@ class TrialLoggerNode(HavlnNode):
         closed = self.store.close_interrupted("interrupted (logger restarted)", judge=p["auto_judge"])
         if closed:
             self.get_logger().warning(f"trial(s) {closed} were left running by a previous logger; finished as interrupted")
+        self._prov = collect_provenance(p["policy"], p["profile"])
         self._trial: Trial | None = None
         self._recorder: McapRecorder | None = None
         self._odom: tuple[float, float, float] | None = None
@@ -171,9 +174,38 @@ class TrialLoggerNode(HavlnNode):
                 return
             try:
                 self._recorder.write(topic, msg, log_time_ns=self._now_ns())
-            except (RecorderError, OSError) as exc:
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    self._disk_full(f"MCAP bag {exc.filename or self._recorder.dir}")
+                else:
+                    self.get_logger().error(f"MCAP recording stopped: {exc}")
+                    self._stop_recorder()
+            except RecorderError as exc:
                 self.get_logger().error(f"MCAP recording stopped: {exc}")
                 self._stop_recorder()
+
+    def _disk_full(self, where: str) -> None:
+        """A write hit a full disk: one error line; the trial is closed ``aborted (disk full)`` as far
+        as the disk allows, the bag finished as far as it can be. Steps already committed stay."""
+        with self._lock:
+            run = self._trial
+            rec, self._recorder = self._recorder, None
+            if rec is not None:
+                try:
+                    rec.close()
+                except (RecorderError, OSError):
+                    pass  # unfinished bag: havln-robot trial recover-bag salvages it
+            self._trial = None
+            if run is None:
+                self.get_logger().error(f"disk full ({where}); no trial running")
+                return
+            try:
+                self.store.set_outcome(run.id, "aborted", reason="disk full", end_reason="disk full", overwrite=True)
+                closed = f"trial {run.id} closed as aborted (disk full)"
+            except TrialError:
+                self._unclosable = run.id
+                closed = f"trial {run.id} left open (no space even to close it; shown as interrupted, closed at the next logger start)"
+            self.get_logger().error(f"disk full ({where}): {closed}; every step committed before is kept -- free space on that disk")
 
     def _start_recorder(self, trial: Trial) -> None:
         p = self.params
@@ -220,7 +252,7 @@ class TrialLoggerNode(HavlnNode):
 
     def _begin(self, instruction: str, supersede: str | None) -> Trial:
         """Open a trial from the parameters (or the campaign's next planned trial)."""
-        meta = {**self._meta_from_params(), **self._start_pose()}
+        meta = {**self._meta_from_params(), **self._start_pose(), **self._prov}
         if instruction:
             meta["instruction"] = instruction
         campaign = self._live("campaign")
@@ -229,7 +261,7 @@ class TrialLoggerNode(HavlnNode):
             nxt = self.store.next_planned(campaign)
             if nxt is None:
                 raise TrialError(f"campaign {campaign!r} is complete")
-            plan_meta = {k: v for k, v in meta.items() if k.startswith("start_") or k in ("instruction", "episode_id", "scan")}
+            plan_meta = {k: v for k, v in meta.items() if k.startswith("start_") or k in ("instruction", "episode_id", "scan", *self._prov)}
             if nxt.instruction and instruction and nxt.instruction.strip() != instruction.strip():
                 plan_meta["notes"] = f"planned instruction differed: {nxt.instruction}"
             trial = self.store.start_planned(nxt, supersede=supersede, platform=platform, **plan_meta)
@@ -242,6 +274,8 @@ class TrialLoggerNode(HavlnNode):
     def _attach(self, trial: Trial) -> None:
         if self._trial is None or self._trial.id != trial.id:
             self._stop_recorder()
+            if not trial.software:  # opened by the CLI: this logger's provenance
+                trial = self.store.update_trial(trial.id, **self._prov)
             self._trial = trial
             self._collisions_since_step = 0
             self._start_recorder(trial)
@@ -249,6 +283,8 @@ class TrialLoggerNode(HavlnNode):
     def _running(self) -> Trial | None:
         """The store's running trial (it may have been opened or ended by the CLI)."""
         run = self.store.running_trial()
+        if run is not None and run.id == getattr(self, "_unclosable", None):
+            return None  # left open by a full disk: not recorded into again
         if run is None:
             if self._trial is not None:
                 self._stop_recorder()
@@ -326,6 +362,8 @@ class TrialLoggerNode(HavlnNode):
                 credited = self._collisions_since_step > 0
                 self._collisions_since_step = 0
                 self._last_collision_step = (rec.seq, rec.action, time.monotonic(), credited) if rec.outcome == "collision" else None
+            except DiskFull:
+                self._disk_full(f"trial store {self.db_path}")
             except TrialError as exc:
                 self.get_logger().warning(f"step not recorded: {exc}")
                 if "is finished" in str(exc):
@@ -372,6 +410,8 @@ class TrialLoggerNode(HavlnNode):
                     self._last_collision_step = (late[0], late[1], late[2], True)
                 else:
                     self._collisions_since_step += 1
+            except DiskFull:
+                self._disk_full(f"trial store {self.db_path}")
             except TrialError as exc:
                 self.get_logger().warning(f"collision not recorded: {exc}")
 
@@ -468,6 +508,9 @@ class TrialLoggerNode(HavlnNode):
                     self.get_logger().info(f"trial {run.id}: {t.outcome} ({t.reason})")
                 else:
                     self.get_logger().info(f"trial {run.id} finished ({reason}); waiting for the operator's verdict")
+            except DiskFull:
+                self._disk_full(f"trial store {self.db_path}")
+                return
             except TrialError as exc:
                 self.get_logger().error(f"episode_done: {exc}")
             self._stop_recorder()

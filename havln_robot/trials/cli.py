@@ -8,9 +8,13 @@ see :func:`havln_robot.trials.store.default_db_path`):
 * ``next [--campaign C]``       show the next pending planned trial and the campaign progress
 * ``start [--next] [...]``      open a trial (from the plan with ``--next``, or from options)
 * ``end --success|--failure|--abort [--reason R] [--ne M] [--id N]``   record the verdict
-* ``list [--campaign C] [--platform P] [--limit N]``, ``show ID [--steps]``, ``campaigns``
+* ``list [--campaign C] [--platform P] [--policy P] [--limit N]``, ``show ID [--steps]``, ``campaigns``
+* ``backup OUT [--overwrite]``  consistent copy of the store (SQLite online backup; safe while a logger writes)
+* ``recover-bag DIR [--out OUT]``  salvage the MCAP bag of a killed run into a new, finished bag
 * ``bench [--steps N]``         measure the per-step commit latency of the store (fsync)
 
+Reading commands (list, show, next, campaigns, backup) open the store read-only; a trial whose
+logger is gone (killed: its writer lock is free) is shown as ``interrupted``.
 Errors are one line on stderr, exit code 2; nothing already recorded is touched.
 """
 
@@ -31,6 +35,7 @@ from havln_robot.trials.store import (
     DEFAULT_PROFILE,
     GOAL_FRAMES,
     PLATFORMS,
+    NeedsMigration,
     PlannedTrial,
     Step,
     Trial,
@@ -136,9 +141,10 @@ def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
             raise TrialError("end: no running or unjudged trial; pass --id N (havln-robot trial list)")
     outcome = "success" if a.success else "failure" if a.failure else "aborted"
     reason = a.reason or ("operator abort" if outcome == "aborted" else "")
-    t = st.set_outcome(t.id, outcome, reason=reason, ne_m=a.ne, overwrite=a.overwrite)
+    t = st.set_outcome(t.id, outcome, reason=reason, ne_m=a.ne, overwrite=a.overwrite, force=a.force)
     ne = f", NE {t.ne_m:.2f} m ({t.ne_source})" if t.ne_m is not None else ""
-    print(f"trial {t.id}: {t.outcome}{ne}; {plural(st.step_count(t.id), 'step')} recorded")
+    forced = f" -- FORCED: NE is not below the {t.goal_radius:g} m success radius" if t.verdict_forced else ""
+    print(f"trial {t.id}: {t.outcome}{ne}{forced}; {plural(st.step_count(t.id), 'step')} recorded")
     if t.campaign_id is not None:
         _cmd_next(st, argparse.Namespace(campaign=str(t.campaign_id)))
     return 0
@@ -147,16 +153,21 @@ def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
 def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
     if a.limit is not None and a.limit < 1:
         raise TrialError(f"--limit {a.limit}: give a number of trials >= 1 (or leave it out for all)")
-    trials = st.trials(campaign=a.campaign, platform=a.platform, limit=a.limit)
+    trials = st.trials(campaign=a.campaign, platform=a.platform, limit=a.limit, policy=a.policy)
     if not trials:
-        print("no trials")
+        print("no trials" + (f" of policy {a.policy!r}" if a.policy else ""))
         return 0
-    print(f"{'id':>4}  {'started':19}  {'platform':8}  {'region':14}  {'people':>6}  {'steps':>5}  {'state':16}  {'NE m':>6}")
+    print(f"{'id':>4}  {'started':19}  {'platform':8}  {'region':14}  {'people':>6}  {'steps':>5}  {'state':16}  {'NE m':>6}  policy")
     for t in trials:
+        state = t.state + ("*" if t.verdict_forced else "")
         print(
             f"{t.id:>4}  {_fmt_time(t.started):19}  {t.platform:8}  {short_label(t.region)[:14]:14}  {t.people_present:>6}  "
-            f"{st.step_count(t.id):>5}  {t.state[:16]:16}  {_fmt_m(t.ne_m):>6}"
+            f"{st.step_count(t.id):>5}  {state[:16]:16}  {_fmt_m(t.ne_m):>6}  {t.policy or '-'}"
         )
+    if any(t.state == "interrupted" for t in trials):
+        print("interrupted: its logger died while the trial ran (kill -9, power loss); give a verdict with trial end --id N")
+    if any(t.verdict_forced for t in trials):
+        print("*: verdict forced against the measured NE (trial end --force)")
     return 0
 
 
@@ -175,13 +186,21 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
         ("episode / scan", f"{t.episode_id or '-'} / {t.scan or '-'}"),
         ("started", _fmt_time(t.started)),
         ("finished", f"{_fmt_time(t.finished)} ({t.end_reason or '-'})"),
-        ("outcome", f"{t.outcome or '-'} {('(' + t.reason + ')') if t.reason else ''}"),
+        (
+            "outcome",
+            f"{t.outcome or '-'} {('(' + t.reason + ')') if t.reason else ''}{' FORCED against the NE' if t.verdict_forced else ''}",
+        ),
         ("NE", f"{_fmt_m(t.ne_m)} m ({t.ne_source or '-'})"),
         ("steps", f"{s.steps}" + (f" policy actions ({s.motions} motions incl. panorama turns)" if s.motions != s.steps else "")),
         ("collisions", f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static})"),
         ("path length", f"{s.path_length_m:.2f} m"),
         ("mcap", t.mcap_path or "-"),
+        ("policy", f"{t.policy or '-'}" + (f" ({t.checkpoint}, sha256 {t.checkpoint_sha256[:16]})" if t.checkpoint else "")),
+        ("software", t.software or "-"),
+        ("profile", t.profile or "-"),
     ]
+    if t.state == "interrupted":
+        rows.insert(2, ("note", "its logger is gone (killed or power loss); the next logger start closes it as interrupted"))
     for k, v in rows:
         print(f"{k:>15}: {v}")
     if with_steps:
@@ -202,6 +221,30 @@ def _cmd_campaigns(st: TrialStore, a: argparse.Namespace) -> int:
         print("no campaigns")
     for c in camps:
         print(f"{c.id:>3}  {c.name:24}  {c.done}/{c.planned} done  created {_fmt_time(c.created)}  {c.description}")
+    return 0
+
+
+def _cmd_backup(st: TrialStore, a: argparse.Namespace) -> int:
+    out = st.backup(a.out, overwrite=a.overwrite)
+    with TrialStore(out, readonly=True) as copy:
+        n = len(copy.trials())
+    print(f"backup of {st.path}: {out} ({n} trials, integrity ok; one self-contained file)")
+    return 0
+
+
+def _cmd_recover_bag(a: argparse.Namespace) -> int:
+    from havln_robot.trials.recorder import RecorderError, recover_bag
+
+    try:
+        rep = recover_bag(a.dir, a.out, overwrite=a.overwrite)
+    except RecorderError as exc:
+        raise TrialError(str(exc)) from None
+    except OSError as exc:
+        raise TrialError(f"{exc.filename or a.out}: cannot write the recovered bag ({exc.strerror})") from None
+    print(
+        f"recovered {rep.messages} messages ({len(rep.topics)} topics) from {rep.source} into {rep.out}"
+        + (f"; lost at the end of {', '.join(rep.truncated)}: the unfinished chunk" if rep.truncated else "; nothing was truncated")
+    )
     return 0
 
 
@@ -280,6 +323,17 @@ def store_path(a: argparse.Namespace) -> tuple[Path, str]:
     return default_db_path(profile), f"the {profile} profile's default store"
 
 
+def open_store(db: Path, readonly: bool) -> TrialStore:
+    """A reader opens read-only (works beside a live logger and on read-only media); a store of an
+    older schema is opened read-write once to migrate it."""
+    if readonly:
+        try:
+            return TrialStore(db, readonly=True)
+        except NeedsMigration:
+            pass
+    return TrialStore(db)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="havln-robot trial", description="Trial campaign: plan, next, start, end, list, show.")
     add_store_args(ap)
@@ -318,10 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ne", type=float, help="navigation error measured on site, metres (overrides odometry)")
     p.add_argument("--id", type=int, help="trial id (default: running or latest unjudged trial)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier verdict")
+    p.add_argument("--force", action="store_true", help="record --success although NE >= the success radius (marked as forced)")
 
     p = sub.add_parser("list", help="list trials")
     p.add_argument("--campaign", help="only this campaign (name or id)")
     p.add_argument("--platform", choices=PLATFORMS, help="only this platform")
+    p.add_argument("--policy", help="only trials of this policy (name, checkpoint file, or sha256 prefix)")
     p.add_argument("--limit", type=int, default=None, help="only the latest N trials (default all)")
 
     p = sub.add_parser("show", help="show one trial")
@@ -329,6 +385,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", action="store_true", help="also list every recorded step")
 
     sub.add_parser("campaigns", help="list campaigns and their progress")
+
+    p = sub.add_parser("backup", help="consistent copy of the store (SQLite online backup; safe while a logger writes)")
+    p.add_argument("out", help="new file (or an existing folder: trials.db in it)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing file")
+
+    p = sub.add_parser("recover-bag", help="salvage the MCAP bag of a killed run (complete chunks) into a new, finished bag")
+    p.add_argument("dir", help="the bag folder (trial_NNNN/) or one .mcap file")
+    p.add_argument("--out", help="new bag folder (default: <dir>_recovered)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
 
     p = sub.add_parser("bench", help="measure the per-step commit latency of the store")
     p.add_argument("--steps", type=int, default=200, help="steps to commit and time (default 200)")
@@ -346,7 +411,10 @@ _COMMANDS = {
     "list": _cmd_list,
     "show": _cmd_show,
     "campaigns": _cmd_campaigns,
+    "backup": _cmd_backup,
 }
+#: Commands that only read: the store is opened read-only (a copy on read-only media works).
+_READERS = ("list", "show", "next", "campaigns", "backup")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,11 +423,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "bench":
             return _cmd_bench(a)
+        if a.cmd == "recover-bag":
+            return _cmd_recover_bag(a)
         db, where = store_path(a)
-        if a.cmd in ("list", "show", "next", "campaigns", "end") and not db.is_file():
+        if a.cmd in (*_READERS, "end") and not db.is_file():
             # reading commands never create a store: a mistyped --db would look like an empty campaign
             raise TrialError(f"{where} {db}: no trial store there; check the path or --profile (trial start / plan create one)")
-        with TrialStore(db) as st:
+        with open_store(db, readonly=a.cmd in _READERS) as st:
+            if st.warning:
+                print(f"havln-robot trial {a.cmd}: warning: {st.warning}", file=sys.stderr)
             return _COMMANDS[a.cmd](st, a)
     except TrialError as exc:
         print(f"havln-robot trial {a.cmd}: {exc}", file=sys.stderr)

@@ -20,6 +20,14 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
         Param("goal_radius", SUCCESS_RADIUS_M, "float", "success radius, m (HA-VLN: 3.0)", min=0.1, max=50.0),
         Param("campaign", "", "str", "campaign name: auto-started trials take the next pending planned trial's metadata"),
         Param("reason", "", "str", "reason stored by the trial/end_failure and trial/abort services"),
+        # --- provenance stored with each trial (havln-robot launch / demo fill them from the profile) ---
+        Param(
+            "policy",
+            "",
+            "str",
+            "the agent's policy (checkpoint path or name in models/); empty = agent_node's, filled by havln-robot launch",
+        ),
+        Param("profile", "", "str", "deployment profile file; empty = the one havln-robot launch runs"),
         # --- behaviour ---
         Param(
             "db_path",

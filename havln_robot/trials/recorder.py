@@ -30,6 +30,7 @@ A bag whose writer was killed lacks its summary; the data chunks before the kill
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -42,6 +43,8 @@ from typing import Any
 import yaml
 from mcap.writer import CompressionType
 from mcap.writer import Writer as McapWriter
+
+from havln_robot.trials import faults
 
 _PRIMITIVES = frozenset("bool byte char float32 float64 int8 uint8 int16 uint16 int32 uint32 int64 uint64 string wstring".split())
 _SEP = "=" * 80
@@ -456,6 +459,8 @@ class McapRecorder:
             cur = self._files[-1]
             need = len(data) + _MSG_OVERHEAD + len(self._defs[type_name]) + 256
         assert self._writer is not None
+        if faults.disk_full("mcap"):
+            raise OSError(errno.ENOSPC, "No space left on device (injected)", str(cur.path))
         if type_name not in self._schemas:
             self._schemas[type_name] = self._writer.register_schema(type_name, "ros2msg", self._defs[type_name])
         if topic not in self._channels:
@@ -472,3 +477,108 @@ class McapRecorder:
         cur.end_ns = log_time_ns if cur.end_ns is None else max(cur.end_ns, log_time_ns)
         self.stats.messages[topic] = self.stats.messages.get(topic, 0) + 1
         return True
+
+
+@dataclass
+class RecoveryReport:
+    """What :func:`recover_bag` salvaged.
+
+    Attributes:
+        source: the bag folder (or file) read. out: the new bag folder.
+        messages: messages written to the new bag. topics: topic → messages.
+        truncated: the source files that ended in an unfinished record (the killed writer's last,
+            unfinished chunk is lost; everything before it is recovered).
+    """
+
+    source: Path
+    out: Path
+    messages: int = 0
+    topics: dict[str, int] = field(default_factory=dict)
+    truncated: list[str] = field(default_factory=list)
+
+
+def _file_index(p: Path) -> tuple[int, str]:
+    m = re.search(r"_(\d+)\.mcap$", p.name)
+    return (int(m.group(1)) if m else 0, p.name)
+
+
+def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, overwrite: bool = False) -> RecoveryReport:
+    """Salvage the MCAP bag of a killed run into a new, finished bag (``havln-robot trial recover-bag``).
+
+    A writer killed with ``kill -9`` leaves its ``.mcap`` without summary and footer, and its last
+    chunk unfinished. This reads each file front to back with the ``mcap`` library's
+    :class:`~mcap.stream_reader.StreamReader` (chunk CRCs checked), keeps every message of every
+    complete chunk, stops at the first unfinished record, and writes the messages (schemas as
+    stored) into a new bag folder with :class:`McapRecorder`: finished files with summary and
+    index, and a rosbag2 ``metadata.yaml``. The source is never modified.
+
+    Args:
+        src: the bag folder (``trial_NNNN/``; its ``*.mcap`` in roll-over order) or one ``.mcap`` file.
+        out: the new bag folder (default ``<src>_recovered`` beside it); must not exist or be empty.
+        overwrite: replace an existing ``out`` that holds only a bag (``*.mcap`` + ``metadata.yaml``).
+
+    Returns:
+        A :class:`RecoveryReport`.
+
+    Raises:
+        RecorderError: no ``.mcap`` file at ``src``, nothing readable in it, or ``out`` not usable (one line).
+    """
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
+
+    src = Path(src).expanduser()
+    if src.is_dir():
+        files = sorted((p for p in src.glob("*.mcap") if p.is_file()), key=_file_index)
+        default_out = src.parent / f"{src.name}_recovered"
+    elif src.is_file():
+        files, default_out = [src], src.parent / f"{src.stem}_recovered"
+    else:
+        raise RecorderError(f"{src}: no such bag folder or .mcap file (trial list / show prints each trial's bag)")
+    if not files:
+        raise RecorderError(f"{src}: no .mcap files in this folder")
+    dst = Path(out).expanduser() if out else default_out
+    if dst.resolve() == src.resolve() or src.resolve() in dst.resolve().parents:
+        raise RecorderError(f"--out {dst}: must not be the source bag or inside it")
+    if dst.exists() and any(dst.iterdir()):
+        if not overwrite:
+            raise RecorderError(f"--out {dst}: exists and is not empty; choose another folder or pass --overwrite")
+        if not dst.is_dir() or any(not (p.is_file() and (p.suffix == ".mcap" or p.name == "metadata.yaml")) for p in dst.iterdir()):
+            raise RecorderError(f"--out {dst}: holds more than a bag (*.mcap, metadata.yaml); not replaced")
+        for p in dst.iterdir():
+            p.unlink()
+    report = RecoveryReport(source=src, out=dst)
+    rec = McapRecorder(dst, compression="zstd")
+    try:
+        for path in files:
+            schemas: dict[int, Schema] = {}
+            channels: dict[int, Channel] = {}
+            records = iter(StreamReader(str(path), validate_crcs=True).records)
+            while True:
+                try:
+                    r = next(records)
+                except StopIteration:
+                    break
+                except Exception:  # the mcap reader's end-of-file / CRC / record errors: the unfinished tail
+                    report.truncated.append(path.name)
+                    break
+                if isinstance(r, Schema):
+                    schemas[r.id] = r
+                elif isinstance(r, Channel):
+                    channels[r.id] = r
+                elif isinstance(r, Message) and r.channel_id in channels:
+                    ch = channels[r.channel_id]
+                    sc = schemas.get(ch.schema_id)
+                    if sc is None:
+                        continue
+                    rec._defs.setdefault(sc.name, sc.data)
+                    rec.write_serialized(ch.topic, sc.name, r.data, r.log_time, r.publish_time)
+                    report.messages += 1
+                    report.topics[ch.topic] = report.topics.get(ch.topic, 0) + 1
+    finally:
+        rec.close()
+    if report.messages == 0:
+        for p in dst.iterdir():
+            p.unlink()
+        dst.rmdir()
+        raise RecorderError(f"{src}: no complete message could be read (the run was killed before its first chunk was written)")
+    return report

@@ -32,6 +32,7 @@ Read API for other tools (e.g. the challenge exporter)::
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -44,9 +45,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from havln_robot import jsonio
+from havln_robot import jsonio, locks
 from havln_robot.actions import ACTIONS, is_action
 from havln_robot.paths import user_data_root
+from havln_robot.trials import faults
 from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_region
 
 #: Platforms a trial can run on.
@@ -63,7 +65,7 @@ SUCCESS_RADIUS_M: float = 3.0
 #: ``--profile`` is given: the real robot's.
 DEFAULT_PROFILE = "go2"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def default_db_path(profile: str = DEFAULT_PROFILE) -> Path:
@@ -94,8 +96,26 @@ def default_mcap_dir(db_path: Path) -> Path:
     return Path(db_path).parent / "mcap"
 
 
+def lock_path(db_path: str | os.PathLike[str]) -> Path:
+    """The writer lock file of a store: ``<db>.lock`` beside it (see :mod:`havln_robot.locks`)."""
+    p = Path(db_path)
+    return p.with_name(p.name + ".lock")
+
+
 class TrialError(ValueError):
     """Bad trial input or an operation that does not fit the trial's state; one-line message."""
+
+
+class StoreBusy(TrialError):
+    """Another process already writes this store (its logger holds the writer lock)."""
+
+
+class DiskFull(TrialError):
+    """A write failed because the disk (or the store's size limit) is full; nothing committed is lost."""
+
+
+class NeedsMigration(TrialError):
+    """A read-only open met an older schema; open it read-write once to migrate."""
 
 
 # --- schema ----------------------------------------------------------------------------------------
@@ -193,6 +213,25 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE trials ADD COLUMN agent_summary TEXT NOT NULL DEFAULT '{}';
     CREATE INDEX trials_planned ON trials(planned_id);
     """,
+    # v2 -> v3: provenance per trial, forced verdicts, and the row the logger keeps current so a
+    # copy of the main file without its -wal is recognised (store_state, one row)
+    """
+    ALTER TABLE trials ADD COLUMN policy TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN checkpoint TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN checkpoint_sha256 TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN software TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN verdict_forced INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE store_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        writer_pid INTEGER,
+        writer_since REAL,
+        checkpointed REAL,
+        trials INTEGER NOT NULL DEFAULT 0,
+        last_trial_id INTEGER
+    );
+    INSERT INTO store_state (id, trials, last_trial_id) VALUES (1, (SELECT COUNT(*) FROM trials), (SELECT MAX(id) FROM trials));
+    """,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -221,6 +260,11 @@ class Trial:
         ne_source: ``ground_truth`` | ``odometry`` | ``operator``.
         mcap_path: the MCAP bag directory of the trial, if recorded.
         campaign_id, planned_id: the campaign and plan row this trial executes, if any.
+        policy, checkpoint, checkpoint_sha256: the policy that ran (name), its checkpoint file
+            and the file's sha256 (hex); empty for builtin baselines / unknown.
+        software: ``havln_robot <version>`` and ``git <commit>[+dirty]`` when run from a checkout.
+        profile: the deployment profile file the logger ran with.
+        verdict_forced: the operator's verdict contradicts the measured NE (``--force``).
         agent_summary: the agent's havln/episode_done payload (``reason``, ``steps``, ``actions``
             = policy actions without panorama turns, ``policy``, ...), ``{}`` if none arrived.
     """
@@ -257,12 +301,21 @@ class Trial:
     campaign_id: int | None = None
     planned_id: int | None = None
     agent_summary: dict[str, Any] = field(default_factory=dict)
+    policy: str = ""
+    checkpoint: str = ""
+    checkpoint_sha256: str = ""
+    software: str = ""
+    profile: str = ""
+    verdict_forced: bool = False
+    #: not stored: set by the reading :class:`TrialStore` when the trial is running but the
+    #: logger that wrote it is gone (its writer lock is free): killed, or the machine lost power
+    writer_gone: bool = field(default=False, compare=False)
 
     @property
     def state(self) -> str:
-        """``running``, ``awaiting verdict`` or the outcome."""
+        """``running``, ``interrupted`` (running, but its logger is gone), ``awaiting verdict`` or the outcome."""
         if self.finished is None:
-            return "running"
+            return "interrupted" if self.writer_gone else "running"
         return self.outcome or "awaiting verdict"
 
     @property
@@ -374,7 +427,9 @@ class CampaignInfo:
     done: int
 
 
-_TRIAL_FIELDS = [f.name for f in fields(Trial)]
+_TRIAL_FIELDS = [f.name for f in fields(Trial) if f.name != "writer_gone"]
+#: Provenance fields of a trial (filled by the logger at trial start; see provenance.py).
+PROVENANCE_FIELDS = ("policy", "checkpoint", "checkpoint_sha256", "software", "profile")
 _STEP_FIELDS = [f.name for f in fields(Step)]
 _COLL_FIELDS = [f.name for f in fields(Collision)]
 _PLAN_FIELDS = [f.name for f in fields(PlannedTrial)]
@@ -400,6 +455,11 @@ UPDATABLE = frozenset(
         "start_map_yaw",
         "mcap_path",
         "notes",
+        "policy",
+        "checkpoint",
+        "checkpoint_sha256",
+        "software",
+        "profile",
     }
 )
 
@@ -456,7 +516,7 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
         raise TrialError(f"{pre}goal: give both goal_x and goal_y (metres) or neither")
     if has_x and not out.get("goal_frame"):
         out["goal_frame"] = "start"
-    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path"):
+    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path", *PROVENANCE_FIELDS):
         if key in out:
             v = out[key]
             out[key] = "" if v is None else str(v).strip()
@@ -466,30 +526,74 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
 class TrialStore:
     """SQLite trial store (WAL, synchronous=FULL, schema ``PRAGMA user_version`` with migrations).
 
-    Thread-safe (one lock around the connection); several processes may open the same file.
+    Thread-safe (one lock around the connection); several processes may open the same file: one
+    *writer* (the logger: ``writer=True``, holds the OS lock ``<db>.lock`` for its life) and any
+    number of readers and short CLI edits (``trial start`` / ``end``).
+
+    The writer keeps the ``store_state`` row current (its pid, since when it writes, the last WAL
+    checkpoint and the trial count then) and checkpoints the WAL at every trial close and on
+    close, so the main file alone holds every closed trial. On open that row is compared with the
+    files: a main file whose row says a writer was live, with no ``-wal`` beside it and no writer
+    holding the lock, is a copy taken without its WAL -- refused read-write (never migrated),
+    readable read-only with :attr:`warning` set.
 
     Args:
         path: database file; parent folders are created. ``":memory:"`` for tests.
-        readonly: open read-only (the file must exist; no migration is run).
+        readonly: open read-only (the file must exist; no migration is run). A closed store on
+            read-only media (no ``-wal``, nothing can create ``-shm``) is opened immutable.
         timeout_s: how long to wait for another process's write lock (s).
+        writer: take the store's writer lock for the life of this object (trial_logger_node).
+
+    Attributes:
+        warning: one line about the file (a copy missing its WAL), or ``""``.
 
     Raises:
-        TrialError: the file is not a trial database, was written by a newer version, or cannot
-            be opened (one-line message with the path).
+        StoreBusy: ``writer`` and another process writes this store (the message names its pid).
+        TrialError: the file is not a trial database, was written by a newer version, is a copy
+            missing its WAL (read-write), or cannot be opened (one-line message with the path).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, readonly: bool = False, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, readonly: bool = False, timeout_s: float = 10.0, writer: bool = False
+    ) -> None:
         self.path = default_db_path() if path is None else (Path(path).expanduser() if str(path) != ":memory:" else Path(":memory:"))
         self._lock = threading.RLock()
+        self._mem = str(self.path) == ":memory:"
+        self._writer: locks.HeldLock | None = None
+        self.readonly = readonly
+        self.warning = ""
+        if writer and not self._mem:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._writer = locks.acquire(lock_path(self.path), what=f"trial logger of {self.path}")
+            except locks.LockBusy as exc:
+                raise StoreBusy(
+                    f"{self.path}: another logger writes this store ({exc.info}); one writer per store: "
+                    "stop it, or give this one another store (db_path / --out)"
+                ) from None
+            except OSError as exc:
+                raise TrialError(f"{self.path}: cannot create the writer lock {lock_path(self.path)} ({exc.strerror})") from None
+        try:
+            self._open(readonly, timeout_s)
+        except BaseException:
+            self._release_writer()
+            raise
+
+    def _open(self, readonly: bool, timeout_s: float) -> None:
+        # before connecting: opening a WAL database creates an empty -wal beside it
+        try:
+            self._had_wal = not self._mem and Path(f"{self.path}-wal").stat().st_size > 0
+        except OSError:
+            self._had_wal = False
         try:
             if readonly:
                 if not self.path.is_file():
                     raise TrialError(f"{self.path}: no trial database here (run a trial first, or pass --db)")
-                uri = f"file:{self.path}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+                self._db = self._connect_ro(timeout_s)
             else:
-                if str(self.path) != ":memory:":
+                if not self._mem:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._refuse_empty_copy()
                 self._db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
             self._db.row_factory = sqlite3.Row
             self._db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
@@ -497,24 +601,222 @@ class TrialStore:
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA foreign_keys = ON")
-            if not readonly:
-                self._migrate()
-            else:
+            if readonly:
                 v = self.schema_version
+                if v == 0 and not self._tables():
+                    raise TrialError(f"{self.path}: {_EMPTY_COPY}")
                 if v != SCHEMA_VERSION:
-                    raise TrialError(
+                    if v > SCHEMA_VERSION:
+                        raise TrialError(
+                            f"{self.path}: schema version {v} is newer than this build ({SCHEMA_VERSION}); upgrade havln_robot"
+                        )
+                    raise NeedsMigration(
                         f"{self.path}: schema version {v}, this build reads {SCHEMA_VERSION}; open it once read-write to migrate"
                     )
+                self.warning = self._copy_check() or ""
+            else:
+                self._migrate()
+                problem = self._copy_check()
+                if problem:
+                    raise TrialError(f"{problem}; trial list / show / report read it as it is (read-only)")
+                if self._writer is not None:
+                    self._mark_writer("open")
         except sqlite3.DatabaseError as exc:
             raise TrialError(f"{self.path}: cannot open trial database ({exc})") from None
         except OSError as exc:
             raise TrialError(f"{self.path}: cannot create trial database ({exc.strerror})") from None
 
+    def _connect_ro(self, timeout_s: float) -> sqlite3.Connection:
+        """Read-only connection; immutable when the folder is read-only and no WAL exists (read-only media)."""
+        uri = f"file:{self.path}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA user_version").fetchone()
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+            if Path(f"{self.path}-wal").exists():
+                raise
+        # a closed WAL store on read-only media: SQLite cannot create -shm; nothing can write it either
+        return sqlite3.connect(f"{uri}&immutable=1", uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+
+    def _tables(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+    def _refuse_empty_copy(self) -> None:
+        """An existing zero-length file with no WAL is not a new store: it is most likely a copy of a
+        live store's main file taken before its first checkpoint. Migrating it would hide that."""
+        try:
+            empty = self.path.stat().st_size == 0
+        except FileNotFoundError:
+            return
+        if empty and not Path(f"{self.path}-wal").exists():
+            raise TrialError(f"{self.path}: {_EMPTY_COPY}; to start a new store here, delete the empty file")
+
+    def _copy_check(self) -> str | None:
+        """Compare the ``store_state`` row with the files: a copy missing its WAL? (one line, or None)."""
+        if self._mem or "store_state" not in self._tables():
+            return None
+        with self._lock:
+            row = self._db.execute("SELECT * FROM store_state WHERE id = 1").fetchone()
+            n = int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
+        if row is None:
+            return None
+        missing = n < int(row["trials"] or 0)
+        live_copy = (
+            row["writer_since"] is not None
+            and not self._had_wal  # a killed logger leaves its WAL (and its lock file) beside the store
+            and not lock_path(self.path).exists()
+            and self._writer is None
+        )
+        if not (missing or live_copy):
+            return None
+        when = _fmt_ts(row["checkpointed"])
+        return (
+            f"{self.path}: copied while logger pid {row['writer_pid']} was writing it, without its -wal file: it holds the "
+            f"trials up to the last checkpoint ({when}, {row['trials']} trials{'; ' + str(n) + ' found' if missing else ''}), "
+            f"later ones are missing. Copy {self.path.name}-wal with it, or copy stores with 'havln-robot trial backup OUT'"
+        )
+
+    def _mark_writer(self, event: str) -> None:
+        """Keep the ``store_state`` row current and checkpoint the WAL.
+
+        Args:
+            event: ``open`` (a writer starts), ``trial`` (a trial was closed) or ``close`` (the writer closes).
+        """
+        if self.readonly or self._mem:
+            return
+        now = time.time()
+        with self._tx() as db:
+            if event == "open":
+                db.execute("UPDATE store_state SET writer_pid = ?, writer_since = ? WHERE id = 1", (os.getpid(), now))
+            elif event == "close" and self._writer is not None:
+                db.execute("UPDATE store_state SET writer_pid = NULL, writer_since = NULL WHERE id = 1")
+            db.execute(
+                "UPDATE store_state SET checkpointed = ?, trials = (SELECT COUNT(*) FROM trials), "
+                "last_trial_id = (SELECT MAX(id) FROM trials) WHERE id = 1",
+                (now,),
+            )
+        self.checkpoint()
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the main file and truncate it (``wal_checkpoint(TRUNCATE)``).
+
+        Returns:
+            True when everything was checkpointed; False when a reader kept part of it (it is done
+            at the next checkpoint) or the disk is full (the WAL keeps it; nothing is lost).
+        """
+        if self._mem or self.readonly:
+            return False
+        with self._lock:
+            try:
+                busy, _log, _done = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                return False
+        return busy == 0
+
+    def trial_closed(self) -> None:
+        """Call after a trial was closed: row current + WAL checkpoint (errors leave the WAL as it is)."""
+        try:
+            self._mark_writer("trial")
+        except TrialError:
+            pass
+
+    def backup(self, out: str | os.PathLike[str], overwrite: bool = False) -> Path:
+        """A consistent copy of the whole store (WAL included) with SQLite's online backup API.
+
+        Safe while the logger writes. The copy is a closed store (rollback journal, no ``-wal``
+        needed): one file to copy, archive or put on read-only media.
+
+        Args:
+            out: the new file (its folder must exist), or an existing folder (``trials.db`` in it).
+            overwrite: replace an existing file.
+
+        Returns:
+            The path written.
+
+        Raises:
+            TrialError: ``out`` exists (without ``overwrite``), is this store, or cannot be written.
+        """
+        dst = Path(out).expanduser()
+        if dst.is_dir():
+            dst = dst / self.path.name
+        if not self._mem and dst.resolve() == self.path.resolve():
+            raise TrialError(f"backup: {dst} is the store itself; give another file")
+        if dst.exists() and not overwrite:
+            raise TrialError(f"backup: {dst} exists; give a new file name or pass --overwrite")
+        if not dst.parent.is_dir():
+            raise TrialError(f"backup: folder {dst.parent} does not exist; create it first")
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        try:
+            target = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                with self._lock:
+                    self._db.backup(target)
+                target.execute("PRAGMA journal_mode = DELETE")
+                if "store_state" in [r[0] for r in target.execute("SELECT name FROM sqlite_master WHERE type='table'")]:
+                    target.execute(
+                        "UPDATE store_state SET writer_pid = NULL, writer_since = NULL, checkpointed = ?, "
+                        "trials = (SELECT COUNT(*) FROM trials), last_trial_id = (SELECT MAX(id) FROM trials) WHERE id = 1",
+                        (time.time(),),
+                    )
+                ok = target.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            finally:
+                target.close()
+            if not ok:
+                raise TrialError(f"backup: the copy {dst} failed its integrity check; the store may be damaged")
+            os.replace(tmp, dst)
+        except sqlite3.Error as exc:
+            tmp.unlink(missing_ok=True)
+            raise _sqlite_error(self.path, "backup", exc) from None
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise TrialError(f"backup: cannot write {dst} ({exc.strerror})") from None
+        return dst
+
+    def writer(self) -> str | None:
+        """The logger writing this store now (its lock note ``pid=...``), or None."""
+        if self._mem:
+            return None
+        return locks.holder(lock_path(self.path))
+
+    def _writer_gone(self) -> bool:
+        """A logger has written this store (its lock file exists) and none holds the lock now."""
+        if self._mem or self._writer is not None:
+            return False
+        lp = lock_path(self.path)
+        return lp.exists() and locks.holder(lp) is None
+
+    def _mark_gone(self, trials: list[Trial]) -> list[Trial]:
+        if any(t.finished is None for t in trials) and self._writer_gone():
+            for t in trials:
+                if t.finished is None:
+                    t.writer_gone = True
+        return trials
+
     # --- plumbing ----------------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the connection (checkpoints the WAL when this is the last connection)."""
+        """Close the connection; a writer marks the store closed, checkpoints and drops its lock."""
         with self._lock:
-            self._db.close()
+            if getattr(self, "_closed", False):
+                return
+            self._closed = True
+            try:
+                if self._writer is not None:
+                    try:
+                        self._mark_writer("close")
+                    except TrialError:
+                        pass  # e.g. disk full: the WAL keeps everything; the next open replays it
+                self._db.close()
+            finally:
+                self._release_writer()
+
+    def _release_writer(self) -> None:
+        if self._writer is not None:
+            w, self._writer = self._writer, None
+            w.release()
 
     def __enter__(self) -> TrialStore:
         return self
@@ -530,15 +832,31 @@ class TrialStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE: takes the write lock up front)."""
+        """One write transaction (BEGIN IMMEDIATE: takes the write lock up front).
+
+        Raises:
+            DiskFull: SQLITE_FULL / ENOSPC (also injected, see :mod:`havln_robot.trials.faults`);
+                the transaction is rolled back, everything committed before stays.
+            TrialError: any other SQLite error, one line (busy, read-only, I/O).
+        """
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _sqlite_error(self.path, "write", exc) from None
+            try:
+                if faults.disk_full("store"):
+                    raise sqlite3.OperationalError("database or disk is full (injected)")
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite already rolled back (e.g. after SQLITE_FULL)
+                if isinstance(exc, sqlite3.Error):
+                    raise _sqlite_error(self.path, "write", exc) from None
                 raise
-            self._db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self._tx() as db:
@@ -599,6 +917,8 @@ class TrialStore:
             cols = ", ".join(values)
             cur = db.execute(f"INSERT INTO trials ({cols}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
             tid = int(cur.lastrowid)
+        if run is not None:
+            self.trial_closed()
         return self.trial(tid)
 
     def update_trial(self, trial_id: int, **meta: Any) -> Trial:
@@ -630,13 +950,13 @@ class TrialStore:
             TrialError: no such trial.
         """
         with self._lock:
-            return _trial(self._require(self._db, trial_id))
+            return self._mark_gone([_trial(self._require(self._db, trial_id))])[0]
 
     def running_trial(self) -> Trial | None:
-        """The trial that is running (not finished), if any."""
+        """The trial that is running (not finished), if any (``writer_gone`` set when its logger is gone)."""
         with self._lock:
             row = self._db.execute("SELECT * FROM trials WHERE finished IS NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return _trial(row) if row else None
+        return self._mark_gone([_trial(row)])[0] if row else None
 
     def current_trial(self) -> Trial | None:
         """The trial an operator's verdict applies to: the running one, else the latest unjudged one."""
@@ -654,6 +974,7 @@ class TrialStore:
         outcome: str | None = None,
         judged_only: bool = False,
         limit: int | None = None,
+        policy: str | None = None,
     ) -> list[Trial]:
         """Trials in id order, filtered.
 
@@ -663,6 +984,8 @@ class TrialStore:
             outcome: one of OUTCOMES.
             judged_only: only trials with an outcome.
             limit: return only the last ``limit`` trials.
+            policy: only trials of this policy: its name, checkpoint path or file name, or a
+                prefix (>= 8 hex digits) of the checkpoint's sha256.
 
         Raises:
             TrialError: unknown campaign / platform / outcome.
@@ -686,7 +1009,11 @@ class TrialStore:
         sql = "SELECT * FROM trials" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
         with self._lock:
             rows = [_trial(r) for r in self._db.execute(sql, args)]
-        return rows[-limit:] if limit else rows
+        if policy is not None:
+            rows = [
+                t for t in rows if policy in (t.policy, t.checkpoint, Path(t.checkpoint).name, t.checkpoint_sha256[: max(8, len(policy))])
+            ]
+        return self._mark_gone(rows[-limit:] if limit else rows)
 
     def finish_trial(self, trial_id: int, end_reason: str) -> Trial:
         """Mark a running trial as finished (the agent stopped / ran out of budget); outcome unset.
@@ -701,6 +1028,7 @@ class TrialStore:
             db.execute(
                 "UPDATE trials SET finished = ?, end_reason = ? WHERE id = ? AND finished IS NULL", (time.time(), end_reason, trial_id)
             )
+        self.trial_closed()
         return self.trial(trial_id)
 
     def set_outcome(
@@ -712,8 +1040,13 @@ class TrialStore:
         ne_source: str = "",
         end_reason: str | None = None,
         overwrite: bool = False,
+        force: bool = False,
     ) -> Trial:
         """Record the verdict; finishes the trial if it is still running.
+
+        A ``success`` verdict whose NE (measured, or computed from the poses) is not below the
+        trial's success radius contradicts the success definition (STOP within the radius) and
+        is refused unless ``force``; forced, it is recorded with ``verdict_forced`` set.
 
         When ``ne_m`` is None and the goal is known, NE is computed from the recorded poses
         (:func:`havln_robot.trials.metrics.navigation_error`).
@@ -726,10 +1059,11 @@ class TrialStore:
             ne_source: where ``ne_m`` comes from (default ``operator``).
             end_reason: why the run ended, if it is still running (default: the outcome).
             overwrite: replace an earlier verdict.
+            force: record a success that contradicts the NE (marked as forced).
 
         Raises:
-            TrialError: bad outcome / NE, no such trial, or the trial already has a verdict and
-                ``overwrite`` is False.
+            TrialError: bad outcome / NE, no such trial, the trial already has a verdict and
+                ``overwrite`` is False, or a success with NE >= radius without ``force``.
         """
         from havln_robot.trials.metrics import navigation_error
 
@@ -752,13 +1086,21 @@ class TrialStore:
             ne = navigation_error(trial, self.steps(trial_id))
             if ne is not None:
                 ne_m, ne_source = ne
+        radius = float(row["goal_radius"] or SUCCESS_RADIUS_M)
+        contradicts = outcome == "success" and ne_m is not None and ne_m >= radius
+        if contradicts and not force:
+            raise TrialError(
+                f"trial {trial_id}: success needs NE < {radius:g} m (the success radius), but NE is {ne_m:.2f} m ({ne_source}); "
+                "record failure, correct --ne, or pass --force to keep it (marked as forced)"
+            )
         now = time.time()
         with self._tx() as db:
             db.execute(
                 "UPDATE trials SET finished = COALESCE(finished, ?), end_reason = CASE WHEN finished IS NULL THEN ? ELSE end_reason END, "
-                "judged = ?, outcome = ?, reason = ?, ne_m = ?, ne_source = ? WHERE id = ?",
-                (now, end_reason or outcome, now, outcome, reason, ne_m, ne_source if ne_m is not None else "", trial_id),
+                "judged = ?, outcome = ?, reason = ?, ne_m = ?, ne_source = ?, verdict_forced = ? WHERE id = ?",
+                (now, end_reason or outcome, now, outcome, reason, ne_m, ne_source if ne_m is not None else "", int(contradicts), trial_id),
             )
+        self.trial_closed()
         return self.trial(trial_id)
 
     def close_interrupted(self, end_reason: str = "interrupted", judge: bool = False) -> list[int]:
@@ -781,6 +1123,8 @@ class TrialStore:
                 )
             else:
                 db.execute("UPDATE trials SET finished = ?, end_reason = ? WHERE finished IS NULL", (now, end_reason))
+        if ids:
+            self.trial_closed()
         return ids
 
     # --- steps and collisions ----------------------------------------------------------------------
@@ -995,6 +1339,29 @@ class TrialStore:
         return self.start_trial(platform, region, supersede=supersede, campaign_id=planned.campaign_id, planned_id=planned.id, **meta)
 
 
+_EMPTY_COPY = (
+    "empty file, not a trial store -- if it was copied from a running logger's store, the trials are in the "
+    "trials.db-wal file that was not copied with it; copy both, or use 'havln-robot trial backup OUT'"
+)
+
+
+def _fmt_ts(t: float | None) -> str:
+    return "never" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _sqlite_error(path: Path, what: str, exc: BaseException) -> TrialError:
+    """One-line TrialError for a SQLite failure; DiskFull for SQLITE_FULL / ENOSPC."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if code == 13 or "disk is full" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return DiskFull(f"{path}: disk full, {what} not recorded ({text}); everything committed before is kept -- free space on that disk")
+    if "locked" in text or "busy" in text:
+        return TrialError(f"{path}: {what} failed, the store stayed locked by another process ({text}); try again")
+    if "readonly" in text or "read-only" in text:
+        return TrialError(f"{path}: {what} failed, the store is read-only here ({text}); use a writable copy (trial backup)")
+    return TrialError(f"{path}: {what} failed ({text})")
+
+
 def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
@@ -1005,6 +1372,8 @@ def _trial(row: sqlite3.Row) -> Trial:
         d["agent_summary"] = json.loads(d.get("agent_summary") or "{}")
     except ValueError:
         d["agent_summary"] = {}
+    if "verdict_forced" in d:
+        d["verdict_forced"] = bool(d["verdict_forced"])
     return Trial(**{k: d[k] for k in _TRIAL_FIELDS if k in d})
 
 
