@@ -32,6 +32,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -206,6 +207,7 @@ class Bringup:
                     f"ROS domain {domain} already has {who} -- another simulator, driver or demo is running there. "
                     f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
                 )
+        fill_provenance(self.profile)
         for name, reason in self.skipped.items():
             self.log(f"[bringup] {name}: {reason}; skipping it")
         try:
@@ -299,6 +301,18 @@ class Bringup:
                     node.safe_stop()
             except Exception as exc:  # a failing safe_stop must not prevent the others
                 self.log(f"[bringup] {name}: safe_stop failed: {exc}")
+
+
+def fill_provenance(profile: Profile) -> None:
+    """Give trial_logger_node the profile file and agent_node's policy (when its own params are empty),
+    so every trial records which profile and policy/checkpoint produced it."""
+    tl = profile.nodes.get("trial_logger_node")
+    if tl is None:
+        return
+    if not tl.get("profile"):
+        tl["profile"] = str(Path(profile.path).resolve())
+    if not tl.get("policy") and "agent_node" in profile.nodes:
+        tl["policy"] = str(profile.nodes["agent_node"].get("policy", ""))
 
 
 def _free_domain_hint(domain: str) -> int:

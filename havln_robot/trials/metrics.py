@@ -166,6 +166,37 @@ class Rate:
         return "–" if not self.n else f"{100.0 * self.k / self.n:.0f}% ({self.k}/{self.n})"
 
 
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float] | None:
+    """Wilson score interval of a binomial proportion k/n (default 95 %: z = 1.96).
+
+    Well-behaved for the small n of a real-robot campaign (never outside [0, 1], sensible at
+    k = 0 or k = n, unlike the normal approximation).
+
+    Returns:
+        (low, high) as fractions, or None when n == 0.
+    """
+    if n <= 0:
+        return None
+    p = k / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_with_ci(k: int, n: int) -> str:
+    """``"62% (25/40; 95% CI 47-76%)"`` or ``"–"`` when n == 0."""
+    ci = wilson_interval(k, n)
+    if ci is None:
+        return "–"
+    return f"{100.0 * k / n:.0f}% ({k}/{n}; 95% CI {100 * ci[0]:.0f}–{100 * ci[1]:.0f}%)"
+
+
+def sr_success(trial: Trial, collisions: int) -> bool:
+    """HA-VLN SR: the trial is a success (STOP within the success radius) and had no collision."""
+    return trial.outcome == "success" and collisions == 0
+
+
 def success_table(trials: Iterable[Trial]) -> dict[str, dict[str, Rate]]:
     """Success rate by region type × people (the HA-VLN 2.0 real-robot table layout).
 

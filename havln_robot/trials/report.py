@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot.text import plural
-from havln_robot.trials.cli import add_store_args, store_path
-from havln_robot.trials.metrics import Trajectory, TrialSummary, success_table, summarize, trajectory
+from havln_robot.trials.cli import add_store_args, open_store, store_path
+from havln_robot.trials.metrics import Trajectory, TrialSummary, rate_with_ci, sr_success, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import PLATFORMS, SUCCESS_RADIUS_M, TrialError, TrialStore
 
@@ -228,7 +228,12 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 
 def write_report(
-    store: TrialStore, out: Path, campaign: str | None = None, platform: str | None = None, title: str = "HA-VLN trial report"
+    store: TrialStore,
+    out: Path,
+    campaign: str | None = None,
+    platform: str | None = None,
+    title: str = "HA-VLN trial report",
+    policy: str | None = None,
 ) -> dict[str, Path]:
     """Write the report files for the selected trials.
 
@@ -238,6 +243,7 @@ def write_report(
         campaign: restrict to a campaign (name or id).
         platform: restrict to a platform.
         title: Markdown title.
+        policy: restrict to a policy (name, checkpoint file, or sha256 prefix; see TrialStore.trials).
 
     Returns:
         name → path of every file written.
@@ -245,9 +251,9 @@ def write_report(
     Raises:
         TrialError: unknown campaign, or no trial matches.
     """
-    trials = store.trials(campaign=campaign, platform=platform)
+    trials = store.trials(campaign=campaign, platform=platform, policy=policy)
     if not trials:
-        sel = f" for campaign {campaign!r}" if campaign else ""
+        sel = (f" for campaign {campaign!r}" if campaign else "") + (f" of policy {policy!r}" if policy else "")
         raise TrialError(f"no trials{sel} in {store.path}; run some first (havln-robot trial start ...)")
     out.mkdir(parents=True, exist_ok=True)
     items = []
@@ -285,7 +291,8 @@ def write_report(
     files["trials_csv"] = out / "trials.csv"
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
-            "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path"]  # fmt: skip
+            "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path",
+            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile"]  # fmt: skip
     with files["trials_csv"].open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
@@ -296,7 +303,9 @@ def write_report(
                         _ne_str(t.ne_m), t.ne_source, s.steps, s.motions, s.collisions_human, s.collisions_static, s.collisions_other,
                         f"{s.path_length_m:.3f}", "" if s.duration_s is None else f"{s.duration_s:.1f}",
                         "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, t.goal_frame or "",
-                        "" if t.campaign_id is None else t.campaign_id, t.mcap_path])  # fmt: skip
+                        "" if t.campaign_id is None else t.campaign_id, t.mcap_path,
+                        t.state, int(sr_success(t, s.collisions)) if t.outcome in ("success", "failure") else "",
+                        int(t.verdict_forced), t.policy, t.checkpoint, t.checkpoint_sha256, t.software, t.profile])  # fmt: skip
 
     # PNG ------------------------------------------------------------------------------------------
     files["success_png"] = out / "success_by_region.png"
@@ -321,6 +330,16 @@ def write_report(
         sel.append(f"campaign `{campaign}`")
     if platform:
         sel.append(f"platform `{platform}`")
+    if policy:
+        sel.append(f"policy `{policy}`")
+    judged = [s for s in summaries if s.trial.outcome in ("success", "failure")]
+    n_ok = sum(s.trial.outcome == "success" for s in judged)
+    n_sr = sum(sr_success(s.trial, s.collisions) for s in judged)
+    forced = [s.trial.id for s in summaries if s.trial.verdict_forced]
+    interrupted = [s.trial.id for s in summaries if s.trial.state == "interrupted"]
+    prov: dict[tuple[str, str, str, str], list[int]] = {}
+    for t in trials:
+        prov.setdefault((t.policy or "unknown", t.checkpoint_sha256, t.software or "unknown", t.profile or "unknown"), []).append(t.id)
     md = [
         f"# {title}",
         "",
@@ -328,7 +347,23 @@ def write_report(
         "",
         f"**{plural(len(trials), 'trial')}** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
-        "Success rates count success/failure verdicts only.",
+        "Success rates count success/failure verdicts only."
+        + (f" Trials {', '.join(map(str, interrupted))}: interrupted (their logger died; no verdict yet)." if interrupted else "")
+        + (f" Trials {', '.join(map(str, forced))}: verdict forced against the measured NE (`trial end --force`)." if forced else ""),
+        "",
+        "## Provenance",
+        "",
+        _md_table(
+            ["policy", "checkpoint sha256", "software", "profile", "trials"],
+            [[pol, (sha[:16] + "…") if sha else "–", sw, f"`{pr}`", _id_ranges(ids)] for (pol, sha, sw, pr), ids in prov.items()],
+        ),
+        "",
+        "## Success and SR",
+        "",
+        f"- **Success**: the robot stopped (STOP) with NE < {SUCCESS_RADIUS_M:g} m (the trial's success radius), as judged: "
+        f"**{rate_with_ci(n_ok, len(judged))}**.",
+        f"- **SR** (HA-VLN): success *and* no collision (human or static) during the trial: **{rate_with_ci(n_sr, len(judged))}**.",
+        "- Both over the success/failure verdicts; 95% confidence intervals are Wilson score intervals.",
         "",
         "## Success rate by region type and people present",
         "",
@@ -366,7 +401,20 @@ def write_report(
     md += ["", "## Trials", ""]
     md.append(
         _md_table(
-            ["id", "started", "platform", "region", "people", "outcome", "NE (m)", "steps", "collisions (h/s)", "path (m)", "reason"],
+            [
+                "id",
+                "started",
+                "platform",
+                "region",
+                "people",
+                "outcome",
+                "NE (m)",
+                "steps",
+                "collisions (h/s)",
+                "path (m)",
+                "reason",
+                "policy",
+            ],
             [
                 [
                     s.trial.id,
@@ -374,12 +422,13 @@ def write_report(
                     s.trial.platform,
                     short_label(s.trial.region),
                     s.trial.people_present,
-                    s.trial.outcome or s.trial.state,
+                    (s.trial.outcome or s.trial.state) + (" (forced)" if s.trial.verdict_forced else ""),
                     _ne_str(s.trial.ne_m) or "–",
                     s.steps,
                     f"{s.collisions_human}/{s.collisions_static}",
                     f"{s.path_length_m:.1f}",
                     (s.trial.reason or "").replace("|", "/"),
+                    (s.trial.policy or "–") + (f" ({s.trial.checkpoint_sha256[:8]})" if s.trial.checkpoint_sha256 else ""),
                 ]
                 for s in summaries
             ],
@@ -391,6 +440,20 @@ def write_report(
     return files
 
 
+def _id_ranges(ids: Sequence[int]) -> str:
+    """``[1, 2, 3, 7]`` → ``"1–3, 7"``."""
+    out: list[str] = []
+    ids = sorted(ids)
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}–{ids[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry of ``havln-robot report``; returns the exit code (0 ok, 2 bad input)."""
     ap = argparse.ArgumentParser(prog="havln-robot report", description="Success-rate report (Markdown + CSV + PNG) from the trial store.")
@@ -398,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="trial_report", help="output folder (default ./trial_report)")
     ap.add_argument("--campaign", help="only this campaign (name or id)")
     ap.add_argument("--platform", choices=PLATFORMS, help="only this platform")
+    ap.add_argument("--policy", help="only trials of this policy (name, checkpoint file, or sha256 prefix)")
     ap.add_argument("--title", default="HA-VLN trial report", help="title of report.md (default: HA-VLN trial report)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     from havln_robot.paths import prepare_out_dir
@@ -405,8 +469,10 @@ def main(argv: list[str] | None = None) -> int:
     prepare_out_dir(a.out, "--out")
     try:
         db, _ = store_path(a)
-        with TrialStore(db, readonly=True) as st:
-            files = write_report(st, Path(a.out), campaign=a.campaign, platform=a.platform, title=a.title)
+        with open_store(db, readonly=True) as st:
+            if st.warning:
+                print(f"havln-robot report: warning: {st.warning}", file=sys.stderr)
+            files = write_report(st, Path(a.out), campaign=a.campaign, platform=a.platform, title=a.title, policy=a.policy)
     except TrialError as exc:
         print(f"havln-robot report: {exc}", file=sys.stderr)
         return 2
