@@ -28,6 +28,7 @@ import importlib
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -37,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from havln_robot import locks
 from havln_robot.agent.baselines import no_data_fallback
 from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
@@ -115,35 +117,120 @@ SOLE_SOURCES = {
 }
 
 
-def foreign_publishers(context: Any, topic_names: list[str], wait_s: float = 1.5) -> dict[str, list[str]]:
-    """Publishers that already exist on ``topic_names`` in this ROS domain (before our nodes start).
+#: How long the discovery confirmation watches for another graph's publishers on the sole-source
+#: topics, s. It runs while the nodes start, so bringup is not slower by it (a stack seen by
+#: discovery 1.7-1.8 s after start escaped the former 1.5 s probe).
+DOMAIN_CONFIRM_S = 3.0
 
-    Waits up to ``wait_s`` for DDS discovery (returns as soon as one is seen).
+
+def domain_lock_path(domain: str | int) -> Path:
+    """The same-machine guard of a ROS domain: ``<tmp>/havln_robot-ros-domain-<id>.lock``.
+
+    ``$HAVLN_LOCK_DIR`` replaces ``<tmp>`` (tests use it to play two machines on one).
+    """
+    base = os.environ.get("HAVLN_LOCK_DIR") or tempfile.gettempdir()
+    return Path(base) / f"havln_robot-ros-domain-{domain}.lock"
+
+
+class DomainProbe:
+    """Watches, on a thread, for publishers of another graph on ``topic_names`` for ``window_s``.
+
+    Publishers of this process's own context (our nodes, started meanwhile) are told apart by the
+    DDS participant: the first 12 bytes of an endpoint GID are its participant's GUID prefix,
+    the same for every node of one context. Where the RMW gives no usable GID, only what is seen
+    before :meth:`nodes_starting` counts.
+
+    Args:
+        context: the rclpy Context our nodes will use.
+        topic_names: topics this profile must be the only source of.
+        window_s: how long to watch, s.
+    """
+
+    def __init__(self, context: Any, topic_names: list[str], window_s: float = DOMAIN_CONFIRM_S) -> None:
+        import rclpy
+
+        self.node = rclpy.create_node(f"havln_bringup_probe_{os.getpid()}", context=context, start_parameter_services=False)
+        self._names = [t if t.startswith("/") else "/" + t for t in topic_names]
+        self._t_end = time.monotonic() + window_s
+        self._done = threading.Event()
+        self._halt = threading.Event()
+        self._own_nodes_from: float | None = None
+        self._prefix: bytes | None = None
+        self.found: dict[str, list[str]] = {}
+        self._thread = threading.Thread(target=self._run, name="bringup-domain-probe", daemon=True)
+
+    def start(self) -> DomainProbe:
+        self._thread.start()
+        return self
+
+    def nodes_starting(self) -> None:
+        """Our own nodes start now (their publishers must not be taken for another graph's)."""
+        if self._own_nodes_from is None:
+            self._own_nodes_from = time.monotonic()
+
+    def _own_prefix(self) -> bytes | None:
+        if self._prefix is None:
+            for i in self.node.get_publishers_info_by_topic("/rosout"):
+                gid = bytes(i.endpoint_gid)
+                if i.node_name == self.node.get_name() and len(gid) >= 12 and any(gid[:12]):
+                    self._prefix = gid[:12]
+        return self._prefix
+
+    def _scan(self) -> tuple[dict[str, list[str]], bool]:
+        prefix = self._own_prefix()
+        found: dict[str, list[str]] = {}
+        named = True
+        for t in self._names:
+            infos = [i for i in self.node.get_publishers_info_by_topic(t) if prefix is None or bytes(i.endpoint_gid)[:12] != prefix]
+            if infos:
+                known = {f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos if "_UNKNOWN_" not in i.node_name}
+                named = named and len(known) == len(infos)
+                found[t] = sorted(known) or ["a node not yet named by discovery"]
+        return found, named
+
+    def _run(self) -> None:
+        seen_at = None
+        try:
+            while not self._halt.is_set():
+                now = time.monotonic()
+                if self._prefix is None and self._own_nodes_from is not None and self._own_prefix() is None:
+                    break  # no GID to tell ours apart: only the look before our nodes counts
+                found, named = self._scan()
+                if found:
+                    self.found = found
+                    seen_at = now if seen_at is None else seen_at
+                    # node names arrive a little after the endpoints: wait for them, briefly
+                    if named or now - seen_at > 0.5 or now >= self._t_end:
+                        break
+                elif now >= self._t_end:
+                    break
+                time.sleep(0.05)
+        except Exception:  # context shut down under us: nothing more to learn
+            pass
+        finally:
+            self._done.set()
+
+    def result(self) -> dict[str, list[str]]:
+        """Wait for the end of the window (or the first finding); topic → foreign node names."""
+        self._done.wait()
+        try:
+            self.node.destroy_node()
+        except Exception:
+            pass
+        return self.found
+
+    def cancel(self) -> None:
+        self._halt.set()
+        self.result()
+
+
+def foreign_publishers(context: Any, topic_names: list[str], wait_s: float = DOMAIN_CONFIRM_S) -> dict[str, list[str]]:
+    """Publishers of another graph on ``topic_names`` in this ROS domain, watched for up to ``wait_s``.
 
     Returns:
-        topic → names of the nodes publishing it (only topics with publishers).
+        topic → names of the nodes publishing it (only topics with foreign publishers).
     """
-    import rclpy
-
-    node = rclpy.create_node("havln_bringup_probe", context=context, start_parameter_services=False)
-    try:
-        names = [t if t.startswith("/") else "/" + t for t in topic_names]
-        t_end = time.monotonic() + wait_s
-        while True:
-            found: dict[str, list[str]] = {}
-            named = True
-            for t in names:
-                infos = node.get_publishers_info_by_topic(t)
-                if infos:
-                    known = {f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos if "_UNKNOWN_" not in i.node_name}
-                    named = named and len(known) == len(infos)
-                    found[t] = sorted(known) or ["a node not yet named by discovery"]
-            # seen and named (node names arrive a little after the endpoints), or out of time
-            if (found and named) or time.monotonic() >= t_end:
-                return found
-            time.sleep(0.1)
-    finally:
-        node.destroy_node()
+    return DomainProbe(context, topic_names, wait_s).start().result()
 
 
 class Bringup:
@@ -152,10 +239,13 @@ class Bringup:
     Args:
         profile: a validated :class:`~havln_robot.config.Profile`.
         log: where status lines go (default: stderr).
-        check_graph: before creating nodes, refuse to start (ConfigError) when the ROS domain
-            already has a publisher on a topic this profile must be the sole source of
+        check_graph: refuse to start (ConfigError, every node stopped) when the ROS domain has
+            another publisher on a topic this profile must be the sole source of
             (:data:`SOLE_SOURCES`: clock and odom of sim_node, odom of go2_driver_node, cmd_vel of
-            motion_node). Costs up to 1.5 s of DDS discovery.
+            motion_node). Two guards: the per-domain OS lock (:func:`domain_lock_path`; another
+            havln-robot stack on this machine, instantly, whatever the discovery timing; taken
+            whenever the profile has such topics) and a DDS discovery watch of
+            :data:`DOMAIN_CONFIRM_S` that runs while the nodes start (other machines, teleops).
 
     Attributes:
         nodes: node name → node instance, for the nodes that started.
@@ -171,6 +261,7 @@ class Bringup:
         self._stop = threading.Event()
         self._threads: NodeThreads | None = None
         self._context = None
+        self._domain_lock: locks.HeldLock | None = None
         self.failed: tuple[str, BaseException] | None = None
 
     def _node_failed(self, name: str, exc: BaseException) -> None:
@@ -183,35 +274,47 @@ class Bringup:
         """Initialise rclpy (own context, no rclpy signal handlers) and create every node.
 
         Raises:
-            ConfigError: a node rejected its parameters, or another graph on this ROS domain
-                already publishes a topic this profile must be the sole source of (nothing is
-                left running).
+            ConfigError: a node rejected its parameters, another havln-robot stack on this machine
+                holds this ROS domain's lock (refused at once, nothing started), or another graph
+                on this ROS domain publishes a topic this profile must be the sole source of (seen
+                within :data:`DOMAIN_CONFIRM_S` while the nodes start; they are stopped again).
         """
         import rclpy
 
-        configure_dds()
-        self._context = rclpy.Context()
-        rclpy.init(context=self._context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+        sole = sorted({str(params[k]) for name, params in self.profile.nodes.items() for k in SOLE_SOURCES.get(name, ()) if k in params})
+        domain = os.environ.get("ROS_DOMAIN_ID", "") or "0"
+        if sole:
+            try:
+                self._domain_lock = locks.acquire(domain_lock_path(domain), what=f"havln-robot stack {self.profile.path}")
+            except locks.LockBusy as exc:
+                raise ConfigError(
+                    f"ROS domain {domain} is already used by another havln-robot stack on this machine ({exc.info}). "
+                    f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
+                ) from None
+            except OSError as exc:  # no lock without a writable temp folder; discovery still guards
+                self.log(f"[bringup] WARN: no same-machine ROS domain lock ({exc.strerror}); relying on DDS discovery")
+        try:
+            configure_dds()
+            self._context = rclpy.Context()
+            rclpy.init(context=self._context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+        except BaseException:
+            self._context = None
+            if self._domain_lock is not None:
+                self._domain_lock.release()
+                self._domain_lock = None
+            raise
         # node failures and stuck callbacks always reach stderr, whatever self.log does with status lines
         self._threads = NodeThreads(self._context, lambda s: print(s, file=sys.stderr, flush=True), self._node_failed)
-        if self.check_graph:
-            sole = sorted(
-                {str(params[k]) for name, params in self.profile.nodes.items() for k in SOLE_SOURCES.get(name, ()) if k in params}
-            )
-            busy = foreign_publishers(self._context, sole) if sole else {}
-            if busy:
-                self.shutdown()
-                domain = os.environ.get("ROS_DOMAIN_ID", "0")
-                who = "; ".join(f"{t} by {', '.join(n)}" for t, n in busy.items())
-                raise ConfigError(
-                    f"ROS domain {domain} already has {who} -- another simulator, driver or demo is running there. "
-                    f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
-                )
+        probe = DomainProbe(self._context, sole).start() if sole and self.check_graph else None
         fill_provenance(self.profile)
         for name, reason in self.skipped.items():
             self.log(f"[bringup] {name}: {reason}; skipping it")
         try:
             for name, params in self.profile.nodes.items():
+                if probe is not None:
+                    if probe.found:  # seen before this node starts: refuse now
+                        break
+                    probe.nodes_starting()
                 mod_name = NODES[name][0]
                 try:
                     mod = importlib.import_module(mod_name)
@@ -226,8 +329,18 @@ class Bringup:
                 self._threads.add(name, node)
                 self.log(f"[bringup] started {name}")
         except Exception:
+            if probe is not None:
+                probe.cancel()
             self.shutdown()
             raise
+        busy = probe.result() if probe is not None else {}
+        if busy:
+            self.shutdown()
+            who = "; ".join(f"{t} by {', '.join(n)}" for t, n in busy.items())
+            raise ConfigError(
+                f"ROS domain {domain} already has {who} -- another simulator, driver or demo is running there. "
+                f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
+            )
         return self
 
     @property
@@ -291,6 +404,9 @@ class Bringup:
         self.nodes.clear()
         rclpy.try_shutdown(context=self._context)
         self._context = None
+        if self._domain_lock is not None:
+            self._domain_lock.release()
+            self._domain_lock = None
         self.log("[bringup] all nodes stopped")
 
     def _safe_stop_all(self) -> None:

@@ -112,7 +112,10 @@ def acquire(path: str | os.PathLike[str], what: str = "") -> HeldLock:
             _registry[key] = (fd, n + 1)
             return HeldLock(p)
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(key, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            fd = os.open(key, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except PermissionError:  # another user's lock file (shared temp folder): flock works read-only too
+            fd = os.open(key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         t_end = time.monotonic() + PROBE_GRACE_S
         while True:
             try:
