@@ -429,7 +429,7 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
             f"  start→goal {math.dist(ep.start_position[:2], ep.goal_position[:2]):.1f} m straight, {ep.geodesic_distance:.1f} m along the path"
         )
 
-        # the ROS-domain conflict check (1.5 s of discovery) once: later episodes follow our own nodes
+        # the ROS-domain discovery watch once (the per-domain lock every time): later episodes follow our own nodes
         bringup = Bringup(profile, log=lambda s: None, check_graph=n == 0)
         if not args.verbose:
             # the demo prints its own line per step, refusal, collision and failed action; the

@@ -14,6 +14,11 @@ Services (std_srvs/Trigger; metadata from the node parameters, changeable with `
 ``reason`` parameter). The same store is shared with ``havln-robot trial``: a trial opened or
 ended from the CLI is picked up within ``poll_period``.
 
+One writer per store: the node opens its store as the writer (OS lock ``<db>.lock``, held for its
+life); a second logger on the same store is refused with one line naming the holder's pid. The
+store checkpoints its WAL at every trial close. A full disk (store or bag) is one error line and
+closes the trial ``aborted`` (reason ``disk full``) as far as the disk allows.
+
 Shutdown: a running trial is closed as ``aborted`` (reason ``shutdown``), the MCAP bag finished and
 the database closed. After a crash, the trial left running is finished as ``interrupted`` on the
 next start (its steps are all in the store; the operator can still give a verdict).
