@@ -108,7 +108,14 @@ def test_two_demos_on_one_store_second_refused_first_intact(tmp_path):
         [t] = trials
         assert t.finished is not None and t.outcome in ("success", "failure") and st.step_count(t.id) >= 1
         assert st.integrity_ok()
+        actions = st.actions(t.id)
+        episode = t.episode_id
     assert (out / "report" / "report.md").is_file()
+    if (out / "val_seen.json").is_file():  # with the HA-VLN data: the action file is the first run's alone
+        import json
+
+        data = json.loads((out / "val_seen.json").read_text())
+        assert episode in json.dumps(data) and len(actions) <= 3
 
 
 # --- item 5 ------------------------------------------------------------------------------------------
