@@ -104,7 +104,7 @@ def test_provenance_per_trial_filter_by_policy_and_report(tmp_path, capsys):
 
     assert report_main(["--db", str(db), "--out", str(tmp_path / "b"), "--policy", "cma_b"]) == 0
     md = (tmp_path / "b" / "report.md").read_text()
-    assert "policy `cma_b`" in md and "**1 trials**" in md and sha_a[:16] not in md
+    assert "policy `cma_b`" in md and "**1 trial**" in md and sha_a[:16] not in md
     assert report_main(["--db", str(db), "--out", str(tmp_path / "c"), "--policy", "nope"]) == 2
     assert "of policy 'nope'" in capsys.readouterr().err
 
