@@ -45,7 +45,7 @@ def _stop(p):
 
 @pytest.mark.parametrize(
     ("machines", "delay_s"),
-    [("same", 0.0), ("same", 2.0), ("other", 0.0), ("other", 1.0), ("other", 2.0), ("other", 6.0)],
+    [("same", 0.0), ("same", 2.0), ("other", 0.0), ("other", 1.0), ("other", 2.0), ("other", None)],
 )
 def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, delay_s):
     from havln_robot.bringup import DOMAIN_CONFIRM_S
@@ -58,8 +58,18 @@ def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, 
     env_b = dict(base, HAVLN_LOCK_DIR=str(tmp_path / ("a" if machines == "same" else "b")))
     a = _launch(profile, env_a)
     b = None
+    a_lines: list[str] = []
     try:
-        time.sleep(delay_s)
+        if delay_s is None:  # the first stack is fully up (its own discovery window is over)
+            t_up = time.monotonic() + 120
+            while time.monotonic() < t_up and not any("running" in ln for ln in a_lines):
+                line = a.stderr.readline()
+                if not line:
+                    break
+                a_lines.append(line)
+            assert any("running" in ln for ln in a_lines), "".join(a_lines)
+        else:
+            time.sleep(delay_s)
         b = _launch(profile, env_b)
         # b decides within its lock check or its discovery window (+ interpreter start on a loaded machine)
         t_end = time.monotonic() + DOMAIN_CONFIRM_S + 60
@@ -71,7 +81,7 @@ def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, 
         refused = [p for p in (a, b) if p.poll() == 2]
         assert refused, "neither stack was refused"
     finally:
-        err_a = _stop(a)
+        err_a = "".join(a_lines) + _stop(a)
         err_b = _stop(b) if b is not None else ""
     errs = [e for p, e in ((a, err_a), (b, err_b)) if p is not None and p.returncode == 2]
     assert all(f"ROS domain {domain}" in e and "ROS_DOMAIN_ID=" in e and "Traceback" not in e for e in errs), errs
@@ -82,7 +92,7 @@ def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, 
         assert loser.returncode == 2 and winner.returncode == 0, (err_a, err_b)
         assert f"pid={winner.pid}" in err and "another havln-robot stack on this machine" in err
         assert "started motion_node" not in err and len(err.strip().splitlines()) == 1
-    elif delay_s >= 6.0:
+    elif delay_s is None:
         # the first one is long up: the second is the one refused, by discovery
         assert b.returncode == 2 and a.returncode == 0, (err_a, err_b)
         assert "already has /cmd_vel by /motion_node" in err_b
