@@ -491,7 +491,39 @@ def check_sdk(ctx: Context) -> Result:
         return Result(
             "sdk", WARN, f"unitree_sdk2py, cyclonedds {ver}", f"cyclonedds=={CYCLONEDDS_WANTED} is what this stack is tested with"
         )
-    return Result("sdk", OK, f"unitree_sdk2py, cyclonedds {ver}")
+    lib = ""
+    try:
+        lib = str(getattr(ctx.probes.import_module("cyclonedds.__library__"), "library_path", "") or "")
+    except ImportError:
+        pass
+    base = f"unitree_sdk2py, cyclonedds {ver}" + (f", libddsc {lib}" if lib else "")
+    if lib and not Path(lib).exists():
+        return Result(
+            "sdk",
+            WARN,
+            f"{base} (gone)",
+            "rebuild: CYCLONEDDS_HOME=<Cyclone 0.10.2 prefix> pip install --no-binary cyclonedds --force-reinstall cyclonedds==0.10.2",
+        )
+    if ctx.probes.env.get("RMW_IMPLEMENTATION") == "rmw_cyclonedds_cpp" and lib:
+        rmw_lib = _ros_libddsc(ctx.probes.env)
+        if rmw_lib and os.path.realpath(rmw_lib) != os.path.realpath(lib):
+            return Result(
+                "sdk",
+                WARN,
+                f"{base}; rmw_cyclonedds_cpp loads {rmw_lib}: two Cyclone DDS libraries in go2_driver_node's process",
+                "rebuild the binding with CYCLONEDDS_HOME=/opt/ros/$ROS_DISTRO, or run ROS on rmw_fastrtps_cpp (docs/robot.md)",
+            )
+    return Result("sdk", OK, base)
+
+
+def _ros_libddsc(env: Mapping[str, str]) -> str | None:
+    """The ``libddsc.so.0`` the ROS install's rmw_cyclonedds_cpp loads (first on AMENT_PREFIX_PATH), or None."""
+    for prefix in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        for name in ("libddsc.so.0", "libddsc.so"):
+            cand = Path(prefix) / "lib" / name
+            if prefix and cand.exists():
+                return str(cand)
+    return None
 
 
 def _policy_time(spec: str, device: str) -> float:

@@ -54,7 +54,18 @@ def colcon_ws(tmp_path_factory):
     env.pop("COLCON_PREFIX_PATH", None)
     t0 = time.monotonic()
     r = subprocess.run(
-        [_colcon(), "--log-base", str(ws / "log"), "build", "--base-paths", "src", "--packages-select", "havln_robot", "--event-handlers", "console_direct-"],
+        [
+            _colcon(),
+            "--log-base",
+            str(ws / "log"),
+            "build",
+            "--base-paths",
+            "src",
+            "--packages-select",
+            "havln_robot",
+            "--event-handlers",
+            "console_direct-",
+        ],
         cwd=ws,
         env=env,
         capture_output=True,

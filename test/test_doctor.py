@@ -211,6 +211,25 @@ def test_sdk_check():
     assert r.status == WARN
 
 
+def test_sdk_check_two_cyclone_libraries(tmp_path):
+    ours = tmp_path / "cyclone" / "lib" / "libddsc.so"
+    ros = tmp_path / "ros" / "lib" / "libddsc.so.0"
+    for p in (ours, ros):
+        p.parent.mkdir(parents=True)
+        p.write_bytes(b"\x7fELF")
+    lib = types.SimpleNamespace(library_path=str(ours))
+    env = {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp", "AMENT_PREFIX_PATH": str(tmp_path / "ros")}
+    r = doctor.check_sdk(ctx_with(env=env, import_module=imports(**{"cyclonedds.__library__": lib})))
+    assert r.status == WARN and "two Cyclone DDS libraries" in r.detail and "CYCLONEDDS_HOME=/opt/ros" in r.fix
+    ros.unlink()
+    ros.symlink_to(ours)  # the binding built against ROS's own Cyclone: one library in the process
+    r = doctor.check_sdk(ctx_with(env=env, import_module=imports(**{"cyclonedds.__library__": lib})))
+    assert r.status == OK and str(ours) in r.detail
+    gone = types.SimpleNamespace(library_path="/gone/libddsc.so")
+    r = doctor.check_sdk(ctx_with(env=env, import_module=imports(**{"cyclonedds.__library__": gone})))
+    assert r.status == WARN and "gone" in r.detail
+
+
 def _torch(cuda):
     return types.SimpleNamespace(
         __version__="2.5.0a0+nv24",
