@@ -178,9 +178,11 @@ def _default_clock() -> dict[str, Any]:
 
 
 def _default_graph(topics: list[str], timeout_s: float) -> dict[str, Any]:
-    """Publishers of ``topics`` on the ROS graph (this process's DDS environment), and one Imu frame_id.
+    """Publishers and subscribers of ``topics`` on the ROS graph (this process's DDS environment), and
+    the frame_id of one Imu message per Imu topic.
 
-    Returns ``{topic: [{"node": ..., "reliability": "reliable" | "best_effort"}], "_imu_frame": {topic: frame}}``.
+    Returns ``{topic: [publisher], "_subs": {topic: [subscriber]}, "_imu_frame": {topic: frame}}``,
+    each endpoint ``{"node": "/ns/name", "reliability": "reliable" | "best_effort", "type": ...}``.
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -193,16 +195,22 @@ def _default_graph(topics: list[str], timeout_s: float) -> dict[str, Any]:
     executor.add_node(node)
     try:
         time.sleep(timeout_s)  # discovery of the running nodes
-        info: dict[str, Any] = {"_imu_frame": {}}
-        for t in topics:
-            info[t] = [
+        info: dict[str, Any] = {"_imu_frame": {}, "_subs": {}}
+
+        def endpoints(found: Any) -> list[dict[str, str]]:
+            return [
                 {
                     "node": f"{p.node_namespace.rstrip('/')}/{p.node_name}",
                     "reliability": "reliable" if p.qos_profile.reliability == QoSReliabilityPolicy.RELIABLE else "best_effort",
                     "type": p.topic_type,
                 }
-                for p in node.get_publishers_info_by_topic(t)
+                for p in found
+                if p.node_name != "havln_doctor"
             ]
+
+        for t in topics:
+            info[t] = endpoints(node.get_publishers_info_by_topic(t))
+            info["_subs"][t] = endpoints(node.get_subscriptions_info_by_topic(t))
             if any(p["type"] == "sensor_msgs/msg/Imu" for p in info[t]):
                 from sensor_msgs.msg import Imu
 
@@ -714,11 +722,12 @@ def check_clock(ctx: Context) -> Result:
 
 
 def check_graph(ctx: Context) -> Result:
-    """Running stack (people source, IMU frame, camera QoS): WARN when the stack is not running
+    """Running stack (people source, IMU frame, sensor QoS): WARN when the stack is not running
     (nothing to check), when ``havln/people`` has no publisher and motion_node has no in-process
     detector (personal space then works on depth obstacles only), when the Imu arrives in a frame
-    the driver does not declare, or when a sensor topic is published best-effort (a reliable
-    subscriber then receives nothing)."""
+    other than the driver's ``imu_frame`` / ``imu_link`` / ``base_link`` (yaw would be read about
+    the wrong axis), or when a sensor topic is published best-effort while a node subscribes
+    reliable (incompatible QoS: that subscriber receives nothing)."""
     if "motion_node" not in ctx.nodes:
         return Result("graph", OK, "profile has no motion_node: skipped")
     people = str(ctx.param("motion_node", "people_topic"))
@@ -744,15 +753,17 @@ def check_graph(ctx: Context) -> Result:
     allowed = {str(ctx.param("go2_driver_node", "imu_frame", "imu_link")), "base_link", "imu_link"}
     if g.get(topics[1]) and frame is not None and frame not in allowed:
         problems.append(f"{topics[1]} arrives in frame {frame!r} (expected one of {', '.join(sorted(allowed))})")
-    for t in topics[1:]:
+    for t in topics:
         be = [p["node"] for p in g.get(t, []) if p.get("reliability") == "best_effort"]
-        if be:
-            problems.append(f"{t} published best-effort by {', '.join(be)}")
+        strict = [s["node"] for s in g.get("_subs", {}).get(t, []) if s.get("reliability") == "reliable"]
+        if be and strict:
+            problems.append(
+                f"{t} published best-effort by {', '.join(be)} but subscribed reliable by {', '.join(strict)} (receives nothing)"
+            )
     if problems:
-        return Result(
-            "graph", WARN, "; ".join(problems), "start a people source; publish the Imu in the body frame; publish sensors reliable"
-        )
-    return Result("graph", OK, f"people on {topics[0]}, IMU frame {frame}, sensor topics reliable")
+        fix = "start a people source; publish the Imu in the body frame; match the sensor QoS (publish reliable or subscribe best-effort)"
+        return Result("graph", WARN, "; ".join(problems), fix)
+    return Result("graph", OK, f"people on {topics[0]}, IMU frame {frame}, sensor QoS compatible")
 
 
 #: name → (check, what it covers); run in this order.

@@ -108,8 +108,12 @@ def test_installed_node_starts_with_installed_profile(colcon_ws, tmp_path):
         "PYTHONUNBUFFERED": "1",
         "RCUTILS_LOGGING_BUFFERED_STREAM": "0",
     }
+    code = (
+        "import havln_robot, havln_robot.paths as p; print(havln_robot.__file__); print(p.share_dir());"
+        "from ament_index_python.packages import get_package_share_directory as g; print(g('havln_robot'))"
+    )
     r = subprocess.run(
-        [sys.executable, "-c", "import havln_robot, havln_robot.paths as p; print(havln_robot.__file__); print(p.share_dir())"],
+        [sys.executable, "-c", code],
         env=env,
         cwd=tmp_path,  # not the checkout: its havln_robot/ would shadow the installed one
         capture_output=True,
@@ -119,6 +123,10 @@ def test_installed_node_starts_with_installed_profile(colcon_ws, tmp_path):
     lines = r.stdout.split()
     assert lines[0].startswith(str(site)), f"installed package not first on the path: {r.stdout} {r.stderr}"
     assert lines[1] == str(prefix / "share" / "havln_robot"), f"share folder not the installed one: {lines[1]}"
+    assert lines[2] == lines[1], "ament_index_python (what go2.launch.py uses) does not find the installed package"
+    cli = prefix / "lib" / "havln_robot" / "havln-robot"
+    r = subprocess.run([str(cli), "config", str(profile)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "go2_driver_node:" in r.stdout, r.stdout + r.stderr
     db = tmp_path / "trials.db"
     exe = prefix / "lib" / "havln_robot" / "trial_logger_node"
     cmd = [str(exe), "--ros-args", "--params-file", str(profile), "-p", f"db_path:={db}"]

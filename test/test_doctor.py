@@ -340,7 +340,10 @@ def test_graph_check_with_fakes():
     assert r.status == WARN and "camera_imu_optical_frame" in r.detail
     be = {**good, "/camera/aligned_depth_to_color/image_raw": _pub("/camera/camera", "best_effort")}
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: be))
-    assert r.status == WARN and "best-effort by /camera/camera" in r.detail
+    assert r.status == OK, r.line()  # nobody subscribes reliable
+    be["_subs"] = {"/camera/aligned_depth_to_color/image_raw": _pub("/motion_node") + _pub("/agent_node", "best_effort")}
+    r = doctor.check_graph(ctx_with(graph=lambda topics, t: be))
+    assert r.status == WARN and "best-effort by /camera/camera but subscribed reliable by /motion_node (receives nothing)" in r.detail
 
 
 def test_graph_probe_reads_a_real_graph(ros_context):
@@ -363,6 +366,7 @@ def test_graph_probe_reads_a_real_graph(ros_context):
         imu_pub.publish(m)
 
     node.create_timer(0.05, tick)
+    node.create_subscription(PoseArray, "havln/people", lambda m: None, 10)  # reliable
     ex = SingleThreadedExecutor(context=ros_context)
     ex.add_node(node)
     th = threading.Thread(target=ex.spin, daemon=True)
@@ -375,6 +379,21 @@ def test_graph_probe_reads_a_real_graph(ros_context):
     assert [p["reliability"] for p in g["/imu"]] == ["reliable"]
     assert [p["reliability"] for p in g["/havln/people"]] == ["best_effort"]
     assert g["_imu_frame"] == {"/imu": "imu_link"}
+    assert g["_subs"]["/havln/people"] == [{"node": "/fake_robot", "reliability": "reliable", "type": "geometry_msgs/msg/PoseArray"}]
+    assert g["_subs"]["/imu"] == []  # the probe's own subscription is not reported
+
+
+# --- the default probes on this machine ------------------------------------------------------------
+
+
+def test_default_probes_here():
+    lo = doctor._default_interface("lo")
+    assert lo == {"up": True, "addresses": ["127.0.0.1/8"]}
+    assert doctor._default_interface("havln-no-such-if0") is None
+    clock = doctor._default_clock()
+    assert clock["synchronized"] in (True, False, None) and clock["source"]
+    devices = doctor._default_realsense_devices()  # librealsense's real enumeration (none on a CI machine)
+    assert isinstance(devices, list)
 
 
 # --- the command ------------------------------------------------------------------------------------
