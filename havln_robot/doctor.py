@@ -90,7 +90,8 @@ def _default_interface(name: str) -> dict[str, Any] | None:
 
 
 _GO2_PROBE = r"""
-import json, sys, threading, time
+import sys, threading, time
+from havln_robot.jsonio import dumps
 iface, domain, topic, timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelSubscriber
 from unitree_sdk2py.idl.unitree_go.msg.dds_ import SportModeState_
@@ -105,7 +106,7 @@ ChannelFactoryInitialize(domain, iface)
 sub = ChannelSubscriber(topic, SportModeState_)
 sub.Init(handle, 10)
 got.wait(timeout)
-print(json.dumps({"seconds": first[0][0], "mode": first[0][1]} if first else {"seconds": None}), flush=True)
+print(dumps({"seconds": first[0][0], "mode": first[0][1]} if first else {"seconds": None}), flush=True)
 """
 
 
@@ -842,7 +843,9 @@ def main(argv: list[str] | None = None, probes: Probes | None = None) -> int:
     ctx = make_context(args.profile or default_profile(), probes, offline=args.offline)
     results = run_checks(ctx, only or None)
     if args.json:
-        print(json.dumps([asdict(r) for r in results], indent=2))
+        from havln_robot.jsonio import dumps
+
+        print(dumps([asdict(r) for r in results], indent=2))
     else:
         for r in results:
             print(r.line(), flush=True)
