@@ -269,6 +269,7 @@ class Context:
     probes: Probes
     offline: bool = False
     profile_error: str = ""
+    dds_error: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
 
     def param(self, node: str, key: str, default: Any = None) -> Any:
@@ -324,6 +325,8 @@ def check_dds(ctx: Context) -> Result:
     mode = env.get("HAVLN_DDS", "loopback").strip().lower() or "loopback"
     if mode not in ("loopback", "robot"):
         return Result("dds", FAIL, f"HAVLN_DDS={mode!r}", "set HAVLN_DDS to 'robot' on the Go2 (or unset it for loopback)")
+    if ctx.dds_error:
+        return Result("dds", FAIL, ctx.dds_error, "reinstall the package (colcon build) so share/havln_robot/config is complete")
     parts = [f"HAVLN_DDS={mode}"]
     for var in ("FASTRTPS_DEFAULT_PROFILES_FILE", "CYCLONEDDS_URI"):
         val = env.get(var)
@@ -841,6 +844,17 @@ def main(argv: list[str] | None = None, probes: Probes | None = None) -> int:
         print(f"havln-robot doctor: --only {','.join(bad)}: unknown check; use some of {', '.join(CHECKS)}", file=sys.stderr)
         return 2
     ctx = make_context(args.profile or default_profile(), probes, offline=args.offline)
+    if probes is None:
+        # the DDS environment every havln_robot node applies at start (havln_robot.dds): the ros, dds
+        # and graph checks then see what the nodes will use, and nothing leaves loopback by default
+        from havln_robot.dds import configure_dds
+
+        try:
+            configure_dds()
+        except ValueError:
+            pass  # a bad HAVLN_DDS: the dds check says so
+        except OSError as exc:
+            ctx.dds_error = str(exc)
     results = run_checks(ctx, only or None)
     if args.json:
         from havln_robot.jsonio import dumps

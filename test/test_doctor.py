@@ -408,6 +408,8 @@ def test_a_crashing_check_is_one_fail_line():
 def test_doctor_on_this_machine(tmp_path):
     """No robot here: the checklist prints, the missing pieces are FAIL lines, exit 1, no traceback."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for var in ("RMW_IMPLEMENTATION", "FASTRTPS_DEFAULT_PROFILES_FILE", "ROS_AUTOMATIC_DISCOVERY_RANGE", "HAVLN_DDS"):
+        env.pop(var, None)  # doctor applies the nodes' DDS environment itself (loopback unless HAVLN_DDS=robot)
     cmd = [sys.executable, "-m", "havln_robot.cli", "doctor", "--offline", "--profile", str(GO2)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -417,6 +419,8 @@ def test_doctor_on_this_machine(tmp_path):
         (line,) = [x for x in lines if x[5:].startswith(name + " ")]
         assert line[:4].strip() in (OK, WARN, FAIL)
     assert any(x.startswith("FAIL realsense") and "no RealSense found" in x for x in lines)
+    assert any(x.startswith("WARN dds") and "fastdds_loopback.xml" in x for x in lines)
+    assert any(x[5:].startswith("ros ") and "RMW rmw_fastrtps_cpp" in x for x in lines)
     assert lines[-1].endswith(f"FAIL ({GO2})")
     r = subprocess.run(cmd + ["--json", "--only", "realsense,clock"], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     rows = json.loads(r.stdout)
