@@ -152,3 +152,16 @@ def test_installed_node_starts_with_installed_profile(colcon_ws, tmp_path):
     assert proc.returncode in (0, -signal.SIGINT, 130), f"exit {proc.returncode} after SIGINT:\n{''.join(out)[-3000:]}"
     assert "Traceback" not in "".join(out), "".join(out)[-3000:]
     assert db.is_file(), "the node did not open its trial store"
+
+
+def test_setup_py_never_imports_the_package():
+    """colcon runs setup.py on the robot before anything is installed: it must not import havln_robot
+    (which would pull in numpy/torch and fail on a fresh Jetson)."""
+    code = (
+        "import runpy, sys; sys.argv = ['setup.py', '--name']; runpy.run_path('setup.py', run_name='__main__');"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('havln_robot', 'torch', 'numpy', 'rclpy'));"
+        "print('IMPORTED', bad)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "havln_robot" in r.stdout and "IMPORTED []" in r.stdout, r.stdout
