@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -658,6 +659,8 @@ def check_disk(ctx: Context) -> Result:
     except ValueError as exc:
         return Result("disk", FAIL, str(exc), "set trial_logger_node.platform or db_path")
     need = mcap_bytes_per_hour(p)
+    if need <= 0:
+        return Result("disk", OK, "MCAP recording off (trial_logger_node.record_mcap: false): skipped")
     probe = folder
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -674,27 +677,33 @@ def check_disk(ctx: Context) -> Result:
 
 
 def check_store(ctx: Context) -> Result:
-    """Trial store: FAIL when its folder cannot be created or written, or another process holds
-    its writer lock (a second logger would be refused at start)."""
+    """Trial store: FAIL when the store (or, before the first trial, the nearest existing folder
+    above it, where the logger will create it) cannot be written, or another process holds its
+    writer lock (a second logger would be refused at start). Leaves nothing behind: one temporary
+    file, written, synced and removed."""
     if "trial_logger_node" not in ctx.nodes:
         return Result("store", OK, "profile has no trial_logger_node: skipped")
     try:
         db = _store_path(ctx)
     except ValueError as exc:
         return Result("store", FAIL, str(exc), "set trial_logger_node.platform or db_path")
-    folder = db.parent
+    where = db.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".havln-doctor-{os.getpid()}"
-        probe.write_bytes(b"ok")
-        os.fsync(os.open(probe, os.O_RDONLY))
-        probe.unlink()
+        if not where.is_dir():
+            raise NotADirectoryError(20, "not a directory")
+        with tempfile.NamedTemporaryFile(dir=where, prefix=".havln-doctor-") as f:
+            f.write(b"ok")
+            f.flush()
+            os.fsync(f.fileno())
     except OSError as exc:
-        return Result("store", FAIL, f"{folder}: not writable ({exc.strerror})", "fix the permissions or set trial_logger_node.db_path")
+        return Result("store", FAIL, f"{db}: {where} not writable ({exc.strerror})", "fix the permissions or set trial_logger_node.db_path")
     holder = (ctx.probes.store_holder or _store_holder)(db)
     if holder:
         return Result("store", FAIL, f"{db}: held by another writer ({holder})", "stop that trial_logger_node first (one writer per store)")
-    return Result("store", OK, f"{db} writable" + (" (exists)" if db.exists() else " (created on the first trial)"))
+    state = "exists" if db.exists() else f"created on the first trial under {where}"
+    return Result("store", OK, f"{db} writable ({state})")
 
 
 def _store_holder(db: Path) -> str | None:
@@ -747,7 +756,7 @@ def check_graph(ctx: Context) -> Result:
             "graph",
             WARN,
             "stack not running: people source, IMU frame and camera QoS not checked",
-            "start the stack (ros2 launch havln_robot go2.launch.py) and re-run doctor",
+            f"start the stack (ros2 launch havln_robot <launch file>, or havln-robot launch {ctx.profile_path}) and re-run doctor",
         )
     problems = []
     detector = str(ctx.param("motion_node", "person_detector", "") or "")

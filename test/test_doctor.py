@@ -291,13 +291,18 @@ def test_disk_check(tmp_path):
     assert doctor.check_disk(ctx).status == OK
     ctx.nodes["trial_logger_node"]["record_mcap"] = False
     ctx.probes.disk_free = lambda p: 1e6
-    assert doctor.check_disk(ctx).status == OK
+    r = doctor.check_disk(ctx)
+    assert r.status == OK and "recording off" in r.detail
 
 
-def test_store_check(tmp_path):
+def test_store_check(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
     ctx = ctx_with()
-    r = doctor.check_store(ctx)  # default store of the go2 platform, under the test HOME
-    assert r.status == OK and str(Path.home()) in r.detail and "trials/go2/trials.db" in r.detail
+    r = doctor.check_store(ctx)  # default store of the go2 platform (platformdirs, XDG_DATA_HOME)
+    assert r.status == OK and str(data / "havln_robot" / "trials" / "go2" / "trials.db") in r.detail, r.line()
+    assert f"created on the first trial under {tmp_path}" in r.detail
+    assert sorted(os.listdir(tmp_path)) == [], "the check left files or folders behind"
     blocker = tmp_path / "file"
     blocker.write_text("x")
     ctx.nodes["trial_logger_node"]["db_path"] = str(blocker / "trials.db")
