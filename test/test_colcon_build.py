@@ -90,6 +90,9 @@ def test_install_layout(colcon_ws):
     for node in _node_names() + ["havln-robot"]:
         exe = prefix / "lib" / "havln_robot" / node
         assert exe.is_file() and os.access(exe, os.X_OK), f"lib/havln_robot/{node} missing (ros2 run looks there)"
+        # the executables run with the interpreter colcon ran with: colcon belongs in the robot's venv (README)
+        shebang = exe.read_text().splitlines()[0]
+        assert shebang.startswith("#!") and Path(shebang[2:].split()[0]).resolve() == Path(sys.executable).resolve(), shebang
     sites = list(prefix.glob("lib/python3*/site-packages/havln_robot/nodes/_base.py"))
     assert sites, "the havln_robot package is not in lib/python3.X/site-packages"
     # colcon's environment hooks: sourcing install/setup.bash puts the package on the paths
