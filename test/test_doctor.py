@@ -439,3 +439,21 @@ def test_doctor_bad_arguments(capsys):
     rc = doctor.main(["--profile", "/nowhere/go2.yaml", "--only", "profile"], Probes(env={}))
     out = capsys.readouterr().out
     assert rc == 1 and "FAIL profile" in out and "/nowhere/go2.yaml: no such file" in out
+
+
+def test_store_check_sees_a_real_writer(tmp_path):
+    """With the store's writer lock (havln_robot.locks, issue 14), a running logger makes the check FAIL."""
+    pytest.importorskip("havln_robot.locks", reason="this build has no trial-store writer lock yet")
+    db = tmp_path / "trials.db"
+    code = f"from havln_robot.trials.store import TrialStore; s = TrialStore({str(db)!r}, writer=True); print('held', flush=True); input()"
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        ctx = ctx_with()
+        ctx.nodes["trial_logger_node"]["db_path"] = str(db)
+        r = doctor.check_store(ctx)
+        assert r.status == FAIL and f"pid={holder.pid}" in r.detail, r.line()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert doctor.check_store(ctx).status == OK
