@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("havln_robot.trials.report:main", "success-rate report (Markdown + CSV + PNG) from the trial store"),
     "data": ("havln_robot.data.fetch:main", "get the HA-VLN data: data fetch [--dest DIR] [--mirror DIR|URL] | data check"),
     "config": ("havln_robot.cli:config_main", "validate a deployment profile without starting anything"),
+    "doctor": ("havln_robot.doctor:main", "check a robot machine before a trial day: doctor [--profile config/go2.yaml] [--json]"),
 }
 
 

@@ -40,6 +40,10 @@ ln -sfn /usr/include "$CYHOME/include"
 ln -sfn /usr/bin "$CYHOME/bin"
 ln -sfn "/usr/lib/$ARCH_LIB" "$CYHOME/lib"
 echo "[setup] installing pinned Python packages (first run takes a few minutes)"
+# Built without pip's wheel cache: a cached wheel remembers the CYCLONEDDS_HOME of the venv that built
+# it first (cyclonedds/__library__.py), so another checkout's venv would load that one's libddsc.
+CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+  --no-binary cyclonedds --no-deps "$(grep -i '^cyclonedds==' requirements.lock)"
 CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
   --no-binary cyclonedds -r requirements.lock
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
