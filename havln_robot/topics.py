@@ -42,6 +42,8 @@ COLOR_OPTICAL_FRAME = "camera_color_optical_frame"
 DEPTH_OPTICAL_FRAME = "camera_color_optical_frame"  # depth is aligned to color
 
 # --- DiagnosticStatus records: status.name carries the record kind, values carry these keys ----
+# Typed records, encoders and decoders: havln_robot.records (pure) and havln_robot.nodes.codec (ROS).
+# Every record also carries "schema_version" (havln_robot.records.SCHEMA_KEY; absent = version 1).
 #: motion_node → one per executed action. status.name = action literal; status.message = outcome.
 ACTION_RESULT_KEYS = (
     "seq",  # int, action counter since motion_node start
@@ -59,6 +61,8 @@ ACTION_RESULT_KEYS = (
     "yaw_deg",  # odom pose at the end of the action
     "reverted",  # "true" when the robot backed off to the pre-action pose after a collision
     "detail",  # free text
+    "executed",  # amount executed: m (MOVE_FORWARD) or rad (TURN_*, LOOK_*); the action's step is the maximum
+    "refused",  # "true" when nothing was started (rejected, unsupported, blocked before start)
 )
 #: motion_node → one per detected collision.
 COLLISION_KEYS = ("stamp", "x", "y", "yaw_deg", "action", "type", "distance_m", "human_id", "motion_state", "source", "contact")

@@ -362,15 +362,16 @@ def test_jolt_is_a_collision():
 
 
 def test_result_records_have_contract_keys():
+    from havln_robot.records import SCHEMA_KEY
     from havln_robot.topics import ACTION_RESULT_KEYS, COLLISION_KEYS
 
     ex = Executor(CFG)
     p = Plant(0)
     p.person = (0.9, 0.0)
     results, cols, _ = drive(ex, p, A.MOVE_FORWARD)
-    assert tuple(results[0].record()) == ACTION_RESULT_KEYS
-    assert results[0].record()["reverted"] == "false"
-    assert tuple(cols[0].record()) == COLLISION_KEYS
+    assert tuple(results[0].to_values()) == (*ACTION_RESULT_KEYS, SCHEMA_KEY)
+    assert results[0].to_values()["reverted"] == "false"
+    assert tuple(cols[0].to_values()) == (*COLLISION_KEYS, SCHEMA_KEY)
 
 
 @pytest.mark.parametrize("chain_deg", [2.0, 0.0])

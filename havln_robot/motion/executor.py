@@ -37,9 +37,12 @@ from havln_robot import actions as A
 from havln_robot.geometry import wrap_angle
 from havln_robot.motion.checks import StallDetector, jolt_check, slip_check
 from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forward_hazard, turn_hazard
-from havln_robot.topics import ACTION_RESULT_KEYS, COLLISION_KEYS
+from havln_robot.records import ActionResult, CollisionRecord, Outcome
 
-OUTCOMES = ("ok", "collision", "timeout", "slip", "stall", "aborted", "rejected", "unsupported")
+#: Action outcomes (the values of :class:`havln_robot.records.Outcome`).
+OUTCOMES = tuple(o.value for o in Outcome)
+
+__all__ = ["ActionResult", "CollisionRecord", "Executor", "MotionConfig", "OUTCOMES", "Tick"]
 
 Pose2D = tuple[float, float, float]  # x m, y m, yaw rad (odom frame)
 
@@ -149,68 +152,6 @@ class MotionConfig:
         if action in (A.TURN_LEFT, A.TURN_RIGHT):
             return min_duration(A.TURN_ANGLE_RAD, self.w_max, self.a_ang)
         return 0.0
-
-
-@dataclass
-class ActionResult:
-    """Outcome of one action (published on ``havln/action_result``; keys = ``ACTION_RESULT_KEYS``).
-
-    Errors are measured against the intended final pose: the action's target, or the pre-action
-    pose when the robot reverted. Distances/yaws are changes since the action started.
-    """
-
-    seq: int
-    action: str
-    outcome: str
-    distance_odom_m: float = 0.0
-    yaw_odom_deg: float = 0.0
-    yaw_imu_deg: float = 0.0
-    pitch_deg: float = 0.0
-    position_error_m: float = 0.0
-    yaw_error_deg: float = 0.0
-    duration_s: float = 0.0
-    x: float = 0.0
-    y: float = 0.0
-    yaw_deg: float = 0.0
-    reverted: bool = False
-    detail: str = ""
-
-    def record(self) -> dict[str, Any]:
-        """The result as an ordered dict over ``ACTION_RESULT_KEYS`` (bools as "true"/"false")."""
-        d = {k: getattr(self, k) for k in ACTION_RESULT_KEYS}
-        d["reverted"] = "true" if self.reverted else "false"
-        return d
-
-
-@dataclass
-class CollisionRecord:
-    """One detected (or prevented) collision (``havln/collision``; keys = ``COLLISION_KEYS``).
-
-    ``motion_state`` is the executor phase when it was detected: ``blocked`` (checked before the
-    action started -- nothing moved, the collision was prevented), ``moving``, ``turning``,
-    ``settling`` or ``reverting``. ``contact`` tells a real collision (something touches the robot:
-    a person within their body radius, an IMU jolt, a stall) from a motion stopped short of one
-    (clearance or personal space would have been violated); trial statistics count contacts only.
-    """
-
-    stamp: float
-    x: float
-    y: float
-    yaw_deg: float
-    action: str
-    type: str
-    distance_m: float
-    human_id: int | None
-    motion_state: str
-    source: str
-    contact: bool = False
-
-    def record(self) -> dict[str, Any]:
-        """The record as an ordered dict over ``COLLISION_KEYS`` (unknown human id as "", contact as "true"/"false")."""
-        d = {k: getattr(self, k) for k in COLLISION_KEYS}
-        d["contact"] = "true" if self.contact else "false"
-        d["human_id"] = "" if self.human_id is None else self.human_id
-        return d
 
 
 class Tick(NamedTuple):
