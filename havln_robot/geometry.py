@@ -56,3 +56,41 @@ def to_world(x: float, y: float, yaw: float, lx: float, ly: float) -> tuple[floa
     """Express a point (lx, ly) given in the frame of pose (x, y, yaw) in the world frame."""
     c, s = math.cos(yaw), math.sin(yaw)
     return (x + c * lx - s * ly, y + s * lx + c * ly)
+
+
+def quat_multiply(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    """Hamilton product ``a * b`` of quaternions (x, y, z, w): rotation ``b`` first, then ``a``."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+def optical_quat(body_pitch: float) -> tuple[float, float, float, float]:
+    """Quaternion (x, y, z, w) of a camera optical frame (z forward, x right, y down; REP 103
+    camera conventions) in base_link, for a camera pitched by ``body_pitch`` rad (nose down
+    positive): R = Ry(pitch) * R_optical with R_optical = rpy(-pi/2, 0, -pi/2)."""
+    return quat_multiply(rpy_to_quat(0.0, body_pitch, 0.0), rpy_to_quat(-math.pi / 2, 0.0, -math.pi / 2))
+
+
+def map_to_odom(true_pose: tuple[float, float, float], odom_pose: tuple[float, float, float]) -> tuple[float, float, float]:
+    """The planar map -> odom transform that makes map -> base_link the true pose.
+
+    map -> odom = true pose (+) odometry^-1 (SE(2) composition, REP 105).
+
+    Args:
+        true_pose: (x m, y m, yaw rad) of base_link in the map frame (ground truth).
+        odom_pose: (x m, y m, yaw rad) of base_link in the odom frame (odometry).
+
+    Returns:
+        (x m, y m, yaw rad) of the odom frame in the map frame; yaw is not wrapped.
+    """
+    x, y, yaw = true_pose
+    ox, oy, oyaw = odom_pose
+    dyaw = yaw - oyaw
+    c, s = math.cos(dyaw), math.sin(dyaw)
+    return (x - (c * ox - s * oy), y - (s * ox + c * oy), dyaw)

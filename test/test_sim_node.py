@@ -21,6 +21,7 @@ from havln_robot import topics  # noqa: E402
 from havln_robot.nodes._msgs import image_array, status_dict, status_msg  # noqa: E402
 from havln_robot.nodes.sim_node import SimNode  # noqa: E402
 from havln_robot.params import ConfigError  # noqa: E402
+from havln_robot.records import SCHEMA_KEY  # noqa: E402
 from havln_robot.sim.params import SIM_NODE_PARAMS  # noqa: E402
 
 TOPICS = {
@@ -117,7 +118,7 @@ def test_sim_node_topics_drive_reset(ros_context):
         assert L["humans"].header.frame_id == topics.MAP_FRAME and len(L["humans"].poses) == len(sim.session.crowd)
         assert L["people"].header.frame_id == topics.BASE_FRAME
         gt = status_dict(L["gt"])
-        assert tuple(gt) == topics.GROUND_TRUTH_KEYS and gt["episode_id"] == "builtin-1"
+        assert tuple(gt) == (*topics.GROUND_TRUTH_KEYS, SCHEMA_KEY) and gt["episode_id"] == "builtin-1"
         t0 = L["clock"].clock.sec + L["clock"].clock.nanosec * 1e-9
 
         # drive forward 0.4 m/s, turning 0.3 rad/s, for 1.5 s: odom and gyro follow the command
@@ -228,7 +229,7 @@ def test_sim_node_runs_a_real_episode(ros_context, havln_data):
 def test_optical_frame_rotation():
     import numpy as np
 
-    from havln_robot.nodes.sim_node import _optical_quat
+    from havln_robot.geometry import optical_quat as _optical_quat
 
     def mat(q):
         x, y, z, w = q

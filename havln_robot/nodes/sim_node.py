@@ -44,10 +44,11 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_srvs.srv import Trigger
 
-from havln_robot.geometry import rpy_to_quat, yaw_to_quat
+from havln_robot.geometry import map_to_odom, optical_quat, rpy_to_quat, yaw_to_quat
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes._msgs import image_msg, status_dict, status_msg
 from havln_robot.params import ConfigError
+from havln_robot.records import GroundTruth, RecordError
+from havln_robot.ros.codec import decode_result, encode_ground_truth, image_msg
 from havln_robot.sim.params import SIM_NODE_PARAMS
 from havln_robot.sim.session import SessionError, SimSession, base_config, open_episode
 
@@ -189,10 +190,9 @@ class SimNode(HavlnNode):
             self._cmd_nonzero = any(v != 0.0 for v in (msg.linear.x, msg.angular.z, pitch_rate))
 
     def _on_action_result(self, msg: DiagnosticStatus) -> None:
-        raw = status_dict(msg).get("pitch_deg")
         try:
-            pitch = math.radians(float(raw))
-        except (TypeError, ValueError):
+            pitch = math.radians(decode_result(msg).pitch_deg)
+        except RecordError:
             return
         if math.isfinite(pitch):
             with self._lock:
@@ -270,10 +270,7 @@ class SimNode(HavlnNode):
         self._publish(self.odom_pub, m)
         if self.tf_pub is not None:
             x, y, _, yaw = s.world.pose
-            # map -> odom = true pose (+) odometry^-1, so that map -> base_link is the true pose
-            dyaw = yaw - o.yaw
-            c, sn = math.cos(dyaw), math.sin(dyaw)
-            mx, my = x - (c * o.x - sn * o.y), y - (sn * o.x + c * o.y)
+            mx, my, dyaw = map_to_odom((x, y, yaw), (o.x, o.y, o.yaw))
             self._publish(
                 self.tf_pub,
                 TFMessage(
@@ -308,8 +305,7 @@ class SimNode(HavlnNode):
         pa.header.stamp, pa.header.frame_id = stamp, p["base_frame"]
         pa.poses = [_pose(x, y, 0.0, yaw) for _, x, y, yaw in s.people_local(p["people_range_m"])]
         self._publish(self.people_pub, pa)
-        gt = s.ground_truth()
-        self._publish(self.gt_pub, status_msg("ground_truth", str(gt["episode_id"]), gt))
+        self._publish(self.gt_pub, encode_ground_truth(GroundTruth.from_values(s.ground_truth())))
 
     # ------------------------------------------------------------------ camera thread
     def _camera_loop(self) -> None:
@@ -372,7 +368,7 @@ class SimNode(HavlnNode):
         p = self.params
         # optical = body rotation (pitch about y, REP 103 sign: -elevation) then axes swap (z fwd, x right, y down)
         return _transform(
-            stamp, p["base_frame"], p["camera_frame"], (p["camera_forward_m"], 0.0, p["camera_height_m"]), _optical_quat(-pitch)
+            stamp, p["base_frame"], p["camera_frame"], (p["camera_forward_m"], 0.0, p["camera_height_m"]), optical_quat(-pitch)
         )
 
     def destroy_node(self) -> None:
@@ -401,21 +397,6 @@ def _transform(
     r = tr.transform.rotation
     r.x, r.y, r.z, r.w = quat
     return tr
-
-
-def _optical_quat(body_pitch: float) -> tuple[float, float, float, float]:
-    """Quaternion (x, y, z, w) of the optical frame in base_link for a camera pitched by ``body_pitch``
-    (REP 103, nose down positive): R = Ry(pitch) * R_optical, R_optical = rpy(-pi/2, 0, -pi/2)."""
-    a = rpy_to_quat(0.0, body_pitch, 0.0)
-    b = rpy_to_quat(-math.pi / 2, 0.0, -math.pi / 2)
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    )
 
 
 def _camera_info(intr: Any, frame: str) -> CameraInfo:

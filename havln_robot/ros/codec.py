@@ -1,0 +1,176 @@
+"""The one translation between havln records / numpy arrays and ROS 2 messages.
+
+Typed records (:mod:`havln_robot.records`) travel as ``diagnostic_msgs/DiagnosticStatus``
+(``name`` = record kind or action literal, ``message`` = outcome / type, ``values`` = the record's
+:meth:`to_values` pairs); ``havln/episode_done`` travels as JSON on ``std_msgs/String``. Every node,
+the replay backend and the demo decode with these functions and nowhere else.
+
+Errors: the ``decode_*`` functions raise :class:`havln_robot.records.RecordError` for a record
+they cannot decode (unknown outcome, bad schema version, not JSON).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+from havln_robot.records import (
+    ActionResult,
+    AgentStatus,
+    CollisionRecord,
+    EpisodeDone,
+    GroundTruth,
+    Outcome,
+)
+
+#: DiagnosticStatus levels (OK / WARN / ERROR).
+OK, WARN, ERROR = 0, 1, 2
+#: Level of an action result per outcome (anything else: WARN).
+RESULT_LEVEL = {
+    Outcome.OK: OK,
+    Outcome.COLLISION: ERROR,
+    Outcome.SLIP: ERROR,
+    Outcome.STALL: ERROR,
+    Outcome.TIMEOUT: WARN,
+    Outcome.ABORTED: WARN,
+    Outcome.REJECTED: WARN,
+    Outcome.UNSUPPORTED: WARN,
+}
+
+_ENCODINGS = {"rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "mono8": (np.uint8, 1), "16UC1": (np.uint16, 1), "32FC1": (np.float32, 1)}
+
+
+# --- generic ----------------------------------------------------------------------------------------
+
+
+def status_msg(name: str, message: str, values: Mapping[str, Any], level: int = 0, hardware_id: str = "") -> DiagnosticStatus:
+    """diagnostic_msgs/DiagnosticStatus record; values are stringified (floats with 4 decimals, others ``str``).
+
+    Records pass their already stringified :meth:`to_values`; see :func:`havln_robot.records.wire_value`.
+    """
+    st = DiagnosticStatus()
+    st.level = bytes([level]) if isinstance(st.level, bytes) else level
+    st.name, st.message, st.hardware_id = name, message, hardware_id
+    st.values = [KeyValue(key=k, value=(f"{v:.4f}" if isinstance(v, float) else str(v))) for k, v in values.items()]
+    return st
+
+
+def status_dict(msg: DiagnosticStatus) -> dict[str, str]:
+    """The key/value pairs of a DiagnosticStatus as a dict of strings."""
+    return {kv.key: kv.value for kv in msg.values}
+
+
+def image_msg(array: np.ndarray, encoding: str, frame_id: str, stamp: Time) -> Image:
+    """sensor_msgs/Image from an (H, W[, C]) array.
+
+    Raises:
+        ValueError: dtype/channels do not match ``encoding``.
+    """
+    dtype, ch = _ENCODINGS[encoding]
+    a = np.ascontiguousarray(array)
+    if a.dtype != dtype or (a.ndim == 3 and a.shape[2] != ch) or (a.ndim == 2 and ch != 1):
+        raise ValueError(f"image {a.shape} {a.dtype} does not match encoding {encoding}")
+    msg = Image()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = int(a.shape[0]), int(a.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = 0
+    msg.step = int(a.strides[0])
+    msg.data = a.tobytes()
+    return msg
+
+
+def image_array(msg: Image) -> np.ndarray:
+    """(H, W[, C]) numpy view of a sensor_msgs/Image (copy-free where possible).
+
+    Raises:
+        ValueError: unsupported encoding.
+    """
+    if msg.encoding not in _ENCODINGS:
+        raise ValueError(f"unsupported image encoding {msg.encoding!r}")
+    dtype, ch = _ENCODINGS[msg.encoding]
+    itemsize = np.dtype(dtype).itemsize
+    buf = np.frombuffer(bytes(msg.data) if not isinstance(msg.data, (bytes, bytearray, memoryview)) else msg.data, dtype=dtype)
+    row = msg.step // itemsize
+    a = buf.reshape(msg.height, row)[:, : msg.width * ch]
+    return a.reshape(msg.height, msg.width, ch) if ch > 1 else a
+
+
+# --- havln records ----------------------------------------------------------------------------------
+
+
+def encode_result(result: ActionResult, hardware_id: str = "") -> DiagnosticStatus:
+    """``havln/action_result`` message: name = action literal, message = outcome, level by outcome."""
+    return status_msg(result.action, result.outcome.value, result.to_values(), RESULT_LEVEL.get(result.outcome, WARN), hardware_id)
+
+
+def decode_result(msg: DiagnosticStatus) -> ActionResult:
+    """The :class:`ActionResult` of a ``havln/action_result`` message (name/message fill missing keys).
+
+    Raises:
+        RecordError: unknown outcome or bad schema version.
+    """
+    return ActionResult.from_values(status_dict(msg), name=msg.name, message=msg.message)
+
+
+def encode_collision(record: CollisionRecord, hardware_id: str = "") -> DiagnosticStatus:
+    """``havln/collision`` message: name ``collision``, message = type; ERROR for a contact, WARN for a prevented one."""
+    return status_msg("collision", record.type, record.to_values(), ERROR if record.contact else WARN, hardware_id)
+
+
+def decode_collision(msg: DiagnosticStatus) -> CollisionRecord:
+    """The :class:`CollisionRecord` of a ``havln/collision`` message.
+
+    Raises:
+        RecordError: bad schema version.
+    """
+    return CollisionRecord.from_values(status_dict(msg), message=msg.message)
+
+
+def encode_ground_truth(gt: GroundTruth) -> DiagnosticStatus:
+    """``havln/ground_truth`` message: name ``ground_truth``, message = episode id."""
+    return status_msg("ground_truth", str(gt.episode_id), gt.to_values())
+
+
+def decode_ground_truth(msg: DiagnosticStatus) -> GroundTruth:
+    """The :class:`GroundTruth` of a ``havln/ground_truth`` message.
+
+    Raises:
+        RecordError: bad schema version.
+    """
+    return GroundTruth.from_values(status_dict(msg))
+
+
+def encode_agent_status(status: AgentStatus, name: str = "agent_node") -> DiagnosticStatus:
+    """``havln/agent_status`` message: message = state, level ERROR for state ``error``."""
+    return status_msg(name, status.state, status.to_values(), level=ERROR if status.state == "error" else OK)
+
+
+def decode_agent_status(msg: DiagnosticStatus) -> AgentStatus:
+    """The :class:`AgentStatus` of a ``havln/agent_status`` message.
+
+    Raises:
+        RecordError: bad schema version.
+    """
+    return AgentStatus.from_values(status_dict(msg))
+
+
+def encode_episode_done(done: EpisodeDone) -> String:
+    """``havln/episode_done`` message (JSON object)."""
+    return String(data=done.to_json())
+
+
+def decode_episode_done(msg: String) -> EpisodeDone:
+    """The :class:`EpisodeDone` of a ``havln/episode_done`` message.
+
+    Raises:
+        RecordError: not a JSON object or a bad schema version.
+    """
+    return EpisodeDone.from_json(msg.data)
