@@ -212,8 +212,8 @@ def test_depth_wall_blocks_forward_and_is_logged(rig):
     assert col["type"] == "static" and col["motion_state"] == "blocked" and col["source"] == "depth"
     assert abs(base.x) < 1e-6
     base.wall_m = 2.0
-    seq0 = node._depth_seq
-    assert spin(lambda: node._depth_seq >= seq0 + 2)  # a frame of the new scene has arrived
+    seq0 = node.tracker.frames
+    assert spin(lambda: node.tracker.frames >= seq0 + 2)  # a frame of the new scene has arrived
     base.send("MOVE_FORWARD")
     assert spin(lambda: len(base.results) >= 2)
     assert base.results[1].message == "ok"

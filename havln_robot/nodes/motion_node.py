@@ -33,35 +33,14 @@ from std_msgs.msg import String
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
+from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.motion.safety import (
-    CameraMount,
-    Intrinsics,
-    ObstacleMemory,
-    Obstacles,
-    Person,
-    ViewRegion,
-    depth_to_points,
-    load_person_detector,
-    obstacle_points,
-)
+from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes._msgs import image_array, status_msg
 from havln_robot.params import ConfigError
+from havln_robot.ros.codec import encode_collision, encode_result, image_array
 from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
-
-_OK, _WARN, _ERROR = 0, 1, 2
-_LEVEL = {
-    "ok": _OK,
-    "collision": _ERROR,
-    "slip": _ERROR,
-    "stall": _ERROR,
-    "timeout": _WARN,
-    "aborted": _WARN,
-    "rejected": _WARN,
-    "unsupported": _WARN,
-}
 
 
 class MotionNode(HavlnNode):
@@ -87,9 +66,12 @@ class MotionNode(HavlnNode):
         self._imu_stamped: bool | None = None
         self._accel: tuple[float, float] | None = None
         self._depth: tuple[Image, float] | None = None
-        self._depth_cache: tuple[int, float, np.ndarray] | None = None
-        self._depth_seq = 0
-        self.memory = ObstacleMemory(keep_s=p["obstacle_memory_s"])
+        self.tracker = ObstacleTracker(
+            TrackerConfig.from_params(p),
+            self.mount,
+            on_frame=self._on_frame,
+            warn=lambda s: self._warn_once("depth-enc", f"{p['depth_topic']}: {s}; expected 16UC1 (mm) or 32FC1 (m)"),
+        )
         self.detector = None
         self._color: Image | None = None
         self._detected: list[Person] = []
@@ -162,7 +144,7 @@ class MotionNode(HavlnNode):
             self._publish_result(r)
 
     def _publish_result(self, r: ActionResult) -> None:
-        self.result_pub.publish(status_msg(r.action, r.outcome, r.record(), _LEVEL.get(r.outcome, _WARN), hardware_id=self.get_name()))
+        self.result_pub.publish(encode_result(r, hardware_id=self.get_name()))
         text = f"#{r.seq} {r.action}: {outcome_label(r.outcome, r.detail)} ({r.duration_s:.2f} s){' - ' + r.detail if r.detail else ''}"
         if r.outcome == "ok":  # rclpy forbids two severities from one call site
             self.get_logger().info(text)
@@ -170,43 +152,21 @@ class MotionNode(HavlnNode):
             self.get_logger().warning(text)
 
     def _publish_collision(self, c: CollisionRecord) -> None:
-        level = _ERROR if c.contact else _WARN  # a contact is an error; a prevented collision a warning
-        self.collision_pub.publish(status_msg("collision", c.type, c.record(), level, hardware_id=self.get_name()))
+        self.collision_pub.publish(encode_collision(c, hardware_id=self.get_name()))
 
     def _obstacles(self, t: float) -> Obstacles:
-        """Obstacle points from the latest fresh depth image and fresh people, in base_link."""
+        """Obstacle points from the latest fresh depth image (and memory) and fresh people, in base_link."""
         p = self.params
-        pts = None
-        if self._depth is not None and self._k is not None and t - self._depth[1] <= p["depth_timeout_s"]:
-            msg, _ = self._depth
-            key = self._depth_seq
-            pitch = self.mount.pitch + (self.motion.pitch if p["virtual_pitch_tilts_depth"] else 0.0)
-            if self._depth_cache is None or self._depth_cache[0] != key or self._depth_cache[1] != pitch:
-                try:
-                    arr = image_array(msg)
-                except ValueError as exc:
-                    self._warn_once("depth-enc", f"{p['depth_topic']}: {exc}; expected 16UC1 (mm) or 32FC1 (m)")
-                    arr = None
-                if arr is not None:
-                    depth_m = arr.astype(np.float32) * (0.001 if msg.encoding == "16UC1" else 1.0)
-                    mount = CameraMount(self.mount.x, self.mount.y, self.mount.z, pitch)
-                    xyz = depth_to_points(depth_m, self._k, mount, p["depth_stride"], p["depth_min_m"], p["depth_max_m"])
-                    self._detected = self._detect(depth_m, mount)
-                    pts3 = obstacle_points(xyz, p["obstacle_min_height_m"], p["obstacle_max_height_m"], keep_z=True)
-                    pts_now = np.ascontiguousarray(pts3[:, :2])
-                    self._depth_cache = (key, pitch, pts_now)
-                    if self._odom is not None and p["obstacle_memory_s"] > 0:
-                        view = ViewRegion.from_camera(self._k, msg.width, msg.height, mount, p["obstacle_min_height_m"], p["depth_max_m"])
-                        self.memory.add(self._depth[1], pts3, self._odom, view)
-            if self._depth_cache is not None and self._depth_cache[0] == key:
-                pts = self._depth_cache[2]
-                if self._odom is not None and p["obstacle_memory_s"] > 0:
-                    pts = np.concatenate([pts, self.memory.points(t, self._odom)])
+        pitch = self.mount.pitch + (self.motion.pitch if p["virtual_pitch_tilts_depth"] else 0.0)
+        pts = self.tracker.points(t, self._odom, pitch)
         people, pt = self._people
         people = list(people) if t - pt <= p["people_timeout_s"] else []
         if pts is not None:
             people += self._detected
         return Obstacles(points=pts, people=people)
+
+    def _on_frame(self, depth_m: np.ndarray, mount: CameraMount) -> None:
+        self._detected = self._detect(depth_m, mount)
 
     def _detect(self, depth_m: np.ndarray, mount: CameraMount) -> list[Person]:
         """People from the in-process PersonDetector on the latest colour frame (empty without one)."""
@@ -265,11 +225,15 @@ class MotionNode(HavlnNode):
 
     def _on_depth(self, msg: Image) -> None:
         self._depth = (msg, self._now())
-        self._depth_seq += 1
+
+        def load(msg: Image = msg) -> np.ndarray:
+            return image_array(msg).astype(np.float32) * (0.001 if msg.encoding == "16UC1" else 1.0)
+
+        self.tracker.add_depth(self._depth[1], load, msg.width, msg.height)
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
-            self._k = Intrinsics.from_k(msg.k)
+            self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k)
         except ValueError as exc:
             self._warn_once("info", f"{self.params['depth_info_topic']}: {exc}")
 
