@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "benchmarks: bench sim | motion | policy | robot | perception; bench all --markdown = the README figures",
     ),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
-    "replay": ("havln_robot.challenge.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
+    "replay": ("havln_robot.ros.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
     "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),
     "pack": ("havln_robot.challenge.cli:pack_main", "pack val_seen.json + val_unseen.json into a submission zip"),
     "validate": ("havln_robot.challenge.cli:validate_main", "validate a submission zip against every organiser rule"),

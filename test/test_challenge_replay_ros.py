@@ -10,7 +10,7 @@ import pytest
 
 from havln_robot.actions import STOP
 from havln_robot.challenge.format import write_split_file
-from havln_robot.challenge.replay import main
+from havln_robot.ros.replay import main
 
 pytest.importorskip("rclpy")
 
@@ -56,7 +56,7 @@ def test_embedded_replay_runs_each_action_through_motion_node(havln_data, own_do
 
 def test_external_target_without_motion_node_fails_cleanly(own_domain, tmp_path, capsys):
     f = write_split_file(tmp_path / "v.json", "val_seen", {"1": [STOP]})
-    import havln_robot.challenge.replay as rp
+    import havln_robot.ros.replay as rp
 
     done = threading.Event()
     orig = rp.RosReplayer.wait_ready
@@ -93,7 +93,8 @@ def test_interrupt_publishes_stop_while_an_action_runs(ros_context):
     from std_msgs.msg import String
 
     from havln_robot import topics
-    from havln_robot.challenge.replay import RosReplayer
+    from havln_robot.ros.motion_client import MotionCancelled, MotionTimeout
+    from havln_robot.ros.replay import RosReplayer
 
     seen: list[str] = []
     robot = rclpy.create_node("fake_motion", context=ros_context)  # receives actions, never answers
@@ -108,13 +109,16 @@ def test_interrupt_publishes_stop_while_an_action_runs(ros_context):
         while node.count_subscribers(topics.ACTION) == 0 and time.monotonic() < t_end:
             ex.spin_once(timeout_sec=0.05)
         t0 = time.monotonic()
-        res = rep.send("MOVE_FORWARD", timeout_s=10.0, cancel=lambda: time.monotonic() - t0 > 0.3)
-        assert res == {"outcome": "interrupted"} and time.monotonic() - t0 < 2.0
+        with pytest.raises(MotionCancelled):
+            rep.motion.send("MOVE_FORWARD", timeout_s=10.0, cancelled=lambda: time.monotonic() - t0 > 0.3)
+        rep.stop()  # what replay_ros does on Ctrl-C
+        assert time.monotonic() - t0 < 2.0
         t_end = time.monotonic() + 2.0
         while len(seen) < 2 and time.monotonic() < t_end:
             ex.spin_once(timeout_sec=0.05)
         assert seen == ["MOVE_FORWARD", STOP]
-        assert rep.send("TURN_LEFT", timeout_s=0.3) is None  # no motion_node answer: timeout
+        with pytest.raises(MotionTimeout):  # no motion_node answer
+            rep.motion.send("TURN_LEFT", timeout_s=0.3)
     finally:
         ex.shutdown()
         node.destroy_node()

@@ -6,7 +6,8 @@ Backends:
   ``World.step`` (:mod:`havln_robot.sim.world`: 0.25 m / 15 deg / 30 deg, swept collision check,
   moving people), then per-episode NE, success, collisions, TCR, CR, SR are printed with the
   aggregate SR / NE / TCR / CR / Score. No ROS involved.
-* ``ros``: each action is published on ``havln/action`` and the replay waits for motion_node's
+* ``ros`` (:mod:`havln_robot.ros.replay`, injected into :func:`main`; this module imports no
+  rclpy): each action is published on ``havln/action`` and the replay waits for motion_node's
   ``havln/action_result`` before sending the next -- the same path a policy's actions take.
   ``--target embedded`` starts sim_node + motion_node in this process (config/sim.yaml);
   ``--target external`` drives nodes already running (Gazebo: ``ros2 launch havln_robot
@@ -30,7 +31,6 @@ import math
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +48,7 @@ from havln_robot.actions import (
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
 from havln_robot.paths import data_dir
-from havln_robot.text import outcome_label, plural
+from havln_robot.text import plural
 
 
 class ReplayError(ValueError):
@@ -278,321 +278,6 @@ def replay_batch(
     return results
 
 
-# --- ROS backend -----------------------------------------------------------------------------------
-
-
-class RosReplayer:
-    """Publishes actions on ``havln/action`` and waits for motion_node's ``havln/action_result``.
-
-    Args:
-        node: an rclpy node (any context) used for the publisher/subscriptions.
-        spin: callable that spins the executor once (``spin(timeout_s)``).
-
-    Tracks ``havln/ground_truth`` (sim only) for NE and human collisions, and counts the human
-    contacts among ``havln/collision`` records (used where there is no ground truth).
-    """
-
-    def __init__(self, node: Any, spin: Callable[[float], None]) -> None:
-        from diagnostic_msgs.msg import DiagnosticStatus
-        from nav_msgs.msg import Odometry
-        from sensor_msgs.msg import Image
-        from std_msgs.msg import String
-
-        from havln_robot import topics
-        from havln_robot.nodes._msgs import status_dict
-
-        self._status_dict = status_dict
-        self._String = String
-        self.node = node
-        self.spin = spin
-        self.pub = node.create_publisher(String, topics.ACTION, 10)
-        self.results: list[dict[str, str]] = []
-        self.ground_truth: dict[str, str] = {}
-        self.collisions = 0
-        node.create_subscription(DiagnosticStatus, topics.ACTION_RESULT, lambda m: self.results.append(status_dict(m)), 50)
-        node.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._gt, 10)
-        node.create_subscription(DiagnosticStatus, topics.COLLISION, self._coll, 50)
-        self.odom_count = 0
-        self.depth_count = 0
-        node.create_subscription(Odometry, topics.ODOM, self._odom, 10)
-        node.create_subscription(Image, topics.DEPTH_IMAGE, self._depth, 2)
-        self._depth_topic = topics.DEPTH_IMAGE
-
-    def _depth(self, msg: Any) -> None:
-        self.depth_count += 1
-
-    def _odom(self, msg: Any) -> None:
-        self.odom_count += 1
-
-    def _gt(self, msg: Any) -> None:
-        self.ground_truth = self._status_dict(msg)
-
-    def _coll(self, msg: Any) -> None:
-        # human contacts only: refused or stopped-short motions (contact "false", motion_state
-        # "blocked") prevented the collision, and static contacts are not in TCR/CR
-        d = {kv.key: kv.value for kv in msg.values}
-        if d.get("type") == "human" and d.get("contact", "true") == "true" and d.get("motion_state") != "blocked":
-            self.collisions += 1
-
-    def wait_ready(self, timeout_s: float) -> str:
-        """Wait until motion_node subscribes to ``havln/action``, odometry flows and (when published) depth.
-
-        Returns:
-            "" when ready, else what is missing.
-        """
-        t_end = time.monotonic() + timeout_s
-        while time.monotonic() < t_end:
-            depth_ok = self.depth_count >= 1 or self.node.count_publishers(self._depth_topic) == 0
-            if self.pub.get_subscription_count() > 0 and self.odom_count >= 3 and depth_ok:
-                for _ in range(10):  # let motion_node see the same odometry
-                    self.spin(0.02)
-                return ""
-            self.spin(0.05)
-        if self.pub.get_subscription_count() == 0:
-            return "nothing subscribes to havln/action; is motion_node running?"
-        if self.odom_count < 3:
-            return "no odometry on 'odom'; is the simulator / Gazebo bridge / go2_driver_node running?"
-        return f"no image on '{self._depth_topic}' although it has a publisher"
-
-    def send(self, action: str, timeout_s: float, cancel: Callable[[], bool] | None = None) -> dict[str, str] | None:
-        """Publish one action and wait for its result record.
-
-        Returns:
-            The result record; None on timeout; ``{"outcome": "interrupted"}`` when ``cancel()``
-            became true while waiting (STOP has then already been published).
-        """
-        start = len(self.results)
-        self.pub.publish(self._String(data=action))
-        t_end = time.monotonic() + timeout_s
-        while time.monotonic() < t_end:
-            if cancel is not None and cancel():
-                self.stop()
-                return {"outcome": "interrupted"}
-            self.spin(0.02)
-            for r in self.results[start:]:
-                if r.get("action", "") == action or not r.get("action"):
-                    return r
-        return None
-
-    def stop(self) -> None:
-        """Publish STOP (motion_node aborts any running action and holds zero velocity)."""
-        self.pub.publish(self._String(data=STOP))
-        for _ in range(5):
-            self.spin(0.02)
-
-
-def replay_ros(
-    ids: Sequence[str],
-    actions: dict[str, list[str]],
-    baselines: dict[str, int],
-    *,
-    target: str,
-    episodes_file: Path | None,
-    action_timeout_s: float,
-    sets: Sequence[str] = (),
-    progress: bool = True,
-    stop_event: threading.Event | None = None,
-    record: bool = False,
-    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
-) -> list[EpisodeResult]:
-    """Replay over ROS (see the module docstring for the targets).
-
-    ``embedded`` starts sim_node + motion_node from config/sim.yaml per episode (the episode is
-    chosen through sim_node's ``episodes_file`` / ``episode_id`` parameters when the sim node has
-    them; ``--set`` adds overrides). ``external`` / ``robot`` use the running graph and replay
-    the episodes back to back; NE comes from ``havln/ground_truth`` when something publishes it.
-
-    Raises:
-        ReplayError: rclpy / nodes unavailable, motion_node not found, or the profile is refused.
-    """
-    from tqdm import tqdm
-
-    from havln_robot.sim.metrics import episode_metrics
-
-    stop_event = stop_event or threading.Event()
-    results: list[EpisodeResult] = []
-    bar = tqdm(list(ids), desc=f"replay[{target}]", unit="ep", disable=not progress, file=sys.stderr)
-    for k, eid in enumerate(bar):
-        if stop_event.is_set():
-            break
-        # the ROS-domain conflict check once; later episodes follow our own nodes
-        with _RosSession(target, eid, episodes_file, sets, log, record, check_graph=k == 0) as sess:
-            rep = RosReplayer(sess.node, sess.spin)
-            missing = rep.wait_ready(20.0)
-            if missing:
-                raise ReplayError(f"{target}: not ready after 20 s: {missing}")
-            seq = actions[eid]
-            stopped, note, steps, refused = False, "", 0, 0
-            for a in seq:
-                if stop_event.is_set():
-                    rep.stop()
-                    note = "interrupted"
-                    break
-                res = rep.send(a, action_timeout_s, stop_event.is_set)
-                for _ in range(3):  # a rejected action was not executed: safe to resend once motion_node is idle
-                    if res is None or res.get("outcome") != "rejected":
-                        break
-                    for _ in range(25):
-                        sess.spin(0.02)
-                    res = rep.send(a, action_timeout_s, stop_event.is_set)
-                steps += 1
-                if res is not None and res.get("outcome") == "interrupted":
-                    note = "interrupted (Ctrl-C): STOP sent"
-                    break
-                if res is None:
-                    rep.stop()
-                    note = f"no action_result for {a} within {action_timeout_s:.0f} s"
-                    break
-                outcome = res.get("outcome", "")
-                if outcome_label(outcome, res.get("detail", "")) == "refused":
-                    refused += 1  # not executed: the next action starts from the pose the file did not expect
-                if outcome == "aborted" and a != STOP:
-                    note = f"aborted: {res.get('detail', '')}"
-                    if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
-                        rep.stop()
-                        stop_event.set()
-                    break
-                if outcome == "rejected":
-                    rep.stop()
-                    note = f"motion_node rejected {a}: {res.get('detail', '')}"
-                    break
-                if a == STOP:
-                    stopped = True
-                    break
-            for _ in range(10):
-                sess.spin(0.02)
-            gt = rep.ground_truth
-            ne = float(gt.get("distance_to_goal_m", "nan") or "nan")
-            ch = int(float(gt.get("collisions_human", rep.collisions) or 0))
-            cs = int(float(gt.get("collisions_static", 0) or 0))
-            length = float(gt.get("path_length_m", 0.0) or 0.0)
-            eu = gt.get("distance_to_goal_euclid_m")
-            m = episode_metrics(
-                ne,
-                stopped,
-                length,
-                0.0,
-                ch,
-                cs,
-                steps,
-                baselines.get(eid, 0),
-                ne_euclid=float(eu) if eu not in (None, "") else None,
-                unreachable=str(gt.get("goal_unreachable", "")).lower() == "true",
-            )
-            r = EpisodeResult(eid, m, 1 if gt.get("nearest_human_id") else 0, note, refused=refused, actions=steps)
-            results.append(r)
-            log(f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}")
-    bar.close()
-    return results
-
-
-class _RosSession:
-    """An rclpy context + node for one replayed episode (and the embedded nodes when asked)."""
-
-    def __init__(
-        self,
-        target: str,
-        episode_id: str,
-        episodes_file: Path | None,
-        sets: Sequence[str],
-        log: Callable[[str], None],
-        record: bool = False,
-        check_graph: bool = True,
-    ) -> None:
-        self.target, self.episode_id, self.episodes_file, self.sets, self.log = target, episode_id, episodes_file, sets, log
-        self.record, self.check_graph = record, check_graph
-        self.bringup = None
-        self.ctx = None
-
-    def __enter__(self) -> _RosSession:
-        try:
-            import rclpy
-            from rclpy.executors import SingleThreadedExecutor
-        except ImportError as exc:
-            raise ReplayError(f"rclpy is not available ({exc}); use --backend batch") from None
-        from havln_robot.dds import configure_dds
-
-        configure_dds()
-        if self.target == "embedded":
-            # the profile's nodes spin on their own threads; the replay node is spun by the caller
-            self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record, self.check_graph)
-            self.ctx = self.bringup.context
-        else:
-            self.ctx = rclpy.Context()
-            rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("havln_replay", context=self.ctx)
-        ex = SingleThreadedExecutor(context=self.ctx)
-        ex.add_node(self.node)
-        self._ex = ex
-        bringup = self.bringup
-
-        def spin(t: float) -> None:
-            if bringup is not None and bringup.failed is not None:
-                name, err = bringup.failed
-                raise ReplayError(f"embedded {name} failed ({type(err).__name__}: {err}); every node was stopped")
-            ex.spin_once(timeout_sec=t)
-
-        self.spin = spin
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        import rclpy
-
-        if self.bringup is not None:
-            self._ex.shutdown()
-            self.node.destroy_node()
-            self.bringup.shutdown()
-        else:
-            self.node.destroy_node()
-            self._ex.shutdown()
-            rclpy.try_shutdown(context=self.ctx)
-
-
-def _embedded_bringup(
-    episode_id: str,
-    episodes_file: Path | None,
-    sets: Sequence[str],
-    log: Callable[[str], None],
-    record: bool = False,
-    check_graph: bool = True,
-):
-    """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
-    from havln_robot.bringup import Bringup, parse_set
-    from havln_robot.config import ConfigError, NodeNotBuilt, Profile, load_profile, load_spec
-    from havln_robot.paths import config_dir
-
-    overrides = parse_set(list(sets))
-    try:
-        spec = load_spec("sim_node").by_name()
-    except NodeNotBuilt as exc:
-        raise ReplayError(f"the embedded simulator node is not built ({exc}); use --backend batch") from None
-    sim = overrides.setdefault("sim_node", {})
-    for name in ("episodes_file", "episode_file"):
-        if name in spec and episodes_file is not None:
-            sim.setdefault(name, str(episodes_file))
-    if "episode_id" in spec:
-        sim.setdefault("episode_id", episode_id)
-    if "scene_source" in spec and episodes_file is not None:
-        sim.setdefault("scene_source", "episodes")
-    try:
-        prof = load_profile(config_dir() / "sim.yaml", overrides)
-    except ConfigError as exc:
-        raise ReplayError(f"config/sim.yaml: {exc}") from None
-    wanted = ("sim_node", "motion_node", "trial_logger_node") if record else ("sim_node", "motion_node")
-    keep = {k: v for k, v in prof.nodes.items() if k in wanted}
-    for need in ("sim_node", "motion_node"):
-        if need not in keep:
-            raise ReplayError(f"{need} is not available in this build ({prof.not_built.get(need, 'not in config/sim.yaml')})")
-    bringup = Bringup(Profile(prof.path, keep, {}), log=log, check_graph=check_graph)
-    try:
-        bringup.start()
-    except ConfigError as exc:
-        raise ReplayError(str(exc)) from None
-    except Exception as exc:  # boundary: a node that fails to start must not leave a traceback
-        raise ReplayError(f"embedded nodes failed to start ({type(exc).__name__}: {exc})") from None
-    return bringup
-
-
 # --- CLI -------------------------------------------------------------------------------------------
 
 
@@ -633,8 +318,19 @@ def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool 
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``havln-robot replay FILE.json [--episodes ids|N] [--backend batch|ros] [--episodes-file F]``."""
+#: The ROS backend's signature (:func:`havln_robot.ros.replay.replay_ros`), injected by the ROS layer.
+RosBackend = Callable[..., list[EpisodeResult]]
+
+
+def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -> int:
+    """``havln-robot replay FILE.json [--episodes ids|N] [--backend batch|ros] [--episodes-file F]``.
+
+    Args:
+        argv: command-line arguments.
+        ros_backend: the ROS backend (``havln-robot replay`` passes
+            :func:`havln_robot.ros.replay.replay_ros`; this package imports no rclpy). Without it
+            ``--backend ros`` is refused with exit code 2.
+    """
     ap = argparse.ArgumentParser(
         prog="havln-robot replay", description="Replay a format-v1 action file in the batch simulator or over ROS."
     )
@@ -695,10 +391,12 @@ def main(argv: list[str] | None = None) -> int:
                 if sys.stdin.readline().strip() != "yes":
                     print("havln-robot replay: not confirmed; nothing was sent", file=sys.stderr)
                     return 1
+            if ros_backend is None:
+                raise ReplayError("--backend ros: the ROS backend is not part of this entry point; run 'havln-robot replay'")
             stop = threading.Event()
             old = signal.signal(signal.SIGINT, lambda *_: stop.set())
             try:
-                results = replay_ros(
+                results = ros_backend(
                     ids,
                     {i: sf.episodes[i] for i in ids},
                     baselines,

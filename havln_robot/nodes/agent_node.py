@@ -31,12 +31,14 @@ from havln_robot.actions import STOP
 from havln_robot.agent.baselines import make_policy, no_data_fallback
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes._msgs import image_array, status_dict, status_msg
 from havln_robot.params import ConfigError
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
 from havln_robot.perception.preprocess import Intrinsics, PreprocessError
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.params import AGENT_PARAMS
+from havln_robot.records import AgentStatus
+from havln_robot.ros.codec import encode_agent_status, image_array
+from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
 
 _FRAMES_KEPT = 8
 _STOP_RESULT_WAIT_S = 2.0  # how long to wait for motion_node's answer to STOP
@@ -87,7 +89,6 @@ class AgentNode(HavlnNode):
         self._rgb: collections.deque = collections.deque(maxlen=_FRAMES_KEPT)  # (stamp_s, recv_s, array)
         self._depth: collections.deque = collections.deque(maxlen=_FRAMES_KEPT)
         self._info: CameraInfo | None = None
-        self._results: collections.deque = collections.deque(maxlen=32)  # (recv_s, DiagnosticStatus)
         self._ready_after = 0.0  # a frame counts as "after settling" when received at/after this (node clock, s)
         self._cancel = threading.Event()
         self._shutdown = threading.Event()
@@ -96,11 +97,10 @@ class AgentNode(HavlnNode):
         self._lock = threading.Lock()  # orders instruction arrival against episode start (no lost abort)
         self.last_result = None  # EpisodeResult of the last finished episode
 
-        self.pub_action = self.create_publisher(String, p["action_topic"], 10)
         self.pub_status = self.create_publisher(DiagnosticStatus, p["status_topic"], 10)
         self.pub_done = self.create_publisher(String, p["episode_done_topic"], 10)
         self.create_subscription(String, p["instruction_topic"], self._on_instruction, 10)
-        self.create_subscription(DiagnosticStatus, p["action_result_topic"], self._on_result, 50)
+        self.motion = MotionClient(self, p["action_topic"], p["action_result_topic"])
         # Best-effort subscriptions match both reliable (realsense-ros default) and best-effort camera publishers.
         self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
         self.create_subscription(Image, p["depth_topic"], self._on_depth, qos_profile_sensor_data)
@@ -128,11 +128,6 @@ class AgentNode(HavlnNode):
                 self.get_logger().warning("new instruction while an episode runs: aborting the current episode (STOP)")
                 self._cancel.set()
             self._instructions.put(text)
-
-    def _on_result(self, msg: DiagnosticStatus) -> None:
-        with self._cond:
-            self._results.append((time.monotonic(), msg))
-            self._cond.notify_all()
 
     def _on_color(self, msg: Image) -> None:
         try:
@@ -179,37 +174,26 @@ class AgentNode(HavlnNode):
                 self._cond.wait(min(left, 0.05))
 
     def send_action(self, action: str) -> ActionOutcome:
-        """Publish ``action`` and wait for its havln/action_result; re-send on ``rejected`` (busy)."""
+        """Send ``action`` through the motion client and wait for its result (resent while ``rejected``)."""
         p = self.params
-        for attempt in range(p["rejected_retries"] + 1):
-            sent = time.monotonic()
-            self.pub_action.publish(String(data=action))
+        stopping = action == STOP
+        timeout = min(p["action_timeout_s"], _STOP_RESULT_WAIT_S) if stopping else p["action_timeout_s"]
+        try:
+            r = self.motion.send(
+                action, timeout, retries=p["rejected_retries"], retry_wait_s=p["rejected_wait_s"], cancelled=self._stopping
+            )
+        except MotionCancelled:
+            raise AgentAbort("cancelled", reason="aborted") from None
+        except MotionTimeout as exc:
+            if stopping:  # STOP only holds zero velocity; a missing result must not turn a finished episode into an error
+                return ActionOutcome(action, "unconfirmed", {})
+            raise AgentAbort(str(exc)) from None
+        with self._cond:
+            self._ready_after = self._now() + p["settle_s"]
+        return ActionOutcome(action, r.outcome.value, r.to_values())
 
-            def match(sent: float = sent):
-                for recv, msg in self._results:
-                    if recv >= sent and (msg.name == action or status_dict(msg).get("action") == action):
-                        return msg
-                return None
-
-            if action == STOP:
-                # STOP only holds zero velocity; a missing result must not turn a finished episode into an error.
-                try:
-                    msg = self._wait(match, min(p["action_timeout_s"], _STOP_RESULT_WAIT_S), "STOP result")
-                except AgentAbort as exc:
-                    if exc.reason == "aborted":
-                        raise
-                    return ActionOutcome(action, "unconfirmed", {})
-            else:
-                msg = self._wait(match, p["action_timeout_s"], f"{p['action_result_topic']} for {action} (is motion_node running?)")
-            values = status_dict(msg)
-            outcome = msg.message or values.get("outcome", "")
-            with self._cond:
-                self._ready_after = self._now() + p["settle_s"]
-            if outcome != "rejected" or attempt == p["rejected_retries"]:
-                return ActionOutcome(action, outcome, values)
-            if self._cancel.wait(p["rejected_wait_s"]):
-                raise AgentAbort("cancelled", reason="aborted")
-        raise AssertionError("unreachable")
+    def _stopping(self) -> bool:
+        return self._cancel.is_set() or self._shutdown.is_set()
 
     def grab(self) -> RawView:
         """The newest synchronised RGB-D pair received after the robot settled."""
@@ -238,8 +222,7 @@ class AgentNode(HavlnNode):
 
     def publish_status(self, values) -> None:
         """Publish one havln/agent_status record."""
-        level = 2 if values.get("state") == "error" else 0
-        self.pub_status.publish(status_msg("agent_node", str(values.get("state", "")), values, level=level))
+        self.pub_status.publish(encode_agent_status(AgentStatus.from_values(values)))
 
     # --- episodes ----------------------------------------------------------------------------------
     def _work(self) -> None:
@@ -266,7 +249,7 @@ class AgentNode(HavlnNode):
             self._running = False
             if result.reason == "aborted":
                 try:
-                    self.pub_action.publish(String(data=STOP))  # halt whatever motion_node is doing
+                    self.motion.stop()  # halt whatever motion_node is doing
                 except Exception:  # context already shut down
                     pass
             self.last_result = result
@@ -285,7 +268,7 @@ class AgentNode(HavlnNode):
             self._shutdown.set()
             self._instructions.put(None)
             if was_running:
-                self.pub_action.publish(String(data=STOP))
+                self.motion.stop()
             self._worker.join(timeout=2.0)
         except Exception:
             pass

@@ -1,0 +1,325 @@
+"""The ROS backend of ``havln-robot replay``: format-v1 actions through motion_node over DDS.
+
+Each action goes out through the :class:`~havln_robot.ros.motion_client.MotionClient` (resent while
+motion_node answers ``rejected``) and the next one waits for its ``havln/action_result``. Targets:
+``embedded`` (sim_node + motion_node of config/sim.yaml started in this process), ``external``
+(nodes already running, e.g. Gazebo) and ``robot`` (the Go2; the CLI asks for a typed ``yes``).
+The command line itself is :func:`havln_robot.challenge.replay.main`; :func:`main` here injects
+this backend into it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from havln_robot import topics
+from havln_robot.actions import STOP
+from havln_robot.challenge import replay as challenge_replay
+from havln_robot.challenge.replay import EpisodeResult, ReplayError
+from havln_robot.records import GroundTruth, RecordError
+
+# rclpy and the message packages are imported where they are used, so that ``havln-robot replay
+# --backend batch`` (this module's main) also runs where ROS is not installed.
+
+#: Resends of an action motion_node answered ``rejected`` (busy), and the pause before each, s.
+REJECTED_RETRIES = 3
+REJECTED_WAIT_S = 0.5
+
+
+class RosReplayer:
+    """The replay's view of the ROS graph: a motion client plus ground truth and contact counts.
+
+    Args:
+        node: an rclpy node (any context) used for the publisher/subscriptions.
+        spin: callable that spins the executor once (``spin(timeout_s)``).
+
+    Attributes:
+        motion: the :class:`MotionClient` (spins with ``spin`` while it waits).
+        ground_truth: the latest ``havln/ground_truth`` (sim only), None before the first.
+        collisions: human contacts among the ``havln/collision`` records
+            (:attr:`havln_robot.records.CollisionRecord.is_human_contact`; used without ground truth).
+    """
+
+    def __init__(self, node: Any, spin: Callable[[float], None]) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import Image
+
+        from havln_robot.ros.codec import decode_collision, decode_ground_truth
+        from havln_robot.ros.motion_client import MotionClient
+
+        self._decode_collision, self._decode_ground_truth = decode_collision, decode_ground_truth
+        self.node = node
+        self.spin = spin
+        self.motion = MotionClient(node, topics.ACTION, topics.ACTION_RESULT, spin=spin)
+        self.pub = self.motion.pub
+        self.ground_truth: GroundTruth | None = None
+        self.collisions = 0
+        self.odom_count = 0
+        self.depth_count = 0
+        node.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._gt, 10)
+        node.create_subscription(DiagnosticStatus, topics.COLLISION, self._coll, 50)
+        node.create_subscription(Odometry, topics.ODOM, self._odom, 10)
+        node.create_subscription(Image, topics.DEPTH_IMAGE, self._depth, 2)
+        self._depth_topic = topics.DEPTH_IMAGE
+
+    def _depth(self, msg: Any) -> None:
+        self.depth_count += 1
+
+    def _odom(self, msg: Any) -> None:
+        self.odom_count += 1
+
+    def _gt(self, msg: Any) -> None:
+        try:
+            self.ground_truth = self._decode_ground_truth(msg)
+        except RecordError:
+            pass
+
+    def _coll(self, msg: Any) -> None:
+        # human contacts only: refused or stopped-short motions prevented the collision, and static
+        # contacts are not in TCR/CR
+        try:
+            if self._decode_collision(msg).is_human_contact:
+                self.collisions += 1
+        except RecordError:
+            pass
+
+    def wait_ready(self, timeout_s: float) -> str:
+        """Wait until motion_node subscribes to ``havln/action``, odometry flows and (when published) depth.
+
+        Returns:
+            "" when ready, else what is missing.
+        """
+        t_end = time.monotonic() + timeout_s
+        while time.monotonic() < t_end:
+            depth_ok = self.depth_count >= 1 or self.node.count_publishers(self._depth_topic) == 0
+            if self.pub.get_subscription_count() > 0 and self.odom_count >= 3 and depth_ok:
+                for _ in range(10):  # let motion_node see the same odometry
+                    self.spin(0.02)
+                return ""
+            self.spin(0.05)
+        if self.pub.get_subscription_count() == 0:
+            return "nothing subscribes to havln/action; is motion_node running?"
+        if self.odom_count < 3:
+            return "no odometry on 'odom'; is the simulator / Gazebo bridge / go2_driver_node running?"
+        return f"no image on '{self._depth_topic}' although it has a publisher"
+
+    def stop(self) -> None:
+        """Publish STOP (motion_node aborts any running action and holds zero velocity)."""
+        self.motion.stop()
+        for _ in range(5):
+            self.spin(0.02)
+
+
+def replay_ros(
+    ids: Sequence[str],
+    actions: dict[str, list[str]],
+    baselines: dict[str, int],
+    *,
+    target: str,
+    episodes_file: Path | None,
+    action_timeout_s: float,
+    sets: Sequence[str] = (),
+    progress: bool = True,
+    stop_event: threading.Event | None = None,
+    record: bool = False,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> list[EpisodeResult]:
+    """Replay over ROS (see the module docstring for the targets).
+
+    ``embedded`` starts sim_node + motion_node from config/sim.yaml per episode (the episode is
+    chosen through sim_node's ``episodes_file`` / ``episode_id`` parameters when the sim node has
+    them; ``--set`` adds overrides). ``external`` / ``robot`` use the running graph and replay
+    the episodes back to back; NE comes from ``havln/ground_truth`` when something publishes it.
+
+    Raises:
+        ReplayError: rclpy / nodes unavailable, motion_node not found, or the profile is refused.
+    """
+    from tqdm import tqdm
+
+    from havln_robot.ros.motion_client import MotionCancelled, MotionTimeout
+    from havln_robot.sim.metrics import episode_metrics
+
+    stop_event = stop_event or threading.Event()
+    results: list[EpisodeResult] = []
+    bar = tqdm(list(ids), desc=f"replay[{target}]", unit="ep", disable=not progress, file=sys.stderr)
+    for k, eid in enumerate(bar):
+        if stop_event.is_set():
+            break
+        # the ROS-domain conflict check once; later episodes follow our own nodes
+        with _RosSession(target, eid, episodes_file, sets, log, record, check_graph=k == 0) as sess:
+            rep = RosReplayer(sess.node, sess.spin)
+            missing = rep.wait_ready(20.0)
+            if missing:
+                raise ReplayError(f"{target}: not ready after 20 s: {missing}")
+            seq = actions[eid]
+            stopped, note, steps = False, "", 0
+            for a in seq:
+                if stop_event.is_set():
+                    rep.stop()
+                    note = "interrupted"
+                    break
+                try:
+                    res = rep.motion.send(
+                        a, action_timeout_s, retries=REJECTED_RETRIES, retry_wait_s=REJECTED_WAIT_S, cancelled=stop_event.is_set
+                    )
+                except MotionCancelled:
+                    rep.stop()
+                    steps += 1
+                    note = "interrupted (Ctrl-C): STOP sent"
+                    break
+                except MotionTimeout:
+                    steps += 1
+                    rep.stop()
+                    note = f"no action_result for {a} within {action_timeout_s:.0f} s"
+                    break
+                steps += 1
+                if res.outcome == "aborted" and a != STOP:
+                    note = f"aborted: {res.detail}"
+                    if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
+                        rep.stop()
+                        stop_event.set()
+                    break
+                if res.outcome == "rejected":
+                    rep.stop()
+                    note = f"motion_node rejected {a}: {res.detail}"
+                    break
+                if a == STOP:
+                    stopped = True
+                    break
+            for _ in range(10):
+                sess.spin(0.02)
+            gt = rep.ground_truth
+            if gt is None:  # nothing publishes ground truth (robot): NE unknown, contacts from havln/collision
+                ne, ch, cs, length, humans = math.nan, rep.collisions, 0, 0.0, 0
+            else:
+                ne, ch, cs, length = gt.distance_to_goal_m, gt.collisions_human, gt.collisions_static, gt.path_length_m
+                humans = 1 if gt.nearest_human_id else 0
+            m = episode_metrics(ne, stopped, length, 0.0, ch, cs, steps, baselines.get(eid, 0))
+            r = EpisodeResult(eid, m, humans, note)
+            results.append(r)
+            log(f"[replay] episode {eid}: {steps} actions, {note or ('STOP' if stopped else 'budget')}")
+    bar.close()
+    return results
+
+
+class _RosSession:
+    """An rclpy context + node for one replayed episode (and the embedded nodes when asked)."""
+
+    def __init__(
+        self,
+        target: str,
+        episode_id: str,
+        episodes_file: Path | None,
+        sets: Sequence[str],
+        log: Callable[[str], None],
+        record: bool = False,
+        check_graph: bool = True,
+    ) -> None:
+        self.target, self.episode_id, self.episodes_file, self.sets, self.log = target, episode_id, episodes_file, sets, log
+        self.record, self.check_graph = record, check_graph
+        self.bringup = None
+        self.ctx = None
+
+    def __enter__(self) -> _RosSession:
+        try:
+            import rclpy
+            from rclpy.executors import SingleThreadedExecutor
+        except ImportError as exc:
+            raise ReplayError(f"rclpy is not available ({exc}); use --backend batch") from None
+        from havln_robot.dds import configure_dds
+
+        configure_dds()
+        if self.target == "embedded":
+            # the profile's nodes spin on their own threads; the replay node is spun by the caller
+            self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record, self.check_graph)
+            self.ctx = self.bringup.context
+        else:
+            self.ctx = rclpy.Context()
+            rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("havln_replay", context=self.ctx)
+        ex = SingleThreadedExecutor(context=self.ctx)
+        ex.add_node(self.node)
+        self._ex = ex
+        bringup = self.bringup
+
+        def spin(t: float) -> None:
+            if bringup is not None and bringup.failed is not None:
+                name, err = bringup.failed
+                raise ReplayError(f"embedded {name} failed ({type(err).__name__}: {err}); every node was stopped")
+            ex.spin_once(timeout_sec=t)
+
+        self.spin = spin
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import rclpy
+
+        if self.bringup is not None:
+            self._ex.shutdown()
+            self.node.destroy_node()
+            self.bringup.shutdown()
+        else:
+            self.node.destroy_node()
+            self._ex.shutdown()
+            rclpy.try_shutdown(context=self.ctx)
+
+
+def _embedded_bringup(
+    episode_id: str,
+    episodes_file: Path | None,
+    sets: Sequence[str],
+    log: Callable[[str], None],
+    record: bool = False,
+    check_graph: bool = True,
+):
+    """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
+    from havln_robot.bringup import Bringup, parse_set
+    from havln_robot.config import ConfigError, NodeNotBuilt, Profile, load_profile, load_spec
+    from havln_robot.paths import config_dir
+
+    overrides = parse_set(list(sets))
+    try:
+        spec = load_spec("sim_node").by_name()
+    except NodeNotBuilt as exc:
+        raise ReplayError(f"the embedded simulator node is not built ({exc}); use --backend batch") from None
+    sim = overrides.setdefault("sim_node", {})
+    for name in ("episodes_file", "episode_file"):
+        if name in spec and episodes_file is not None:
+            sim.setdefault(name, str(episodes_file))
+    if "episode_id" in spec:
+        sim.setdefault("episode_id", episode_id)
+    if "scene_source" in spec and episodes_file is not None:
+        sim.setdefault("scene_source", "episodes")
+    try:
+        prof = load_profile(config_dir() / "sim.yaml", overrides)
+    except ConfigError as exc:
+        raise ReplayError(f"config/sim.yaml: {exc}") from None
+    wanted = ("sim_node", "motion_node", "trial_logger_node") if record else ("sim_node", "motion_node")
+    keep = {k: v for k, v in prof.nodes.items() if k in wanted}
+    for need in ("sim_node", "motion_node"):
+        if need not in keep:
+            raise ReplayError(f"{need} is not available in this build ({prof.not_built.get(need, 'not in config/sim.yaml')})")
+    bringup = Bringup(Profile(prof.path, keep, {}), log=log, check_graph=check_graph)
+    try:
+        bringup.start()
+    except ConfigError as exc:
+        raise ReplayError(str(exc)) from None
+    except Exception as exc:  # boundary: a node that fails to start must not leave a traceback
+        raise ReplayError(f"embedded nodes failed to start ({type(exc).__name__}: {exc})") from None
+    return bringup
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``havln-robot replay``: :func:`havln_robot.challenge.replay.main` with this ROS backend."""
+    return challenge_replay.main(argv, ros_backend=replay_ros)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
