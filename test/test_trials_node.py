@@ -128,7 +128,9 @@ def test_scripted_sim_trial_is_recorded(ros_context, tmp_path):
             if i == 2:
                 pubs["coll"].publish(
                     status_msg(
-                        "collision", "human", {"x": 1.4, "y": 2.05, "yaw_deg": 15.0, "type": "human", "distance_m": 0.35, "human_id": 3}
+                        "collision",
+                        "human",
+                        {"x": 1.4, "y": 2.05, "yaw_deg": 15.0, "type": "human", "distance_m": 0.35, "human_id": 3, "contact": "true"},
                     )
                 )
                 assert _spin_until(ex, lambda: len(reader.collisions(t.id)) == 2)
@@ -138,7 +140,9 @@ def test_scripted_sim_trial_is_recorded(ros_context, tmp_path):
             pubs["result"].publish(_result(a, x, y, yaw, outcome="collision" if i == 1 else "ok"))
             assert _spin_until(ex, lambda n=i + 1: reader.step_count(t.id) == n)
             if i == 1:  # a collision report arriving just after its action's (collision) result
-                pubs["coll"].publish(status_msg("collision", "static", {"x": 1.3, "y": 2.0, "action": "TURN_LEFT", "type": "static"}))
+                pubs["coll"].publish(
+                    status_msg("collision", "static", {"x": 1.3, "y": 2.0, "action": "TURN_LEFT", "type": "static", "contact": "true"})
+                )
                 assert _spin_until(ex, lambda: len(reader.collisions(t.id)) == 1)
         # the end of an earlier, superseded episode (other instruction) must not end this trial
         pubs["done"].publish(String(data=json.dumps({"reason": "aborted", "steps": 1, "instruction": "an older instruction"})))
