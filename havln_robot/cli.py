@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),
     "pack": ("havln_robot.challenge.cli:pack_main", "pack val_seen.json + val_unseen.json into a submission zip"),
     "validate": ("havln_robot.challenge.cli:validate_main", "validate a submission zip against every organiser rule"),
-    "trial": ("havln_robot.trials.cli:main", "trial campaign: start, end --success|--failure, list"),
+    "trial": ("havln_robot.ros.mcap:trial_main", "trial campaign: start, end --success|--failure, list"),
     "report": ("havln_robot.trials.report:main", "success-rate report (Markdown + CSV + PNG) from the trial store"),
     "data": ("havln_robot.data.fetch:main", "get the HA-VLN data: data fetch [--dest DIR] [--mirror DIR|URL] | data check"),
     "config": ("havln_robot.cli:config_main", "validate a deployment profile without starting anything"),

@@ -14,7 +14,8 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
-from havln_robot.trials.recorder import McapRecorder, RecorderError, message_definition
+from havln_robot.ros.mcap import ros_recorder
+from havln_robot.trials.recorder import RecorderError, message_definition
 
 
 def _odom(i: int) -> Odometry:
@@ -64,7 +65,7 @@ def test_round_trip_odom_images_strings(tmp_path):
     img, arr = _image()
     depth, darr = _image(enc="16UC1", seed=1)
     st = DiagnosticStatus(name="MOVE_FORWARD", message="ok", values=[KeyValue(key="distance_odom_m", value="0.2500")])
-    with McapRecorder(bag) as rec:
+    with ros_recorder(bag) as rec:
         for i in range(20):
             assert rec.write("odom", _odom(i), log_time_ns=1_000_000_000 + i * 10_000_000)
         assert rec.write("havln/instruction", String(data="Walk past the sofa, mind the person."), log_time_ns=1_000_000_001)
@@ -124,7 +125,7 @@ def test_image_downsampling_rate_and_jpeg(tmp_path):
     info = CameraInfo(
         width=80, height=60, k=[100.0, 0, 40.0, 0, 100.0, 30.0, 0, 0, 1], p=[100.0, 0, 40.0, 0, 0, 100.0, 30.0, 0, 0, 0, 1, 0]
     )
-    with McapRecorder(tmp_path / "small", image_stride=2, image_max_rate_hz=5.0) as rec:
+    with ros_recorder(tmp_path / "small", image_stride=2, image_max_rate_hz=5.0) as rec:
         written = [rec.write("camera/color/image_raw", img, log_time_ns=t * 50_000_000) for t in range(20)]  # 20 Hz for 1 s
         rec.write("camera/color/camera_info", info, log_time_ns=0)
     assert sum(written) == 5 and rec.stats.dropped == {"image_rate": 15}
@@ -137,7 +138,7 @@ def test_image_downsampling_rate_and_jpeg(tmp_path):
 
     import cv2
 
-    with McapRecorder(tmp_path / "jpeg", image_format="jpeg") as rec:
+    with ros_recorder(tmp_path / "jpeg", image_format="jpeg") as rec:
         rec.write("camera/color/image_raw", img, log_time_ns=1)
     [m] = _read_all(rec.stats.files)
     assert m.channel.topic == "/camera/color/image_raw/compressed" and "jpeg" in m.ros_msg.format
@@ -148,7 +149,7 @@ def test_image_downsampling_rate_and_jpeg(tmp_path):
 def test_size_cap_roll_and_stop(tmp_path):
     img, _ = _image(h=100, w=100)  # 30 kB per message
     notes: list[str] = []
-    with McapRecorder(tmp_path / "roll", max_bytes=100_000, on_limit="roll", log=notes.append) as rec:
+    with ros_recorder(tmp_path / "roll", max_bytes=100_000, on_limit="roll", log=notes.append) as rec:
         for i in range(10):
             assert rec.write("camera/color/image_raw", img, log_time_ns=i)
             rec.write("odom", _odom(i), log_time_ns=i)
@@ -160,7 +161,7 @@ def test_size_cap_roll_and_stop(tmp_path):
     assert meta["message_count"] == 20 and len(meta["files"]) == len(rec.stats.files)
 
     notes.clear()
-    with McapRecorder(tmp_path / "stop", max_bytes=100_000, on_limit="stop", log=notes.append) as rec:
+    with ros_recorder(tmp_path / "stop", max_bytes=100_000, on_limit="stop", log=notes.append) as rec:
         ok = [rec.write("camera/color/image_raw", img, log_time_ns=i) for i in range(10)]
     assert ok[0] and not ok[-1] and rec.stopped and len(notes) == 1 and "recording stopped" in notes[0]
     assert len(_read_all(rec.stats.files)) == sum(ok) < 10
@@ -169,14 +170,14 @@ def test_size_cap_roll_and_stop(tmp_path):
 
 def test_bad_options_and_types(tmp_path):
     with pytest.raises(RecorderError, match="on_limit"):
-        McapRecorder(tmp_path / "a", on_limit="wrap")
+        ros_recorder(tmp_path / "a", on_limit="wrap")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(RecorderError, match="not empty"):
-        McapRecorder(tmp_path / "full")
+        ros_recorder(tmp_path / "full")
     with pytest.raises(RecorderError, match="not found"):
         message_definition("no_such_msgs/msg/Thing")
-    with McapRecorder(tmp_path / "b") as rec:
+    with ros_recorder(tmp_path / "b") as rec:
         rec.write("x", String(data="a"), log_time_ns=1)
         with pytest.raises(RecorderError, match="differs"):
             rec.write("x", _odom(0), log_time_ns=2)

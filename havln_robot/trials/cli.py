@@ -26,7 +26,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from havln_robot.text import outcome_label, plural
 from havln_robot.trials.metrics import summarize
@@ -248,7 +250,7 @@ def _cmd_recover_bag(a: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench(a: argparse.Namespace) -> int:
+def _cmd_bench(a: argparse.Namespace, mcap: McapParts | None = None) -> int:
     if a.steps < 1 or a.frames < 1:
         raise TrialError(f"--steps {a.steps} / --frames {a.frames}: both must be >= 1")
     if a.dir is not None:
@@ -268,20 +270,28 @@ def _cmd_bench(a: argparse.Namespace) -> int:
     print(f"trial store commit latency (WAL, synchronous=FULL), {n} steps in {Path(d).parent} (one transaction + fsync per step):")
     print(f"  median {1e3 * lat[n // 2]:.2f} ms  p95 {1e3 * lat[int(0.95 * (n - 1))]:.2f} ms  max {1e3 * lat[-1]:.2f} ms")
     if a.mcap:
-        _bench_mcap(a)
+        _bench_mcap(a, mcap)
     return 0
 
 
-def _bench_mcap(a: argparse.Namespace) -> None:
-    """MCAP cost of one 640x480 rgb8 frame per recorder setting (needs the ROS message packages)."""
+#: What the MCAP benchmark needs from the ROS layer: a recorder factory (bag_dir, **options) and an
+#: Image factory (height, width, encoding, step, data); see :func:`havln_robot.ros.mcap.trial_main`.
+McapParts = tuple[Callable[..., Any], Callable[..., Any]]
+
+
+def _bench_mcap(a: argparse.Namespace, mcap: McapParts | None) -> None:
+    """MCAP cost of one 640x480 rgb8 frame per recorder setting (needs the ROS parts, injected)."""
     import numpy as np
 
+    if mcap is None:
+        print("MCAP bench skipped: the ROS message serialiser is not available here (run 'havln-robot trial bench --mcap')")
+        return
+    make_recorder, make_image = mcap
     try:
-        from sensor_msgs.msg import Image
+        make_image(1, 1, "rgb8", 3, bytes(3))
     except ImportError as exc:
         print(f"MCAP bench skipped: {exc}")
         return
-    from havln_robot.trials.recorder import McapRecorder
 
     rng = np.random.default_rng(0)
     base = np.kron(rng.integers(0, 255, size=(60, 80, 3), dtype=np.uint8), np.ones((8, 8, 1), np.uint8))  # blocky texture
@@ -289,11 +299,11 @@ def _bench_mcap(a: argparse.Namespace) -> None:
     print("MCAP recording of 640x480 rgb8 frames (per frame: time to downsample/encode/serialise/write, bytes on disk):")
     for stride, fmt in ((1, "raw"), (2, "raw"), (2, "jpeg"), (1, "jpeg")):
         with tempfile.TemporaryDirectory(dir=a.dir) as d:
-            rec = McapRecorder(Path(d) / "bench", image_stride=stride, image_format=fmt)
+            rec = make_recorder(Path(d) / "bench", image_stride=stride, image_format=fmt)
             t0 = time.perf_counter()
             for i in range(a.frames):
                 f = frames[i % len(frames)]
-                msg = Image(height=480, width=640, encoding="rgb8", step=640 * 3, data=f.tobytes())
+                msg = make_image(480, 640, "rgb8", 640 * 3, f.tobytes())
                 rec.write("camera/color/image_raw", msg, log_time_ns=i * 200_000_000)
             rec.close()
             dt = (time.perf_counter() - t0) / a.frames
@@ -417,12 +427,17 @@ _COMMANDS = {
 _READERS = ("list", "show", "next", "campaigns", "backup")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry of ``havln-robot trial``; returns the exit code (0 ok, 2 bad input)."""
+def main(argv: list[str] | None = None, mcap: McapParts | None = None) -> int:
+    """Entry of ``havln-robot trial``; returns the exit code (0 ok, 2 bad input).
+
+    Args:
+        argv: command-line arguments.
+        mcap: the ROS parts of ``bench --mcap`` (injected by :func:`havln_robot.ros.mcap.trial_main`).
+    """
     a = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if a.cmd == "bench":
-            return _cmd_bench(a)
+            return _cmd_bench(a, mcap)
         if a.cmd == "recover-bag":
             return _cmd_recover_bag(a)
         db, where = store_path(a)

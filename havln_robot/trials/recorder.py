@@ -1,8 +1,8 @@
 """MCAP recording of trials: rosbag2-compatible bags readable by ``ros2 bag`` and Foxglove.
 
-No rclpy import at module level: messages are serialised with
-``rclpy.serialization.serialize_message`` (imported on first use, or injected), so the size-cap,
-roll-over, throttling and downsampling logic is testable without a ROS graph.
+No rclpy import at all: the ROS layer injects the CDR serialiser and the ``CompressedImage``
+message type (:func:`havln_robot.ros.mcap.ros_recorder`), so the size-cap, roll-over, throttling
+and downsampling logic is testable without ROS.
 
 Format (MCAP spec, ``ros2`` profile; what rosbag2_storage_mcap writes):
 
@@ -193,15 +193,19 @@ def downsample_camera_info(msg: Any, stride: int) -> Any:
     return out
 
 
-def jpeg_image(msg: Any, quality: int = 85) -> Any:
+def jpeg_image(msg: Any, compressed_type: Callable[[], Any], quality: int = 85) -> Any:
     """``sensor_msgs/CompressedImage`` (JPEG) from an 8-bit ``sensor_msgs/Image``.
+
+    Args:
+        msg: the image message.
+        compressed_type: the ``sensor_msgs/CompressedImage`` class (or any factory of an empty one).
+        quality: JPEG quality 1..100.
 
     Raises:
         RecorderError: not an 8-bit colour/mono image.
     """
     import cv2
     import numpy as np
-    from sensor_msgs.msg import CompressedImage
 
     if msg.encoding not in _JPEG_OK:
         raise RecorderError(f"image encoding {msg.encoding!r} cannot be stored as JPEG; allowed: {', '.join(sorted(_JPEG_OK))}")
@@ -216,7 +220,7 @@ def jpeg_image(msg: Any, quality: int = 85) -> Any:
     ok, buf = cv2.imencode(".jpg", a, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:
         raise RecorderError("JPEG encoding failed")
-    out = CompressedImage()
+    out = compressed_type()
     out.header = msg.header
     out.format = f"{msg.encoding}; jpeg compressed {'bgr8' if bpp == 3 else 'mono8'}"
     out.data = buf.tobytes()
@@ -256,7 +260,9 @@ class McapRecorder:
         compression: MCAP chunk compression ``zstd`` | ``lz4`` | ``none``.
         chunk_size: MCAP chunk size, bytes (data in an unfinished chunk is lost on a crash).
         log: called with one-line notices (cap reached, roll-over).
-        serialize: message → CDR bytes; default ``rclpy.serialization.serialize_message``.
+        serialize: message → CDR bytes (``rclpy.serialization.serialize_message``, injected by the
+            ROS layer); without it only :meth:`write_serialized` works.
+        compressed_type: the ``sensor_msgs/CompressedImage`` class, needed for ``image_format="jpeg"``.
 
     Raises:
         RecorderError: bad option or ``bag_dir`` not empty.
@@ -275,11 +281,14 @@ class McapRecorder:
         chunk_size: int = 1 << 20,
         log: Callable[[str], None] | None = None,
         serialize: Callable[[Any], bytes] | None = None,
+        compressed_type: Callable[[], Any] | None = None,
     ) -> None:
         if on_limit not in ("roll", "stop"):
             raise RecorderError(f"on_limit: {on_limit!r} is not one of roll, stop")
         if image_format not in ("raw", "jpeg"):
             raise RecorderError(f"image_format: {image_format!r} is not one of raw, jpeg")
+        if image_format == "jpeg" and compressed_type is None:
+            raise RecorderError("image_format jpeg needs the CompressedImage type (use havln_robot.ros.mcap.ros_recorder)")
         if compression not in _COMPRESSION:
             raise RecorderError(f"compression: {compression!r} is not one of {', '.join(_COMPRESSION)}")
         if image_stride < 1 or max_bytes < 0 or max_files < 0 or image_max_rate_hz < 0:
@@ -294,6 +303,7 @@ class McapRecorder:
         self._compression_name = compression
         self._log = log or (lambda s: None)
         self._serialize = serialize
+        self._compressed_type = compressed_type
         self.stats = RecorderStats()
         self.stopped = False
         self._types: dict[str, str] = {}  # topic -> type
@@ -411,7 +421,7 @@ class McapRecorder:
         if tname == "sensor_msgs/msg/Image":
             msg = downsample_image(msg, self.image_stride)
             if self.image_format == "jpeg" and msg.encoding in _JPEG_OK:
-                msg = jpeg_image(msg)
+                msg = jpeg_image(msg, self._compressed_type)
                 topic = topic.rstrip("/") + "/compressed"
                 tname = "sensor_msgs/msg/CompressedImage"
         elif tname == "sensor_msgs/msg/CameraInfo":
@@ -422,9 +432,7 @@ class McapRecorder:
             if publish_time_ns == 0:
                 publish_time_ns = log_time_ns
         if self._serialize is None:
-            from rclpy.serialization import serialize_message
-
-            self._serialize = serialize_message
+            raise RecorderError("no message serialiser was injected (use havln_robot.ros.mcap.ros_recorder)")
         return self.write_serialized(topic, tname, self._serialize(msg), log_time_ns, publish_time_ns)
 
     def write_serialized(self, topic: str, type_name: str, data: bytes, log_time_ns: int, publish_time_ns: int | None = None) -> bool:
