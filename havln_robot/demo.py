@@ -16,7 +16,6 @@ demo says so.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import signal
@@ -28,6 +27,7 @@ from typing import Any
 
 from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
+from havln_robot.records import AgentStatus, EpisodeDone, GroundTruth, Outcome
 from havln_robot.text import plural
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
@@ -42,29 +42,29 @@ class EpisodeRun:
     instruction: str
     trajectory: list[tuple[float, float]] = field(default_factory=list)
     humans: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
-    collisions: list[dict[str, str]] = field(default_factory=list)
-    ground_truth: dict[str, str] = field(default_factory=dict)
-    done: dict[str, Any] | None = None
+    collisions: list[dict[str, str]] = field(default_factory=list)  # contact records + map_x, map_y
+    ground_truth: GroundTruth | None = None
+    done: EpisodeDone | None = None
     steps_printed: int = 0
     wall_s: float = 0.0
     trial_id: int | None = None
     outcome: str = ""
 
 
-def _fmt_line(status: dict[str, str], gt: dict[str, str]) -> str:
-    def f(key: str, default: str = "?") -> str:
-        return gt.get(key, default)
-
-    try:
-        pose = f"({float(f('x')):6.2f}, {float(f('y')):6.2f}, {float(f('yaw_deg')):6.1f}°)"
-        dist = f"{float(f('distance_to_goal_m')):5.2f} m"
-        near = float(f("nearest_human_m", "") or "inf")
-        person = f"{near:5.2f} m" if math.isfinite(near) and near >= 0 else " none  "  # "" / < 0: nobody there
-    except ValueError:
+def _fmt_line(status: AgentStatus, gt: GroundTruth | None) -> str:
+    """One live line per policy step: the agent's action and the ground-truth pose, goal distance,
+    nearest person and collision counts ("?" where there is no ground truth yet)."""
+    if gt is not None and gt.has_pose and math.isfinite(gt.yaw_deg) and math.isfinite(gt.distance_to_goal_m):
+        pose = f"({gt.x:6.2f}, {gt.y:6.2f}, {gt.yaw_deg:6.1f}°)"
+        dist = f"{gt.distance_to_goal_m:5.2f} m"
+        near = gt.nearest_human_m
+        person = f"{near:5.2f} m" if math.isfinite(near) and near >= 0 else " none  "  # nobody there
+    else:
         pose, dist, person = "(?)", "?", "?"
+    ch, cs = (gt.collisions_human, gt.collisions_static) if gt is not None else (0, 0)
     return (
-        f"  step {status.get('step', '?'):>3}  {status.get('action', ''):<12}  pose {pose}  goal {dist}  "
-        f"nearest person {person}  collisions human {f('collisions_human', '0')} static {f('collisions_static', '0')}"
+        f"  step {status.step:>3}  {status.action:<12}  pose {pose}  goal {dist}  "
+        f"nearest person {person}  collisions human {ch} static {cs}"
     )
 
 
@@ -77,11 +77,11 @@ class _Monitor:
         from rclpy.node import Node
         from std_msgs.msg import String
 
-        from havln_robot.nodes._msgs import status_dict
+        from havln_robot.ros import codec
 
         self.node = Node("demo_monitor", context=context)
         self.run, self.quiet = run, quiet
-        self._dict = status_dict
+        self._codec = codec
         self.instruction_pub = self.node.create_publisher(String, topics.INSTRUCTION, 10)
         n = self.node
         n.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._on_gt, 10)
@@ -94,30 +94,39 @@ class _Monitor:
         # refusal lines wait for the agent status of their step: motion_node's record may arrive first
         self._pending: list[str] = []
 
+    def _decode(self, decode: Any, msg: Any) -> Any:
+        from havln_robot.records import RecordError
+
+        try:
+            return decode(msg)
+        except RecordError as exc:
+            if not self.quiet:
+                print(f"  ? record ignored: {exc}", flush=True)
+            return None
+
     def _on_result(self, msg: Any) -> None:
         """Failed motions other than collisions and stalls (those come on havln/collision): timeout, slip, aborted."""
-        rec = self._dict(msg)
-        if not self.quiet and rec.get("outcome") not in ("ok", "collision", "stall", "rejected", None):
-            print(f"  ! {rec.get('action', '?')}: {rec.get('outcome')} - {rec.get('detail', '')}", flush=True)
+        r = self._decode(self._codec.decode_result, msg)
+        if r is not None and not self.quiet and r.outcome not in (Outcome.OK, Outcome.COLLISION, Outcome.STALL, Outcome.REJECTED):
+            print(f"  ! {r.action or '?'}: {r.outcome} - {r.detail}", flush=True)
 
     def _on_gt(self, msg: Any) -> None:
-        gt = self._dict(msg)
-        self.run.ground_truth = gt
-        try:
-            xy = (float(gt["x"]), float(gt["y"]))
-        except (KeyError, ValueError):
+        gt = self._decode(self._codec.decode_ground_truth, msg)
+        if gt is None:
             return
+        self.run.ground_truth = gt
+        if not gt.has_pose:
+            return
+        xy = (gt.x, gt.y)
         if not self.run.trajectory or math.dist(self.run.trajectory[-1], xy) > 0.02:
             self.run.trajectory.append(xy)
 
     def _on_status(self, msg: Any) -> None:
-        st = self._dict(msg)
-        try:
-            step = int(st.get("step", -1))
-        except ValueError:
+        st = self._decode(self._codec.decode_agent_status, msg)
+        if st is None or st.step < 0:
             return
-        if st.get("action") and step != self._last_step:
-            self._last_step = step
+        if st.action and st.step != self._last_step:
+            self._last_step = st.step
             self.run.steps_printed += 1
             if not self.quiet:
                 print(_fmt_line(st, self.run.ground_truth), flush=True)
@@ -130,22 +139,22 @@ class _Monitor:
         self._pending.clear()
 
     def _on_collision(self, msg: Any) -> None:
-        rec = self._dict(msg)
-        if rec.get("motion_state") == "blocked" or rec.get("contact") == "false":
+        c = self._decode(self._codec.decode_collision, msg)
+        if c is None:
+            return
+        if not c.is_contact:
             if not self.quiet:
-                how = "refused before start" if rec.get("motion_state") == "blocked" else "stopped short"
-                what = "a person's personal space" if rec.get("type") == "human" else "an obstacle"
-                try:
-                    gap = f", {float(rec.get('distance_m', '')):.2f} m away"
-                except ValueError:
-                    gap = ""
-                self._pending.append(f"  - {rec.get('action', '?')} {how}: {what} ({rec.get('source', '')}{gap})")
+                how = "refused before start" if c.motion_state == "blocked" else "stopped short"
+                what = "a person's personal space" if c.type == "human" else "an obstacle"
+                gap = f", {c.distance_m:.2f} m away" if math.isfinite(c.distance_m) else ""
+                self._pending.append(f"  - {c.action or '?'} {how}: {what} ({c.source}{gap})")
             return
         gt = self.run.ground_truth
-        rec["map_x"], rec["map_y"] = gt.get("x", ""), gt.get("y", "")
+        rec = c.to_values()
+        rec["map_x"], rec["map_y"] = (str(gt.x), str(gt.y)) if gt is not None and gt.has_pose else ("", "")
         self.run.collisions.append(rec)
         if not self.quiet:
-            print(f"  ! collision ({rec.get('type', '?')}, {rec.get('source', '')}) during {rec.get('action', '?')}", flush=True)
+            print(f"  ! collision ({c.type or '?'}, {c.source}) during {c.action or '?'}", flush=True)
 
     def _on_humans(self, msg: Any) -> None:
         for i, pose in enumerate(msg.poses):
@@ -155,15 +164,17 @@ class _Monitor:
                 track.append(xy)
 
     def _on_done(self, msg: Any) -> None:
+        from havln_robot.records import RecordError
+
         self._flush()
         try:
-            self.run.done = json.loads(msg.data)
-        except json.JSONDecodeError:
-            self.run.done = {"reason": "unknown", "raw": msg.data}
+            self.run.done = self._codec.decode_episode_done(msg)
+        except RecordError:
+            self.run.done = EpisodeDone(reason="unknown", values={"reason": "unknown", "raw": msg.data})
 
     def ready(self) -> bool:
         """The simulator publishes ground truth and the agent listens for instructions."""
-        return bool(self.run.ground_truth) and self.instruction_pub.get_subscription_count() > 0
+        return self.run.ground_truth is not None and self.instruction_pub.get_subscription_count() > 0
 
     def send_instruction(self, text: str) -> None:
         from std_msgs.msg import String
@@ -529,13 +540,14 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
     print(f"  {'episode':<10} {'outcome':<9} {'NE [m]':>7} {'steps':>5} {'coll h/s':>8} {'wall [s]':>8} {'policy wait [s]':>15}  trial")
     for run in runs:
         t = rows.get(run.trial_id) if run.trial_id else None
-        ne = t.ne_m if t is not None and t.ne_m is not None else float(run.ground_truth.get("distance_to_goal_m", "nan"))
-        done = run.done or {}
+        gt = run.ground_truth
+        ne = t.ne_m if t is not None and t.ne_m is not None else (gt.distance_to_goal_m if gt is not None else math.nan)
+        done = run.done.values if run.done is not None else {}
         steps = done.get("steps", "?")
         pm = done.get("policy_ms_mean")
         wait = (pm or 0.0) * (steps if isinstance(steps, int) else 0) / 1000.0
-        ch = run.ground_truth.get("collisions_human", "0")
-        cs = run.ground_truth.get("collisions_static", "0")
+        ch = str(gt.collisions_human if gt is not None else 0)
+        cs = str(gt.collisions_static if gt is not None else 0)
         png = plot_episode(
             run,
             {**sim_base, "episode_id": run.episode_id if have_data else ""},

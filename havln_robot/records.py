@@ -441,7 +441,7 @@ class GroundTruth:
         episode_id, scan: the episode.
         x, y, z, yaw_deg: robot pose in the map frame (m, deg); nan when missing.
         distance_to_goal_m: NE if the episode ended now, m.
-        nearest_human_m: distance to the nearest person, m; -1 when there is nobody.
+        nearest_human_m: distance to the nearest person, m; -1 when there is nobody, nan when unknown.
         nearest_human_id: that person's id, "" when there is nobody.
         collisions_human, collisions_static: counts so far.
         path_length_m: travelled path, m.
@@ -488,7 +488,7 @@ class GroundTruth:
             z=_float(values, "z"),
             yaw_deg=_float(values, "yaw_deg"),
             distance_to_goal_m=_float(values, "distance_to_goal_m"),
-            nearest_human_m=_float(values, "nearest_human_m", -1.0),
+            nearest_human_m=_float(values, "nearest_human_m"),
             nearest_human_id=str(values.get("nearest_human_id", "")),
             collisions_human=_int(values, "collisions_human"),
             collisions_static=_int(values, "collisions_static"),
