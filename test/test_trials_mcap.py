@@ -15,7 +15,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from havln_robot.ros.mcap import ros_recorder
-from havln_robot.trials.recorder import RecorderError, message_definition
+from havln_robot.trials.recorder import McapRecorder, RecorderError, message_definition
 
 
 def _odom(i: int) -> Odometry:
@@ -181,3 +181,12 @@ def test_bad_options_and_types(tmp_path):
         rec.write("x", String(data="a"), log_time_ns=1)
         with pytest.raises(RecorderError, match="differs"):
             rec.write("x", _odom(0), log_time_ns=2)
+
+
+def test_the_recorder_needs_an_injected_serialiser(tmp_path):
+    """trials.recorder imports no rclpy: without the ROS layer's serialiser it records pre-serialised data only."""
+    with McapRecorder(tmp_path / "raw") as rec:
+        with pytest.raises(RecorderError, match="serialiser"):
+            rec.write("chatter", String(data="hi"), log_time_ns=1)
+    with pytest.raises(RecorderError, match="CompressedImage"):
+        McapRecorder(tmp_path / "jpeg_raw", image_format="jpeg")

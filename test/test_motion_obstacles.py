@@ -1,0 +1,89 @@
+"""havln_robot.motion.obstacles.ObstacleTracker: depth fusion into obstacle memory, without ROS."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
+from havln_robot.motion.safety import CameraMount, Intrinsics
+
+W, H = 64, 48
+K = Intrinsics.from_hfov(W, H, 70.0)
+MOUNT = CameraMount(0.3, 0.0, 0.35, 0.0)
+
+
+def _wall(distance_m: float) -> np.ndarray:
+    """Depth image of a flat wall ``distance_m`` ahead of the camera (metres along the optical axis)."""
+    return np.full((H, W), distance_m, np.float32)
+
+
+class _Frames:
+    def __init__(self, depth):
+        self.depth, self.loads = depth, 0
+
+    def __call__(self):
+        self.loads += 1
+        return self.depth
+
+
+def _tracker(**kw):
+    cfg = TrackerConfig(stride=2, min_m=0.1, max_m=4.0, min_height_m=0.05, max_height_m=1.0, depth_timeout_s=0.5, **kw)
+    seen, warnings = [], []
+    tr = ObstacleTracker(cfg, MOUNT, on_frame=lambda d, m: seen.append(m.pitch), warn=warnings.append)
+    return tr, seen, warnings
+
+
+def test_no_points_without_intrinsics_or_frame_and_when_stale():
+    tr, _, _ = _tracker()
+    assert tr.points(0.0, (0.0, 0.0, 0.0), 0.0) is None  # nothing yet
+    tr.add_depth(0.0, _Frames(_wall(1.0)), W, H)
+    assert tr.points(0.1, (0.0, 0.0, 0.0), 0.0) is None  # no camera_info yet
+    tr.intrinsics = K
+    pts = tr.points(0.1, (0.0, 0.0, 0.0), 0.0)
+    assert pts is not None and len(pts) > 0 and pts.shape[1] == 2
+    assert np.median(pts[:, 0]) == pytest.approx(1.3, abs=0.05)  # wall 1 m ahead of a camera 0.3 m ahead of base_link
+    assert tr.points(0.6, (0.0, 0.0, 0.0), 0.0) is None  # frame older than depth_timeout_s
+
+
+def test_a_frame_is_decoded_once_per_pitch():
+    tr, seen, _ = _tracker()
+    tr.intrinsics = K
+    frames = _Frames(_wall(1.0))
+    tr.add_depth(0.0, frames, W, H)
+    for _ in range(3):
+        tr.points(0.1, None, 0.0)
+    assert frames.loads == 1 and seen == [0.0] and tr.frames == 1
+    tr.points(0.1, None, math.radians(-10.0))  # camera pitched: the same frame projects differently
+    assert frames.loads == 2 and seen[-1] == pytest.approx(math.radians(-10.0))
+
+
+def test_memory_keeps_obstacles_that_left_the_view():
+    tr, _, _ = _tracker(memory_s=5.0)
+    tr.intrinsics = K
+    tr.add_depth(0.0, _Frames(_wall(0.8)), W, H)
+    first = tr.points(0.05, (0.0, 0.0, 0.0), 0.0)
+    assert first is not None and len(first) > 0
+    # the next frame sees nothing (no returns); the remembered wall is still reported, in base_link
+    tr.add_depth(0.1, _Frames(np.zeros((H, W), np.float32)), W, H)
+    pts = tr.points(0.15, (0.2, 0.0, 0.0), 0.0)  # robot moved 0.2 m forward
+    assert pts is not None and len(pts) > 0
+    assert np.median(pts[:, 0]) == pytest.approx(np.median(first[:, 0]) - 0.2, abs=0.1)
+    # without memory the empty frame gives no points
+    tr2, _, _ = _tracker()
+    tr2.intrinsics = K
+    tr2.add_depth(0.0, _Frames(np.zeros((H, W), np.float32)), W, H)
+    assert len(tr2.points(0.05, (0.0, 0.0, 0.0), 0.0)) == 0
+
+
+def test_an_undecodable_frame_warns_and_gives_no_points():
+    tr, _, warnings = _tracker()
+    tr.intrinsics = K
+
+    def bad():
+        raise ValueError("unsupported image encoding 'yuv422'")
+
+    tr.add_depth(0.0, bad, W, H)
+    assert tr.points(0.1, None, 0.0) is None and warnings == ["unsupported image encoding 'yuv422'"]
