@@ -19,9 +19,9 @@ from std_msgs.msg import String
 from havln_robot.geometry import yaw_to_quat
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import Person
-from havln_robot.nodes._msgs import image_msg, status_dict
 from havln_robot.nodes.motion_node import MotionNode
 from havln_robot.params import ConfigError
+from havln_robot.ros.codec import image_msg, status_dict
 
 
 class FakeBase(Node):

@@ -14,7 +14,7 @@ from std_msgs.msg import String
 
 from havln_robot.bringup import NodeThreads
 from havln_robot.config import load_profile
-from havln_robot.nodes._msgs import status_dict
+from havln_robot.ros.codec import status_dict
 
 
 def test_actions_through_sim_node(ros_context):

@@ -13,11 +13,11 @@ from sensor_msgs.msg import CameraInfo, Image
 
 from havln_robot import topics
 from havln_robot.bringup import NodeThreads
-from havln_robot.nodes._msgs import image_array, status_dict
 from havln_robot.nodes.camera_node import CameraNode
 from havln_robot.perception.params import CAMERA_PARAMS
 from havln_robot.perception.preprocess import Intrinsics
 from havln_robot.perception.realsense import SoftwareCamera
+from havln_robot.ros.codec import image_array, status_dict
 
 COLOR = Intrinsics.from_hfov(96, 54, 69.4)
 

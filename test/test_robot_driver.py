@@ -24,10 +24,10 @@ from sensor_msgs.msg import Imu  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from havln_robot.geometry import quat_to_yaw  # noqa: E402
-from havln_robot.nodes._msgs import status_dict  # noqa: E402
 from havln_robot.nodes.go2_driver_node import Go2DriverNode  # noqa: E402
 from havln_robot.params import ConfigError  # noqa: E402
 from havln_robot.robot.fake_go2 import FakeGo2Process  # noqa: E402
+from havln_robot.ros.codec import status_dict  # noqa: E402
 
 # test/conftest.py puts ROS on the even domain 40 + (pid % 50) * 2; the Unitree SDK takes the next (odd) one.
 UNITREE_DOMAIN = 40 + (os.getpid() % 50) * 2 + 1

@@ -18,10 +18,10 @@ from sensor_msgs.msg import CameraInfo, Image, Imu  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from havln_robot import topics  # noqa: E402
-from havln_robot.nodes._msgs import image_array, status_dict, status_msg  # noqa: E402
 from havln_robot.nodes.sim_node import SimNode  # noqa: E402
 from havln_robot.params import ConfigError  # noqa: E402
 from havln_robot.records import SCHEMA_KEY  # noqa: E402
+from havln_robot.ros.codec import image_array, status_dict, status_msg  # noqa: E402
 from havln_robot.sim.params import SIM_NODE_PARAMS  # noqa: E402
 
 TOPICS = {

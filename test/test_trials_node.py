@@ -19,9 +19,9 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from havln_robot import topics  # noqa: E402
-from havln_robot.nodes._msgs import status_msg  # noqa: E402
 from havln_robot.nodes.trial_logger_node import TrialLoggerNode  # noqa: E402
 from havln_robot.params import ConfigError  # noqa: E402
+from havln_robot.ros.codec import status_msg  # noqa: E402
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS  # noqa: E402
 from havln_robot.trials.store import TrialStore  # noqa: E402
 

@@ -31,6 +31,7 @@ from havln_robot.actions import ACTIONS, MAX_ACTIONS, STOP, TURN_ANGLE_DEG
 from havln_robot.perception.panorama import PanoramaCapture, TurnResult
 from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
 from havln_robot.policy.api import Observation, Policy
+from havln_robot.records import Outcome
 
 
 class AgentAbort(RuntimeError):
@@ -250,8 +251,8 @@ class EpisodeRunner:
         Raises:
             EpisodeBlocked: a count reached ``max_consecutive_blocked``.
         """
-        if out.outcome != "collision":
-            if out.outcome == "ok":
+        if out.outcome != Outcome.COLLISION:
+            if out.outcome == Outcome.OK:
                 self._blocked_in_row[kind] = 0
             return
         self._blocked_in_row[kind] += 1
@@ -296,7 +297,7 @@ class EpisodeRunner:
                 self._in_flight = s.action
                 out = self.io.send_action(s.action)
                 self._in_flight = ""
-                if out.outcome == "rejected":
+                if out.outcome == Outcome.REJECTED:
                     raise AgentAbort(f"motion_node rejected panorama turn {s.action} repeatedly; is another node sending actions?")
                 cap.add_turn(TurnResult.from_values(s.action, out.values, out.outcome, prefer=self.config.heading_source))
                 result.panorama_turns += 1
@@ -361,7 +362,7 @@ class EpisodeRunner:
                 self._in_flight = action
                 out = self.io.send_action(action)
                 self._in_flight = ""
-                if out.outcome == "rejected":
+                if out.outcome == Outcome.REJECTED:
                     raise AgentAbort(f"motion_node rejected {action} repeatedly; is another node sending actions?")
                 result.actions.append(action)
                 result.steps += 1

@@ -37,7 +37,7 @@ from havln_robot import actions as A
 from havln_robot.geometry import wrap_angle
 from havln_robot.motion.checks import StallDetector, jolt_check, slip_check
 from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forward_hazard, turn_hazard
-from havln_robot.records import ActionResult, CollisionRecord, Outcome
+from havln_robot.records import BLOCKED_DETAIL, BLOCKED_STATE, ActionResult, CollisionRecord, Outcome
 
 #: Action outcomes (the values of :class:`havln_robot.records.Outcome`).
 OUTCOMES = tuple(o.value for o in Outcome)
@@ -314,8 +314,8 @@ class Executor:
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [])
         hz = self._hazard(obstacles or Obstacles(), target if forward else yaw_aim)
         if hz is not None:
-            col = self._collision(t, odom, hz, "blocked")
-            self._a["outcome"], self._a["detail"] = "collision", f"blocked before start: {hz.detail}"
+            col = self._collision(t, odom, hz, BLOCKED_STATE)
+            self._a["outcome"], self._a["detail"] = Outcome.COLLISION.value, f"{BLOCKED_DETAIL}: {hz.detail}"
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [col])
         self.phase = "moving" if forward else "turning"
         self._last_t = t
@@ -594,7 +594,7 @@ class Executor:
             along = c * (odom[0] - x0) + s * (odom[1] - y0)
             intended_d = 0.0 if a["reverted"] else (a["target"] if a["forward"] else 0.0)
             intended_yaw = 0.0 if a["reverted"] else a["yaw_aim"]
-            if a["outcome"] == "collision" and not a["reverted"] and "blocked before start" in a["detail"]:
+            if a["outcome"] == Outcome.COLLISION and not a["reverted"] and a["detail"].startswith(BLOCKED_DETAIL):
                 intended_d, intended_yaw = 0.0, 0.0
             r.distance_odom_m = along
             r.yaw_odom_deg = math.degrees(dyaw_odom)
@@ -602,7 +602,7 @@ class Executor:
             r.position_error_m = math.hypot(along - intended_d, lateral)
             r.yaw_error_deg = math.degrees(intended_yaw - dyaw_imu)
             r.x, r.y, r.yaw_deg = odom[0], odom[1], math.degrees(odom[2])
-        if r.outcome == "ok" and not a["reverted"]:
+        if r.outcome == Outcome.OK and not a["reverted"]:
             self._nominal_yaw, self._nominal_t = a["imu0"] + a["yaw_aim"], t
         return r
 

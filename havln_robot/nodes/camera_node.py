@@ -21,9 +21,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CameraInfo, Image
 
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes._msgs import image_msg, status_msg
 from havln_robot.perception.params import CAMERA_PARAMS
 from havln_robot.perception.realsense import CameraFrame, FrameSource, PipelineSource, RealSenseCamera, Recovery, camera_info_fields
+from havln_robot.ros.codec import image_msg, status_msg
 
 
 class CameraNode(HavlnNode):

@@ -28,11 +28,11 @@ from std_srvs.srv import Trigger
 
 from havln_robot import topics
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes._msgs import status_msg
 from havln_robot.params import ConfigError
 from havln_robot.robot.adapter import DriverCore, SdkCall, imu_fields, odom_fields
 from havln_robot.robot.go2 import Go2Error, Go2Link
 from havln_robot.robot.params import GO2_DRIVER_PARAMS
+from havln_robot.ros.codec import status_msg
 
 try:  # tf2_msgs is not part of every install (not of the pip wheels used in tests)
     from geometry_msgs.msg import TransformStamped

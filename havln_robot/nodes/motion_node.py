@@ -38,6 +38,7 @@ from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
+from havln_robot.records import Outcome
 from havln_robot.ros.codec import encode_collision, encode_result, image_array
 from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
@@ -146,7 +147,7 @@ class MotionNode(HavlnNode):
     def _publish_result(self, r: ActionResult) -> None:
         self.result_pub.publish(encode_result(r, hardware_id=self.get_name()))
         text = f"#{r.seq} {r.action}: {outcome_label(r.outcome, r.detail)} ({r.duration_s:.2f} s){' - ' + r.detail if r.detail else ''}"
-        if r.outcome == "ok":  # rclpy forbids two severities from one call site
+        if r.outcome == Outcome.OK:  # rclpy forbids two severities from one call site
             self.get_logger().info(text)
         else:
             self.get_logger().warning(text)

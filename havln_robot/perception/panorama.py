@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot.actions import TURN_ANGLE_DEG, TURN_LEFT, TURN_RIGHT
+from havln_robot.records import Outcome
 
 HEADING_SOURCES: tuple[str, ...] = ("imu", "odom")
 """Measured-yaw sources of a TURN result, see :meth:`TurnResult.from_values`."""
@@ -108,7 +109,7 @@ class TurnResult:
             if v is not None:
                 return cls(action, out, v, src)
         nominal = TURN_ANGLE_DEG if action == TURN_LEFT else -TURN_ANGLE_DEG
-        return cls(action, out, nominal if out == "ok" else 0.0, "nominal")
+        return cls(action, out, nominal if out == Outcome.OK else 0.0, "nominal")
 
 
 @dataclass
@@ -286,7 +287,7 @@ class PanoramaCapture:
         if self._done:
             raise PanoramaError("add_turn: the panorama is already done")
         self.turns.append(result)
-        if result.outcome == "collision":
+        if result.outcome == Outcome.COLLISION:
             self.blocked_turns += 1
         self.heading_deg += result.yaw_deg
         if _SOURCE_RANK.get(result.source, 3) > _SOURCE_RANK.get(self._worst_source, 3):

@@ -22,7 +22,7 @@ from havln_robot import topics
 from havln_robot.actions import STOP
 from havln_robot.challenge import replay as challenge_replay
 from havln_robot.challenge.replay import EpisodeResult, ReplayError
-from havln_robot.records import GroundTruth, RecordError
+from havln_robot.records import GroundTruth, Outcome, RecordError
 
 # rclpy and the message packages are imported where they are used, so that ``havln-robot replay
 # --backend batch`` (this module's main) also runs where ROS is not installed.
@@ -180,13 +180,13 @@ def replay_ros(
                     note = f"no action_result for {a} within {action_timeout_s:.0f} s"
                     break
                 steps += 1
-                if res.outcome == "aborted" and a != STOP:
+                if res.outcome == Outcome.ABORTED and a != STOP:
                     note = f"aborted: {res.detail}"
                     if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
                         rep.stop()
                         stop_event.set()
                     break
-                if res.outcome == "rejected":
+                if res.outcome == Outcome.REJECTED:
                     rep.stop()
                     note = f"motion_node rejected {a}: {res.detail}"
                     break

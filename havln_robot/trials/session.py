@@ -31,7 +31,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from havln_robot.records import ActionResult, AgentStatus, CollisionRecord, EndReason, EpisodeDone, GroundTruth, Verdict, finite_or_none
+from havln_robot.records import (
+    ActionResult,
+    AgentStatus,
+    CollisionRecord,
+    EndReason,
+    EpisodeDone,
+    GroundTruth,
+    Outcome,
+    Verdict,
+    finite_or_none,
+)
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a "collision" result a collision report is still credited to that step, s.
@@ -383,7 +393,9 @@ class TrialSession:
             return None
         credited = self._collisions_since_step > 0
         self._collisions_since_step = 0
-        self._last_collision_step = _LastCollisionStep(rec.seq, rec.action, self.clock(), credited) if rec.outcome == "collision" else None
+        self._last_collision_step = (
+            _LastCollisionStep(rec.seq, rec.action, self.clock(), credited) if rec.outcome == Outcome.COLLISION else None
+        )
         return rec
 
     def on_collision(self, c: CollisionRecord, stamp: float) -> Collision | None:
