@@ -48,13 +48,15 @@ from typing import Any
 from havln_robot import jsonio, locks
 from havln_robot.actions import ACTIONS, is_action
 from havln_robot.paths import user_data_root
+from havln_robot.records import Verdict
 from havln_robot.trials import faults
 from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_region
 
 #: Platforms a trial can run on.
 PLATFORMS: tuple[str, ...] = ("go2", "sim", "gazebo")
-#: Final outcomes. ``aborted`` trials are excluded from success rates (see report).
-OUTCOMES: tuple[str, ...] = ("success", "failure", "aborted")
+#: Final outcomes (the values of :class:`havln_robot.records.Verdict`). ``aborted`` trials are
+#: excluded from success rates (see report).
+OUTCOMES: tuple[str, ...] = tuple(v.value for v in Verdict)
 #: Frames a goal position can be given in: ``start`` = robot pose at trial start (x forward,
 #: y left; what an operator measures with a tape), ``odom``, ``map`` (sim ground truth).
 GOAL_FRAMES: tuple[str, ...] = ("start", "odom", "map")
