@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -661,8 +661,3 @@ class MotionTally:
         for c in collisions:
             t.add_collision(c)
         return t
-
-
-def field_names(record_type: type) -> tuple[str, ...]:
-    """Dataclass field names of a record type (tests, docs)."""
-    return tuple(f.name for f in fields(record_type))
