@@ -57,8 +57,8 @@ def _fmt_line(status: AgentStatus, gt: GroundTruth | None) -> str:
     if gt is not None and gt.has_pose and math.isfinite(gt.yaw_deg) and math.isfinite(gt.distance_to_goal_m):
         pose = f"({gt.x:6.2f}, {gt.y:6.2f}, {gt.yaw_deg:6.1f}°)"
         dist = f"{gt.distance_to_goal_m:5.2f} m"
-        near = gt.nearest_human_m
-        person = f"{near:5.2f} m" if math.isfinite(near) and near >= 0 else " none  "  # nobody there
+        near = gt.nearest_person_m
+        person = f"{near:5.2f} m" if near is not None else " none  "  # nobody there
     else:
         pose, dist, person = "(?)", "?", "?"
     ch, cs = (gt.collisions_human, gt.collisions_static) if gt is not None else (0, 0)

@@ -189,6 +189,12 @@ def executed_amount(action: str, outcome: str, distance_odom_m: float, yaw_imu_d
     return A.TILT_ANGLE_RAD if outcome == Outcome.OK else 0.0  # LOOK_UP / LOOK_DOWN
 
 
+def refused_before_start(outcome: str, detail: str) -> bool:
+    """True when motion_node refused to start a move because an obstacle or a person was in the way
+    (outcome ``collision``, detail ``blocked before start: ...``): nothing moved, nothing was touched."""
+    return outcome == Outcome.COLLISION and detail.startswith(BLOCKED_DETAIL)
+
+
 def step_amount(action: str) -> float:
     """The full (maximum) step of ``action``: metres for MOVE_FORWARD, radians for TURN/LOOK, 0 else."""
     if action == A.MOVE_FORWARD:
@@ -261,7 +267,12 @@ class ActionResult:
             return self.refused
         if self.outcome in (Outcome.REJECTED, Outcome.UNSUPPORTED):
             return True
-        return self.outcome == Outcome.COLLISION and not self.reverted and self.detail.startswith(BLOCKED_DETAIL)
+        return self.blocked_before_start
+
+    @property
+    def blocked_before_start(self) -> bool:
+        """True when an obstacle or a person made motion_node refuse to start the move (:func:`refused_before_start`)."""
+        return not self.reverted and refused_before_start(self.outcome, self.detail)
 
     @property
     def is_partial(self) -> bool:
@@ -440,11 +451,15 @@ class GroundTruth:
     Attributes:
         episode_id, scan: the episode.
         x, y, z, yaw_deg: robot pose in the map frame (m, deg); nan when missing.
-        distance_to_goal_m: NE if the episode ended now, m.
-        nearest_human_m: distance to the nearest person, m; -1 when there is nobody, nan when unknown.
+        distance_to_goal_m: NE if the episode ended now: the walkable (geodesic) distance, the
+            scorer's NE, m.
+        nearest_human_m: distance to the nearest person, m; nan when there is nobody on the floor
+            (wire ""; older simulators sent -1) or it is unknown.
         nearest_human_id: that person's id, "" when there is nobody.
         collisions_human, collisions_static: counts so far.
         path_length_m: travelled path, m.
+        distance_to_goal_euclid_m: straight-line distance to the goal, m (reported only); nan when absent.
+        goal_unreachable: no walkable path joins the robot to the goal (never a success).
         schema_version: record version (1).
     """
 
@@ -460,7 +475,15 @@ class GroundTruth:
     collisions_human: int = 0
     collisions_static: int = 0
     path_length_m: float = 0.0
+    distance_to_goal_euclid_m: float = math.nan
+    goal_unreachable: bool = False
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def nearest_person_m(self) -> float | None:
+        """Distance to the nearest person, m; None when there is nobody (or it is unknown)."""
+        d = finite_or_none(self.nearest_human_m)
+        return d if d is not None and d >= 0 else None
 
     @property
     def has_pose(self) -> bool:
@@ -468,8 +491,10 @@ class GroundTruth:
         return math.isfinite(self.x) and math.isfinite(self.y)
 
     def to_values(self) -> dict[str, str]:
-        """The ordered wire pairs: :data:`GROUND_TRUTH_KEYS`, then :data:`SCHEMA_KEY`."""
+        """The ordered wire pairs: :data:`GROUND_TRUTH_KEYS` (nobody near: ``nearest_human_m`` ""), then :data:`SCHEMA_KEY`."""
         d = {k: getattr(self, k) for k in GROUND_TRUTH_KEYS}
+        if self.nearest_person_m is None:
+            d["nearest_human_m"] = ""
         d[SCHEMA_KEY] = self.schema_version
         return {k: wire_value(v) for k, v in d.items()}
 
@@ -493,6 +518,8 @@ class GroundTruth:
             collisions_human=_int(values, "collisions_human"),
             collisions_static=_int(values, "collisions_static"),
             path_length_m=_float(values, "path_length_m", 0.0),
+            distance_to_goal_euclid_m=_float(values, "distance_to_goal_euclid_m"),
+            goal_unreachable=bool(_bool(values, "goal_unreachable")),
             schema_version=_version(values),
         )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from havln_robot.records import refused_before_start
+
 #: Irregular plurals of the nouns this project counts.
 _IRREGULAR = {"person": "people"}
 
@@ -22,8 +24,7 @@ def outcome_label(outcome: str, detail: str = "") -> str:
     """How to show a motion outcome to a person.
 
     motion_node's result record says ``collision`` with detail ``blocked before start: ...`` when
-    it refused to start a move (nothing was touched); that is shown as ``refused``.
+    it refused to start a move (nothing was touched); that is shown as ``refused``
+    (:func:`havln_robot.records.refused_before_start`, the one rule).
     """
-    if outcome == "collision" and detail.startswith("blocked before start"):
-        return "refused"
-    return outcome
+    return "refused" if refused_before_start(outcome, detail) else str(outcome)

@@ -133,19 +133,25 @@ def test_pack_keeps_a_valid_zip(tmp_path) -> None:
 
 def test_demo_line_without_people_says_none() -> None:
     from havln_robot.demo import _fmt_line
+    from havln_robot.records import AgentStatus, GroundTruth
 
     gt = {"x": "1", "y": "2", "yaw_deg": "3", "distance_to_goal_m": "4", "nearest_human_m": "", "collisions_human": "0"}
-    line = _fmt_line({"step": "1", "action": "STOP"}, gt)
+    st = AgentStatus.from_values({"step": "1", "action": "STOP"})
+    line = _fmt_line(st, GroundTruth.from_values(gt))
     assert "nearest person  none" in line and "-1.00" not in line
-    assert "-1.00" not in _fmt_line({"step": "1", "action": "STOP"}, gt | {"nearest_human_m": "-1.0"})  # older simulators
-    assert "1.20 m" in _fmt_line({"step": "1", "action": "STOP"}, gt | {"nearest_human_m": "1.2"})
+    assert "-1.00" not in _fmt_line(st, GroundTruth.from_values(gt | {"nearest_human_m": "-1.0"}))  # older simulators
+    assert "1.20 m" in _fmt_line(st, GroundTruth.from_values(gt | {"nearest_human_m": "1.2"}))
 
 
 def test_demo_prints_a_refusal_after_its_step(capsys: pytest.CaptureFixture[str]) -> None:
-    from havln_robot.demo import EpisodeRun, _Monitor
+    from types import SimpleNamespace
 
-    mon = object.__new__(_Monitor)  # the callbacks only; no ROS node
-    mon.run, mon.quiet, mon._dict, mon._last_step, mon._pending = EpisodeRun("1", "scan", "go"), False, dict, -1, []
+    from havln_robot.demo import EpisodeRun, _Monitor
+    from havln_robot.records import AgentStatus, CollisionRecord
+
+    mon = object.__new__(_Monitor)  # the callbacks only; no ROS node: records come as key/value dicts
+    codec = SimpleNamespace(decode_collision=CollisionRecord.from_values, decode_agent_status=AgentStatus.from_values)
+    mon.run, mon.quiet, mon._codec, mon._last_step, mon._pending = EpisodeRun("1", "scan", "go"), False, codec, -1, []
     refusal = {"motion_state": "blocked", "type": "human", "action": "MOVE_FORWARD", "source": "people", "distance_m": "0.30"}
     mon._on_collision(refusal)  # motion_node's record arrives before the agent status of its step
     assert capsys.readouterr().out == ""

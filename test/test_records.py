@@ -88,6 +88,7 @@ def test_refusals_are_decided_once():
     unsupported = ActionResult(3, A.LOOK_UP, "unsupported")
     stopped = ActionResult(4, A.MOVE_FORWARD, "collision", distance_odom_m=0.1, detail="person 0.44 m")
     assert blocked.is_refused and rejected.is_refused and unsupported.is_refused and not stopped.is_refused
+    assert blocked.blocked_before_start and not rejected.blocked_before_start and not stopped.blocked_before_start
     assert stopped.is_partial and stopped.executed_amount() == pytest.approx(0.1) and not blocked.is_partial
     # the executor's explicit flag wins over the derivation, and travels on the wire
     assert ActionResult.from_values(ActionResult(5, A.TURN_LEFT, "ok", refused=True).to_values()).is_refused
@@ -133,15 +134,19 @@ def test_a_missing_contact_key_is_inferred_from_the_evidence(legacy, contact):
 
 
 def test_ground_truth_round_trip_and_missing_values():
-    gt = GroundTruth("42", "zsNo4HB9uLZ", 1.0, 2.0, 0.0, 90.0, 3.5, -1.0, "", 1, 2, 7.25)
+    gt = GroundTruth("42", "zsNo4HB9uLZ", 1.0, 2.0, 0.0, 90.0, 3.5, 1.2, "3", 1, 2, 7.25, 3.1, True)
     v = gt.to_values()
-    assert tuple(v) == (*GROUND_TRUTH_KEYS, SCHEMA_KEY) and v["nearest_human_id"] == "" and v["collisions_static"] == "2"
+    assert tuple(v) == (*GROUND_TRUTH_KEYS, SCHEMA_KEY) and v["nearest_human_id"] == "3" and v["collisions_static"] == "2"
+    assert v["goal_unreachable"] == "true" and v["distance_to_goal_euclid_m"] == "3.1000"
     assert GroundTruth.from_values(v) == gt
-    # the simulator's own dict (numbers, int human id) encodes the same way
-    sim = {**{k: getattr(gt, k) for k in GROUND_TRUTH_KEYS}, "nearest_human_id": 3, "nearest_human_m": 1.2}
-    assert GroundTruth.from_values(sim).nearest_human_id == "3"
+    # the simulator's own dict (numbers, bools, "" = nobody on the floor) encodes the same way
+    sim = {**{k: getattr(gt, k) for k in GROUND_TRUTH_KEYS}, "nearest_human_id": "", "nearest_human_m": "", "goal_unreachable": False}
+    nobody = GroundTruth.from_values(sim)
+    assert nobody.nearest_person_m is None and not nobody.goal_unreachable and nobody.to_values()["nearest_human_m"] == ""
+    assert GroundTruth.from_values({**sim, "nearest_human_m": "-1.0000"}).nearest_person_m is None  # older simulators
+    assert GroundTruth.from_values({**sim, "goal_unreachable": "True"}).goal_unreachable  # str(bool) of older writers
     empty = GroundTruth.from_values({})
-    assert not empty.has_pose and math.isnan(empty.distance_to_goal_m) and math.isnan(empty.nearest_human_m)
+    assert not empty.has_pose and math.isnan(empty.distance_to_goal_m) and math.isnan(empty.distance_to_goal_euclid_m)
 
 
 def test_agent_status_round_trip():

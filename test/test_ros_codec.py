@@ -31,7 +31,7 @@ def test_records_round_trip_through_messages():
     assert (cm.name, cm.message) == ("collision", "human") and cm.level in (1, b"\x01")
     assert codec.decode_collision(cm) == c
 
-    gt = GroundTruth("42", "scan", 1.0, 2.0, 0.0, 5.0, 3.0, -1.0, "", 0, 1, 2.0)
+    gt = GroundTruth("42", "scan", 1.0, 2.0, 0.0, 5.0, 3.0, 2.5, "1", 0, 1, 2.0, 2.8, False)
     gm = codec.encode_ground_truth(gt)
     assert gm.message == "42" and codec.decode_ground_truth(gm) == gt
 

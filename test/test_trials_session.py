@@ -73,12 +73,18 @@ def _gt(ne, x=10.0, y=20.0):
 
 
 @pytest.mark.parametrize(
-    ("reason", "ne", "verdict"),
-    [("stop", 2.0, Verdict.SUCCESS), ("stop", 3.0, Verdict.FAILURE), ("budget", 0.5, Verdict.FAILURE), ("stop", None, Verdict.ABORTED)],
+    ("reason", "ne", "unreachable", "verdict"),
+    [
+        ("stop", 2.0, False, Verdict.SUCCESS),
+        ("stop", 3.0, False, Verdict.FAILURE),
+        ("budget", 0.5, False, Verdict.FAILURE),
+        ("stop", 0.5, True, Verdict.FAILURE),  # a goal the sim cannot walk to is never a success
+        ("stop", None, False, Verdict.ABORTED),
+    ],
 )
-def test_auto_verdict(reason, ne, verdict):
-    v, why = auto_verdict(reason, ne, 3.0)
-    assert v is verdict and why.startswith("auto: ") and reason in why
+def test_auto_verdict(reason, ne, unreachable, verdict):
+    v, why = auto_verdict(reason, ne, 3.0, unreachable)
+    assert v is verdict and why.startswith("auto: ") and reason in why and ("unreachable" in why) == unreachable
 
 
 def test_late_collision_credit_window():

@@ -10,7 +10,6 @@ this backend into it.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -22,7 +21,8 @@ from havln_robot import topics
 from havln_robot.actions import STOP
 from havln_robot.challenge import replay as challenge_replay
 from havln_robot.challenge.replay import EpisodeResult, ReplayError
-from havln_robot.records import GroundTruth, Outcome, RecordError
+from havln_robot.records import GroundTruth, Outcome, RecordError, finite_or_none
+from havln_robot.text import plural
 
 # rclpy and the message packages are imported where they are used, so that ``havln-robot replay
 # --backend batch`` (this module's main) also runs where ROS is not installed.
@@ -159,7 +159,7 @@ def replay_ros(
             if missing:
                 raise ReplayError(f"{target}: not ready after 20 s: {missing}")
             seq = actions[eid]
-            stopped, note, steps = False, "", 0
+            stopped, note, steps, refused = False, "", 0, 0
             for a in seq:
                 if stop_event.is_set():
                     rep.stop()
@@ -180,6 +180,8 @@ def replay_ros(
                     note = f"no action_result for {a} within {action_timeout_s:.0f} s"
                     break
                 steps += 1
+                if res.blocked_before_start:
+                    refused += 1  # not executed: the next action starts from the pose the file did not expect
                 if res.outcome == Outcome.ABORTED and a != STOP:
                     note = f"aborted: {res.detail}"
                     if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
@@ -197,14 +199,22 @@ def replay_ros(
                 sess.spin(0.02)
             gt = rep.ground_truth
             if gt is None:  # nothing publishes ground truth (robot): NE unknown, contacts from havln/collision
-                ne, ch, cs, length, humans = math.nan, rep.collisions, 0, 0.0, 0
-            else:
-                ne, ch, cs, length = gt.distance_to_goal_m, gt.collisions_human, gt.collisions_static, gt.path_length_m
-                humans = 1 if gt.nearest_human_id else 0
-            m = episode_metrics(ne, stopped, length, 0.0, ch, cs, steps, baselines.get(eid, 0))
-            r = EpisodeResult(eid, m, humans, note)
+                gt = GroundTruth(collisions_human=rep.collisions)
+            m = episode_metrics(
+                gt.distance_to_goal_m,
+                stopped,
+                gt.path_length_m,
+                0.0,
+                gt.collisions_human,
+                gt.collisions_static,
+                steps,
+                baselines.get(eid, 0),
+                ne_euclid=finite_or_none(gt.distance_to_goal_euclid_m),
+                unreachable=gt.goal_unreachable,
+            )
+            r = EpisodeResult(eid, m, 1 if gt.nearest_human_id else 0, note, refused=refused, actions=steps)
             results.append(r)
-            log(f"[replay] episode {eid}: {steps} actions, {note or ('STOP' if stopped else 'budget')}")
+            log(f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}")
     bar.close()
     return results
 

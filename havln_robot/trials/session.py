@@ -110,22 +110,24 @@ class _LastCollisionStep:
 # --- rules --------------------------------------------------------------------------------------------
 
 
-def auto_verdict(end_reason: str, ne_m: float | None, goal_radius_m: float) -> tuple[Verdict, str]:
+def auto_verdict(end_reason: str, ne_m: float | None, goal_radius_m: float, unreachable: bool = False) -> tuple[Verdict, str]:
     """The sim auto-judge.
 
     Args:
         end_reason: why the agent ended (``stop``, ``budget``, ``blocked``, ``aborted``, ...).
-        ne_m: navigation error from ground truth, m; None when there is none.
+        ne_m: navigation error from ground truth (the sim's walkable distance), m; None when there is none.
         goal_radius_m: success radius, m.
+        unreachable: the sim found no walkable path to the goal (never a success).
 
     Returns:
-        (verdict, reason text): success when the agent said STOP within the radius (NE < radius),
-        failure otherwise, aborted when there is no ground truth.
+        (verdict, reason text): success when the agent said STOP within the radius (NE < radius)
+        of a reachable goal, failure otherwise, aborted when there is no ground truth.
     """
     if ne_m is None:
         return Verdict.ABORTED, f"auto: no ground truth ({end_reason})"
-    ok = end_reason == EndReason.STOP and ne_m < goal_radius_m
-    return (Verdict.SUCCESS if ok else Verdict.FAILURE), f"auto: {end_reason}, NE {ne_m:.2f} m"
+    ok = end_reason == EndReason.STOP and not unreachable and ne_m < goal_radius_m
+    why = f"auto: {end_reason}, NE {ne_m:.2f} m{' (goal unreachable)' if unreachable else ''}"
+    return (Verdict.SUCCESS if ok else Verdict.FAILURE), why
 
 
 def credits_previous_step(last: _LastCollisionStep | None, now: float, action: str) -> bool:
@@ -347,8 +349,8 @@ class TrialSession:
             x, y, yawd = self.odom[0], self.odom[1], math.degrees(self.odom[2])
         gt = self.ground_truth
         n_people, near_m, near_id = self.people
-        if near_m is None and gt is not None and finite_or_none(gt.nearest_human_m) is not None:
-            near_m, near_id = gt.nearest_human_m, gt.nearest_human_id
+        if near_m is None and gt is not None and gt.nearest_person_m is not None:  # nobody on the floor: none
+            near_m, near_id = gt.nearest_person_m, gt.nearest_human_id
         result: dict[str, Any] = r.to_values()
         if self.agent is not None and self.agent.state:
             result["agent_state"] = self.agent.state
@@ -462,7 +464,8 @@ class TrialSession:
                 ne = None if self.ground_truth is None else finite_or_none(self.ground_truth.distance_to_goal_m)
                 if ne is None:
                     ne = next((s.distance_to_goal_m for s in reversed(self.store.steps(run.id)) if s.distance_to_goal_m is not None), None)
-                verdict, why = auto_verdict(reason, ne, run.goal_radius)
+                unreachable = self.ground_truth is not None and self.ground_truth.goal_unreachable
+                verdict, why = auto_verdict(reason, ne, run.goal_radius, unreachable)
                 if ne is None:
                     t = self.store.set_outcome(run.id, verdict.value, reason=why)
                 else:
