@@ -42,6 +42,7 @@ from enum import StrEnum
 from typing import Any
 
 from havln_robot import actions as A
+from havln_robot import jsonio
 from havln_robot.topics import ACTION_RESULT_KEYS, AGENT_STATUS_KEYS, COLLISION_KEYS, GROUND_TRUTH_KEYS
 
 #: The schema version this code writes; a record without :data:`SCHEMA_KEY` is version 1.
@@ -604,8 +605,8 @@ class EpisodeDone:
         return d
 
     def to_json(self) -> str:
-        """:meth:`to_values` as JSON text."""
-        return json.dumps(self.to_values())
+        """:meth:`to_values` as strict JSON text (non-finite numbers as null, :mod:`havln_robot.jsonio`)."""
+        return jsonio.dumps(self.to_values(), nonfinite="null")
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> EpisodeDone:
