@@ -118,8 +118,8 @@ def test_node_closes_the_trial_on_disk_full_in_one_line(ros_context, tmp_path, i
     from std_msgs.msg import String
 
     from havln_robot import topics
-    from havln_robot.nodes._msgs import status_msg
     from havln_robot.nodes.trial_logger_node import TrialLoggerNode
+    from havln_robot.ros.codec import status_msg
     from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 
     params = TRIAL_LOGGER_PARAMS.validate(

@@ -260,7 +260,7 @@ _BAG_WRITER = textwrap.dedent(
     from rclpy.serialization import serialize_message
     from std_msgs.msg import String
     from havln_robot.trials.recorder import McapRecorder
-    rec = McapRecorder(sys.argv[1], chunk_size=2048, compression="zstd")
+    rec = McapRecorder(sys.argv[1], chunk_size=2048, compression="zstd", serialize=serialize_message)
     for i in range(400):
         rec.write("havln/instruction", String(data=f"message {i:04d} " + "x" * 40), log_time_ns=1_000_000_000 + i * 1000)
     rec._fh.flush()
