@@ -144,10 +144,13 @@ class MotionConfig:
 
     def min_duration(self, action: str) -> float:
         """Physical minimum duration (s) of ``action`` at these limits (0 for LOOK/STOP)."""
-        if action == A.MOVE_FORWARD:
-            return min_duration(A.FORWARD_STEP_M, self.v_max, self.a_lin)
-        if action in (A.TURN_LEFT, A.TURN_RIGHT):
-            return min_duration(A.TURN_ANGLE_RAD, self.w_max, self.a_ang)
+        spec = A.ACTION_SPECS.get(action)
+        if spec is None:
+            return 0.0
+        if spec.kind is A.ActionKind.TRANSLATE:
+            return min_duration(spec.amount, self.v_max, self.a_lin)
+        if spec.kind is A.ActionKind.ROTATE:
+            return min_duration(spec.amount, self.w_max, self.a_ang)
         return 0.0
 
 
@@ -308,7 +311,7 @@ class Executor:
             A Tick. Its results are non-empty when the action finished at once (STOP, LOOK_*,
             rejected, blocked) -- or when STOP preempted a running action.
         """
-        if action == A.STOP:
+        if A.is_action(action) and A.ACTION_SPECS[action].kind is A.ActionKind.STOP:
             return self.stop(t, "preempted by STOP", odom, imu_yaw)
         self.seq += 1
         if not A.is_action(action):
@@ -327,13 +330,14 @@ class Executor:
                 ],
                 [],
             )
-        if action in (A.LOOK_UP, A.LOOK_DOWN):
+        spec = A.ACTION_SPECS[action]
+        if spec.kind is A.ActionKind.TILT:
             return Tick(self._zero_if_idle(t), [self._look(action, odom)], [])
         if odom is None or imu_yaw is None:
             missing = "odometry" if odom is None else "imu"
             return Tick(ZERO, [self._simple(action, "rejected", odom, f"no {missing} received yet; check the {missing} topic")], [])
-        forward = action == A.MOVE_FORWARD
-        target = A.FORWARD_STEP_M if forward else (A.TURN_ANGLE_RAD if action == A.TURN_LEFT else -A.TURN_ANGLE_RAD)
+        forward = spec.kind is A.ActionKind.TRANSLATE  # else ROTATE: STOP and TILT returned above
+        target = spec.amount
         # Heading chain: when the robot still stands within chain_heading of the heading the last
         # action was meant to end at, this action aims from that nominal heading rather than from
         # where the last one settled, so per-turn tolerances do not add up (24 panorama turns
@@ -674,7 +678,7 @@ class Executor:
     def _look(self, action: str, odom: Pose2D | None) -> ActionResult:
         if self.cfg.look_mode != "virtual":
             return self._simple(action, "unsupported", odom, "the Go2 has no camera tilt (look_mode unsupported); nothing moved")
-        step = A.TILT_ANGLE_RAD if action == A.LOOK_UP else -A.TILT_ANGLE_RAD
+        step = A.ACTION_SPECS[action].amount
         new = self.pitch + step
         if abs(new) > self.cfg.max_pitch + 1e-9:
             return self._simple(
