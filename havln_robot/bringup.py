@@ -39,10 +39,10 @@ from typing import Any
 import yaml
 
 from havln_robot import locks
-from havln_robot.agent.baselines import no_data_fallback
 from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
 from havln_robot.paths import data_dir
+from havln_robot.policy.registry import no_data_fallback
 from havln_robot.sim.session import missing_episode_data
 from havln_robot.yamlio import StrictSafeLoader
 
@@ -465,7 +465,7 @@ def no_data_overrides(profile: Profile) -> tuple[dict[str, dict[str, Any]], str 
 
     ``havln-robot launch`` and ``havln-robot demo`` behave the same without data: sim_node runs the
     builtin scene and episode (when its ``scene_source`` is ``auto``) and agent_node runs the
-    baseline :data:`havln_robot.agent.baselines.NO_DATA_POLICY` instead of a trained model (which
+    baseline :data:`havln_robot.policy.registry.NO_DATA_POLICY` instead of a trained model (which
     needs the HA-R2R vocabulary). Nodes started by ``ros2 launch`` make the same choice each on
     their own (sim_node and agent_node log it).
 

@@ -14,11 +14,11 @@ from geometry_msgs.msg import Twist
 
 from havln_robot import bringup as bringup_mod
 from havln_robot import config
-from havln_robot.agent.baselines import NO_DATA_POLICY
 from havln_robot.bringup import no_data_overrides
 from havln_robot.config import load_profile
 from havln_robot.nodes._base import HavlnNode
 from havln_robot.params import ConfigError, Param, ParamSpec
+from havln_robot.policy.registry import NO_DATA_POLICY
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,8 @@ import json
 import numpy as np
 
 from havln_robot.actions import ACTIONS
-from havln_robot.policy.api import Observation, load_policy
+from havln_robot.policy.api import Observation
+from havln_robot.policy.registry import load_policy
 from havln_robot.policy.small import SmallPolicy
 
 

@@ -28,7 +28,6 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from havln_robot.actions import STOP
-from havln_robot.agent.baselines import make_policy, no_data_fallback
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import image_array, status_dict, status_msg
@@ -37,6 +36,7 @@ from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
 from havln_robot.perception.preprocess import Intrinsics, PreprocessError
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.params import AGENT_PARAMS
+from havln_robot.policy.registry import make_policy, no_data_fallback
 
 _FRAMES_KEPT = 8
 _STOP_RESULT_WAIT_S = 2.0  # how long to wait for motion_node's answer to STOP
