@@ -5,8 +5,7 @@ actions (batch mode: :meth:`World.step`, 0.25 m / 15 deg / 30 deg tilt, as VLN-C
 continuous motions (:meth:`World.move`, used by sim_node's noisy base at its control rate).
 
 Collisions (as HA-VLN counts them: overlapping radii) -- the robot is a disc of
-``robot_radius`` (default :func:`default_robot_radius`: ``GO2_RADIUS_M`` from
-``havln_robot.sim.robot`` when present, else :data:`FALLBACK_GO2_RADIUS_M`):
+``robot_radius`` (default :data:`havln_robot.sim.robot.GO2_RADIUS_M`):
 
 * **static**: the disc may not leave the scene's free space; a move is cut at first contact
   (swept, exact against the free-space polygon, 1 mm back-off) -- the body never passes a wall --
@@ -36,11 +35,9 @@ from havln_robot.geometry import wrap_angle
 from havln_robot.sim.geodesic import GoalDistance, Walkable
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
+from havln_robot.sim.robot import GO2_RADIUS_M
 from havln_robot.sim.scene import Scene, Support
 
-FALLBACK_GO2_RADIUS_M: float = 0.35
-"""Go2 footprint radius (m) used when ``havln_robot.sim.robot`` is absent: half the body length,
-Unitree Go2 datasheet body size 0.70 x 0.31 x 0.40 m (L x W x H, standing)."""
 CONTACT_RELEASE_M: float = 0.05
 """A contact ends when the gap exceeds this (m); hysteresis so one touch counts once."""
 CONTACT_SUBSTEP_S: float = 0.1
@@ -56,19 +53,8 @@ DEFAULT_ACTION_DT_S: float = 0.5
 
 
 def default_robot_radius() -> float:
-    """Robot footprint radius (m): ``havln_robot.sim.robot.GO2_RADIUS_M`` if built, else :data:`FALLBACK_GO2_RADIUS_M`."""
-    try:
-        from havln_robot.sim import robot  # imported lazily: robot.py may import this module
-
-        return float(robot.GO2_RADIUS_M)
-    except (ImportError, AttributeError):
-        return FALLBACK_GO2_RADIUS_M
-
-
-def __getattr__(name: str):
-    if name == "GO2_RADIUS_M":
-        return default_robot_radius()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Robot footprint radius (m): :data:`havln_robot.sim.robot.GO2_RADIUS_M`."""
+    return float(GO2_RADIUS_M)
 
 
 class WorldError(RuntimeError):
