@@ -44,6 +44,7 @@ from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from havln_robot.episodes import is_success
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import status_dict
@@ -502,7 +503,7 @@ class TrialLoggerNode(HavlnNode):
                     else:
                         # NE is the sim's walkable distance; a goal it cannot walk to is never a success
                         unreachable = str((self._gt or {}).get("goal_unreachable", "")).lower() == "true"
-                        ok = reason == "stop" and not unreachable and ne < run.goal_radius
+                        ok = is_success(reason == "stop", ne, run.goal_radius, unreachable=unreachable)
                         t = self.store.set_outcome(
                             run.id,
                             "success" if ok else "failure",
