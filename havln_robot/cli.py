@@ -15,7 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("havln_robot.demo:main", "run the whole stack on a real HA-R2R episode in the embedded simulator"),
     "launch": ("havln_robot.bringup:main", "start a profile's nodes in one process (config/sim.yaml, ...)"),
-    "eval": ("havln_robot.sim.evaluate:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
+    "eval": ("havln_robot.eval:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
     "bench": (
         "havln_robot.bench:main",
         "benchmarks: bench sim | motion | policy | robot | perception; bench all --markdown = the README figures",

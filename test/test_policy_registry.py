@@ -7,11 +7,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from havln_robot import eval as evaluate
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from havln_robot.nodes import agent_node
 from havln_robot.policy import baselines, registry
 from havln_robot.policy.api import PolicyError
-from havln_robot.sim import evaluate
 
 
 def _run(policy, n: int) -> list[str]:

@@ -82,7 +82,7 @@ def test_shipped_model_loads_and_acts(havln_data):
 
 
 def test_bench_latency_runs(capsys):
-    from havln_robot.policy.bench import main
+    from havln_robot.bench.policy import main
 
     assert main(["--skip-eval", "--steps", "1"]) == 0
     out = capsys.readouterr().out
