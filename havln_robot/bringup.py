@@ -249,7 +249,6 @@ class Bringup:
 
     Attributes:
         nodes: node name → node instance, for the nodes that started.
-        skipped: node name → reason, for nodes not built in this checkout.
     """
 
     def __init__(self, profile: Profile, log: Callable[[str], None] | None = None, check_graph: bool = True) -> None:
@@ -257,7 +256,6 @@ class Bringup:
         self.check_graph = check_graph
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self.nodes: dict[str, Any] = {}
-        self.skipped: dict[str, str] = dict(profile.not_built)
         self._stop = threading.Event()
         self._threads: NodeThreads | None = None
         self._context = None
@@ -307,23 +305,13 @@ class Bringup:
         self._threads = NodeThreads(self._context, lambda s: print(s, file=sys.stderr, flush=True), self._node_failed)
         probe = DomainProbe(self._context, sole).start() if sole and self.check_graph else None
         fill_provenance(self.profile)
-        for name, reason in self.skipped.items():
-            self.log(f"[bringup] {name}: {reason}; skipping it")
         try:
             for name, params in self.profile.nodes.items():
                 if probe is not None:
                     if probe.found:  # seen before this node starts: refuse now
                         break
                     probe.nodes_starting()
-                mod_name = NODES[name][0]
-                try:
-                    mod = importlib.import_module(mod_name)
-                except ModuleNotFoundError as exc:
-                    if exc.name and mod_name.startswith(exc.name):
-                        self.skipped[name] = f"not built yet ({mod_name} is missing)"
-                        self.log(f"[bringup] {name}: {self.skipped[name]}; skipping it")
-                        continue
-                    raise
+                mod = importlib.import_module(NODES[name][0])
                 node = mod.NODE_CLASS(params=params, context=self._context)
                 self.nodes[name] = node
                 self._threads.add(name, node)

@@ -389,7 +389,7 @@ def test_a_panorama_turn_blocked_for_good_ends_the_episode():
 
 
 def test_max_consecutive_blocked_must_be_positive():
-    from havln_robot.policy.params import AGENT_PARAMS
+    from havln_robot.agent.params import AGENT_PARAMS
 
     with pytest.raises(Exception, match="max_consecutive_blocked"):
         AGENT_PARAMS.validate({"policy": "forward", "max_consecutive_blocked": 0})

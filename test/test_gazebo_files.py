@@ -46,7 +46,7 @@ KNOWN_SYSTEMS = {
 }
 GAZEBO_PROFILE_NODES = {
     "motion_node": "havln_robot.motion.params:MOTION_PARAMS",
-    "agent_node": "havln_robot.policy.params:AGENT_PARAMS",
+    "agent_node": "havln_robot.agent.params:AGENT_PARAMS",
     "trial_logger_node": "havln_robot.trials.params:TRIAL_LOGGER_PARAMS",
 }
 

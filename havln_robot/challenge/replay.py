@@ -558,14 +558,11 @@ def _embedded_bringup(
 ):
     """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
     from havln_robot.bringup import Bringup, parse_set
-    from havln_robot.config import ConfigError, NodeNotBuilt, Profile, load_profile, load_spec
+    from havln_robot.config import ConfigError, Profile, load_profile, load_spec
     from havln_robot.paths import config_dir
 
     overrides = parse_set(list(sets))
-    try:
-        spec = load_spec("sim_node").by_name()
-    except NodeNotBuilt as exc:
-        raise ReplayError(f"the embedded simulator node is not built ({exc}); use --backend batch") from None
+    spec = load_spec("sim_node").by_name()
     sim = overrides.setdefault("sim_node", {})
     for name in ("episodes_file", "episode_file"):
         if name in spec and episodes_file is not None:
@@ -582,8 +579,8 @@ def _embedded_bringup(
     keep = {k: v for k, v in prof.nodes.items() if k in wanted}
     for need in ("sim_node", "motion_node"):
         if need not in keep:
-            raise ReplayError(f"{need} is not available in this build ({prof.not_built.get(need, 'not in config/sim.yaml')})")
-    bringup = Bringup(Profile(prof.path, keep, {}), log=log, check_graph=check_graph)
+            raise ReplayError(f"{need} is not configured in config/sim.yaml")
+    bringup = Bringup(Profile(prof.path, keep), log=log, check_graph=check_graph)
     try:
         bringup.start()
     except ConfigError as exc:

@@ -29,13 +29,13 @@ from std_msgs.msg import String
 
 from havln_robot.actions import STOP
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
+from havln_robot.agent.params import AGENT_PARAMS
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import image_array, status_dict, status_msg
 from havln_robot.params import ConfigError
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
 from havln_robot.perception.preprocess import Intrinsics, PreprocessError
 from havln_robot.policy.api import PolicyError
-from havln_robot.policy.params import AGENT_PARAMS
 from havln_robot.policy.registry import make_policy, no_data_fallback
 
 _FRAMES_KEPT = 8
@@ -50,7 +50,7 @@ class AgentNode(HavlnNode):
     """ROS shell of the agent (see the module docstring).
 
     Args:
-        params: validated parameters (see :data:`havln_robot.policy.params.AGENT_PARAMS`).
+        params: validated parameters (see :data:`havln_robot.agent.params.AGENT_PARAMS`).
         policy: an already-built policy object (tests, embedding); default: built from ``params['policy']``.
         **kwargs: passed to :class:`HavlnNode` (e.g. ``context``).
 

@@ -1,4 +1,4 @@
-"""agent_node parameters (pure Python).
+"""agent_node parameters (pure Python; the agent harness owns them, agent_node only declares them).
 
 The agent turns an instruction into actions: (panorama by rotation | front view) → policy →
 ``havln/action`` → wait for ``havln/action_result`` → ... until STOP or the action budget.
