@@ -30,11 +30,11 @@ from std_msgs.msg import String
 from havln_robot.actions import STOP
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
 from havln_robot.agent.params import AGENT_PARAMS
+from havln_robot.camera import Intrinsics, IntrinsicsError
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.nodes._msgs import image_array, status_dict, status_msg
 from havln_robot.params import ConfigError
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
-from havln_robot.perception.preprocess import Intrinsics, PreprocessError
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.registry import make_policy, no_data_fallback
 
@@ -232,7 +232,7 @@ class AgentNode(HavlnNode):
         if info is not None:
             try:
                 view.intrinsics = Intrinsics.from_k(info.k, info.width, info.height)
-            except PreprocessError as exc:
+            except IntrinsicsError as exc:
                 raise AgentAbort(f"{p['color_info_topic']}: {exc}") from None
         return view
 

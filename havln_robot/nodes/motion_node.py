@@ -269,7 +269,7 @@ class MotionNode(HavlnNode):
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
-            self._k = Intrinsics.from_k(msg.k)
+            self._k = Intrinsics.from_k(msg.k, msg.width, msg.height)
         except ValueError as exc:
             self._warn_once("info", f"{self.params['depth_info_topic']}: {exc}")
 
