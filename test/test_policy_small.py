@@ -134,7 +134,7 @@ def test_small_checkpoint_round_trip_and_size(tmp_path, monkeypatch):
     assert isinstance(load_policy("m", vocab_path=_vocab_file(tmp_path)), SmallPolicy)
     with pytest.raises(PolicyError, match=r"not found \(available in .*m\.pt"):
         load_policy("other")
-    with pytest.raises(PolicyError, match="baseline"):
+    with pytest.raises(PolicyError, match="not a checkpoint"):
         load_policy("forward")
     # a checkpoint whose config does not match its weights is refused in one line
     bad = SmallConfig(view_dim=32)
