@@ -542,7 +542,8 @@ def _ros_libddsc(env: Mapping[str, str]) -> str | None:
 def _policy_time(spec: str, device: str) -> float:
     import numpy as np
 
-    from havln_robot.policy.api import DEPTH_SHAPE, RGB_SHAPE, Observation, load_policy
+    from havln_robot.policy.api import DEPTH_SHAPE, RGB_SHAPE, Observation
+    from havln_robot.policy.registry import load_policy
 
     pol = load_policy(spec, device=device)
     n = int(getattr(pol, "n_views", 0) or getattr(getattr(pol, "config", None), "views", 0) or 12)
