@@ -53,3 +53,14 @@ def test_options_checked():
         registry.make_policy("forward:steps=-1")
     with pytest.raises(PolicyError, match="not a checkpoint"):
         registry.load_policy("forward")
+
+
+def test_no_second_list_of_builtin_names():
+    """Who needs to know 'is this a builtin?' asks the registry (is_builtin), never its own tuple."""
+    import re
+    from pathlib import Path
+
+    pkg = Path(registry.__file__).resolve().parent.parent
+    pattern = re.compile(r"""\(\s*["']forward["']\s*,\s*["']random["']\s*\)""")
+    hits = [str(p.relative_to(pkg)) for p in pkg.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert hits == [], hits
