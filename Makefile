@@ -21,6 +21,7 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check havln_robot test launch
 	$(VENV)/bin/ruff format --check havln_robot test launch
+	$(VENV)/bin/lint-imports --config .importlinter
 
 test: setup lint
 	$(PY) -m pytest -q $(or $(ARGS),test)

@@ -1,11 +1,14 @@
 """ament_python package setup for havln_robot (also `pip install -e .` for the pip-wheel ROS 2)."""
 
+import runpy
 from glob import glob
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
 PACKAGE = "havln_robot"
-NODES = ["camera_node", "go2_driver_node", "sim_node", "motion_node", "agent_node", "trial_logger_node"]
+# The node table, read as a file: setup.py never imports havln_robot (colcon must not pull in torch).
+NODES = runpy.run_path(str(Path(__file__).resolve().parent / PACKAGE / "node_table.py"))["NODES"]
 
 setup(
     name=PACKAGE,

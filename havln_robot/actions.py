@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 STOP = "STOP"
 MOVE_FORWARD = "MOVE_FORWARD"
@@ -25,14 +26,6 @@ TURN_LEFT = "TURN_LEFT"
 TURN_RIGHT = "TURN_RIGHT"
 LOOK_UP = "LOOK_UP"
 LOOK_DOWN = "LOOK_DOWN"
-
-#: The six literals of the challenge format, in the habitat ``HabitatSimActions`` order
-#: (STOP=0, MOVE_FORWARD=1, TURN_LEFT=2, TURN_RIGHT=3, LOOK_UP=4, LOOK_DOWN=5).
-ACTIONS: tuple[str, ...] = (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT, LOOK_UP, LOOK_DOWN)
-ACTION_INDEX: dict[str, int] = {name: i for i, name in enumerate(ACTIONS)}
-
-#: The 4-way action space of the VLN-CE CMA policy head (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT).
-CMA_ACTIONS: tuple[str, ...] = ACTIONS[:4]
 
 FORWARD_STEP_M: float = 0.25
 """MOVE_FORWARD displacement, metres (VLN-CE FORWARD_STEP_SIZE)."""
@@ -44,6 +37,60 @@ TURN_ANGLE_RAD: float = math.radians(TURN_ANGLE_DEG)
 TILT_ANGLE_RAD: float = math.radians(TILT_ANGLE_DEG)
 MAX_ACTIONS: int = 500
 """Episode action budget (challenge rule and VLN-CE ``MAX_EPISODE_STEPS``)."""
+
+
+class ActionKind(str, Enum):
+    """What an action does to the robot; the motion executor and the simulator dispatch on it."""
+
+    STOP = "stop"
+    """End the episode / hold zero velocity; no amount."""
+    TRANSLATE = "translate"
+    """Drive along the body x axis by ``amount`` metres (+ = forward)."""
+    ROTATE = "rotate"
+    """Turn about the body z axis by ``amount`` radians (+ = left, REP 103)."""
+    TILT = "tilt"
+    """Change the camera elevation by ``amount`` radians (+ = up)."""
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One row of the action table.
+
+    Attributes:
+        literal: the challenge-format string (``"MOVE_FORWARD"``).
+        index: habitat ``HabitatSimActions`` index (the policy heads' class index).
+        kind: :class:`ActionKind`.
+        amount: the MAXIMUM signed amount of one action -- metres for ``TRANSLATE`` (body x,
+            + forward), radians for ``ROTATE`` (body z, + left) and ``TILT`` (camera, + up), 0 for
+            ``STOP``. What was actually executed (a step cut at a contact, a partial turn) travels
+            in the action result, never here.
+    """
+
+    literal: str
+    index: int
+    kind: ActionKind
+    amount: float
+
+
+#: THE action table: every consumer (policy heads, motion executor, batch simulator, challenge
+#: files) derives from these rows, so a new action is one row here. Rows are in habitat order.
+ACTION_TABLE: tuple[ActionSpec, ...] = (
+    ActionSpec(STOP, 0, ActionKind.STOP, 0.0),
+    ActionSpec(MOVE_FORWARD, 1, ActionKind.TRANSLATE, FORWARD_STEP_M),
+    ActionSpec(TURN_LEFT, 2, ActionKind.ROTATE, TURN_ANGLE_RAD),
+    ActionSpec(TURN_RIGHT, 3, ActionKind.ROTATE, -TURN_ANGLE_RAD),
+    ActionSpec(LOOK_UP, 4, ActionKind.TILT, TILT_ANGLE_RAD),
+    ActionSpec(LOOK_DOWN, 5, ActionKind.TILT, -TILT_ANGLE_RAD),
+)
+
+#: The literals of the challenge format, in the habitat ``HabitatSimActions`` order
+#: (STOP=0, MOVE_FORWARD=1, TURN_LEFT=2, TURN_RIGHT=3, LOOK_UP=4, LOOK_DOWN=5).
+ACTIONS: tuple[str, ...] = tuple(row.literal for row in ACTION_TABLE)
+ACTION_INDEX: dict[str, int] = {row.literal: row.index for row in ACTION_TABLE}
+ACTION_SPECS: dict[str, ActionSpec] = {row.literal: row for row in ACTION_TABLE}
+
+#: The 4-way action space of the VLN-CE CMA policy head (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT).
+CMA_ACTIONS: tuple[str, ...] = ACTIONS[:4]
 
 
 class ActionError(ValueError):
@@ -79,6 +126,15 @@ def parse_action(value: object) -> str:
     if not is_action(value):
         raise ActionError(f"unknown action {value!r}; expected one of {', '.join(ACTIONS)}")
     return value  # type: ignore[return-value]
+
+
+def action_spec(action: object) -> ActionSpec:
+    """Return the table row of ``action``.
+
+    Raises:
+        ActionError: ``action`` is not one of :data:`ACTIONS` (the message lists them).
+    """
+    return ACTION_SPECS[parse_action(action)]
 
 
 def sequence_problems(actions: object) -> list[SequenceProblem]:

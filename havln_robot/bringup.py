@@ -39,10 +39,10 @@ from typing import Any
 import yaml
 
 from havln_robot import locks
-from havln_robot.agent.baselines import no_data_fallback
 from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
 from havln_robot.paths import data_dir
+from havln_robot.policy.registry import no_data_fallback
 from havln_robot.sim.session import missing_episode_data
 from havln_robot.yamlio import StrictSafeLoader
 
@@ -249,7 +249,6 @@ class Bringup:
 
     Attributes:
         nodes: node name → node instance, for the nodes that started.
-        skipped: node name → reason, for nodes not built in this checkout.
     """
 
     def __init__(self, profile: Profile, log: Callable[[str], None] | None = None, check_graph: bool = True) -> None:
@@ -257,7 +256,6 @@ class Bringup:
         self.check_graph = check_graph
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self.nodes: dict[str, Any] = {}
-        self.skipped: dict[str, str] = dict(profile.not_built)
         self._stop = threading.Event()
         self._threads: NodeThreads | None = None
         self._context = None
@@ -307,23 +305,13 @@ class Bringup:
         self._threads = NodeThreads(self._context, lambda s: print(s, file=sys.stderr, flush=True), self._node_failed)
         probe = DomainProbe(self._context, sole).start() if sole and self.check_graph else None
         fill_provenance(self.profile)
-        for name, reason in self.skipped.items():
-            self.log(f"[bringup] {name}: {reason}; skipping it")
         try:
             for name, params in self.profile.nodes.items():
                 if probe is not None:
                     if probe.found:  # seen before this node starts: refuse now
                         break
                     probe.nodes_starting()
-                mod_name = NODES[name][0]
-                try:
-                    mod = importlib.import_module(mod_name)
-                except ModuleNotFoundError as exc:
-                    if exc.name and mod_name.startswith(exc.name):
-                        self.skipped[name] = f"not built yet ({mod_name} is missing)"
-                        self.log(f"[bringup] {name}: {self.skipped[name]}; skipping it")
-                        continue
-                    raise
+                mod = importlib.import_module(NODES[name][0])
                 node = mod.NODE_CLASS(params=params, context=self._context)
                 self.nodes[name] = node
                 self._threads.add(name, node)
@@ -465,7 +453,7 @@ def no_data_overrides(profile: Profile) -> tuple[dict[str, dict[str, Any]], str 
 
     ``havln-robot launch`` and ``havln-robot demo`` behave the same without data: sim_node runs the
     builtin scene and episode (when its ``scene_source`` is ``auto``) and agent_node runs the
-    baseline :data:`havln_robot.agent.baselines.NO_DATA_POLICY` instead of a trained model (which
+    baseline :data:`havln_robot.policy.registry.NO_DATA_POLICY` instead of a trained model (which
     needs the HA-R2R vocabulary). Nodes started by ``ros2 launch`` make the same choice each on
     their own (sim_node and agent_node log it).
 

@@ -15,7 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("havln_robot.demo:main", "run the whole stack on a real HA-R2R episode in the embedded simulator"),
     "launch": ("havln_robot.bringup:main", "start a profile's nodes in one process (config/sim.yaml, ...)"),
-    "eval": ("havln_robot.sim.evaluate:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
+    "eval": ("havln_robot.eval:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
     "bench": (
         "havln_robot.bench:main",
         "benchmarks: bench sim | motion | policy | robot | perception; bench all --markdown = the README figures",
@@ -51,8 +51,6 @@ def config_main(argv: list[str]) -> int:
     for name, params in prof.nodes.items():
         print(f"{name}: {len(params)} parameters OK (names, types, ranges)")
     print("files, episodes and policies named by the profile are checked when the nodes start (havln-robot launch)")
-    for name, why in prof.not_built.items():
-        print(f"{name}: {why}")
     return 0
 
 
@@ -85,21 +83,10 @@ def main(argv: list[str] | None = None) -> int:
 def run_handler(target: str, argv: list[str], label: str) -> int:
     """Import ``"module:function"`` lazily and call it with ``argv``; returns its exit code.
 
-    A module missing from this checkout is reported in one line (exit 3) instead of a traceback;
     Ctrl-C returns 130.
     """
     mod_name, func = target.split(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and mod_name.startswith(exc.name):
-            print(f"{label}: not built yet in this checkout ({mod_name} is missing)", file=sys.stderr)
-            return 3
-        raise
-    handler = getattr(mod, func, None)
-    if handler is None:
-        print(f"{label}: not built yet in this checkout ({mod_name}.{func} is missing)", file=sys.stderr)
-        return 3
+    handler = getattr(importlib.import_module(mod_name), func)
     try:
         return int(handler(argv) or 0)
     except KeyboardInterrupt:

@@ -19,22 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from havln_robot.node_table import NODES  # noqa: F401  (re-exported)
 from havln_robot.params import ConfigError, ParamSpec
-
-#: node name → (node module, "module:attribute" of its ParamSpec). The spec lives in the
-#: functional core so a profile can be validated without importing rclpy.
-NODES: dict[str, tuple[str, str]] = {
-    "camera_node": ("havln_robot.nodes.camera_node", "havln_robot.perception.params:CAMERA_PARAMS"),
-    "go2_driver_node": ("havln_robot.nodes.go2_driver_node", "havln_robot.robot.params:GO2_DRIVER_PARAMS"),
-    "sim_node": ("havln_robot.nodes.sim_node", "havln_robot.sim.params:SIM_NODE_PARAMS"),
-    "motion_node": ("havln_robot.nodes.motion_node", "havln_robot.motion.params:MOTION_PARAMS"),
-    "agent_node": ("havln_robot.nodes.agent_node", "havln_robot.policy.params:AGENT_PARAMS"),
-    "trial_logger_node": ("havln_robot.nodes.trial_logger_node", "havln_robot.trials.params:TRIAL_LOGGER_PARAMS"),
-}
-
-
-class NodeNotBuilt(ImportError):
-    """The node's module (or its parameter spec) does not exist in this checkout yet."""
 
 
 def load_spec(node: str) -> ParamSpec:
@@ -42,20 +28,13 @@ def load_spec(node: str) -> ParamSpec:
 
     Raises:
         ConfigError: ``node`` is not a known node name.
-        NodeNotBuilt: the spec module is not part of this build.
     """
     if node not in NODES:
         raise ConfigError(f"{node}: unknown node; known nodes: {', '.join(NODES)}")
     mod_name, attr = NODES[node][1].split(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and mod_name.startswith(exc.name):
-            raise NodeNotBuilt(f"not built yet ({mod_name} is missing)") from exc
-        raise
-    spec = getattr(mod, attr, None)
+    spec = getattr(importlib.import_module(mod_name), attr)
     if not isinstance(spec, ParamSpec):
-        raise NodeNotBuilt(f"not built yet ({mod_name}.{attr} is missing)")
+        raise TypeError(f"node table: {mod_name}.{attr} is a {type(spec).__name__}, not a ParamSpec")
     return spec
 
 
@@ -66,12 +45,10 @@ class Profile:
     Attributes:
         path: the YAML file.
         nodes: node name → complete, validated parameter dict (defaults filled in), in file order.
-        not_built: node name → reason, for nodes listed in the file whose code is not in this build.
     """
 
     path: Path
     nodes: dict[str, dict[str, Any]]
-    not_built: dict[str, str]
 
 
 def read_yaml(path: Path) -> Any:
@@ -107,7 +84,6 @@ def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None =
         raise ConfigError(f"{path}: expected a mapping of node names to {{ros__parameters: ...}}")
     overrides = overrides or {}
     nodes: dict[str, dict[str, Any]] = {}
-    not_built: dict[str, str] = {}
     for node, body in data.items():
         where = f"{path}: {node}"
         if not isinstance(node, str) or node not in NODES:
@@ -122,13 +98,8 @@ def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None =
         if not isinstance(params, dict):
             raise ConfigError(f"{where}.ros__parameters: expected a mapping of parameter names to values")
         params = {**params, **overrides.get(node, {})}
-        try:
-            spec = load_spec(node)
-        except NodeNotBuilt as exc:
-            not_built[node] = str(exc)
-            continue
-        nodes[node] = spec.validate(params, where=where)
+        nodes[node] = load_spec(node).validate(params, where=where)
     for node in overrides:
         if node not in data:
             raise ConfigError(f"override for {node}: that node is not in {path}")
-    return Profile(path=path, nodes=nodes, not_built=not_built)
+    return Profile(path=path, nodes=nodes)

@@ -31,6 +31,8 @@ from havln_robot.records import AgentStatus, EpisodeDone, GroundTruth, Outcome
 from havln_robot.text import plural
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
+DEMO_NODES: tuple[str, ...] = ("sim_node", "motion_node", "agent_node", "trial_logger_node")
+"""The nodes the demo starts from its profile (rows of :data:`havln_robot.node_table.NODES`)."""
 
 
 @dataclass
@@ -458,10 +460,13 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
             except ConfigError as exc:
                 print(f"havln-robot demo: {exc}", file=sys.stderr)
                 return 2
-            missing = [name for name in ("sim_node", "motion_node", "agent_node", "trial_logger_node") if name not in bringup.nodes]
+            missing = [name for name in DEMO_NODES if name not in bringup.nodes]
             if missing:
-                print(f"havln-robot demo: node(s) not built in this checkout: {', '.join(missing)}", file=sys.stderr)
-                return 3
+                print(
+                    f"havln-robot demo: the profile does not configure {', '.join(missing)}; the demo runs {', '.join(DEMO_NODES)}",
+                    file=sys.stderr,
+                )
+                return 2
             mon = _Monitor(bringup.context, run, args.quiet)
             bringup.add_node(mon.node)
             if bringup.spin_until(mon.ready, timeout=60.0) != "done":

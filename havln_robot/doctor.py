@@ -542,7 +542,8 @@ def _ros_libddsc(env: Mapping[str, str]) -> str | None:
 def _policy_time(spec: str, device: str) -> float:
     import numpy as np
 
-    from havln_robot.policy.api import DEPTH_SHAPE, RGB_SHAPE, Observation, load_policy
+    from havln_robot.policy.api import DEPTH_SHAPE, RGB_SHAPE, Observation
+    from havln_robot.policy.registry import load_policy
 
     pol = load_policy(spec, device=device)
     n = int(getattr(pol, "n_views", 0) or getattr(getattr(pol, "config", None), "views", 0) or 12)
@@ -570,9 +571,11 @@ def check_torch(ctx: Context) -> Result:
         return Result("torch", FAIL, f"torch does not import ({exc})", "install NVIDIA's JetPack torch wheel (README)")
     cuda = bool(torch.cuda.is_available())
     device = "cuda" if cuda else "cpu"
+    from havln_robot.policy.registry import is_builtin
+
     spec = str(ctx.param("agent_node", "policy", "") or "")
     timing = ""
-    if spec and ":" not in spec and spec not in ("forward", "random"):
+    if spec and not is_builtin(spec):
         try:
             timer = ctx.probes.policy_time or _policy_time
             timing = f"; one {spec} decision {timer(spec, device) * 1000:.0f} ms on {device}"
@@ -593,12 +596,14 @@ def check_model(ctx: Context) -> Result:
     spec = str(ctx.param("agent_node", "policy", "") or "")
     if not spec:
         return Result("model", OK, "profile has no agent_node policy: skipped")
-    if ":" in spec or spec in ("forward", "random"):
+    from havln_robot.policy.registry import is_builtin
+
+    if is_builtin(spec):
         return Result("model", WARN, f"policy {spec!r} is a builtin baseline, not a trained model", "set agent_node.policy to a checkpoint")
     try:
-        from havln_robot.policy.api import resolve_spec
+        from havln_robot.policy.registry import resolve_checkpoint
 
-        path = resolve_spec(spec)
+        path = resolve_checkpoint(spec)
         h = hashlib.sha256()
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

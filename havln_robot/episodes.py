@@ -39,6 +39,20 @@ from pathlib import Path
 #: Success radius (m): HA-VLN challenge / VLN-CE ``SUCCESS_DISTANCE`` (see ../shared/data/ha-vln/README.md).
 SUCCESS_RADIUS_M: float = 3.0
 
+
+def is_success(stopped: bool, ne_m: float, radius_m: float = SUCCESS_RADIUS_M, unreachable: bool = False) -> bool:
+    """THE success rule (HA-VLN / VLN-CE): the agent called STOP and ended within ``radius_m`` of the goal.
+
+    Args:
+        stopped: the episode ended with STOP (not the action budget, an abort or a block).
+        ne_m: navigation error, m: the walkable (geodesic) distance to the goal where the simulator
+            knows it, else the Euclidean distance.
+        radius_m: success radius, m (:data:`SUCCESS_RADIUS_M`).
+        unreachable: the simulator cannot walk from the end pose to the goal: never a success.
+    """
+    return bool(stopped and not unreachable and ne_m < radius_m)
+
+
 Vec3 = tuple[float, float, float]
 
 

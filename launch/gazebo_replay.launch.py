@@ -25,12 +25,16 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, Pyth
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackagePrefix
 
+from havln_robot.node_table import unknown_nodes
+
 SHARE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 WORLD_SDF = os.path.join(SHARE, "gazebo", "havln_world.sdf")
 ROBOT_SDF = os.path.join(SHARE, "gazebo", "go2_base.sdf")
 BRIDGE_YAML = os.path.join(SHARE, "gazebo", "bridge.yaml")
 PARAMS_YAML = os.path.join(SHARE, "config", "gazebo.yaml")
 NODES = ["motion_node", "agent_node", "trial_logger_node"]
+if unknown_nodes(NODES):  # the one node list: havln_robot/node_table.py
+    raise RuntimeError(f"{__file__}: {unknown_nodes(NODES)} not in havln_robot.node_table.NODES")
 SPAWN_Z_M = "0.21"  # go2_base.sdf origin height above the floor
 
 

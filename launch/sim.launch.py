@@ -14,7 +14,11 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from havln_robot.node_table import unknown_nodes
+
 NODES = ["sim_node", "motion_node", "agent_node", "trial_logger_node"]
+if unknown_nodes(NODES):  # the one node list: havln_robot/node_table.py
+    raise RuntimeError(f"{__file__}: {unknown_nodes(NODES)} not in havln_robot.node_table.NODES")
 
 
 def generate_launch_description():

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-from havln_robot.agent.baselines import ForwardPolicy, RandomPolicy, builtin_policy, is_builtin, make_policy
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
 from havln_robot.perception.preprocess import Intrinsics
 from havln_robot.policy.api import Observation, Policy, PolicyError
+from havln_robot.policy.baselines import ForwardPolicy, RandomPolicy
+from havln_robot.policy.registry import builtin_policy, is_builtin, make_policy
 
 
 class ScriptedPolicy(Policy):
@@ -236,7 +237,7 @@ def test_builtin_baselines():
     f = builtin_policy("forward:steps=2")
     f.reset("go")
     assert [f.act(obs) for _ in range(3)] == [MOVE_FORWARD, MOVE_FORWARD, STOP]
-    r1, r2 = builtin_policy("random:seed=3,stop_prob=0.1"), RandomPolicy(seed=3, stop_prob=0.1)
+    r1, r2 = builtin_policy("random:seed=3"), RandomPolicy(seed=3)
     r1.reset("a")
     r2.reset("b")
     seq = [r1.act(obs) for _ in range(30)]
@@ -388,7 +389,7 @@ def test_a_panorama_turn_blocked_for_good_ends_the_episode():
 
 
 def test_max_consecutive_blocked_must_be_positive():
-    from havln_robot.policy.params import AGENT_PARAMS
+    from havln_robot.agent.params import AGENT_PARAMS
 
     with pytest.raises(Exception, match="max_consecutive_blocked"):
         AGENT_PARAMS.validate({"policy": "forward", "max_consecutive_blocked": 0})

@@ -15,11 +15,11 @@ from std_msgs.msg import String
 
 from havln_robot import topics
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from havln_robot.agent.params import AGENT_PARAMS
 from havln_robot.bringup import NodeThreads
 from havln_robot.nodes.agent_node import AgentNode
 from havln_robot.params import ConfigError
 from havln_robot.perception.preprocess import Intrinsics
-from havln_robot.policy.params import AGENT_PARAMS
 from havln_robot.ros.codec import image_msg, status_dict, status_msg
 
 W, H = 212, 120

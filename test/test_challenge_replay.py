@@ -139,7 +139,7 @@ def test_bad_input_is_one_line(tmp_path, capsys):
 
 def test_replay_reproduces_the_evaluator(havln_data, tmp_path, capsys):
     """havln-robot eval --out → export → replay gives the evaluator's per-episode metrics back."""
-    evaluate = pytest.importorskip("havln_robot.sim.evaluate")
+    evaluate = pytest.importorskip("havln_robot.eval")
     ev = tmp_path / "ev"
     assert evaluate.main(["--policy", "random", "--limit", "12", "--out", str(ev), "-q"]) == 0
     assert export_main(["--runs", str(ev / "actions.json"), "--split", "val_seen", "--out-dir", str(tmp_path / "sub")]) == 0

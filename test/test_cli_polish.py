@@ -163,17 +163,17 @@ def test_demo_prints_a_refusal_after_its_step(capsys: pytest.CaptureFixture[str]
 def test_ros_replay_reports_refused_actions() -> None:
     import io
 
-    from havln_robot.challenge.replay import EpisodeResult, aggregate, print_results
+    from havln_robot.challenge.replay import ReplayedEpisode, aggregate, print_results
     from havln_robot.sim.metrics import episode_metrics
 
     m = episode_metrics(1.0, True, 5.0, 5.0, 0, 0, 10, 0)
-    ros = [EpisodeResult("1", m, 1, "", refused=2, actions=10), EpisodeResult("2", m, 0, "", refused=0, actions=5)]
+    ros = [ReplayedEpisode("1", m, 1, "", refused=2, actions=10), ReplayedEpisode("2", m, 0, "", refused=0, actions=5)]
     out = io.StringIO()
     print_results(ros, aggregate(ros), out=out)
     text = out.getvalue()
     assert "motion_node refused 2 of 15 actions (1 of 2 episodes)" in text
     assert "2 refused" in text.splitlines()[1]  # per-episode note column
-    batch = [EpisodeResult("1", m, 1, "")]
+    batch = [ReplayedEpisode("1", m, 1, "")]
     out = io.StringIO()
     print_results(batch, aggregate(batch), out=out)
     assert "refused" not in out.getvalue()

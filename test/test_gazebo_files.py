@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import runpy
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -46,7 +47,7 @@ KNOWN_SYSTEMS = {
 }
 GAZEBO_PROFILE_NODES = {
     "motion_node": "havln_robot.motion.params:MOTION_PARAMS",
-    "agent_node": "havln_robot.policy.params:AGENT_PARAMS",
+    "agent_node": "havln_robot.agent.params:AGENT_PARAMS",
     "trial_logger_node": "havln_robot.trials.params:TRIAL_LOGGER_PARAMS",
 }
 
@@ -168,15 +169,14 @@ def test_every_bridged_topic_is_used_by_the_nodes_and_the_base_is_complete():
 
 
 def _setup_entry_points() -> set[str]:
+    """setup.py's console scripts: one per row of the node table (read as a file, as setup.py does), and the CLI."""
     tree = ast.parse((ROOT / "setup.py").read_text())
-    nodes: list[str] = []
-    scripts = set()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NODES" for t in n.targets):
-            nodes = list(ast.literal_eval(n.value))
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and " = " in n.value and ":" in n.value:
-            scripts.add(n.value.split(" = ")[0].strip())
-    return set(nodes) | scripts
+    scripts = {
+        n.value.split(" = ")[0].strip()
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and " = " in n.value and ":" in n.value
+    }
+    return set(runpy.run_path(str(ROOT / "havln_robot" / "node_table.py"))["NODES"]) | scripts
 
 
 def test_launch_file_parses_and_references_declared_entry_points_and_existing_files():
@@ -208,10 +208,12 @@ def test_launch_file_parses_and_references_declared_entry_points_and_existing_fi
     # the spawn target is the world's name
     world_name = ET.parse(WORLD).getroot().find("world").get("name")
     assert world_name in strings
-    # only launch / launch_ros / ament_index / stdlib imports (what a ROS 2 Jazzy install has)
-    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert mods <= {"os", "launch", "launch_ros", "ament_index_python"}, mods
+    # only launch / launch_ros / ament_index / stdlib imports (what a ROS 2 Jazzy install has), and the
+    # package's own import-free node table
+    mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    mods = {m if m.startswith("havln_robot") else m.split(".")[0] for m in mods}
+    assert mods <= {"os", "launch", "launch_ros", "ament_index_python", "havln_robot.node_table"}, mods
     # launch arguments a user passes
     declared = {c.args[0].value for c in ast.walk(tree) if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"}
     assert {"replay_file", "episodes", "world", "params_file", "headless"} <= declared

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import runpy
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,20 @@ LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
 
 
 def entry_points() -> set[str]:
-    text = (REPO / "setup.py").read_text()
-    nodes = ast.literal_eval(re.search(r"NODES = (\[.*?\])", text, re.S).group(1))
+    """setup.py's console scripts: a row of the node table each, and the CLI."""
+    nodes = runpy.run_path(str(REPO / "havln_robot" / "node_table.py"))["NODES"]
     return set(nodes) | {"havln-robot"}
+
+
+def test_setup_py_reads_the_node_table_without_importing_the_package():
+    text = (REPO / "setup.py").read_text()
+    assert not re.search(r"^\s*(from|import) havln_robot", text, re.M), "setup.py must not import havln_robot (colcon would pull torch)"
+    assert "node_table.py" in text
+
+
+def test_launch_files_check_their_nodes_against_the_node_table():
+    for path in LAUNCH_FILES:
+        assert "node_table import unknown_nodes" in path.read_text(), path.name
 
 
 def string_constants(tree: ast.AST) -> list[str]:

@@ -140,7 +140,7 @@ def test_jsonio_is_strict():
 
 
 def test_eval_outputs_are_strict_json(tmp_path):
-    from havln_robot.sim.evaluate import EpisodeRecord, write_outputs
+    from havln_robot.eval import EpisodeRecord, write_outputs
     from havln_robot.sim.metrics import aggregate, episode_metrics
 
     m = episode_metrics(ne=2.0, stopped=True, path_length=5.0, geodesic=4.0, collisions_human=0, ne_euclid=1.5)

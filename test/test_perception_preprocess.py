@@ -10,6 +10,7 @@ import pytest
 from havln_robot.perception.preprocess import (
     D435I_COLOR_HFOV_DEG,
     Intrinsics,
+    IntrinsicsError,
     PreprocessError,
     depth_to_metres,
     fov_affine,
@@ -139,7 +140,7 @@ def test_bad_inputs_raise_one_line_errors():
         to_model_rgb(np.zeros((10, 10, 3), np.uint8))
     with pytest.raises(PreprocessError, match="fov mode"):
         to_model_depth(np.zeros((10, 10), np.uint16), 69.4, mode="crop")
-    with pytest.raises(PreprocessError, match="K must be"):
+    with pytest.raises(IntrinsicsError, match="K must be"):
         Intrinsics.from_k([0] * 9, 10, 10)
     with pytest.raises(PreprocessError, match="another aspect"):
         to_model_rgb(np.zeros((100, 100, 3), np.uint8), intrinsics=CAM)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from havln_robot.policy.api import Observation, PolicyError, check_action, check_instruction, load_policy, resolve_spec
+from havln_robot.policy.api import Observation, PolicyError, check_action, check_instruction
+from havln_robot.policy.registry import load_policy
+from havln_robot.policy.registry import resolve_checkpoint as resolve_spec
 
 
 def _obs(n=1, **kw):

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-from havln_robot.policy.api import Observation, PolicyError, load_policy
+from havln_robot.policy.api import Observation, PolicyError
 from havln_robot.policy.checkpoint import build_policy, save_checkpoint
 from havln_robot.policy.dataset import EpisodeSample, WaypointExpert, pano_headings
+from havln_robot.policy.registry import load_policy
 from havln_robot.policy.small import SmallConfig, SmallNet, SmallPolicy, macro_actions
 from havln_robot.policy.tokenizer import Vocabulary, fingerprint
 from havln_robot.policy.train import batch_loss, train_epochs
@@ -133,7 +134,7 @@ def test_small_checkpoint_round_trip_and_size(tmp_path, monkeypatch):
     assert isinstance(load_policy("m", vocab_path=_vocab_file(tmp_path)), SmallPolicy)
     with pytest.raises(PolicyError, match=r"not found \(available in .*m\.pt"):
         load_policy("other")
-    with pytest.raises(PolicyError, match="baseline"):
+    with pytest.raises(PolicyError, match="not a checkpoint"):
         load_policy("forward")
     # a checkpoint whose config does not match its weights is refused in one line
     bad = SmallConfig(view_dim=32)

@@ -7,7 +7,8 @@ import json
 import numpy as np
 
 from havln_robot.actions import ACTIONS
-from havln_robot.policy.api import Observation, load_policy
+from havln_robot.policy.api import Observation
+from havln_robot.policy.registry import load_policy
 from havln_robot.policy.small import SmallPolicy
 
 
@@ -81,7 +82,7 @@ def test_shipped_model_loads_and_acts(havln_data):
 
 
 def test_bench_latency_runs(capsys):
-    from havln_robot.policy.bench import main
+    from havln_robot.bench.policy import main
 
     assert main(["--skip-eval", "--steps", "1"]) == 0
     out = capsys.readouterr().out

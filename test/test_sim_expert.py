@@ -10,7 +10,7 @@ import pytest
 
 from havln_robot.actions import validate_sequence
 from havln_robot.episodes import builtin_episode, load_episodes
-from havln_robot.sim.evaluate import evaluate, main, run_episode
+from havln_robot.eval import evaluate, main, run_episode
 from havln_robot.sim.expert import Expert
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.scene import Scene

@@ -95,7 +95,7 @@ class AgentIO(Protocol):
 
 @dataclass
 class AgentConfig:
-    """Episode settings (the agent_node parameters of the same names; see havln_robot.policy.params)."""
+    """Episode settings (the agent_node parameters of the same names; see havln_robot.agent.params)."""
 
     max_actions: int = MAX_ACTIONS
     panorama_direction: str = "left"

@@ -56,8 +56,8 @@ class ReplayError(ValueError):
 
 
 @dataclass
-class EpisodeResult:
-    """Per-episode replay outcome.
+class ReplayedEpisode:
+    """One replayed episode, scored (not the agent's :class:`havln_robot.agent.core.EpisodeResult`).
 
     Attributes:
         episode_id: id in the action file.
@@ -79,7 +79,7 @@ class EpisodeResult:
     actions: int | None = None
 
 
-def aggregate(results: Sequence[EpisodeResult], human_influenced: int | None = None) -> Any:
+def aggregate(results: Sequence[ReplayedEpisode], human_influenced: int | None = None) -> Any:
     """Aggregate with :func:`havln_robot.sim.metrics.aggregate` (SR, NE, TCR, CR, Score, ...).
 
     Args:
@@ -230,8 +230,8 @@ def replay_batch(
     seed: int = 0,
     connectivity_dir: str | None = None,
     progress: bool = True,
-    on_result: Callable[[EpisodeResult], None] | None = None,
-) -> list[EpisodeResult]:
+    on_result: Callable[[ReplayedEpisode], None] | None = None,
+) -> list[ReplayedEpisode]:
     """Replay each episode's actions with ``World.step`` (batch mode).
 
     Args:
@@ -254,7 +254,7 @@ def replay_batch(
         raise ReplayError(f"the batch simulator is not built in this checkout ({exc})") from None
     from tqdm import tqdm
 
-    results: list[EpisodeResult] = []
+    results: list[ReplayedEpisode] = []
     bar = tqdm(list(episodes), desc="replay", unit="ep", disable=not progress, file=sys.stderr, dynamic_ncols=True)
     for eid in bar:
         ep = episodes[eid]
@@ -267,7 +267,7 @@ def replay_batch(
         for a in actions[eid]:
             if world.step(a).done:
                 break
-        r = EpisodeResult(eid, world.metrics(), len(ep.humans))
+        r = ReplayedEpisode(eid, world.metrics(), len(ep.humans))
         results.append(r)
         if on_result:
             on_result(r)
@@ -285,7 +285,7 @@ def _fmt(x: float) -> str:
     return "  n/a" if not math.isfinite(x) else f"{x:5.2f}"
 
 
-def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool = True, out: Any = None) -> None:
+def print_results(results: Sequence[ReplayedEpisode], agg: Any, per_episode: bool = True, out: Any = None) -> None:
     """Per-episode table (NE walkable, NE_eu straight line, success, collisions, TCR, CR, SR) then the
     aggregate line ``SR .. NE .. TCR .. CR .. Score .. NE_euclid ..`` (NE: walkable distance, the scorer's)."""
     out = out or sys.stdout
@@ -319,7 +319,7 @@ def print_results(results: Sequence[EpisodeResult], agg: Any, per_episode: bool 
 
 
 #: The ROS backend's signature (:func:`havln_robot.ros.replay.replay_ros`), injected by the ROS layer.
-RosBackend = Callable[..., list[EpisodeResult]]
+RosBackend = Callable[..., list[ReplayedEpisode]]
 
 
 def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -> int:

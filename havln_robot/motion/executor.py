@@ -31,6 +31,7 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, NamedTuple
 
 from havln_robot import actions as A
@@ -147,10 +148,13 @@ class MotionConfig:
 
     def min_duration(self, action: str) -> float:
         """Physical minimum duration (s) of ``action`` at these limits (0 for LOOK/STOP)."""
-        if action == A.MOVE_FORWARD:
-            return min_duration(A.FORWARD_STEP_M, self.v_max, self.a_lin)
-        if action in (A.TURN_LEFT, A.TURN_RIGHT):
-            return min_duration(A.TURN_ANGLE_RAD, self.w_max, self.a_ang)
+        spec = A.ACTION_SPECS.get(action)
+        if spec is None:
+            return 0.0
+        if spec.kind is A.ActionKind.TRANSLATE:
+            return min_duration(spec.amount, self.v_max, self.a_lin)
+        if spec.kind is A.ActionKind.ROTATE:
+            return min_duration(spec.amount, self.w_max, self.a_ang)
         return 0.0
 
 
@@ -199,6 +203,59 @@ def _toward(v: float, target: float, step: float) -> float:
     return max(target, v - step)
 
 
+class Phase(str, Enum):
+    """Executor phases. ``IDLE``/``HOLDING`` are at rest (HOLDING: zero velocity held after STOP);
+    the others run an action: MOVING/TURNING drive to the goal, SETTLING waits for the robot to
+    come to rest and checks the error, STOPPING brakes after a collision/stall, REVERTING drives
+    back to the pre-action pose, REVERT_SETTLING waits after that."""
+
+    IDLE = "idle"
+    HOLDING = "holding"
+    MOVING = "moving"
+    TURNING = "turning"
+    SETTLING = "settling"
+    STOPPING = "stopping"
+    REVERTING = "reverting"
+    REVERT_SETTLING = "revert_settling"
+
+
+@dataclass
+class ActionRun:
+    """The run state of one action (translate or rotate) while :class:`Executor` executes it.
+
+    Attributes:
+        seq: action sequence number. action: the literal. forward: TRANSLATE (else ROTATE).
+        target: the table's amount, m or rad (signed). t0: start time, s.
+        odom0: odometry pose at the start (x m, y m, yaw rad; odom frame). imu0: gyro yaw at the start, rad.
+        deadline: time the action (or its revert) times out, s.
+        goal: current axis goal, m or rad (0 while reverting).
+        yaw_aim: intended yaw change, rad: heading hold (forward) or turn angle incl. the chain offset.
+        last: last (odom, imu_yaw) seen, for results written on STOP/abort.
+        corrections: settle-time corrections made. outcome, detail: the result once decided.
+        reverted: a revert back to the start pose happened.
+        settle_until, settle_deadline: settling window, s. resume: phase to resume after settling.
+    """
+
+    seq: int
+    action: str
+    forward: bool
+    target: float
+    t0: float
+    odom0: Pose2D
+    imu0: float
+    deadline: float
+    goal: float
+    yaw_aim: float
+    last: tuple[Pose2D | None, float | None]
+    corrections: int = 0
+    outcome: str | None = None
+    detail: str = ""
+    reverted: bool = False
+    settle_until: float = 0.0
+    settle_deadline: float = 0.0
+    resume: Phase = Phase.IDLE
+
+
 class Executor:
     """The tick-based action state machine.
 
@@ -215,13 +272,13 @@ class Executor:
         self.cfg = config or MotionConfig()
         self.seq = 0
         self.pitch = 0.0  # virtual camera pitch, rad, positive = up
-        self.phase = "idle"  # idle | holding | moving | turning | settling | stopping | reverting
+        self.phase = Phase.IDLE
         self._cmd_hist: deque[tuple[float, float, float]] = deque()  # (t, vx, wz)
         self._last_t: float | None = None
         self._last_cmd = ZERO
         self._last_nonzero_t = -math.inf
         self._stall = StallDetector(self.cfg.stall_time_s, 0.0)
-        self._a: dict[str, Any] = {}
+        self._a: ActionRun | None = None  # the running (or last) action
         # IMU yaw the last completed TURN / MOVE_FORWARD was meant to end at, and when it ended
         # (None: no chain)
         self._nominal_yaw: float | None = None
@@ -231,12 +288,12 @@ class Executor:
     @property
     def busy(self) -> bool:
         """True while an action (or its revert) is executing."""
-        return self.phase not in ("idle", "holding")
+        return self.phase not in (Phase.IDLE, Phase.HOLDING)
 
     @property
     def action(self) -> str | None:
         """The running action literal, or None."""
-        return self._a.get("action") if self.busy else None
+        return self._a.action if self.busy and self._a is not None else None
 
     def stationary(self, t: float) -> bool:
         """True when no motion has been commanded for ``latency + 0.3 s`` (gyro bias may be learned)."""
@@ -249,7 +306,7 @@ class Executor:
             A Tick. Its results are non-empty when the action finished at once (STOP, LOOK_*,
             rejected, blocked) -- or when STOP preempted a running action.
         """
-        if action == A.STOP:
+        if A.is_action(action) and A.ACTION_SPECS[action].kind is A.ActionKind.STOP:
             return self.stop(t, "preempted by STOP", odom, imu_yaw)
         self.seq += 1
         if not A.is_action(action):
@@ -261,20 +318,17 @@ class Executor:
         if self.busy:
             return Tick(
                 self._last_cmd,
-                [
-                    self._simple(
-                        action, "rejected", odom, f"busy executing {self._a['action']} (seq {self._a['seq']}); send STOP to preempt"
-                    )
-                ],
+                [self._simple(action, "rejected", odom, f"busy executing {self._a.action} (seq {self._a.seq}); send STOP to preempt")],
                 [],
             )
-        if action in (A.LOOK_UP, A.LOOK_DOWN):
+        spec = A.ACTION_SPECS[action]
+        if spec.kind is A.ActionKind.TILT:
             return Tick(self._zero_if_idle(t), [self._look(action, odom)], [])
         if odom is None or imu_yaw is None:
             missing = "odometry" if odom is None else "imu"
             return Tick(ZERO, [self._simple(action, "rejected", odom, f"no {missing} received yet; check the {missing} topic")], [])
-        forward = action == A.MOVE_FORWARD
-        target = A.FORWARD_STEP_M if forward else (A.TURN_ANGLE_RAD if action == A.TURN_LEFT else -A.TURN_ANGLE_RAD)
+        forward = spec.kind is A.ActionKind.TRANSLATE  # else ROTATE: STOP and TILT returned above
+        target = spec.amount
         # Heading chain: when the robot still stands within chain_heading of the heading the last
         # action was meant to end at, this action aims from that nominal heading rather than from
         # where the last one settled, so per-turn tolerances do not add up (24 panorama turns
@@ -287,27 +341,22 @@ class Executor:
                 offset = d
         self._nominal_yaw = None  # set again only by an action that ends ok
         yaw_aim = offset if forward else target + offset
-        self._a = {
-            "seq": self.seq,
-            "action": action,
-            "forward": forward,
-            "target": target,
-            "t0": t,
-            "odom0": odom,
-            "imu0": imu_yaw,
-            "deadline": t + self.cfg.timeout_factor * self.cfg.min_duration(action) + self.cfg.timeout_margin_s,
-            "corrections": 0,
-            "goal": target if forward else yaw_aim,  # current axis goal (0 while reverting)
-            "yaw_aim": yaw_aim,  # intended yaw change: heading hold (forward) or turn angle incl. the chain offset
-            "outcome": None,
-            "detail": "",
-            "reverted": False,
-            "settle_until": 0.0,
-            "last": (odom, imu_yaw),
-        }
+        self._a = ActionRun(
+            seq=self.seq,
+            action=action,
+            forward=forward,
+            target=target,
+            t0=t,
+            odom0=odom,
+            imu0=imu_yaw,
+            deadline=t + self.cfg.timeout_factor * self.cfg.min_duration(action) + self.cfg.timeout_margin_s,
+            goal=target if forward else yaw_aim,
+            yaw_aim=yaw_aim,
+            last=(odom, imu_yaw),
+        )
         self._stall = StallDetector(self.cfg.stall_time_s, self.cfg.stall_m if forward else self.cfg.stall_rad)
         if forward and self.cfg.require_depth and (obstacles is None or obstacles.points is None):
-            self._a["outcome"], self._a["detail"] = (
+            self._a.outcome, self._a.detail = (
                 "aborted",
                 "no fresh depth image: cannot check the path (require_depth); check the depth topic",
             )
@@ -315,9 +364,9 @@ class Executor:
         hz = self._hazard(obstacles or Obstacles(), target if forward else yaw_aim)
         if hz is not None:
             col = self._collision(t, odom, hz, BLOCKED_STATE)
-            self._a["outcome"], self._a["detail"] = Outcome.COLLISION.value, f"{BLOCKED_DETAIL}: {hz.detail}"
+            self._a.outcome, self._a.detail = Outcome.COLLISION.value, f"{BLOCKED_DETAIL}: {hz.detail}"
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [col])
-        self.phase = "moving" if forward else "turning"
+        self.phase = Phase.MOVING if forward else Phase.TURNING
         self._last_t = t
         return self.update(t, odom, imu_yaw, obstacles=obstacles)
 
@@ -330,12 +379,12 @@ class Executor:
         results = []
         self._nominal_yaw = None  # STOP / abort: the next action starts a new chain
         if self.busy:
-            self._a["outcome"], self._a["detail"] = "aborted", reason
-            o, y = self._a["last"]
+            self._a.outcome, self._a.detail = "aborted", reason
+            o, y = self._a.last
             results.append(self._finish(t, odom or o, imu_yaw if imu_yaw is not None else y))
         self.seq += 1
         results.append(self._simple(A.STOP, "ok", odom, "holding zero velocity"))
-        self.phase = "holding"
+        self.phase = Phase.HOLDING
         self._push_cmd(t, ZERO)
         return Tick(ZERO, results, [])
 
@@ -344,8 +393,8 @@ class Executor:
         results = []
         self._nominal_yaw = None  # STOP / abort: the next action starts a new chain
         if self.busy:
-            self._a["outcome"], self._a["detail"] = "aborted", reason
-            o, y = self._a["last"]
+            self._a.outcome, self._a.detail = "aborted", reason
+            o, y = self._a.last
             results.append(self._finish(t, o, y))
         self._push_cmd(t, ZERO)
         return Tick(ZERO, results, [])
@@ -385,7 +434,7 @@ class Executor:
                 return self.abort(t, f"{name} silent for {t - st:.2f} s (> sensor_timeout_s {cfg.sensor_timeout_s:g}); robot stopped")
         if odom is None or imu_yaw is None:
             return self.abort(t, "odometry or imu lost while moving; robot stopped")
-        a["last"] = (odom, imu_yaw)
+        a.last = (odom, imu_yaw)
         tm_odom = t if odom_t is None else min(t, odom_t)
         tm_imu = t if imu_t is None else min(t, imu_t)
         dt = max(1e-3, t - (self._last_t if self._last_t is not None else t))
@@ -393,53 +442,53 @@ class Executor:
         prog, dyaw_imu, dyaw_odom, lateral = self._progress(odom, imu_yaw)
         obs = obstacles or Obstacles()
         # --- checks common to every moving phase -------------------------------------------
-        if self.phase in ("moving", "turning", "settling") and t > a["deadline"]:
-            a["outcome"], a["detail"] = "timeout", f"not on target after {t - a['t0']:.2f} s"
+        if self.phase in (Phase.MOVING, Phase.TURNING, Phase.SETTLING) and t > a.deadline:
+            a.outcome, a.detail = "timeout", f"not on target after {t - a['t0']:.2f} s"
             return self._end_now(t, odom, imu_yaw)
-        if self.phase in ("reverting", "revert_settling") and t > a["deadline"]:
-            a["reverted"] = False
-            a["detail"] += f"; revert not finished after {t - a['t0']:.2f} s"
+        if self.phase in (Phase.REVERTING, Phase.REVERT_SETTLING) and t > a.deadline:
+            a.reverted = False
+            a.detail += f"; revert not finished after {t - a['t0']:.2f} s"
             return self._end_now(t, odom, imu_yaw)
-        if self.phase != "stopping":
+        if self.phase != Phase.STOPPING:
             # compare both yaws predicted to the same instant: odometry and IMU may be stamped apart
             sl = slip_check(dyaw_imu + self._unmeasured(t, tm_imu)[1], dyaw_odom + self._unmeasured(t, tm_odom)[1], cfg.slip_rad)
             if sl is not None:
-                a["outcome"] = "slip"
-                a["detail"] = f"gyro and odometry yaw disagree by {math.degrees(sl):.1f} deg (> {math.degrees(cfg.slip_rad):.1f})"
+                a.outcome = "slip"
+                a.detail = f"gyro and odometry yaw disagree by {math.degrees(sl):.1f} deg (> {math.degrees(cfg.slip_rad):.1f})"
                 return self._end_now(t, odom, imu_yaw)
-        if self.phase in ("moving", "turning", "settling"):
+        if self.phase in (Phase.MOVING, Phase.TURNING, Phase.SETTLING):
             hz = contact_hazard(obs, cfg.footprint, cfg.person_radius)
             if hz is None and accel is not None:
                 j = jolt_check(accel[0], accel[1], cfg.jolt_accel)
                 if j is not None:
                     hz = self._classify_bump(obs, "jolt", f"IMU jolt {j:.1f} m/s^2")
-            if hz is None and self.phase != "settling":
-                rem = a["goal"] - prog
-                if cfg.require_depth and a["forward"] and obs.points is None:
-                    a["outcome"], a["detail"] = "aborted", "depth image went stale while moving; robot stopped"
+            if hz is None and self.phase != Phase.SETTLING:
+                rem = a.goal - prog
+                if cfg.require_depth and a.forward and obs.points is None:
+                    a.outcome, a.detail = "aborted", "depth image went stale while moving; robot stopped"
                     return self._end_now(t, odom, imu_yaw)
                 hz = self._hazard(obs, rem)
                 # stall is judged on measurement time: late odometry is not "no progress"
-                if hz is None and self._stall.update(tm_odom if a["forward"] else tm_imu, prog, self._last_cmd != ZERO):
+                if hz is None and self._stall.update(tm_odom if a.forward else tm_imu, prog, self._last_cmd != ZERO):
                     hz = self._classify_bump(obs, "stall", f"no progress for {cfg.stall_time_s:g} s under command")
             if hz is not None:
                 return self._on_collision(t, odom, imu_yaw, hz)
         # --- phase logic --------------------------------------------------------------------
-        if self.phase in ("moving", "turning", "reverting"):
+        if self.phase in (Phase.MOVING, Phase.TURNING, Phase.REVERTING):
             inflight_v = self._unmeasured(t, tm_odom)[0]
             inflight_w = self._unmeasured(t, tm_imu)[1]
-            axis_pred = prog + (inflight_v if a["forward"] else inflight_w)
-            remaining = a["goal"] - axis_pred
-            if self.phase == "reverting":
+            axis_pred = prog + (inflight_v if a.forward else inflight_w)
+            remaining = a.goal - axis_pred
+            if self.phase == Phase.REVERTING:
                 hz = self._hazard(obs, remaining, reverting=True)
                 if hz is not None:
-                    a["detail"] += f"; revert stopped: {hz.detail}"
-                    a["reverted"] = False
+                    a.detail += f"; revert stopped: {hz.detail}"
+                    a.reverted = False
                     return self._end_now(t, odom, imu_yaw, collisions=[self._collision(t, odom, hz, "reverting")])
-            if a["forward"]:
+            if a.forward:
                 ax = _Axis(cfg.v_max if remaining >= 0 else cfg.v_rev_max, cfg.a_lin, cfg.v_min)
                 v = ax.command(remaining, self._last_cmd[0], dt, cfg.pos_tol)
-                yaw_err = a["yaw_aim"] - (dyaw_imu + inflight_w)
+                yaw_err = a.yaw_aim - (dyaw_imu + inflight_w)
                 w = max(-cfg.w_max, min(cfg.w_max, cfg.heading_gain * yaw_err))
                 cmd = (v, w if v != 0.0 else 0.0)
                 done_axis = v == 0.0
@@ -450,42 +499,42 @@ class Executor:
                 done_axis = w == 0.0
             if done_axis:
                 # measurements must post-date the zero command taking effect (+ one tick)
-                a["settle_until"] = t + cfg.latency_s + 1.5 * dt
-                a["settle_deadline"] = a["settle_until"] + 0.5
-                a["resume"] = self.phase
-                self.phase = "settling" if self.phase != "reverting" else "revert_settling"
+                a.settle_until = t + cfg.latency_s + 1.5 * dt
+                a.settle_deadline = a.settle_until + 0.5
+                a.resume = self.phase
+                self.phase = Phase.SETTLING if self.phase != Phase.REVERTING else Phase.REVERT_SETTLING
                 self._stall.reset()
             self._push_cmd(t, cmd)
             return Tick(cmd, [], [])
-        if self.phase in ("settling", "revert_settling", "stopping"):
+        if self.phase in (Phase.SETTLING, Phase.REVERT_SETTLING, Phase.STOPPING):
             self._push_cmd(t, ZERO)
-            measured = min(tm_odom, tm_imu) if a["forward"] else tm_imu
-            if (t < a["settle_until"] or measured < a["settle_until"] - dt) and t < a.get("settle_deadline", 0.0):
+            measured = min(tm_odom, tm_imu) if a.forward else tm_imu
+            if (t < a.settle_until or measured < a.settle_until - dt) and t < a.settle_deadline:
                 return Tick(ZERO, [], [])
-            if self.phase == "stopping":
-                if cfg.revert and abs(prog) > (cfg.pos_tol if a["forward"] else cfg.yaw_tol) * 0.5:
-                    a["goal"] = 0.0
-                    a["yaw_aim"] = 0.0  # back to the pre-action pose, heading included
-                    a["corrections"] = 0
-                    a["reverted"] = True
-                    a["deadline"] = t + cfg.timeout_factor * cfg.min_duration(a["action"]) + cfg.timeout_margin_s
-                    self.phase = "reverting"
+            if self.phase == Phase.STOPPING:
+                if cfg.revert and abs(prog) > (cfg.pos_tol if a.forward else cfg.yaw_tol) * 0.5:
+                    a.goal = 0.0
+                    a.yaw_aim = 0.0  # back to the pre-action pose, heading included
+                    a.corrections = 0
+                    a.reverted = True
+                    a.deadline = t + cfg.timeout_factor * cfg.min_duration(a.action) + cfg.timeout_margin_s
+                    self.phase = Phase.REVERTING
                     return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
-                a["reverted"] = cfg.revert
+                a.reverted = cfg.revert
                 return self._end_now(t, odom, imu_yaw)
-            err = a["goal"] - (prog)
-            tol = cfg.pos_tol if a["forward"] else cfg.yaw_tol
-            if abs(err) > tol and a["corrections"] < cfg.max_corrections:
-                a["corrections"] += 1
-                self.phase = a["resume"]
+            err = a.goal - (prog)
+            tol = cfg.pos_tol if a.forward else cfg.yaw_tol
+            if abs(err) > tol and a.corrections < cfg.max_corrections:
+                a.corrections += 1
+                self.phase = a.resume
                 return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
-            if self.phase == "revert_settling":
+            if self.phase == Phase.REVERT_SETTLING:
                 return self._end_now(t, odom, imu_yaw)
-            if a["outcome"] is None:
-                a["outcome"] = "ok"
+            if a.outcome is None:
+                a.outcome = "ok"
                 if abs(err) > tol:
-                    unit = f"{err:.3f} m" if a["forward"] else f"{math.degrees(err):.2f} deg"
-                    a["detail"] = f"settled {unit} from target after {cfg.max_corrections} corrections"
+                    unit = f"{err:.3f} m" if a.forward else f"{math.degrees(err):.2f} deg"
+                    a.detail = f"settled {unit} from target after {cfg.max_corrections} corrections"
             return self._end_now(t, odom, imu_yaw)
         return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
 
@@ -527,17 +576,17 @@ class Executor:
 
     def _progress(self, odom: Pose2D, imu_yaw: float) -> tuple[float, float, float, float]:
         """(axis progress, dyaw imu, dyaw odom, lateral offset) since the action started."""
-        x0, y0, th0 = self._a["odom0"]
+        x0, y0, th0 = self._a.odom0
         dx, dy = odom[0] - x0, odom[1] - y0
         c, s = math.cos(th0), math.sin(th0)
         along, lateral = c * dx + s * dy, -s * dx + c * dy
-        dyaw_imu = imu_yaw - self._a["imu0"]
+        dyaw_imu = imu_yaw - self._a.imu0
         dyaw_odom = wrap_angle(odom[2] - th0)
-        return (along if self._a["forward"] else dyaw_imu), dyaw_imu, dyaw_odom, lateral
+        return (along if self._a.forward else dyaw_imu), dyaw_imu, dyaw_odom, lateral
 
     def _hazard(self, obs: Obstacles, remaining: float, reverting: bool = False) -> Hazard | None:
         cfg = self.cfg
-        if self._a["forward"]:
+        if self._a.forward:
             if reverting:  # the camera looks forward: only people guard the way back
                 obs = Obstacles(points=None, people=obs.people)
             return forward_hazard(obs, cfg.footprint, remaining, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
@@ -553,20 +602,28 @@ class Executor:
     def _collision(self, t: float, odom: Pose2D | None, hz: Hazard, state: str) -> CollisionRecord:
         x, y, th = odom if odom is not None else (0.0, 0.0, 0.0)
         return CollisionRecord(
-            t, x, y, math.degrees(th), self._a.get("action", ""), hz.type, hz.distance_m, hz.human_id, state, hz.source, hz.contact
+            t,
+            x,
+            y,
+            math.degrees(th),
+            (self._a.action if self._a is not None else ""),
+            hz.type,
+            hz.distance_m,
+            hz.human_id,
+            state,
+            hz.source,
+            hz.contact,
         )
 
     def _on_collision(self, t: float, odom: Pose2D, imu_yaw: float, hz: Hazard) -> Tick:
         a = self._a
-        col = self._collision(t, odom, hz, "moving" if a["forward"] else "turning")
-        a["outcome"] = "stall" if hz.source == "stall" else "collision"
-        a["detail"] = hz.detail
-        self.phase = "stopping"
+        col = self._collision(t, odom, hz, "moving" if a.forward else "turning")
+        a.outcome = "stall" if hz.source == "stall" else "collision"
+        a.detail = hz.detail
+        self.phase = Phase.STOPPING
         # wait for in-flight commands and the robot's own braking before backing off
-        a["settle_until"] = (
-            t + self.cfg.latency_s + abs(self._last_cmd[0]) / self.cfg.a_lin + abs(self._last_cmd[1]) / self.cfg.a_ang + 0.05
-        )
-        a["settle_deadline"] = a["settle_until"] + 0.5
+        a.settle_until = t + self.cfg.latency_s + abs(self._last_cmd[0]) / self.cfg.a_lin + abs(self._last_cmd[1]) / self.cfg.a_ang + 0.05
+        a.settle_deadline = a.settle_until + 0.5
         self._push_cmd(t, ZERO)
         return Tick(ZERO, [], [col])
 
@@ -576,25 +633,25 @@ class Executor:
 
     def _finish(self, t: float, odom: Pose2D | None, imu_yaw: float | None) -> ActionResult:
         a = self._a
-        self.phase = "idle"
+        self.phase = Phase.IDLE
         self._stall.reset()
         r = ActionResult(
-            a["seq"],
-            a["action"],
-            a["outcome"] or "aborted",
+            a.seq,
+            a.action,
+            a.outcome or "aborted",
             pitch_deg=math.degrees(self.pitch),
-            duration_s=t - a["t0"],
-            detail=a["detail"],
-            reverted=a["reverted"],
+            duration_s=t - a.t0,
+            detail=a.detail,
+            reverted=a.reverted,
         )
         if odom is not None and imu_yaw is not None:
             along, dyaw_imu, dyaw_odom, lateral = self._progress(odom, imu_yaw)
-            x0, y0, th0 = a["odom0"]
+            x0, y0, th0 = a.odom0
             c, s = math.cos(th0), math.sin(th0)
             along = c * (odom[0] - x0) + s * (odom[1] - y0)
-            intended_d = 0.0 if a["reverted"] else (a["target"] if a["forward"] else 0.0)
-            intended_yaw = 0.0 if a["reverted"] else a["yaw_aim"]
-            if a["outcome"] == Outcome.COLLISION and not a["reverted"] and a["detail"].startswith(BLOCKED_DETAIL):
+            intended_d = 0.0 if a.reverted else (a.target if a.forward else 0.0)
+            intended_yaw = 0.0 if a.reverted else a.yaw_aim
+            if a.outcome == Outcome.COLLISION and not a.reverted and a.detail.startswith(BLOCKED_DETAIL):
                 intended_d, intended_yaw = 0.0, 0.0
             r.distance_odom_m = along
             r.yaw_odom_deg = math.degrees(dyaw_odom)
@@ -602,8 +659,8 @@ class Executor:
             r.position_error_m = math.hypot(along - intended_d, lateral)
             r.yaw_error_deg = math.degrees(intended_yaw - dyaw_imu)
             r.x, r.y, r.yaw_deg = odom[0], odom[1], math.degrees(odom[2])
-        if r.outcome == Outcome.OK and not a["reverted"]:
-            self._nominal_yaw, self._nominal_t = a["imu0"] + a["yaw_aim"], t
+        if r.outcome == Outcome.OK and not a.reverted:
+            self._nominal_yaw, self._nominal_t = a.imu0 + a.yaw_aim, t
         return r
 
     def _simple(self, action: str, outcome: str, odom: Pose2D | None, detail: str) -> ActionResult:
@@ -615,7 +672,7 @@ class Executor:
     def _look(self, action: str, odom: Pose2D | None) -> ActionResult:
         if self.cfg.look_mode != "virtual":
             return self._simple(action, "unsupported", odom, "the Go2 has no camera tilt (look_mode unsupported); nothing moved")
-        step = A.TILT_ANGLE_RAD if action == A.LOOK_UP else -A.TILT_ANGLE_RAD
+        step = A.ACTION_SPECS[action].amount
         new = self.pitch + step
         if abs(new) > self.cfg.max_pitch + 1e-9:
             return self._simple(

@@ -19,6 +19,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported)
+
 #: Largest angle step when sampling the footprint swept by a turn, rad (2 deg).
 TURN_SAMPLE_RAD = math.radians(2.0)
 
@@ -38,34 +40,6 @@ class CameraMount:
     y: float = 0.0
     z: float = 0.35
     pitch: float = 0.0
-
-
-@dataclass(frozen=True)
-class Intrinsics:
-    """Pinhole intrinsics (sensor_msgs/CameraInfo ``k``): focal lengths and principal point, pixels."""
-
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-
-    @classmethod
-    def from_k(cls, k) -> Intrinsics:
-        """From the row-major 3x3 ``camera_info.k`` (9 numbers).
-
-        Raises:
-            ValueError: ``k`` does not have 9 entries or a focal length is not positive.
-        """
-        k = [float(v) for v in k]
-        if len(k) != 9 or k[0] <= 0 or k[4] <= 0:
-            raise ValueError(f"camera_info.k must be 9 numbers with fx, fy > 0, got {k}")
-        return cls(k[0], k[4], k[2], k[5])
-
-    @classmethod
-    def from_hfov(cls, width: int, height: int, hfov_deg: float) -> Intrinsics:
-        """Square pixels, centred principal point, horizontal field of view ``hfov_deg``."""
-        f = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
-        return cls(f, f, (width - 1) / 2.0, (height - 1) / 2.0)
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,14 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 
 from havln_robot.actions import STOP
-from havln_robot.agent.baselines import make_policy, no_data_fallback
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
+from havln_robot.agent.params import AGENT_PARAMS
+from havln_robot.camera import Intrinsics, IntrinsicsError
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
-from havln_robot.perception.preprocess import Intrinsics, PreprocessError
 from havln_robot.policy.api import PolicyError
-from havln_robot.policy.params import AGENT_PARAMS
+from havln_robot.policy.registry import make_policy, no_data_fallback
 from havln_robot.records import AgentStatus
 from havln_robot.ros.codec import encode_agent_status, image_array
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
@@ -52,7 +52,7 @@ class AgentNode(HavlnNode):
     """ROS shell of the agent (see the module docstring).
 
     Args:
-        params: validated parameters (see :data:`havln_robot.policy.params.AGENT_PARAMS`).
+        params: validated parameters (see :data:`havln_robot.agent.params.AGENT_PARAMS`).
         policy: an already-built policy object (tests, embedding); default: built from ``params['policy']``.
         **kwargs: passed to :class:`HavlnNode` (e.g. ``context``).
 
@@ -216,7 +216,7 @@ class AgentNode(HavlnNode):
         if info is not None:
             try:
                 view.intrinsics = Intrinsics.from_k(info.k, info.width, info.height)
-            except PreprocessError as exc:
+            except IntrinsicsError as exc:
                 raise AgentAbort(f"{p['color_info_topic']}: {exc}") from None
         return view
 

@@ -234,7 +234,7 @@ class MotionNode(HavlnNode):
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
-            self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k)
+            self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k, msg.width, msg.height)
         except ValueError as exc:
             self._warn_once("info", f"{self.params['depth_info_topic']}: {exc}")
 

@@ -27,11 +27,10 @@ magnifies the centre and squashes the vertical axis, so bearings the policy lear
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import cv2
 import numpy as np
+
+from havln_robot.camera import Intrinsics, IntrinsicsError  # noqa: F401  (re-exported)
 
 MODEL_HFOV_DEG: float = 90.0
 """Horizontal (= vertical) FOV of the model views, degrees (VLN-CE sensor HFOV 90)."""
@@ -49,78 +48,6 @@ FOV_MODES: tuple[str, ...] = ("pad", "stretch")
 
 class PreprocessError(ValueError):
     """An input image or intrinsics cannot be converted; the message names the field and the fix."""
-
-
-@dataclass(frozen=True)
-class Intrinsics:
-    """Pinhole intrinsics of an image (OpenCV / ROS convention: pixel centres at integer coordinates).
-
-    A camera point ``(X, Y, Z)`` (optical frame: x right, y down, z forward; metres) projects to
-    ``u = fx X / Z + cx``, ``v = fy Y / Z + cy`` (px). Distortion is not modelled (the D435i colour
-    stream is rectified / near-zero distortion).
-
-    Attributes:
-        width, height: image size, px.
-        fx, fy: focal lengths, px.
-        cx, cy: principal point, px.
-    """
-
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-
-    @classmethod
-    def from_hfov(cls, width: int, height: int, hfov_deg: float) -> Intrinsics:
-        """Ideal centred camera with square pixels and the given horizontal FOV (degrees, edge to edge).
-
-        Raises:
-            PreprocessError: size not positive or ``hfov_deg`` outside (0, 180).
-        """
-        if width < 1 or height < 1:
-            raise PreprocessError(f"image size must be positive, got {width}x{height}")
-        if not (0.0 < hfov_deg < 180.0):
-            raise PreprocessError(f"hfov_deg must be in (0, 180) degrees, got {hfov_deg!r}")
-        f = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
-        return cls(int(width), int(height), f, f, (width - 1) / 2.0, (height - 1) / 2.0)
-
-    @classmethod
-    def from_k(cls, k: np.ndarray | list[float], width: int, height: int) -> Intrinsics:
-        """From a row-major 3x3 camera matrix ``K`` (sensor_msgs/CameraInfo.k, 9 numbers).
-
-        Raises:
-            PreprocessError: ``K`` malformed or with a non-positive focal length.
-        """
-        a = np.asarray(k, dtype=np.float64).reshape(-1)
-        if a.size != 9 or not np.isfinite(a).all() or a[0] <= 0 or a[4] <= 0:
-            raise PreprocessError(f"camera_info K must be 9 finite numbers with fx, fy > 0, got {a.tolist()}")
-        if width < 1 or height < 1:
-            raise PreprocessError(f"camera_info size must be positive, got {width}x{height}")
-        return cls(int(width), int(height), float(a[0]), float(a[4]), float(a[2]), float(a[5]))
-
-    @property
-    def hfov_deg(self) -> float:
-        """Horizontal field of view, degrees (edge to edge, centred approximation)."""
-        return math.degrees(2.0 * math.atan((self.width / 2.0) / self.fx))
-
-    @property
-    def vfov_deg(self) -> float:
-        """Vertical field of view, degrees."""
-        return math.degrees(2.0 * math.atan((self.height / 2.0) / self.fy))
-
-    def scaled(self, width: int, height: int) -> Intrinsics:
-        """Intrinsics of the same camera resized to ``width`` x ``height`` (pixel-centre convention)."""
-        sx, sy = width / self.width, height / self.height
-        return Intrinsics(width, height, self.fx * sx, self.fy * sy, (self.cx + 0.5) * sx - 0.5, (self.cy + 0.5) * sy - 0.5)
-
-    def project(self, bearing_rad: float, elevation_rad: float = 0.0) -> tuple[float, float]:
-        """Pixel (u, v) of the ray at azimuth ``bearing_rad`` (left positive, REP 103) and elevation
-        ``elevation_rad`` (up positive) from the optical axis."""
-        x = -math.tan(bearing_rad)
-        y = -math.tan(elevation_rad) / math.cos(bearing_rad)
-        return self.fx * x + self.cx, self.fy * y + self.cy
 
 
 def model_intrinsics(size: int) -> Intrinsics:
@@ -151,7 +78,10 @@ def _intrinsics_for(image: np.ndarray, hfov_deg: float | None, intrinsics: Intri
         return intrinsics
     if hfov_deg is None:
         raise PreprocessError("give hfov_deg (camera horizontal FOV, degrees) or intrinsics (from camera_info)")
-    return Intrinsics.from_hfov(w, h, float(hfov_deg))
+    try:
+        return Intrinsics.from_hfov(w, h, float(hfov_deg))
+    except IntrinsicsError as exc:
+        raise PreprocessError(str(exc)) from None
 
 
 def _check_mode(mode: str) -> None:

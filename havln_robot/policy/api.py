@@ -10,8 +10,8 @@ Policies declare what they see through :attr:`Policy.views`:
 * ``views == N > 1`` -- a panorama of ``N`` views, ``headings[i]`` giving each view's yaw relative
   to the body heading. The agent captures a panorama only when the policy asks for one.
 
-:func:`load_policy` builds a policy from a checkpoint path or a file name under ``models/``.
-``"expert"``, ``"forward"`` and ``"random"`` are baselines that the evaluator handles itself.
+:mod:`havln_robot.policy.registry` builds a policy from a spec: a checkpoint path, a file name under
+``models/``, or a policy without a checkpoint (``forward``, ``random``).
 
 Sources: image sizes and depth normalisation are the HA-VLN-CE / VLN-CE task configuration
 (RGB 224x224, depth 256x256 clipped to [0, 10] m and divided by 10), HA-VLN 2.0 (arXiv 2503.14229) Sec. 4.
@@ -20,9 +20,7 @@ Sources: image sizes and depth normalisation are the HA-VLN-CE / VLN-CE task con
 from __future__ import annotations
 
 import abc
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -32,9 +30,6 @@ RGB_SHAPE: tuple[int, int, int] = (224, 224, 3)
 """Per-view model RGB shape (H, W, C), uint8 (VLN-CE ``RGB_SENSOR`` 224x224)."""
 DEPTH_SHAPE: tuple[int, int, int] = (256, 256, 1)
 """Per-view model depth shape (H, W, 1), float32 in [0, 1] = metres / 10 (VLN-CE ``DEPTH_SENSOR``)."""
-
-#: Names the evaluator resolves itself; :func:`load_policy` refuses them with a pointer.
-BASELINE_NAMES: tuple[str, ...] = ("expert", "forward", "random")
 
 
 class PolicyError(ValueError):
@@ -116,6 +111,8 @@ class Policy(abc.ABC):
 
     views: int = 1
     name: str = "policy"
+    observes: bool = True
+    """False for policies that ignore what they see (they accept ``obs=None``; nothing is rendered for them)."""
 
     @abc.abstractmethod
     def reset(self, instruction: str) -> None:
@@ -169,45 +166,3 @@ def check_action(action: str) -> str:
     if action not in ACTIONS:
         raise PolicyError(f"policy produced {action!r}, not one of {', '.join(ACTIONS)}")
     return action
-
-
-def resolve_spec(spec: str | os.PathLike[str]) -> Path:
-    """Find the checkpoint file named by ``spec``.
-
-    Order: an existing path as given; ``models_dir()/spec``; the same with ``.pt`` appended.
-
-    Raises:
-        PolicyError: nothing found (lists the checkpoints available in ``models/``).
-    """
-    from havln_robot.paths import models_dir
-
-    s = os.fspath(spec)
-    if s in BASELINE_NAMES:
-        raise PolicyError(f"{s!r} is a baseline handled by 'havln-robot eval --policy {s}', not a checkpoint")
-    cands = [Path(s).expanduser(), models_dir() / s, models_dir() / f"{s}.pt"]
-    for c in cands:
-        if c.is_file():
-            return c
-    avail = sorted(p.name for p in models_dir().glob("*.pt")) if models_dir().is_dir() else []
-    hint = f"available in {models_dir()}: {', '.join(avail)}" if avail else f"no .pt files in {models_dir()}"
-    raise PolicyError(f"policy checkpoint {s!r} not found ({hint}); train one with 'havln-robot train'")
-
-
-def load_policy(spec: str | os.PathLike[str], device: str = "cpu", **kwargs) -> Policy:
-    """Build a ready-to-run :class:`Policy` from a checkpoint.
-
-    Args:
-        spec: path to a ``.pt`` checkpoint, or a file name (with or without ``.pt``) in ``models/``.
-            Both havln_robot checkpoints (``{"format": "havln_robot.policy/1", "kind": ..., "config": ...,
-            "state_dict": ...}``) and VLN-CE / HA-VLN-CMA checkpoints (``{"state_dict": ...}`` with
-            ``net.*`` / ``action_distribution.*`` keys) are accepted.
-        device: torch device string (``"cpu"``, ``"cuda"``).
-        **kwargs: passed to the policy wrapper (e.g. ``vocab_path=``, ``embeddings_path=`` for CMA).
-
-    Raises:
-        PolicyError: file missing, unreadable / corrupt, of an unknown format, or whose weights do not
-            match the model layout (one line naming the first mismatching keys).
-    """
-    from havln_robot.policy.checkpoint import build_policy
-
-    return build_policy(resolve_spec(spec), device=device, **kwargs)

@@ -327,7 +327,7 @@ class FakeGo2Process:
     """The fake Go2 run as a separate process (``python -m havln_robot.robot.fake_go2``), as a real robot is.
 
     Collects the JSON events it prints; :meth:`command` sends a stdin command and returns its
-    ``state`` answer. Used by the driver tests and :mod:`havln_robot.robot.bench`.
+    ``state`` answer. Used by the driver tests and :mod:`havln_robot.bench.robot`.
 
     Args:
         domain_id: Unitree DDS domain (distinct from the ROS domain).

@@ -20,7 +20,7 @@ from typing import Any
 from havln_robot import topics
 from havln_robot.actions import STOP
 from havln_robot.challenge import replay as challenge_replay
-from havln_robot.challenge.replay import EpisodeResult, ReplayError
+from havln_robot.challenge.replay import ReplayedEpisode, ReplayError
 from havln_robot.records import GroundTruth, Outcome, RecordError, finite_or_none
 from havln_robot.text import plural
 
@@ -130,7 +130,7 @@ def replay_ros(
     stop_event: threading.Event | None = None,
     record: bool = False,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
-) -> list[EpisodeResult]:
+) -> list[ReplayedEpisode]:
     """Replay over ROS (see the module docstring for the targets).
 
     ``embedded`` starts sim_node + motion_node from config/sim.yaml per episode (the episode is
@@ -147,7 +147,7 @@ def replay_ros(
     from havln_robot.sim.metrics import episode_metrics
 
     stop_event = stop_event or threading.Event()
-    results: list[EpisodeResult] = []
+    results: list[ReplayedEpisode] = []
     bar = tqdm(list(ids), desc=f"replay[{target}]", unit="ep", disable=not progress, file=sys.stderr)
     for k, eid in enumerate(bar):
         if stop_event.is_set():
@@ -212,7 +212,7 @@ def replay_ros(
                 ne_euclid=finite_or_none(gt.distance_to_goal_euclid_m),
                 unreachable=gt.goal_unreachable,
             )
-            r = EpisodeResult(eid, m, 1 if gt.nearest_human_id else 0, note, refused=refused, actions=steps)
+            r = ReplayedEpisode(eid, m, 1 if gt.nearest_human_id else 0, note, refused=refused, actions=steps)
             results.append(r)
             log(f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}")
     bar.close()
@@ -291,14 +291,11 @@ def _embedded_bringup(
 ):
     """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
     from havln_robot.bringup import Bringup, parse_set
-    from havln_robot.config import ConfigError, NodeNotBuilt, Profile, load_profile, load_spec
+    from havln_robot.config import ConfigError, Profile, load_profile, load_spec
     from havln_robot.paths import config_dir
 
     overrides = parse_set(list(sets))
-    try:
-        spec = load_spec("sim_node").by_name()
-    except NodeNotBuilt as exc:
-        raise ReplayError(f"the embedded simulator node is not built ({exc}); use --backend batch") from None
+    spec = load_spec("sim_node").by_name()
     sim = overrides.setdefault("sim_node", {})
     for name in ("episodes_file", "episode_file"):
         if name in spec and episodes_file is not None:
@@ -315,8 +312,8 @@ def _embedded_bringup(
     keep = {k: v for k, v in prof.nodes.items() if k in wanted}
     for need in ("sim_node", "motion_node"):
         if need not in keep:
-            raise ReplayError(f"{need} is not available in this build ({prof.not_built.get(need, 'not in config/sim.yaml')})")
-    bringup = Bringup(Profile(prof.path, keep, {}), log=log, check_graph=check_graph)
+            raise ReplayError(f"{need} is not configured in config/sim.yaml")
+    bringup = Bringup(Profile(prof.path, keep), log=log, check_graph=check_graph)
     try:
         bringup.start()
     except ConfigError as exc:

@@ -6,6 +6,6 @@ navigation graph; :class:`havln_robot.sim.humans.Crowd` places and animates the 
 :class:`havln_robot.sim.world.World` steps discrete actions (or small continuous motions for
 sim_node) with collisions and ground-truth metrics (:mod:`havln_robot.sim.metrics`);
 :class:`havln_robot.sim.expert.Expert` follows the reference path around people;
-:mod:`havln_robot.sim.evaluate` is ``havln-robot eval``. Rendering and the noisy Go2 base live in
+``havln-robot eval`` (:mod:`havln_robot.eval`) is a harness above this package. Rendering and the noisy Go2 base live in
 ``render.py`` / ``robot.py``. See ``docs/sim.md``.
 """

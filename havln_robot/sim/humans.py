@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from havln_robot.episodes import Episode, HumanSpec
+from havln_robot.sim.robot import GO2_RADIUS_M
 
 HUMAN_RADIUS_M: float = 0.3
 """Body radius (m) of a simulated person (issue #3: "bodies ~0.3 m radius")."""
@@ -192,9 +193,7 @@ class Crowd:
             The crowd (possibly empty).
         """
         if robot_radius is None:
-            from havln_robot.sim.world import default_robot_radius
-
-            robot_radius = default_robot_radius()
+            robot_radius = GO2_RADIUS_M
         rng = np.random.default_rng(seed)
         clearance = robot_radius + HUMAN_RADIUS_M + PLACEMENT_MARGIN_M
         path = np.asarray(episode.reference_path, dtype=np.float64).reshape(-1, 3)

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from havln_robot.episodes import SUCCESS_RADIUS_M, is_success
+
 #: Challenge human-influenced episode counts (CR denominators), by split (data README).
 HUMAN_INFLUENCED: dict[str, int] = {"val_seen": 682, "val_unseen": 1593}
 
@@ -77,7 +79,7 @@ def episode_metrics(
     collisions_static: int = 0,
     steps: int = 0,
     baseline: int = 0,
-    goal_radius: float = 3.0,
+    goal_radius: float = SUCCESS_RADIUS_M,
     ne_euclid: float | None = None,
     unreachable: bool = False,
 ) -> EpisodeMetrics:
@@ -96,7 +98,7 @@ def episode_metrics(
         ne_euclid: straight-line distance to the goal (m), reported only.
         unreachable: the goal cannot be walked to from the final position: never a success.
     """
-    success = bool(stopped and not unreachable and ne < goal_radius)
+    success = is_success(stopped, ne, goal_radius, unreachable=unreachable)
     spl = float(success) * geodesic / max(path_length, geodesic) if geodesic > 0 else float(success)
     tcr = max(0, int(collisions_human) - int(baseline))
     cr = min(tcr, 1)
@@ -159,7 +161,7 @@ class Aggregate:
 
 def challenge_score(sr: float, ne: float, cr: float, tcr: float) -> tuple[float, float, float]:
     """(navigation, social, score) from aggregate SR, NE (m), CR, TCR (challenge formula)."""
-    navigation = 0.8 * sr + 0.2 * 3.0 / (3.0 + ne)
+    navigation = 0.8 * sr + 0.2 * SUCCESS_RADIUS_M / (SUCCESS_RADIUS_M + ne)
     social = 0.75 * (1.0 - cr) + 0.25 / (1.0 + tcr)
     return navigation, social, 100.0 * navigation * (0.7 + 0.3 * social)
 

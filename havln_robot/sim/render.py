@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported: the renderer's CameraInfo)
 from havln_robot.sim.robot import D435I_HFOV_DEG, D435I_MAX_RANGE_M, D435I_MIN_RANGE_M, GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
 
 
@@ -78,63 +79,6 @@ def _gl_context_class() -> Any:
 
 class RenderError(RuntimeError):
     """The renderer cannot start (no OpenGL) or was given bad input; the message says the fix."""
-
-
-# --- camera model ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Intrinsics:
-    """Pinhole intrinsics of an image (pixels), plumb_bob with zero distortion.
-
-    Attributes:
-        width, height: image size, px.
-        fx, fy: focal lengths, px (equal: square pixels).
-        cx, cy: principal point, px (image centre, ``(W-1)/2``, ``(H-1)/2``).
-        hfov_deg, vfov_deg: horizontal / vertical field of view, deg.
-    """
-
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    hfov_deg: float
-    vfov_deg: float
-
-    @classmethod
-    def from_hfov(cls, width: int, height: int, hfov_deg: float) -> Intrinsics:
-        """Intrinsics of a ``width`` x ``height`` image with horizontal FOV ``hfov_deg`` and square pixels.
-
-        Raises:
-            ValueError: non-positive size or an FOV outside (0, 180) deg.
-        """
-        if width <= 0 or height <= 0:
-            raise ValueError(f"camera width/height must be positive, got {width}x{height}")
-        if not 0.0 < hfov_deg < 180.0:
-            raise ValueError(f"camera hfov_deg must be in (0, 180), got {hfov_deg}")
-        f = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
-        vfov = math.degrees(2.0 * math.atan((height / 2.0) / f))
-        return cls(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0, float(hfov_deg), vfov)
-
-    @property
-    def K(self) -> list[float]:
-        """Row-major 3x3 camera matrix (sensor_msgs/CameraInfo.k)."""
-        return [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
-
-    @property
-    def P(self) -> list[float]:
-        """Row-major 3x4 projection matrix (sensor_msgs/CameraInfo.p), no stereo baseline."""
-        return [self.fx, 0.0, self.cx, 0.0, 0.0, self.fy, self.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-
-    @property
-    def R(self) -> list[float]:
-        """Identity rectification (sensor_msgs/CameraInfo.r)."""
-        return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-
-    @property
-    def D(self) -> list[float]:
-        """plumb_bob distortion coefficients (k1, k2, t1, t2, k3): all zero."""
-        return [0.0] * 5
 
 
 def depth_to_mm(depth_m: np.ndarray, min_m: float = D435I_MIN_RANGE_M, max_m: float = D435I_MAX_RANGE_M) -> np.ndarray:

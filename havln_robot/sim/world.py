@@ -5,8 +5,7 @@ actions (batch mode: :meth:`World.step`, 0.25 m / 15 deg / 30 deg tilt, as VLN-C
 continuous motions (:meth:`World.move`, used by sim_node's noisy base at its control rate).
 
 Collisions (as HA-VLN counts them: overlapping radii) -- the robot is a disc of
-``robot_radius`` (default :func:`default_robot_radius`: ``GO2_RADIUS_M`` from
-``havln_robot.sim.robot`` when present, else :data:`FALLBACK_GO2_RADIUS_M`):
+``robot_radius`` (default :data:`havln_robot.sim.robot.GO2_RADIUS_M`):
 
 * **static**: the disc may not leave the scene's free space; a move is cut at first contact
   (swept, exact against the free-space polygon, 1 mm back-off) -- the body never passes a wall --
@@ -30,30 +29,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import shapely
 
-from havln_robot.actions import (
-    ACTIONS,
-    FORWARD_STEP_M,
-    LOOK_DOWN,
-    LOOK_UP,
-    MAX_ACTIONS,
-    MOVE_FORWARD,
-    STOP,
-    TILT_ANGLE_RAD,
-    TURN_ANGLE_RAD,
-    TURN_LEFT,
-    TURN_RIGHT,
-    ActionError,
-)
+from havln_robot.actions import ACTION_SPECS, ACTIONS, MAX_ACTIONS, ActionError, ActionKind
 from havln_robot.episodes import Episode
 from havln_robot.geometry import wrap_angle
 from havln_robot.sim.geodesic import GoalDistance, Walkable
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
+from havln_robot.sim.robot import GO2_RADIUS_M
 from havln_robot.sim.scene import Scene, Support
 
-FALLBACK_GO2_RADIUS_M: float = 0.35
-"""Go2 footprint radius (m) used when ``havln_robot.sim.robot`` is absent: half the body length,
-Unitree Go2 datasheet body size 0.70 x 0.31 x 0.40 m (L x W x H, standing)."""
 CONTACT_RELEASE_M: float = 0.05
 """A contact ends when the gap exceeds this (m); hysteresis so one touch counts once."""
 CONTACT_SUBSTEP_S: float = 0.1
@@ -69,19 +53,8 @@ DEFAULT_ACTION_DT_S: float = 0.5
 
 
 def default_robot_radius() -> float:
-    """Robot footprint radius (m): ``havln_robot.sim.robot.GO2_RADIUS_M`` if built, else :data:`FALLBACK_GO2_RADIUS_M`."""
-    try:
-        from havln_robot.sim import robot  # imported lazily: robot.py may import this module
-
-        return float(robot.GO2_RADIUS_M)
-    except (ImportError, AttributeError):
-        return FALLBACK_GO2_RADIUS_M
-
-
-def __getattr__(name: str):
-    if name == "GO2_RADIUS_M":
-        return default_robot_radius()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Robot footprint radius (m): :data:`havln_robot.sim.robot.GO2_RADIUS_M`."""
+    return float(GO2_RADIUS_M)
 
 
 class WorldError(RuntimeError):
@@ -384,15 +357,17 @@ class World:
     def step(self, action: str) -> StepResult:
         """Execute one discrete action (batch mode).
 
-        MOVE_FORWARD: 0.25 m (cut at contact); TURN_LEFT/RIGHT: +/-15 deg; LOOK_UP/DOWN: +/-30 deg
-        camera pitch (clamped to +/-60 deg); STOP: ends the episode. Every action except STOP
+        Dispatches on the action table (:data:`havln_robot.actions.ACTION_TABLE`): TRANSLATE moves
+        ``amount`` m (MOVE_FORWARD 0.25 m, cut at contact); ROTATE turns ``amount`` rad (TURN_LEFT/RIGHT
+        +/-15 deg); TILT changes the camera pitch by ``amount`` rad (LOOK_UP/DOWN +/-30 deg, clamped to
+        +/-60 deg); STOP ends the episode. Every action except STOP
         advances time by ``action_dt``. After ``max_actions`` actions the episode ends ("budget").
         Stepping a finished episode changes nothing and returns ``done=True``.
 
         Raises:
             ActionError: ``action`` is not one of the six literals.
         """
-        if action not in ACTIONS:
+        if action not in ACTION_SPECS:
             raise ActionError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
         if self.done:
             return StepResult(action, 0.0, 0.0, None, True, self.reason, self.pose)
@@ -400,18 +375,18 @@ class World:
         x0, y0, yaw0 = self._x, self._y, self._yaw
         t_end = self.t + self.action_dt
         contacts: list[Contact] = []
-        if action == STOP:
+        spec = ACTION_SPECS[action]
+        if spec.kind is ActionKind.STOP:
             self.stopped = True
             self.done, self.reason = True, "stop"
-        elif action == MOVE_FORWARD:
-            contacts = self._move(FORWARD_STEP_M, 0.0, self.action_dt)
-        elif action in (TURN_LEFT, TURN_RIGHT):
-            contacts = self._move(0.0, TURN_ANGLE_RAD if action == TURN_LEFT else -TURN_ANGLE_RAD, self.action_dt)
-        elif action in (LOOK_UP, LOOK_DOWN):
-            sign = 1.0 if action == LOOK_UP else -1.0
-            self.camera_pitch = max(-MAX_PITCH_RAD, min(MAX_PITCH_RAD, self.camera_pitch + sign * TILT_ANGLE_RAD))
+        elif spec.kind is ActionKind.TRANSLATE:
+            contacts = self._move(spec.amount, 0.0, self.action_dt)
+        elif spec.kind is ActionKind.ROTATE:
+            contacts = self._move(0.0, spec.amount, self.action_dt)
+        elif spec.kind is ActionKind.TILT:
+            self.camera_pitch = max(-MAX_PITCH_RAD, min(MAX_PITCH_RAD, self.camera_pitch + spec.amount))
             contacts = self._move(0.0, 0.0, self.action_dt)
-        if action != STOP:
+        if spec.kind is not ActionKind.STOP:
             self.t = t_end
         if not self.done and len(self.actions) >= self.max_actions:
             self.done, self.reason = True, "budget"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from havln_robot.geometry import to_local
-from havln_robot.trials.store import Collision, Step, Trial
+from havln_robot.trials.model import Collision, Step, Trial
 
 
 def _last_pose(trial: Trial, steps: Sequence[Step], kind: str) -> tuple[float, float, float] | None:

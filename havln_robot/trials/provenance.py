@@ -14,9 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import havln_robot
-
-#: Policy specs that name a builtin baseline (``forward[:...]``, ``random[:...]``), not a checkpoint.
-BUILTINS = ("forward", "random")
+from havln_robot.policy.registry import is_builtin
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -65,7 +63,7 @@ def software_version() -> str:
 def resolve_checkpoint(spec: str) -> Path | None:
     """The checkpoint file a policy spec names (the agent's order: path as given, ``models/<spec>``,
     ``models/<spec>.pt``), or None for a builtin baseline / nothing found."""
-    if not spec or spec.split(":", 1)[0] in BUILTINS:
+    if not spec or is_builtin(spec):
         return None
     from havln_robot.paths import models_dir
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from havln_robot.episodes import is_success
 from havln_robot.records import (
     ActionResult,
     AgentStatus,
@@ -125,7 +126,7 @@ def auto_verdict(end_reason: str, ne_m: float | None, goal_radius_m: float, unre
     """
     if ne_m is None:
         return Verdict.ABORTED, f"auto: no ground truth ({end_reason})"
-    ok = end_reason == EndReason.STOP and not unreachable and ne_m < goal_radius_m
+    ok = is_success(end_reason == EndReason.STOP, ne_m, goal_radius_m, unreachable=unreachable)
     why = f"auto: {end_reason}, NE {ne_m:.2f} m{' (goal unreachable)' if unreachable else ''}"
     return (Verdict.SUCCESS if ok else Verdict.FAILURE), why
 

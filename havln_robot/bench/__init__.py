@@ -8,11 +8,11 @@ from __future__ import annotations
 import sys
 
 BENCHES = {
-    "sim": "havln_robot.sim.bench:main",
-    "motion": "havln_robot.motion.bench:main",
-    "policy": "havln_robot.policy.bench:main",
-    "robot": "havln_robot.robot.bench:main",
-    "perception": "havln_robot.perception.bench:main",
+    "sim": "havln_robot.bench.sim:main",
+    "motion": "havln_robot.bench.motion:main",
+    "policy": "havln_robot.bench.policy:main",
+    "robot": "havln_robot.bench.robot:main",
+    "perception": "havln_robot.bench.perception:main",
     "all": "havln_robot.figures:main",
 }
 

@@ -2,18 +2,18 @@
 
 Usage::
 
-    havln-robot eval --policy expert|forward|random|<checkpoint> --episodes FILE
+    havln-robot eval --policy expert|forward[:OPTS]|random[:OPTS]|<checkpoint> --episodes FILE
                      [--connectivity DIR] [--limit N] [--out DIR] [--seed S] [--populate N]
                      [--baseline FILE] [--instruction-index K]
 
 Policies:
 
 * ``expert`` -- :class:`havln_robot.sim.expert.Expert` (privileged reference-path follower);
-* ``forward`` -- the VLN-CE "hand-crafted" baseline: 37 MOVE_FORWARD then STOP (Krantz et al. 2020,
-  VLN-CE Sec. 5: 37 steps is the average training episode length);
-* ``random`` -- i.i.d. actions, P(STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT) = (0.02, 0.68, 0.15, 0.15)
-  (assumption: roughly the action frequencies of expert training episodes), seeded;
-* anything else -- a checkpoint loaded with :func:`havln_robot.policy.api.load_policy`; its
+* ``forward``, ``random`` (with options, e.g. ``forward:steps=8``) -- the policies without a
+  checkpoint of :data:`havln_robot.policy.registry.BUILTINS` (VLN-CE semantics, the same as agent_node's):
+  37 MOVE_FORWARD then STOP; i.i.d. actions with P(STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT) =
+  (0.02, 0.68, 0.15, 0.15), seeded per episode with ``--seed`` + the episode's index;
+* anything else -- a checkpoint loaded with :func:`havln_robot.policy.registry.make_policy`; its
   observations are rendered by :class:`havln_robot.sim.render.Renderer` at 256x256, 90 deg HFOV
   (the VLN-CE sensor) for each of ``policy.views`` headings and preprocessed by
   :mod:`havln_robot.perception.preprocess`.
@@ -43,13 +43,10 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.actions import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, finalize_sequence
+from havln_robot.actions import finalize_sequence
+from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.text import plural
 
-FORWARD_BASELINE_STEPS: int = 37
-"""VLN-CE hand-crafted baseline: forward steps before STOP (Krantz et al. 2020, Sec. 5)."""
-RANDOM_ACTIONS: tuple[str, ...] = (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT)
-RANDOM_PROBS: tuple[float, ...] = (0.02, 0.68, 0.15, 0.15)
 OBS_SIZE: int = 256
 """Rendered observation size (px, square) for checkpoint policies; 90 deg HFOV as the VLN-CE sensors."""
 OBS_HFOV_DEG: float = 90.0
@@ -79,33 +76,7 @@ class EpisodeRecord:
         return d
 
 
-# ---------------------------------------------------------------------------- policies
-class _Forward:
-    name = "forward"
-    views = 1
-
-    def reset(self, instruction: str) -> None:
-        self.n = 0
-
-    def act(self, obs=None) -> str:
-        self.n += 1
-        return MOVE_FORWARD if self.n <= FORWARD_BASELINE_STEPS else STOP
-
-
-class _Random:
-    name = "random"
-    views = 1
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self, instruction: str) -> None:
-        pass
-
-    def act(self, obs=None) -> str:
-        return RANDOM_ACTIONS[int(self.rng.choice(len(RANDOM_ACTIONS), p=RANDOM_PROBS))]
-
-
+# ---------------------------------------------------------------------------- observations
 class _Observer:
     """Renders :class:`havln_robot.policy.api.Observation` for a world (checkpoint policies)."""
 
@@ -152,20 +123,21 @@ def run_episode(world, policy: str | object, seed: int = 0) -> list[str]:
 
     Args:
         world: a reset :class:`~havln_robot.sim.world.World`.
-        policy: "expert", "forward", "random", or a :class:`havln_robot.policy.api.Policy`.
-        seed: RNG seed for "random".
+        policy: "expert", a spec of a policy without a checkpoint (``"random"``, ``"forward:steps=8"``;
+            built afresh for the episode by :func:`~havln_robot.policy.registry.make_policy`), or a
+            :class:`havln_robot.policy.api.Policy`.
+        seed: default seed of a seeded builtin (``random``) whose spec gives none.
     """
     observer = None
     if policy == "expert":
         from havln_robot.sim.expert import Expert
 
         agent = Expert(world)
-    elif policy == "forward":
-        agent = _Forward()
-    elif policy == "random":
-        agent = _Random(seed)
+    elif isinstance(policy, str):
+        agent = make_policy(policy, seed=seed)
     else:
         agent = policy
+    if policy != "expert" and getattr(agent, "observes", True):
         observer = _Observer(world, getattr(agent, "views", 1))
     try:
         agent.reset(world.episode.instruction)
@@ -294,7 +266,7 @@ def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 2 bad input)."""
     ap = argparse.ArgumentParser(prog="havln-robot eval", description="Evaluate a policy on HA-R2R/R2R episodes in the batch simulator.")
-    ap.add_argument("--policy", default="expert", help="expert | forward | random | checkpoint path or name in models/")
+    ap.add_argument("--policy", default="expert", help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/")
     ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
     ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
     ap.add_argument("--limit", type=int, help="evaluate only the first N episodes")
@@ -338,18 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     policy: str | object = args.policy
-    if args.policy not in ("expert", "forward", "random"):
-        try:
-            from havln_robot.policy.api import load_policy
-            from havln_robot.sim import render  # noqa: F401  (Renderer needed for observations)
-        except ImportError as exc:
-            print(f"havln-robot eval: checkpoint policies are not built yet in this checkout ({exc})", file=sys.stderr)
-            return 2
-        try:
-            policy = load_policy(args.policy, device=args.device)
-        except Exception as exc:  # noqa: BLE001 - PolicyError and friends: one line, no traceback
-            print(f"havln-robot eval: {exc}", file=sys.stderr)
-            return 2
+    try:
+        if is_builtin(args.policy):
+            make_policy(args.policy)  # check the options now; each episode builds its own (seeded) copy
+        elif args.policy not in RESERVED_NAMES:
+            policy = make_policy(args.policy, device=args.device)
+    except Exception as exc:  # noqa: BLE001 - PolicyError and friends: one line, no traceback
+        print(f"havln-robot eval: {exc}", file=sys.stderr)
+        return 2
     name = args.policy if isinstance(policy, str) else getattr(policy, "name", args.policy)
     print(f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why})", file=sys.stderr)
 

@@ -1,4 +1,4 @@
-"""agent_node parameters (pure Python).
+"""agent_node parameters (pure Python; the agent harness owns them, agent_node only declares them).
 
 The agent turns an instruction into actions: (panorama by rotation | front view) → policy →
 ``havln/action`` → wait for ``havln/action_result`` → ... until STOP or the action budget.
@@ -19,8 +19,8 @@ AGENT_PARAMS = ParamSpec(
             "policy",
             "small_panoramic",
             "str",
-            "policy to run: a checkpoint path, a file name in models/ (loaded by havln_robot.policy.api.load_policy), "
-            "or a builtin baseline 'forward[:steps=N,views=V]' / 'random[:seed=S,views=V,stop_prob=P]'",
+            "policy to run (havln_robot.policy.registry.make_policy): a checkpoint path, a file name in models/, "
+            "or a policy without a checkpoint 'forward[:steps=N,views=V]' / 'random[:seed=S,views=V]' (VLN-CE semantics)",
         ),
         Param("device", "cpu", "str", "torch device for checkpoint policies ('cpu', 'cuda')"),
         Param(
