@@ -46,7 +46,7 @@ def bench_capture(width: int, height: int, seconds: float) -> float:
     rgb = np.zeros((height, width, 3), np.uint8)
     depth = np.full((height, width), 1500, np.uint16)
     stop = threading.Event()
-    go = threading.Semaphore(2)
+    go = threading.BoundedSemaphore(2)  # at most two framesets in flight
 
     def feed() -> None:
         while not stop.is_set():
@@ -60,7 +60,10 @@ def bench_capture(width: int, height: int, seconds: float) -> float:
     while time.perf_counter() - t0 < seconds:
         if camera.read() is not None:
             n += 1
+        try:  # a read that timed out (a frameset dropped by the syncer) frees its slot too
             go.release()
+        except ValueError:
+            pass
     dt = time.perf_counter() - t0
     stop.set()
     th.join()
