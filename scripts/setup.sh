@@ -21,6 +21,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# Node.js + npm (Debian's) for the bag check with Foxglove's own MCAP / ros2msg / CDR readers
+# (tools/bagcheck, test/test_bag_readers.py); an already installed node/npm (e.g. NodeSource's) is kept.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "[setup] installing Debian packages: nodejs npm"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+# The npm packages, exactly as package-lock.json pins them, into tools/bagcheck/node_modules
+# (project-local; reinstalled only when the lock file changed).
+BAGCHECK="$ROOT/tools/bagcheck"
+npm_want=$(sha256sum < "$BAGCHECK/package-lock.json" | cut -c1-16)
+if [ ! -f "$BAGCHECK/node_modules/.havln-npm-$npm_want" ]; then
+  echo "[setup] installing the bag check's npm packages (tools/bagcheck/package-lock.json)"
+  (cd "$BAGCHECK" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  touch "$BAGCHECK/node_modules/.havln-npm-$npm_want"
+fi
+
 # Python venv, reinstalled only when the lock file or setup.py changed.
 want=$(cat requirements.lock setup.py | sha256sum | cut -c1-16)
 stamp="$VENV/.havln-setup-$want"

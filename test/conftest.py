@@ -125,3 +125,18 @@ def released_cma(tmp_path_factory):
     path = d / "CMA_PM_DA_Aug.pth"
     write_released_checkpoint(path, words)
     return types.SimpleNamespace(path=path, vocab_path=vocab_path, words=words)
+
+
+@pytest.fixture(scope="session")
+def trial_bag(tmp_path_factory):
+    """A short trial bag recorded through trial_logger_node (test/bagreaders.py), shared by the bag
+    reader tests: ``(bag folder, {topic: [published messages]}, {topic: publisher QoS})``."""
+    import rclpy
+    from bagreaders import record_trial_bag
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    try:
+        return record_trial_bag(ctx, tmp_path_factory.mktemp("trial_bag"))
+    finally:
+        rclpy.try_shutdown(context=ctx)

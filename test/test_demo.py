@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bagreaders import check_every_topic_decodes
 
 from havln_robot.actions import ACTIONS, STOP, sequence_problems
 
@@ -71,6 +72,9 @@ def test_demo_without_data_runs_the_builtin_scene_and_says_why(tmp_path, monkeyp
     assert "Traceback" not in text and "step   1" in text
     (trial,) = _trials(out / "trials.db")
     assert trial["platform"] == "sim" and trial["ne_m"] is not None
+    # the demo's bag opens in Foxglove's parser and rosbags: every topic, every message
+    counts = check_every_topic_decodes(Path(trial["mcap_path"]))
+    assert {"/odom", "/havln/action_result", "/havln/instruction"} <= {t for t, n in counts.items() if n}
 
 
 def test_ctrl_c_stops_the_robot_closes_the_trial_and_keeps_logs(havln_data, tmp_path):

@@ -111,7 +111,7 @@ def test_round_trip_odom_images_strings(tmp_path):
     assert np.array_equal(np.frombuffer(bytes(dm.data), np.uint16).reshape(48, 64), darr)
 
     meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-    assert meta["version"] == 8 and meta["storage_identifier"] == "mcap" and meta["message_count"] == 24
+    assert meta["version"] == 5 and meta["storage_identifier"] == "mcap" and meta["message_count"] == 24
     assert meta["relative_file_paths"] == ["trial_0001_0.mcap"]
     counts = {t["topic_metadata"]["name"]: t["message_count"] for t in meta["topics_with_message_count"]}
     assert counts["/odom"] == 20
@@ -190,3 +190,47 @@ def test_the_recorder_needs_an_injected_serialiser(tmp_path):
             rec.write("chatter", String(data="hi"), log_time_ns=1)
     with pytest.raises(RecorderError, match="CompressedImage"):
         McapRecorder(tmp_path / "jpeg_raw", image_format="jpeg")
+
+
+def test_message_definition_names_dependencies_as_the_fields_do():
+    """rosbag2's layout: the .msg text as installed, then each dependency once, depth first, sorted per message."""
+    from havln_robot.trials.recorder import find_msg_file
+
+    text = message_definition("sensor_msgs/msg/Image")
+    header = find_msg_file("std_msgs", "Header").read_text()
+    time_ = find_msg_file("builtin_interfaces", "Time").read_text()
+    image = find_msg_file("sensor_msgs", "Image").read_text()
+    sep = "\n" + "=" * 80 + "\n"
+    assert text == f"{image}{sep}MSG: std_msgs/Header\n{header}{sep}MSG: builtin_interfaces/Time\n{time_}"
+    pose = message_definition("geometry_msgs/msg/PoseArray")
+    heads = [ln for ln in pose.splitlines() if ln.startswith("MSG: ")]
+    assert heads == ["MSG: geometry_msgs/Pose", "MSG: geometry_msgs/Point", "MSG: geometry_msgs/Quaternion",
+                     "MSG: std_msgs/Header", "MSG: builtin_interfaces/Time"]  # fmt: skip
+
+
+def test_offered_qos_yaml_is_rosbag2s_integer_form():
+    from havln_robot.trials.recorder import offered_qos_yaml
+
+    assert offered_qos_yaml([]) == ""
+    text = offered_qos_yaml([{"history": 1, "depth": 5, "reliability": 2, "durability": 2}])
+    assert text.startswith("- history: 1\n  depth: 5\n  reliability: 2\n  durability: 2\n  deadline:\n    sec: 9223372036\n")
+    assert text.endswith("avoid_ros_namespace_conventions: false")
+
+
+def test_recovery_rewrites_old_dependency_names(tmp_path):
+    """A bag of the older recorder (dependencies as ``MSG: pkg/msg/Type``) is recovered with rosbag2's names."""
+    from havln_robot.trials.recorder import recover_bag
+
+    old = message_definition("nav_msgs/msg/Odometry").replace("MSG: std_msgs/Header", "MSG: std_msgs/msg/Header")
+    with McapRecorder(tmp_path / "old") as rec:
+        rec._defs["nav_msgs/msg/Odometry"] = old.encode()
+        from rclpy.serialization import serialize_message
+
+        rec.write_serialized("/odom", "nav_msgs/msg/Odometry", serialize_message(_odom(0)), 5, offered_qos="- history: 3")
+    recover_bag(tmp_path / "old", tmp_path / "new")
+    with open(next((tmp_path / "new").glob("*.mcap")), "rb") as fh:
+        summary = make_reader(fh).get_summary()
+    [schema] = summary.schemas.values()
+    [channel] = summary.channels.values()
+    assert schema.data.decode() == message_definition("nav_msgs/msg/Odometry")
+    assert channel.metadata["offered_qos_profiles"] == "- history: 3"

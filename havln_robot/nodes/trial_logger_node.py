@@ -207,6 +207,7 @@ class TrialLoggerNode(HavlnNode):
             bag = mcap_bag_dir(self.mcap_dir, trial.id)
             self._recorder = ros_recorder(
                 bag,
+                node=self,
                 max_bytes=p["mcap_max_bytes"],
                 on_limit=p["mcap_on_limit"],
                 max_files=p["mcap_max_files"],

@@ -4,16 +4,21 @@ No rclpy import at all: the ROS layer injects the CDR serialiser and the ``Compr
 message type (:func:`havln_robot.ros.mcap.ros_recorder`), so the size-cap, roll-over, throttling
 and downsampling logic is testable without ROS.
 
-Format (MCAP spec, ``ros2`` profile; what rosbag2_storage_mcap writes):
+Format (MCAP spec, ``ros2`` profile; what rosbag2's MCAP storage writes):
 
 * header profile ``ros2``; schemas with encoding ``ros2msg`` named ``pkg/msg/Type`` whose data
-  is the ``.msg`` text followed by every dependency as
-  ``"=" * 80 + "\\nMSG: pkg/msg/Dep\\n" + text`` (the rosbag2 message-definition layout),
-  read from ``share/<pkg>/msg/<Type>.msg`` of the ROS installation;
-* channels with message encoding ``cdr`` and metadata ``offered_qos_profiles``;
+  is the installed ``.msg`` text followed, depth first, by each dependency not written yet (sorted
+  per message), as ``"\\n" + "=" * 80 + "\\nMSG: pkg/Dep\\n" + text`` -- the dependency named exactly
+  as the field writes it (``std_msgs/Header``; a bare type gets the file's package), which is how
+  Foxglove's parser finds it (:func:`message_definition`); definitions come from the installed
+  message packages (ament index / share folders), never from a copy;
+* channels with message encoding ``cdr`` and metadata ``offered_qos_profiles``: the QoS the
+  topic's publishers offered, in rosbag2's YAML form (:func:`offered_qos_yaml`; asked of the ROS
+  graph by the ROS layer), so ``ros2 bag play`` restores it;
 * a bag *directory* ``<name>/`` holding ``<name>_0.mcap``, ``<name>_1.mcap``, ... and a rosbag2
-  ``metadata.yaml`` (version 8), so ``ros2 bag info/play <name>`` work; each ``.mcap`` file also
-  opens on its own in Foxglove.
+  ``metadata.yaml`` of version 5 (:data:`METADATA_VERSION`: what ROS 2 Humble writes and reads;
+  Jazzy reads it too), so ``ros2 bag info/play <name>`` work; each ``.mcap`` file also opens on
+  its own in Foxglove.
 
 Size cap: ``max_bytes`` per file (estimated from the payload bytes, an upper bound of the
 compressed file size); at the cap the recorder rolls over to the next file (``on_limit="roll"``,
@@ -25,7 +30,7 @@ matching ``CameraInfo``); ``image_max_rate_hz`` drops frames (and camera_info) a
 ``<topic>/compressed`` (depth stays raw).
 
 A bag whose writer was killed lacks its summary; the data chunks before the kill are intact
-(``mcap recover FILE`` rewrites it, ``ros2 bag reindex`` rebuilds metadata.yaml).
+(:func:`recover_bag`, ``havln-robot trial recover-bag``, writes them into a new, finished bag).
 """
 
 from __future__ import annotations
@@ -47,10 +52,12 @@ from mcap.writer import Writer as McapWriter
 from havln_robot.trials import faults
 
 _PRIMITIVES = frozenset("bool byte char float32 float64 int8 uint8 int16 uint16 int32 uint32 int64 uint64 string wstring".split())
-_SEP = "=" * 80
 _COMPRESSION = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4, "none": CompressionType.NONE}
 _BYTES_PER_PIXEL = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1, "8UC3": 3, "mono16": 2, "16UC1": 2, "32FC1": 4}
 _JPEG_OK = {"rgb8", "bgr8", "mono8", "8UC1"}
+#: rosbag2 metadata.yaml version written: 5, the newest ROS 2 Humble reads in full (per-file
+#: ``files`` entries; QoS as integers). Jazzy reads it too; version 9's QoS strings break Humble.
+METADATA_VERSION = 5
 #: Per-message overhead assumed by the size estimate (MCAP Message record + index entry), bytes.
 _MSG_OVERHEAD = 64
 
@@ -85,43 +92,87 @@ def _share_dirs() -> list[Path]:
     return dirs
 
 
+def _package_share(pkg: str) -> Path | None:
+    """The share folder of ROS package ``pkg`` as the ament index registers it, or None.
+
+    With ``AMENT_PREFIX_PATH`` set (a sourced ROS installation) ``ament_index_python`` answers;
+    the pip-installed ROS wheels register their packages in the ament index under ``sys.prefix``
+    without setting it, so that prefix's index is looked at then.
+    """
+    if os.environ.get("AMENT_PREFIX_PATH"):
+        try:
+            from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+        except ImportError:
+            pass
+        else:
+            try:
+                return Path(get_package_share_directory(pkg))
+            except (PackageNotFoundError, ValueError, OSError):
+                pass
+    if (Path(sys.prefix) / "share" / "ament_index" / "resource_index" / "packages" / pkg).is_file():
+        return Path(sys.prefix) / "share" / pkg
+    return None
+
+
 def find_msg_file(pkg: str, name: str) -> Path:
     """Path of ``<pkg>/msg/<name>.msg`` in the ROS installation.
 
-    Searches ``$AMENT_PREFIX_PATH/*/share``, ``<sys.prefix>/share`` (pip-installed ROS) and
+    Asks the ament index first (the package's share folder, as rosbag2 does), then searches
+    ``$AMENT_PREFIX_PATH/*/share``, ``<sys.prefix>/share`` (the pip-installed ROS wheels) and
     ``/opt/ros/$ROS_DISTRO/share``.
 
     Raises:
         RecorderError: not found.
     """
-    for d in _share_dirs():
-        p = d / pkg / "msg" / f"{name}.msg"
+    share = _package_share(pkg)
+    candidates = ([share] if share is not None else []) + [d / pkg for d in _share_dirs()]
+    for d in candidates:
+        p = d / "msg" / f"{name}.msg"
         if p.is_file():
             return p
     raise RecorderError(f"message definition {pkg}/msg/{name}.msg not found under {', '.join(map(str, _share_dirs()))}")
 
 
-def _deps(pkg: str, text: str) -> list[tuple[str, str]]:
-    out = []
+#: A field line of a ``.msg`` file: its type (``pkg/Type``, ``Type`` or a primitive), an optional
+#: array suffix, then blanks before the field name. Comment lines and bounded strings never match.
+_FIELD_LINE = re.compile(r"\s*([A-Za-z0-9_/]+)(?:\[[^\]]*\])?\s")
+_DEF_SEP = "=" * 80
+
+
+def msg_dependencies(pkg: str, text: str) -> list[str]:
+    """The message types a ``.msg`` text refers to, as rosbag2 names them: sorted, unique.
+
+    A type written with its package (``std_msgs/Header``) keeps exactly that spelling; a bare type
+    (``Point`` in geometry_msgs) gets the package of the file (``geometry_msgs/Point``). rosbag2
+    writes each dependency under this name after ``MSG:``, and Foxglove's parser looks the field's
+    type up by exactly this name.
+    """
+    deps = set()
     for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
+        m = _FIELD_LINE.match(line + "\n")
+        if m is None or m.group(1) in _PRIMITIVES:
             continue
-        parts = line.split()
-        if len(parts) < 2 or "=" in parts[1] or (len(parts) > 2 and parts[2].startswith("=")):
-            continue  # constant
-        t = re.sub(r"\[[^\]]*\]$", "", parts[0]).split("<=")[0]
-        if t in _PRIMITIVES:
-            continue
-        bits = t.split("/")
-        dep = (bits[0], bits[-1]) if len(bits) > 1 else (pkg, t)
-        if dep not in out:
-            out.append(dep)
-    return out
+        t = m.group(1)
+        deps.add(t if "/" in t else f"{pkg}/{t}")
+    return sorted(deps)
+
+
+def _split_type(type_name: str) -> tuple[str, str]:
+    """``(pkg, Type)`` of ``pkg/Type`` or ``pkg/msg/Type``."""
+    bits = type_name.split("/")
+    if len(bits) == 2 or (len(bits) == 3 and bits[1] == "msg"):
+        if all(re.fullmatch(r"[A-Za-z0-9_]+", b) for b in bits):
+            return bits[0], bits[-1]
+    raise RecorderError(f"type {type_name!r}: expected 'pkg/msg/Type'")
 
 
 def message_definition(type_name: str) -> str:
-    """rosbag2-style full message definition of ``pkg/msg/Type`` (top-level text + dependencies).
+    """The full ``ros2msg`` definition of ``pkg/msg/Type``, laid out as rosbag2's recorder stores it.
+
+    The top-level ``.msg`` text as installed, then, depth first, each dependency not written yet
+    (in sorted order per message): a newline, a line of 80 ``=``, ``MSG: <name as the field writes
+    it>`` and that type's ``.msg`` text, followed by its own dependencies. Definitions are read from
+    the installed message packages (ament index / share folders), never from a copy.
 
     Raises:
         RecorderError: a definition file is missing or ``type_name`` is malformed.
@@ -129,22 +180,22 @@ def message_definition(type_name: str) -> str:
     bits = type_name.split("/")
     if len(bits) != 3 or bits[1] != "msg":
         raise RecorderError(f"type {type_name!r}: expected 'pkg/msg/Type'")
-    pkg, name = bits[0], bits[2]
-    top = find_msg_file(pkg, name).read_text(encoding="utf-8")
-    seen: list[tuple[str, str]] = []
-    texts: dict[tuple[str, str], str] = {}
-    stack = list(reversed(_deps(pkg, top)))
-    while stack:
-        dep = stack.pop()
-        if dep in seen:
-            continue
-        seen.append(dep)
-        texts[dep] = find_msg_file(*dep).read_text(encoding="utf-8")
-        stack.extend(reversed([d for d in _deps(dep[0], texts[dep]) if d not in seen]))
-    parts = [top.rstrip("\n")]
-    for dep in seen:
-        parts.append(f"{_SEP}\nMSG: {dep[0]}/msg/{dep[1]}\n{texts[dep].rstrip(chr(10))}")
-    return "\n".join(parts) + "\n"
+    written: set[str] = set()  # dependency names as written, like rosbag2's
+
+    def full_text(pkg: str, name: str, depth: int) -> str:
+        if depth <= 0:
+            raise RecorderError(f"type {type_name}: message definitions nest too deep (a cycle?)")
+        text = find_msg_file(pkg, name).read_text(encoding="utf-8")
+        out = [text]
+        for dep in msg_dependencies(pkg, text):
+            if dep in written:
+                continue
+            written.add(dep)
+            out.append(f"\n{_DEF_SEP}\nMSG: {dep}\n{full_text(*_split_type(dep), depth - 1)}")
+        return "".join(out)
+
+    pkg, name = _split_type(type_name)
+    return full_text(pkg, name, 50)
 
 
 def type_name_of(msg: Any) -> str:
@@ -227,6 +278,50 @@ def jpeg_image(msg: Any, compressed_type: Callable[[], Any], quality: int = 85) 
     return out
 
 
+#: rosbag2's infinite QoS duration (RMW_DURATION_INFINITE) as ``sec``/``nsec``.
+INFINITE_DURATION = {"sec": 9223372036, "nsec": 854775807}
+
+
+def offered_qos_yaml(profiles: list[dict[str, Any]]) -> str:
+    """``offered_qos_profiles`` in rosbag2's YAML form for metadata version <= 8 (what Humble reads).
+
+    Args:
+        profiles: one dict per publisher of the topic, with the rmw enum values as integers
+            (``history``, ``depth``, ``reliability``, ``durability``, ``liveliness``), durations as
+            ``{"sec", "nsec"}`` (``deadline``, ``lifespan``, ``liveliness_lease_duration``) and
+            ``avoid_ros_namespace_conventions``; missing keys take rosbag2's "unknown publisher"
+            values (history 3 = unknown, depth 0, reliable, volatile, automatic, infinite durations).
+
+    Returns:
+        A YAML list (one entry per publisher, keys in rosbag2's order) as one string without a
+        final newline; "" for no publisher (``ros2 bag play`` then uses its default QoS).
+    """
+    order = (
+        ("history", 3),
+        ("depth", 0),
+        ("reliability", 1),
+        ("durability", 2),
+        ("deadline", INFINITE_DURATION),
+        ("lifespan", INFINITE_DURATION),
+        ("liveliness", 1),
+        ("liveliness_lease_duration", INFINITE_DURATION),
+        ("avoid_ros_namespace_conventions", False),
+    )
+    rows = []
+    for p in profiles:
+        row: dict[str, Any] = {}
+        for key, default in order:
+            v = p.get(key, default)
+            if isinstance(default, dict):
+                row[key] = {"sec": int(v["sec"]), "nsec": int(v["nsec"])}
+            elif isinstance(default, bool):
+                row[key] = bool(v)
+            else:
+                row[key] = int(v)
+        rows.append(row)
+    return yaml.safe_dump(rows, sort_keys=False, default_flow_style=False).rstrip("\n") if rows else ""
+
+
 @dataclass
 class _FileStats:
     path: Path
@@ -263,6 +358,10 @@ class McapRecorder:
         serialize: message → CDR bytes (``rclpy.serialization.serialize_message``, injected by the
             ROS layer); without it only :meth:`write_serialized` works.
         compressed_type: the ``sensor_msgs/CompressedImage`` class, needed for ``image_format="jpeg"``.
+        offered_qos: topic as published → that topic's ``offered_qos_profiles`` string
+            (:func:`offered_qos_yaml` of its publishers; injected by the ROS layer, which asks the
+            ROS graph); asked once per recorded topic, when its first message is written. Without
+            it the channels carry ``""`` (``ros2 bag play`` then uses its default QoS).
 
     Raises:
         RecorderError: bad option or ``bag_dir`` not empty.
@@ -282,6 +381,7 @@ class McapRecorder:
         log: Callable[[str], None] | None = None,
         serialize: Callable[[Any], bytes] | None = None,
         compressed_type: Callable[[], Any] | None = None,
+        offered_qos: Callable[[str], str] | None = None,
     ) -> None:
         if on_limit not in ("roll", "stop"):
             raise RecorderError(f"on_limit: {on_limit!r} is not one of roll, stop")
@@ -304,6 +404,8 @@ class McapRecorder:
         self._log = log or (lambda s: None)
         self._serialize = serialize
         self._compressed_type = compressed_type
+        self._offered_qos = offered_qos
+        self._qos: dict[str, str] = {}  # recorded topic -> offered_qos_profiles
         self.stats = RecorderStats()
         self.stopped = False
         self._types: dict[str, str] = {}  # topic -> type
@@ -354,7 +456,7 @@ class McapRecorder:
         t1 = max(ends) if ends else 0
         info = {
             "rosbag2_bagfile_information": {
-                "version": 8,
+                "version": METADATA_VERSION,
                 "storage_identifier": "mcap",
                 "duration": {"nanoseconds": int(t1 - t0)},
                 "starting_time": {"nanoseconds_since_epoch": int(t0)},
@@ -365,8 +467,7 @@ class McapRecorder:
                             "name": topic,
                             "type": typ,
                             "serialization_format": "cdr",
-                            "offered_qos_profiles": "",
-                            "type_description_hash": "",
+                            "offered_qos_profiles": self._qos.get(topic, ""),
                         },
                         "message_count": int(self.stats.messages.get(topic, 0)),
                     }
@@ -384,8 +485,6 @@ class McapRecorder:
                     }
                     for f in files
                 ],
-                "custom_data": {"writer": "havln_robot", "mcap_chunk_compression": self._compression_name},
-                "ros_distro": os.environ.get("ROS_DISTRO", "jazzy"),
             }
         }
         tmp = self.dir / "metadata.yaml.tmp"
@@ -413,6 +512,7 @@ class McapRecorder:
             return self._drop("stopped")
         log_time_ns = time.time_ns() if log_time_ns is None else int(log_time_ns)
         tname = type_name_of(msg)
+        source_topic = topic
         if tname in ("sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo") and self.image_max_rate_hz > 0:
             last = self._last_image_ns.get(topic)
             if last is not None and log_time_ns - last < 1e9 / self.image_max_rate_hz:
@@ -433,10 +533,26 @@ class McapRecorder:
                 publish_time_ns = log_time_ns
         if self._serialize is None:
             raise RecorderError("no message serialiser was injected (use havln_robot.ros.mcap.ros_recorder)")
+        rec_topic = topic if topic.startswith("/") else "/" + topic
+        if rec_topic not in self._qos and self._offered_qos is not None:
+            # a JPEG copy's QoS is that of the raw image topic it came from
+            src = source_topic if source_topic.startswith("/") else "/" + source_topic
+            self._qos[rec_topic] = self._offered_qos(src)
         return self.write_serialized(topic, tname, self._serialize(msg), log_time_ns, publish_time_ns)
 
-    def write_serialized(self, topic: str, type_name: str, data: bytes, log_time_ns: int, publish_time_ns: int | None = None) -> bool:
+    def write_serialized(
+        self,
+        topic: str,
+        type_name: str,
+        data: bytes,
+        log_time_ns: int,
+        publish_time_ns: int | None = None,
+        offered_qos: str | None = None,
+    ) -> bool:
         """Record one CDR-serialised message of type ``pkg/msg/Type`` (no image processing).
+
+        ``offered_qos`` (rosbag2's ``offered_qos_profiles`` string) is kept for the topic when it
+        has none yet (a recovered bag passes the source channel's).
 
         Returns:
             True if written, False if dropped because the size cap stopped the recorder.
@@ -447,6 +563,8 @@ class McapRecorder:
         if self.stopped:
             return self._drop("stopped")
         topic = topic if topic.startswith("/") else "/" + topic
+        if offered_qos is not None:
+            self._qos.setdefault(topic, offered_qos)
         if self._types.setdefault(topic, type_name) != type_name:
             raise RecorderError(f"topic {topic}: type {type_name} differs from the recorded {self._types[topic]}")
         if type_name not in self._defs:
@@ -473,7 +591,7 @@ class McapRecorder:
             self._schemas[type_name] = self._writer.register_schema(type_name, "ros2msg", self._defs[type_name])
         if topic not in self._channels:
             self._channels[topic] = self._writer.register_channel(
-                topic, "cdr", self._schemas[type_name], metadata={"offered_qos_profiles": ""}
+                topic, "cdr", self._schemas[type_name], metadata={"offered_qos_profiles": self._qos.get(topic, "")}
             )
         self._writer.add_message(
             self._channels[topic], log_time=log_time_ns, data=data, publish_time=publish_time_ns or log_time_ns, sequence=self._seq
@@ -505,6 +623,20 @@ class RecoveryReport:
     truncated: list[str] = field(default_factory=list)
 
 
+def _recovered_definition(type_name: str, stored: bytes) -> bytes:
+    """The schema a recovered bag gets: the installed definition in rosbag2's layout when its
+    top-level text is the stored one (same message version; this also repairs bags of older
+    recorders that named dependencies ``pkg/msg/Type``), else the stored schema unchanged."""
+    try:
+        fresh = message_definition(type_name)
+        pkg, name = _split_type(type_name)
+        top = find_msg_file(pkg, name).read_text(encoding="utf-8")
+    except RecorderError:
+        return stored
+    stored_top = stored.decode("utf-8", "replace").split("\n" + _DEF_SEP + "\n", 1)[0]
+    return fresh.encode() if stored_top.rstrip("\n") == top.rstrip("\n") else stored
+
+
 def _file_index(p: Path) -> tuple[int, str]:
     m = re.search(r"_(\d+)\.mcap$", p.name)
     return (int(m.group(1)) if m else 0, p.name)
@@ -516,8 +648,9 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
     A writer killed with ``kill -9`` leaves its ``.mcap`` without summary and footer, and its last
     chunk unfinished. This reads each file front to back with the ``mcap`` library's
     :class:`~mcap.stream_reader.StreamReader` (chunk CRCs checked), keeps every message of every
-    complete chunk, stops at the first unfinished record, and writes the messages (schemas as
-    stored) into a new bag folder with :class:`McapRecorder`: finished files with summary and
+    complete chunk, stops at the first unfinished record, and writes the messages (schemas in
+    rosbag2's layout, see :func:`_recovered_definition`; each channel's ``offered_qos_profiles``
+    kept) into a new bag folder with :class:`McapRecorder`: finished files with summary and
     index, and a rosbag2 ``metadata.yaml``. The source is never modified.
 
     Args:
@@ -578,8 +711,9 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
                     sc = schemas.get(ch.schema_id)
                     if sc is None:
                         continue
-                    rec._defs.setdefault(sc.name, sc.data)
-                    rec.write_serialized(ch.topic, sc.name, r.data, r.log_time, r.publish_time)
+                    if sc.name not in rec._defs:
+                        rec._defs[sc.name] = _recovered_definition(sc.name, sc.data)
+                    rec.write_serialized(ch.topic, sc.name, r.data, r.log_time, r.publish_time, ch.metadata.get("offered_qos_profiles", ""))
                     report.messages += 1
                     report.topics[ch.topic] = report.topics.get(ch.topic, 0) + 1
     finally:
