@@ -9,8 +9,8 @@ action budget) collect the trial row, the MCAP bag, a report with a top-down tra
 Ctrl-C: the nodes are safe-stopped (zero ``cmd_vel``), the trial is closed as aborted, and
 everything recorded so far is kept and reported.
 
-Without ``../shared/data/ha-vln`` the project's own small scene and episode run instead, and the
-demo says so.
+Without the HA-VLN data (``havln-robot data fetch``; see :func:`havln_robot.paths.data_dir`) the
+project's own small scene and a baseline policy run instead, and the demo says so in one WARN line.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ the speeds, and prints the figure tables with the machine (CPU model, cores, OS)
 * speeds and latencies as ``min–max`` over the repeats (one value when there is one repeat).
 
 ``--quick`` runs a tiny version (2 episodes, one repeat, short timings) in well under a minute: the
-test suite runs it. Parts that need the HA-VLN reference data (``$HAVLN_DATA`` or
-``../shared/data/ha-vln``) are skipped with the reason when it is absent.
+test suite runs it. Parts that need the HA-VLN data (:func:`havln_robot.paths.data_dir`, filled by
+``havln-robot data fetch``) are skipped with the reason when it is absent.
 
 ``--update-readme FILE`` replaces the text between ``<!-- figures:begin -->`` and
 ``<!-- figures:end -->`` in FILE with the tables (the markers stay), so the README's figures come
@@ -566,7 +566,9 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--repeats", type=int, default=None, help="runs of each speed benchmark (default 3; 1 with --quick)")
     ap.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
-    ap.add_argument("--data", default=None, help="HA-VLN reference data folder (default $HAVLN_DATA or ../shared/data/ha-vln)")
+    ap.add_argument(
+        "--data", default=None, help="HA-VLN data folder (default: $HAVLN_DATA, else the folder `havln-robot data fetch` fills)"
+    )
     ap.add_argument("--json", default=None, help="also write every figure as JSON to this file")
     ap.add_argument(
         "--update-readme",

@@ -17,8 +17,8 @@ Backends:
 
 Episode ids. Challenge ids (``"1".."778"`` val_seen, ``"1".."1839"`` val_unseen) are the
 ``episode_id`` of the **continuous** HA-R2R split files (VLN-CE ``val_seen.json.gz``), which are not
-in ``../shared``; pass that file with ``--episodes-file``. The discrete ``HA_val_seen.json`` in
-``../shared`` is keyed by ``path_id`` (:func:`havln_robot.episodes.load_episodes` gives discrete
+in the data ``havln-robot data fetch`` provides; pass that file with ``--episodes-file``. The
+discrete ``ha_r2r_de/HA_val_seen.json`` of the data folder is keyed by ``path_id`` (:func:`havln_robot.episodes.load_episodes` gives discrete
 episodes ``episode_id = str(path_id)``), so a file replayed against it must use path ids as
 episode ids. No mapping between the two id spaces is invented: an id that is not in the episode
 file is refused with this explanation.
