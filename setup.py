@@ -15,7 +15,7 @@ setup(
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*"]),
     include_package_data=True,
-    package_data={PACKAGE: ["sim/assets/*", "sim/scenes/*"]},
+    package_data={PACKAGE: ["sim/assets/*", "sim/scenes/*", "console/static/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

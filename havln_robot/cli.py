@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("havln_robot.data.fetch:main", "get the HA-VLN data: data fetch [--dest DIR] [--mirror DIR|URL] | data check"),
     "config": ("havln_robot.cli:config_main", "validate a deployment profile without starting anything"),
     "doctor": ("havln_robot.doctor:main", "check a robot machine before a trial day: doctor [--profile config/go2.yaml] [--json]"),
+    "console": (
+        "havln_robot.console_app:main",
+        "operator console in a browser: console [PROFILE] [--host H --port P] (token printed at start)",
+    ),
 }
 
 

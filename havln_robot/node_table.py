@@ -17,6 +17,7 @@ NODES: dict[str, tuple[str, str]] = {
     "motion_node": ("havln_robot.nodes.motion_node", "havln_robot.motion.params:MOTION_PARAMS"),
     "agent_node": ("havln_robot.nodes.agent_node", "havln_robot.agent.params:AGENT_PARAMS"),
     "trial_logger_node": ("havln_robot.nodes.trial_logger_node", "havln_robot.trials.params:TRIAL_LOGGER_PARAMS"),
+    "console_node": ("havln_robot.nodes.console_node", "havln_robot.console.params:CONSOLE_PARAMS"),
 }
 
 

@@ -31,6 +31,7 @@ PEOPLE = "havln/people"  # geometry_msgs/PoseArray, frame base_link: detected pe
 GROUND_TRUTH = "havln/ground_truth"  # diagnostic_msgs/DiagnosticStatus, sim only, see GROUND_TRUTH_KEYS
 AGENT_STATUS = "havln/agent_status"  # diagnostic_msgs/DiagnosticStatus, see AGENT_STATUS_KEYS
 EPISODE_DONE = "havln/episode_done"  # std_msgs/String: JSON {"reason": "stop"|"budget"|"blocked"|"aborted", "steps": n, ...}
+AGENT_PAUSE = "havln/agent_pause"  # std_msgs/Bool: true pauses agent_node before its next action, false resumes (operator console)
 
 # --- frames -------------------------------------------------------------------------------------
 MAP_FRAME = "map"  # sim ground-truth world frame (episode scene, z up)

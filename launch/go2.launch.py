@@ -13,14 +13,16 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from havln_robot.node_table import unknown_nodes
 
 NODES = ["camera_node", "go2_driver_node", "motion_node", "agent_node", "trial_logger_node"]
-if unknown_nodes(NODES):  # the one node list: havln_robot/node_table.py
-    raise RuntimeError(f"{__file__}: {unknown_nodes(NODES)} not in havln_robot.node_table.NODES")
+OPTIONAL = ["console_node"]  # started with console:=true (operator console, docs/console.md)
+if unknown_nodes(NODES + OPTIONAL):  # the one node list: havln_robot/node_table.py
+    raise RuntimeError(f"{__file__}: {unknown_nodes(NODES + OPTIONAL)} not in havln_robot.node_table.NODES")
 
 
 def generate_launch_description():
@@ -41,6 +43,21 @@ def generate_launch_description():
                 parameters=[params_file],
                 output="screen",
                 emulate_tty=True,
+            )
+        )
+    actions.append(
+        DeclareLaunchArgument("console", default_value="false", description="also start console_node (operator console, 127.0.0.1:8765)")
+    )
+    for name in OPTIONAL:
+        actions.append(
+            Node(
+                package="havln_robot",
+                executable=name,
+                name=name,
+                parameters=[params_file],
+                output="screen",
+                emulate_tty=True,
+                condition=IfCondition(LaunchConfiguration("console")),
             )
         )
     return LaunchDescription(actions)

@@ -102,5 +102,6 @@ AGENT_PARAMS = ParamSpec(
         Param("color_info_topic", topics.COLOR_INFO, "str", "colour camera_info in (intrinsics for the FOV mapping)"),
         Param("status_topic", topics.AGENT_STATUS, "str", "diagnostic_msgs/DiagnosticStatus agent status out (AGENT_STATUS_KEYS)"),
         Param("episode_done_topic", topics.EPISODE_DONE, "str", "std_msgs/String JSON episode summary out"),
+        Param("pause_topic", topics.AGENT_PAUSE, "str", "std_msgs/Bool in: true holds the next action until false (operator console)"),
     ),
 )

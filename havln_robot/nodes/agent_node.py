@@ -25,7 +25,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
-from std_msgs.msg import String
+from std_msgs.msg import Bool, String
 
 from havln_robot.actions import STOP
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
@@ -100,6 +100,8 @@ class AgentNode(HavlnNode):
         self.pub_status = self.create_publisher(DiagnosticStatus, p["status_topic"], 10)
         self.pub_done = self.create_publisher(String, p["episode_done_topic"], 10)
         self.create_subscription(String, p["instruction_topic"], self._on_instruction, 10)
+        self._paused = threading.Event()  # operator console: hold before the next action (havln/agent_pause)
+        self.create_subscription(Bool, p["pause_topic"], self._on_pause, 10)
         self.motion = MotionClient(self, p["action_topic"], p["action_result_topic"])
         # Best-effort subscriptions match both reliable (realsense-ros default) and best-effort camera publishers.
         self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
@@ -173,10 +175,22 @@ class AgentNode(HavlnNode):
                     raise AgentAbort(f"no {what} within {timeout_s:g} s")
                 self._cond.wait(min(left, 0.05))
 
+    def _on_pause(self, msg: Bool) -> None:
+        if msg.data != self._paused.is_set():
+            self.get_logger().warning(f"{'paused' if msg.data else 'resumed'} by {self.params['pause_topic']}")
+        (self._paused.set if msg.data else self._paused.clear)()
+
     def send_action(self, action: str) -> ActionOutcome:
-        """Send ``action`` through the motion client and wait for its result (resent while ``rejected``)."""
+        """Send ``action`` through the motion client and wait for its result (resent while ``rejected``).
+
+        While paused (``pause_topic``) every action but STOP waits here, before it is sent.
+        """
         p = self.params
         stopping = action == STOP
+        while not stopping and self._paused.is_set():
+            if self._stopping():
+                raise AgentAbort("cancelled", reason="aborted")
+            time.sleep(0.05)
         timeout = min(p["action_timeout_s"], _STOP_RESULT_WAIT_S) if stopping else p["action_timeout_s"]
         try:
             r = self.motion.send(

@@ -1,0 +1,301 @@
+"""The console's web app (Starlette): one page, a JSON API and one WebSocket per page.
+
+Routes (see :mod:`havln_robot.console.control` for who may call what):
+
+* ``GET /`` the page; ``GET /static/...`` its JS/CSS (no build step).
+* ``POST /api/login`` ``{"token", "name"}`` → session cookie (HttpOnly, SameSite=Strict);
+  ``POST /api/logout``.
+* ``GET /api/state`` the live view (session).
+* ``POST /api/stop`` / ``POST /api/estop`` (session): zero motion / the driver's Damp.
+* ``POST /api/control/take`` / ``release``; ``POST /api/pause`` ``{"paused"}``;
+  ``POST /api/trial/start`` ``{"instruction" | "episode_id", "region", "people"}``;
+  ``POST /api/trial/end`` ``{"outcome", "ne_m", "force", "reason"}`` (control).
+* ``WS /ws`` (session): server → page: text = JSON state, binary = one image (first byte = channel,
+  :data:`havln_robot.console.frames.CHANNEL_BYTES`); page → server: ``{"op": "stop" | "estop"}``
+  (the fast path of the buttons) and ``{"op": "ping", "t"}`` (answered ``pong``).
+
+The robot side is an injected :class:`Backend` (console_node over ROS; a fake in tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from havln_robot.console.control import COOKIE, AuthError, Control
+from havln_robot.console.hub import Hub
+from havln_robot.console.view import LiveView
+
+STATIC = Path(__file__).with_name("static")
+
+#: State snapshots per second sent to every page.
+STATE_RATE_HZ = 5.0
+
+
+class Backend(Protocol):
+    """What the web app needs from the robot stack (console_node implements it over ROS)."""
+
+    view: LiveView
+    hub: Hub
+
+    def stop(self, estop: bool, who: str) -> str:
+        """Zero motion now (STOP to motion_node, agent paused); ``estop`` also calls the driver's
+        e-stop (Damp). Must not block on the network; returns a one-line summary."""
+        ...
+
+    def set_paused(self, paused: bool, who: str) -> str:
+        """Pause / resume the agent; returns a one-line summary."""
+        ...
+
+    def start_trial(self, instruction: str, episode_id: str, region: str, people: int, who: str) -> str:
+        """Start a trial (ValueError with one line on bad input or a refused start)."""
+        ...
+
+    def end_trial(self, outcome: str, ne_m: float | None, force: bool, reason: str, who: str) -> str:
+        """Give the running (or last unjudged) trial its verdict through the trial store's rules
+        (ValueError with one line when refused)."""
+        ...
+
+
+def _err(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _bearer(request: Request) -> str | None:
+    h = request.headers.get("authorization", "")
+    return h[7:].strip() if h.lower().startswith("bearer ") else None
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ValueError("expected a JSON object body") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object body")
+    return data
+
+
+def create_app(backend: Backend, control: Control, secure_cookie: bool = False, log: Callable[[str], None] = print) -> Starlette:
+    """The console app over ``backend``; ``control`` holds the token and the sessions.
+
+    Args:
+        backend: the robot side.
+        control: sessions and control ownership.
+        secure_cookie: mark the session cookie Secure (served over TLS).
+        log: where operator actions are logged (one line each; never the token).
+    """
+    hub = backend.hub
+
+    def sid_of(request: Request | WebSocket) -> str | None:
+        return request.cookies.get(COOKIE)
+
+    def guarded(need_control: bool) -> Callable[[Callable[..., Awaitable[Response]]], Callable[[Request], Awaitable[Response]]]:
+        def wrap(fn: Callable[..., Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+            async def handler(request: Request) -> Response:
+                try:
+                    s = control.session(sid_of(request), _bearer(request))
+                    if need_control:
+                        control.require_control(s.sid)
+                except AuthError as exc:
+                    return _err(exc.status, str(exc))
+                try:
+                    return await fn(request, s)
+                except AuthError as exc:
+                    return _err(exc.status, str(exc))
+                except ValueError as exc:
+                    return _err(400, str(exc).splitlines()[0] if str(exc) else "bad request")
+
+            return handler
+
+        return wrap
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def login(request: Request) -> Response:
+        try:
+            data = await _body(request)
+            s = control.login(str(data.get("token", "")), str(data.get("name", "")))
+        except AuthError as exc:
+            log(f"[console] refused login from {request.client.host if request.client else '?'}: {exc}")
+            return _err(exc.status, str(exc))
+        except ValueError as exc:
+            return _err(400, str(exc))
+        log(f"[console] {s.name} logged in")
+        resp = JSONResponse({"name": s.name})
+        resp.set_cookie(COOKIE, s.sid, httponly=True, samesite="strict", secure=secure_cookie, path="/")
+        return resp
+
+    @guarded(False)
+    async def logout(request: Request, s: Any) -> Response:
+        control.logout(s.sid)
+        resp = JSONResponse({"ok": True})
+        resp.delete_cookie(COOKIE, path="/")
+        return resp
+
+    @guarded(False)
+    async def state(request: Request, s: Any) -> Response:
+        return JSONResponse({**backend.view.snapshot(), "control": control.summary(s.sid), "you": s.name})
+
+    @guarded(False)
+    async def stop(request: Request, s: Any) -> Response:
+        return JSONResponse({"message": backend.stop(False, s.name)})
+
+    @guarded(False)
+    async def estop(request: Request, s: Any) -> Response:
+        return JSONResponse({"message": backend.stop(True, s.name)})
+
+    @guarded(False)
+    async def take(request: Request, s: Any) -> Response:
+        control.take(s.sid)
+        backend.view.event(f"{s.name} took control")
+        return JSONResponse(control.summary(s.sid))
+
+    @guarded(False)
+    async def release(request: Request, s: Any) -> Response:
+        control.release(s.sid)
+        backend.view.event(f"{s.name} released control")
+        return JSONResponse(control.summary(s.sid))
+
+    @guarded(True)
+    async def pause(request: Request, s: Any) -> Response:
+        data = await _body(request)
+        if not isinstance(data.get("paused"), bool):
+            raise ValueError("paused: expected true or false")
+        return JSONResponse({"message": await asyncio.to_thread(backend.set_paused, data["paused"], s.name)})
+
+    @guarded(True)
+    async def trial_start(request: Request, s: Any) -> Response:
+        data = await _body(request)
+        instruction = str(data.get("instruction", "") or "").strip()
+        episode_id = str(data.get("episode_id", "") or "").strip()
+        if not instruction and not episode_id:
+            raise ValueError("give an instruction text or an HA-R2R episode id")
+        try:
+            people = int(data.get("people", 0) or 0)
+        except (TypeError, ValueError):
+            raise ValueError(f"people: expected a whole number >= 0, got {data.get('people')!r}") from None
+        if people < 0:
+            raise ValueError(f"people: expected a whole number >= 0, got {people}")
+        region = str(data.get("region", "") or "unknown").strip()
+        msg = await asyncio.to_thread(backend.start_trial, instruction, episode_id, region, people, s.name)
+        return JSONResponse({"message": msg})
+
+    @guarded(True)
+    async def trial_end(request: Request, s: Any) -> Response:
+        data = await _body(request)
+        outcome = str(data.get("outcome", ""))
+        if outcome not in ("success", "failure", "aborted"):
+            raise ValueError(f"outcome: expected success, failure or aborted, got {outcome!r}")
+        ne = data.get("ne_m")
+        if ne in (None, ""):
+            ne_m = None
+        else:
+            try:
+                ne_m = float(ne)
+            except (TypeError, ValueError):
+                raise ValueError(f"ne_m: expected a distance in metres, got {ne!r}") from None
+        msg = await asyncio.to_thread(
+            backend.end_trial, outcome, ne_m, bool(data.get("force", False)), str(data.get("reason", "") or ""), s.name
+        )
+        return JSONResponse({"message": msg})
+
+    async def ws(websocket: WebSocket) -> None:
+        sid = sid_of(websocket)
+        try:
+            s = control.session(sid)
+        except AuthError:
+            await websocket.close(code=4401)
+            return
+        await websocket.accept()
+        control.connected(s.sid)
+        client = hub.add(asyncio.get_running_loop())
+
+        async def sender() -> None:
+            while True:
+                got = await hub.next(client)
+                for channel, payload in got.items():
+                    if channel == "state":
+                        await websocket.send_text(
+                            json.dumps({"type": "state", **payload, "control": control.summary(s.sid), "you": s.name})
+                        )
+                    elif isinstance(payload, bytes):
+                        await websocket.send_bytes(payload)
+
+        async def receiver() -> None:
+            while True:
+                msg = await websocket.receive_text()
+                try:
+                    data = json.loads(msg)
+                except json.JSONDecodeError:
+                    continue
+                op = data.get("op") if isinstance(data, dict) else None
+                if op in ("stop", "estop"):
+                    m = backend.stop(op == "estop", s.name)
+                    await websocket.send_text(json.dumps({"type": "ack", "op": op, "id": data.get("id"), "message": m}))
+                elif op == "ping":
+                    await websocket.send_text(json.dumps({"type": "pong", "t": data.get("t"), "server_t": time.time()}))
+
+        async def until_done(fn: Callable[[], Awaitable[None]], tg: anyio.abc.TaskGroup) -> None:
+            try:
+                await fn()
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                pass
+            finally:
+                tg.cancel_scope.cancel()  # either side ending ends the page's session
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(until_done, sender, tg)
+                tg.start_soon(until_done, receiver, tg)
+        finally:
+            hub.remove(client)
+            control.disconnected(s.sid)
+
+    async def state_pump() -> None:
+        period = 1.0 / STATE_RATE_HZ
+        while True:
+            if len(hub):
+                hub.publish("state", backend.view.snapshot())
+            await asyncio.sleep(period)
+
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+        task = asyncio.create_task(state_pump())
+        try:
+            yield
+        finally:
+            task.cancel()
+
+    routes = [
+        Route("/", index),
+        Route("/api/login", login, methods=["POST"]),
+        Route("/api/logout", logout, methods=["POST"]),
+        Route("/api/state", state),
+        Route("/api/stop", stop, methods=["POST"]),
+        Route("/api/estop", estop, methods=["POST"]),
+        Route("/api/control/take", take, methods=["POST"]),
+        Route("/api/control/release", release, methods=["POST"]),
+        Route("/api/pause", pause, methods=["POST"]),
+        Route("/api/trial/start", trial_start, methods=["POST"]),
+        Route("/api/trial/end", trial_end, methods=["POST"]),
+        WebSocketRoute("/ws", ws),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,278 @@
+"""Operator console, pure parts: token/sessions/control, bind rules, the per-client fan-out (a
+stalled client), the view model, frames, and the web app's auth on every state-changing route
+(fake backend, Starlette's TestClient; no ROS, no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+from havln_robot.console.control import COOKIE, AuthError, Control, check_bind
+from havln_robot.console.frames import CHANNEL_BYTES, PanoramaStrip, depth_colormap, encode
+from havln_robot.console.hub import Hub
+from havln_robot.console.view import LiveView, success_rate
+from havln_robot.console.web import create_app
+from havln_robot.records import ActionResult, AgentStatus, Outcome
+
+TOKEN = "s3cret-token"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class FakeBackend:
+    """Records every call; the web app must call nothing on a refused request."""
+
+    def __init__(self) -> None:
+        self.view = LiveView()
+        self.hub = Hub()
+        self.calls: list[tuple] = []
+
+    def stop(self, estop: bool, who: str) -> str:
+        self.calls.append(("stop", estop, who))
+        return "stopped"
+
+    def set_paused(self, paused: bool, who: str) -> str:
+        self.calls.append(("pause", paused, who))
+        return "ok"
+
+    def start_trial(self, instruction: str, episode_id: str, region: str, people: int, who: str) -> str:
+        if region == "nowhere":
+            raise ValueError("region: 'nowhere' is not a region")
+        self.calls.append(("start", instruction, episode_id, region, people, who))
+        return "started"
+
+    def end_trial(self, outcome: str, ne_m: float | None, force: bool, reason: str, who: str) -> str:
+        self.calls.append(("end", outcome, ne_m, force, who))
+        return "ended"
+
+
+# --- control -----------------------------------------------------------------------------------
+def test_login_needs_the_token_and_control_is_exclusive():
+    clock = FakeClock()
+    c = Control(TOKEN, clock=clock, takeover_s=5.0)
+    with pytest.raises(AuthError) as e:
+        c.login("wrong", "eve")
+    assert e.value.status == 401
+    with pytest.raises(AuthError) as e:
+        c.session(None)
+    assert e.value.status == 401
+    ann, bob = c.login(TOKEN, "ann"), c.login(TOKEN, "bob")
+    with pytest.raises(AuthError) as e:
+        c.require_control(ann.sid)
+    assert e.value.status == 403
+    c.take(ann.sid)
+    c.connected(ann.sid)
+    assert c.summary(bob.sid)["holder"] == "ann" and not c.summary(bob.sid)["you_hold"]
+    with pytest.raises(AuthError) as e:
+        c.take(bob.sid)
+    assert e.value.status == 403 and "ann holds control" in str(e.value)
+    # ann's page goes away: control stays hers until takeover_s passed
+    c.disconnected(ann.sid)
+    clock.t += 2
+    with pytest.raises(AuthError):
+        c.take(bob.sid)
+    clock.t += 4
+    assert c.holder_absent_s() == pytest.approx(6.0)
+    c.take(bob.sid)
+    assert c.holder_name() == "bob"
+    with pytest.raises(AuthError):
+        c.release(ann.sid)
+    c.release(bob.sid)
+    assert c.holder is None
+
+
+def test_session_survives_a_restart_with_the_same_token_but_not_a_logout_or_another_token():
+    ann = Control(TOKEN).login(TOKEN, "ann")
+    again = Control(TOKEN)  # the stack restarted with the profile's token
+    assert again.session(ann.sid).name == "ann"
+    with pytest.raises(AuthError):
+        Control("another-token").session(ann.sid)
+    again.logout(ann.sid)
+    with pytest.raises(AuthError):
+        again.session(ann.sid)
+    assert again.session(None, bearer=TOKEN).name == "script"
+
+
+def test_bind_rules():
+    assert check_bind("127.0.0.1", "", False, False) == ""
+    assert "token" in check_bind("0.0.0.0", "", True, False)
+    assert "SSH tunnel" in check_bind("0.0.0.0", TOKEN, False, False)
+    assert check_bind("0.0.0.0", TOKEN, True, False) == ""
+    assert check_bind("192.168.1.5", TOKEN, False, True) == ""
+
+
+# --- fan-out -----------------------------------------------------------------------------------
+def test_stalled_client_drops_its_own_frames_and_never_blocks_the_publisher():
+    loop = asyncio.new_event_loop()
+    try:
+        hub = Hub()
+        stalled, live = hub.add(loop), hub.add(loop)
+        frame = b"\x00" + bytes(50_000)
+        for i in range(2000):  # a publisher on another thread; nobody reads `stalled`
+            hub.publish("color", frame)
+            hub.publish("state", {"i": i})
+            if i % 100 == 0:
+                got = loop.run_until_complete(hub.next(live))
+                assert set(got) <= {"color", "state"}
+        # one pending payload per channel, whatever the backlog
+        assert set(stalled.slots) == {"color", "state"} and stalled.slots["state"] == {"i": 1999}
+        assert stalled.dropped >= 3990
+        got = loop.run_until_complete(hub.next(live))
+        assert got["state"] == {"i": 1999}
+        # a late client starts with the latest of every channel
+        late = hub.add(loop)
+        assert late.slots["state"] == {"i": 1999}
+        hub.remove(stalled)
+        assert len(hub) == 2
+    finally:
+        loop.close()
+
+
+def test_publish_from_threads_is_safe():
+    loop = asyncio.new_event_loop()
+    try:
+        hub = Hub()
+        c = hub.add(loop)
+        ths = [threading.Thread(target=lambda k=k: [hub.publish(f"ch{k}", n) for n in range(500)]) for k in range(4)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        got = loop.run_until_complete(hub.next(c))
+        assert got == {f"ch{k}": 499 for k in range(4)}
+    finally:
+        loop.close()
+
+
+# --- view and frames -----------------------------------------------------------------------------
+def test_view_snapshot_and_success_rate():
+    v = LiveView(clock=lambda: 10.0)
+    v.on_instruction("walk to the sofa")
+    v.on_agent(AgentStatus(step=3, action="MOVE_FORWARD", state="acting"))
+    v.on_result(ActionResult(seq=1, action="MOVE_FORWARD", outcome=Outcome.OK))
+    for i in range(10):
+        v.on_odom(i * 0.01, 0.0, 0.0)  # 1 cm apart: the trace keeps points 5 cm apart
+    v.set_trials([{"id": 2, "outcome": "success"}, {"id": 1, "outcome": "failure"}], None)
+    s = v.snapshot()
+    assert s["instruction"] == "walk to the sofa" and s["agent"]["step"] == 3
+    assert s["last_result"]["outcome"] == "ok"
+    assert len(s["trace"]) == 2 and s["pose"][0] == pytest.approx(0.09)
+    assert s["sr"] == {"judged": 2, "success": 1, "sr": 0.5}
+    assert success_rate(["aborted", None]) == {"judged": 0, "success": 0, "sr": None}
+
+
+def test_frames():
+    rgb = np.zeros((480, 640, 3), np.uint8)
+    b = encode("color", rgb, width=320)
+    assert b[0] == CHANNEL_BYTES["color"] and b[1:3] == b"\xff\xd8"  # JPEG
+    depth = np.full((4, 4), 1500, np.uint16)
+    depth[0, 0] = 0
+    cm = depth_colormap(depth)
+    assert cm.shape == (4, 4, 3) and (cm[0, 0] == 0).all() and cm[1, 1].any()
+    strip = PanoramaStrip(views=3, height=10)
+    for _ in range(5):
+        strip.add(rgb)
+    assert strip.image().shape == (10, 3 * 13, 3)
+
+
+# --- web app: auth on every state-changing route -------------------------------------------------
+CHANGING = [
+    ("/api/stop", {}),
+    ("/api/estop", {}),
+    ("/api/control/take", {}),
+    ("/api/pause", {"paused": True}),
+    ("/api/trial/start", {"instruction": "go", "region": "office", "people": 1}),
+    ("/api/trial/end", {"outcome": "success", "ne_m": 1.0}),
+]
+
+
+@pytest.fixture
+def app():
+    backend, control = FakeBackend(), Control(TOKEN)
+    return backend, control, create_app(backend, control, log=lambda s: None)
+
+
+def test_unauthenticated_requests_get_401_and_change_nothing(app):
+    backend, control, web = app
+    with TestClient(web, base_url="http://127.0.0.1") as client:
+        for path, body in CHANGING:
+            r = client.post(path, json=body)
+            assert r.status_code == 401, path
+            r = client.post(path, json=body, headers={"Authorization": "Bearer wrong"})
+            assert r.status_code == 401, path
+            r = client.post(path, json=body, headers={"cookie": f"{COOKIE}=forged.YW5u.0000"})
+            assert r.status_code == 401, path
+        assert client.get("/api/state").status_code == 401
+        assert client.post("/api/login", json={"token": "wrong"}).status_code == 401
+        with pytest.raises(WebSocketDisconnect):
+            with client.websocket_connect("/ws") as ws:
+                ws.receive_text()
+    assert backend.calls == [] and control.holder is None
+
+
+def test_session_without_control_gets_403_for_trials_but_may_stop(app):
+    backend, control, web = app
+    with TestClient(web, base_url="http://127.0.0.1") as ann, TestClient(web, base_url="http://127.0.0.1") as bob:
+        assert ann.post("/api/login", json={"token": TOKEN, "name": "ann"}).status_code == 200
+        assert bob.post("/api/login", json={"token": TOKEN, "name": "bob"}).status_code == 200
+        assert ann.post("/api/control/take").json()["you_hold"]
+        for path, body in CHANGING[3:]:
+            assert bob.post(path, json=body).status_code == 403, path
+        assert bob.post("/api/control/take").status_code == 403
+        assert [c[0] for c in backend.calls] == []
+        assert bob.get("/api/state").json()["control"]["holder"] == "ann"
+        # anyone logged in may stop the robot
+        assert bob.post("/api/estop").json()["message"] == "stopped"
+        assert backend.calls == [("stop", True, "bob")]
+        # the holder may start and end; bad input is one line, 400
+        r = ann.post("/api/trial/start", json={"instruction": "go", "region": "nowhere"})
+        assert r.status_code == 400 and "nowhere" in r.json()["error"]
+        assert ann.post("/api/trial/start", json={"region": "office"}).status_code == 400
+        assert ann.post("/api/trial/start", json={"instruction": "go", "people": "many"}).status_code == 400
+        assert ann.post("/api/trial/start", json={"instruction": "go", "region": "office", "people": 2}).status_code == 200
+        assert ann.post("/api/trial/end", json={"outcome": "won"}).status_code == 400
+        assert ann.post("/api/trial/end", json={"outcome": "failure", "ne_m": "4.5"}).status_code == 200
+        assert backend.calls[1:] == [("start", "go", "", "office", 2, "ann"), ("end", "failure", 4.5, False, "ann")]
+        # explicit hand-over
+        assert ann.post("/api/control/release").status_code == 200
+        assert bob.post("/api/control/take").json()["holder"] == "bob"
+
+
+def test_login_sets_an_httponly_cookie_and_the_token_is_never_in_a_url(app):
+    backend, control, web = app
+    with TestClient(web, base_url="http://127.0.0.1") as client:
+        r = client.post("/api/login", json={"token": TOKEN, "name": "ann"})
+        cookie = r.headers["set-cookie"]
+        assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower() and TOKEN not in cookie
+        page = client.get("/").text + client.get("/static/app.js").text
+        assert "?token" not in page and "token=" not in page.replace("token: $(", "")
+
+
+def test_websocket_stop_and_state(app):
+    backend, control, web = app
+    with TestClient(web, base_url="http://127.0.0.1") as client:
+        client.post("/api/login", json={"token": TOKEN, "name": "ann"})
+        with client.websocket_connect("/ws", headers={"cookie": f"{COOKIE}={client.cookies[COOKIE]}"}) as ws:
+            t0 = time.monotonic()
+            while True:
+                m = ws.receive_json()
+                if m["type"] == "state":
+                    break
+                assert time.monotonic() - t0 < 10
+            assert m["you"] == "ann" and m["control"]["watchers"] == ["ann"]
+            ws.send_json({"op": "estop", "id": 7})
+            while (m := ws.receive_json())["type"] != "ack":
+                pass
+            assert m["id"] == 7 and backend.calls == [("stop", True, "ann")]
