@@ -52,15 +52,21 @@ def _data_dir() -> Path:
     return data_dir()
 
 
-def build_profile(profile_path: str | None, overrides: dict[str, Any], log: Any = None) -> Profile:
-    """The profile to run (with the no-data fallback of ``havln-robot launch``) plus console_node."""
+def build_profile(
+    profile_path: str | None, overrides: dict[str, Any], log: Any = None, node_overrides: dict[str, dict[str, Any]] | None = None
+) -> Profile:
+    """The profile to run (with the no-data fallback of ``havln-robot launch``) plus console_node;
+    ``node_overrides`` (node → {param: value}) go over the profile's other nodes."""
     if profile_path is None:
         prof = Profile(path=Path("console"), nodes={})
     else:
-        prof = load_profile(profile_path)
+        node_overrides = dict(node_overrides or {})
+        prof = load_profile(profile_path, node_overrides)
         fallback, warning = no_data_overrides(prof)
         if fallback:
-            prof = load_profile(profile_path, fallback)
+            for node, params in fallback.items():
+                node_overrides[node] = {**params, **node_overrides.get(node, {})}
+            prof = load_profile(profile_path, node_overrides)
         if warning and log is not None:
             log(f"[console] WARN: {warning}")
         fill_provenance(prof)
@@ -68,13 +74,19 @@ def build_profile(profile_path: str | None, overrides: dict[str, Any], log: Any 
     return prof
 
 
-def start(profile_path: str | None, overrides: dict[str, Any] | None = None, log: Any = None) -> Bringup:
+def start(
+    profile_path: str | None,
+    overrides: dict[str, Any] | None = None,
+    log: Any = None,
+    node_overrides: dict[str, dict[str, Any]] | None = None,
+) -> Bringup:
     """Build and start the stack with a console; ``bringup.nodes['console_node'].url`` is the page.
+    ``overrides``: console_node's parameters; ``node_overrides``: the other nodes' (tests, bench).
 
     Raises:
         ConfigError: bad profile / parameters, port taken, unsafe bind (one line).
     """
-    prof = build_profile(profile_path, dict(overrides or {}), log)
+    prof = build_profile(profile_path, dict(overrides or {}), log, node_overrides)
     return Bringup(prof, log=log, check_graph=profile_path is not None).start()
 
 
