@@ -13,6 +13,7 @@ BENCHES = {
     "policy": "havln_robot.bench.policy:main",
     "robot": "havln_robot.bench.robot:main",
     "perception": "havln_robot.bench.perception:main",
+    "console": "havln_robot.bench.console:main",
     "all": "havln_robot.figures:main",
 }
 

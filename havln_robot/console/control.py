@@ -82,7 +82,7 @@ class Control:
 
     token: str
     clock: Callable[[], float] = time.monotonic
-    takeover_s: float = 5.0
+    takeover_s: float = 30.0
     sessions: dict[str, Session] = field(default_factory=dict)
     holder: str | None = None
     revoked: set[str] = field(default_factory=set)
