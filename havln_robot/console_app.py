@@ -22,6 +22,7 @@ from typing import Any
 
 from havln_robot.bringup import Bringup, fill_provenance, no_data_overrides
 from havln_robot.config import ConfigError, Profile, load_profile, load_spec
+from havln_robot.console.control import check_bind
 
 
 def console_params(profile: Profile | None, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +71,11 @@ def build_profile(
         if warning and log is not None:
             log(f"[console] WARN: {warning}")
         fill_provenance(prof)
-    prof.nodes["console_node"] = console_params(prof if profile_path else None, overrides)
+    params = console_params(prof if profile_path else None, overrides)
+    why = check_bind(params["host"], params["token"] or "generated at start", bool(params["tls_certfile"]), params["allow_plain_remote"])
+    if why:
+        raise ConfigError(f"console_node: {why}")
+    prof.nodes["console_node"] = params
     return prof
 
 

@@ -276,3 +276,13 @@ def test_websocket_stop_and_state(app):
             while (m := ws.receive_json())["type"] != "ack":
                 pass
             assert m["id"] == 7 and backend.calls == [("stop", True, "ann")]
+
+
+def test_console_command_refuses_an_unsafe_bind_with_one_line(capsys):
+    from havln_robot import console_app
+
+    assert console_app.main(["--host", "0.0.0.0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "SSH tunnel" in err[0] and err[0].startswith("havln-robot console: ")
+    assert console_app.main(["--port", "99999"]) == 2
+    assert "port" in capsys.readouterr().err

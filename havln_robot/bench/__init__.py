@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|perception|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|perception|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """
@@ -12,8 +12,8 @@ BENCHES = {
     "motion": "havln_robot.bench.motion:main",
     "policy": "havln_robot.bench.policy:main",
     "robot": "havln_robot.bench.robot:main",
-    "perception": "havln_robot.bench.perception:main",
     "console": "havln_robot.bench.console:main",
+    "perception": "havln_robot.bench.perception:main",
     "all": "havln_robot.figures:main",
 }
 

@@ -90,10 +90,13 @@ def _pct(xs: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; prints one summary line per figure. Returns 1 when p95 > the limit."""
-    ap = argparse.ArgumentParser(prog="havln-robot bench console", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="havln-robot bench console",
+        description="E-stop latency (page event -> zero cmd_vel) and frames/s of the operator console over loopback.",
+    )
     ap.add_argument("--n", type=int, default=20, help="e-stops to time (default 20)")
     ap.add_argument("--limit-ms", type=float, default=100.0, help="p95 target, ms (default 100)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random wait before each e-stop")
     a = ap.parse_args(argv)
     if a.n < 1:
         print("havln-robot bench console: --n must be >= 1", file=sys.stderr)
