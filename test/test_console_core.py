@@ -286,3 +286,23 @@ def test_console_command_refuses_an_unsafe_bind_with_one_line(capsys):
     assert len(err) == 1 and "SSH tunnel" in err[0] and err[0].startswith("havln-robot console: ")
     assert console_app.main(["--port", "99999"]) == 2
     assert "port" in capsys.readouterr().err
+
+
+def test_absent_holder_pauses_once_per_absence():
+    clock = FakeClock()
+    c = Control(TOKEN, clock=clock)
+    ann = c.login(TOKEN, "ann")
+    c.take(ann.sid)
+    c.connected(ann.sid)
+    assert not c.absent_pause_due(10.0)
+    c.disconnected(ann.sid)
+    clock.t += 9
+    assert not c.absent_pause_due(10.0)
+    clock.t += 2
+    assert c.absent_pause_due(10.0) and not c.absent_pause_due(10.0)  # once
+    c.connected(ann.sid)
+    assert not c.absent_pause_due(10.0)
+    c.disconnected(ann.sid)
+    clock.t += 20
+    assert c.absent_pause_due(10.0)  # re-armed after the page came back
+    assert not Control(TOKEN, clock=clock).absent_pause_due(10.0)  # nobody holds control

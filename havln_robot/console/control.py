@@ -86,6 +86,7 @@ class Control:
     sessions: dict[str, Session] = field(default_factory=dict)
     holder: str | None = None
     revoked: set[str] = field(default_factory=set)
+    _absent_fired: bool = False
 
     # --- authentication -----------------------------------------------------------------------
     def token_ok(self, token: str | None) -> bool:
@@ -187,6 +188,18 @@ class Control:
             who = self.sessions[self.holder].name if self.holder in self.sessions else "nobody"
             raise AuthError(403, f"take control first ({who} holds it)")
         return s
+
+    def absent_pause_due(self, limit_s: float) -> bool:
+        """True once per absence: the holder has had no page open for ``limit_s`` (> 0) seconds.
+        Re-armed when a page of the holder is open again (or control changes hands)."""
+        absent = self.holder_absent_s()
+        if absent == 0.0:
+            self._absent_fired = False
+            return False
+        if limit_s > 0 and absent >= limit_s and not self._absent_fired:
+            self._absent_fired = True
+            return True
+        return False
 
     def holder_name(self) -> str:
         """The holder's name, or ``""``."""

@@ -125,7 +125,6 @@ class ConsoleNode(HavlnNode):
         self._pano = PanoramaStrip()
         self._pano_pending = False
         self._lock = threading.Lock()
-        self._absent_paused = False
 
         self.pub_action = self.create_publisher(String, p["action_topic"], 10)
         self.pub_pause = self.create_publisher(Bool, p["pause_topic"], 10)
@@ -260,14 +259,9 @@ class ConsoleNode(HavlnNode):
                 self.view.set_goal(None if running is None else goal_in_odom(trials[rows.index(running)]))
         except TrialError as exc:
             self.get_logger().warning(f"console: trial store: {exc}", throttle_duration_sec=10.0)
-        limit = self.params["absent_pause_s"]
-        absent = self.control.holder_absent_s()
-        if limit > 0 and absent >= limit and not self._absent_paused and not self.view.paused:
-            self._absent_paused = True
+        if self.control.absent_pause_due(self.params["absent_pause_s"]) and not self.view.paused:
             self.set_paused(True, "console")
-            self.view.event(f"operator in control gone {absent:.0f} s: agent paused")
-        elif absent == 0:
-            self._absent_paused = False
+            self.view.event(f"operator in control ({self.control.holder_name()}) gone {self.control.holder_absent_s():.0f} s: agent paused")
 
     # --- Backend ----------------------------------------------------------------------------------
     def stop(self, estop: bool, who: str) -> str:
