@@ -8,7 +8,8 @@ VENV="$ROOT/.venv"
 PY=${PYTHON:-python3}
 
 # Debian packages: librealsense USB runtime, Cyclone DDS 0.10.2 (the Go2's version) to build the
-# cyclonedds Python binding, EGL/OSMesa/GL for MuJoCo's headless renderer and OpenCV.
+# cyclonedds Python binding, EGL/OSMesa/GL for MuJoCo's headless renderer and OpenCV, chromium for the
+# operator console's browser test (Playwright drives /usr/bin/chromium; no browser is downloaded).
 APT_PKGS=(libusb-1.0-0 cyclonedds-dev libegl1 libgl1 libosmesa6 libglib2.0-0 chromium)
 missing=()
 for p in "${APT_PKGS[@]}"; do
