@@ -306,3 +306,32 @@ def test_absent_holder_pauses_once_per_absence():
     clock.t += 20
     assert c.absent_pause_due(10.0)  # re-armed after the page came back
     assert not Control(TOKEN, clock=clock).absent_pause_due(10.0)  # nobody holds control
+
+
+def test_episode_id_lookup(tmp_path):
+    import gzip
+    import json
+
+    from havln_robot.console.lookup import instruction_for
+
+    ep = {
+        "episode_id": 17,
+        "trajectory_id": 4,
+        "scene_id": "mp3d/scan1/scan1.glb",
+        "start_position": [0.0, 0.0, 0.0],
+        "start_rotation": [0.0, 0.0, 0.0, 1.0],
+        "goals": [{"position": [2.0, 0.0, -1.0], "radius": 3.0}],
+        "reference_path": [[0.0, 0.0, 0.0], [2.0, 0.0, -1.0]],
+        "instruction": {"instruction_text": "walk to the sofa and stop", "instruction_tokens": [1]},
+        "info": {"geodesic_distance": 2.3},
+    }
+    f = tmp_path / "val_seen.json.gz"
+    with gzip.open(f, "wt") as fh:
+        json.dump({"episodes": [ep]}, fh)
+    assert instruction_for(f, "17") == "walk to the sofa and stop"
+    with pytest.raises(ValueError, match="not in val_seen.json.gz"):
+        instruction_for(f, "18")
+    with pytest.raises(ValueError, match="no HA-R2R data loaded"):
+        instruction_for("", "17")
+    with pytest.raises(ValueError, match="not found"):
+        instruction_for(tmp_path / "missing.json", "17")

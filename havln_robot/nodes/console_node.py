@@ -44,6 +44,7 @@ from havln_robot.actions import STOP
 from havln_robot.console.control import Control, check_bind, new_token
 from havln_robot.console.frames import PanoramaStrip, depth_colormap, encode
 from havln_robot.console.hub import Hub
+from havln_robot.console.lookup import instruction_for
 from havln_robot.console.params import CONSOLE_PARAMS
 from havln_robot.console.view import LiveView
 from havln_robot.console.web import create_app
@@ -289,23 +290,6 @@ class ConsoleNode(HavlnNode):
         self.view.event(line)
         return line
 
-    def _episode_instruction(self, episode_id: str) -> str:
-        from havln_robot.episodes import EpisodeError, load_episodes
-
-        f = self.params["episodes_file"]
-        if not f or not Path(f).expanduser().exists():
-            raise ValueError(
-                f"episode {episode_id}: no HA-R2R data loaded (console_node.episodes_file {f or 'unset'}); type the instruction"
-            )
-        try:
-            eps = load_episodes(Path(f).expanduser(), instruction_index=0)
-        except EpisodeError as exc:
-            raise ValueError(f"episodes_file: {exc}") from None
-        for ep in eps:
-            if ep.episode_id == episode_id:
-                return ep.instruction
-        raise ValueError(f"episode {episode_id!r} is not in {f}")
-
     def _set_logger_params(self, values: dict[str, Any]) -> None:
         if not self.param_client.wait_for_service(timeout_sec=2.0):
             raise ValueError(f"{self.params['trial_logger']} is not running (no set_parameters service); start the stack's trial logger")
@@ -339,7 +323,7 @@ class ConsoleNode(HavlnNode):
             running = self.view.running_trial
             if running is not None:
                 raise ValueError(f"trial {running['id']} is running; end it first (success, failure or abort)")
-            text = instruction or self._episode_instruction(episode_id)
+            text = instruction or instruction_for(self.params["episodes_file"], episode_id)
             self._set_logger_params({"region": region, "people_present": int(people), "operator": who})
             self.pub_pause.publish(Bool(data=False))
             self.view.set_paused(False)
