@@ -42,14 +42,15 @@ def config_main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
     ap.add_argument("profile", help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
+    ap.add_argument("--namespace", default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)")
     args = ap.parse_args(argv)
     try:
-        prof = load_profile(args.profile)
+        prof = load_profile(args.profile, namespace=args.namespace)
     except ConfigError as exc:
         print(f"havln-robot config: {exc}", file=sys.stderr)
         return 2
     for name, params in prof.nodes.items():
-        print(f"{name}: {len(params)} parameters OK (names, types, ranges)")
+        print(f"{prof.fqns.get(name, name)}: {len(params)} parameters OK (names, types, ranges)")
     print("files, episodes and policies named by the profile are checked when the nodes start (havln-robot launch)")
     return 0
 

@@ -17,14 +17,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Parameters every ROS 2 node accepts (rclpy declares ``use_sim_time`` itself).
-COMMON_KEYS = frozenset({"use_sim_time"})
+#: Parameters every ROS 2 node accepts (rclpy declares both itself), bool.
+COMMON_KEYS = frozenset({"use_sim_time", "start_type_description_service"})
 
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "float_list": list, "str_list": list, "int_list": list}
 
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+class Raw(str):
+    """A value typed as text (``--set node.param=value``): coerced to the parameter's declared type.
+
+    ``--set sim_node.episode_id=6047`` gives the string ``"6047"``; ``--set motion_node.max_linear_speed=1``
+    the float ``1.0``; lists are written ``[a, b]``.
+    """
 
 
 @dataclass(frozen=True)
@@ -70,13 +78,55 @@ class Param:
             parts.append(f"length {self.min_len or 0}..{self.max_len if self.max_len is not None else 'any'}")
         return " ".join(parts)
 
-    def check(self, value: Any, where: str = "") -> Any:
-        """Return ``value`` converted to the parameter type (int → float allowed).
+    def coerce(self, raw: str, where: str = "") -> Any:
+        """Convert command-line text to this parameter's type (str parameters take the text as is).
+
+        Raises:
+            ConfigError: the text is not a value of the declared type (one line naming the key).
+        """
+        from havln_robot.rosparams import raw_list, rcl_scalar
+
+        prefix = f"{where + ': ' if where else ''}{self.name}"
+        text = str(raw).strip()
+        quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""
+
+        def one(t: str, q: bool, kind: str) -> Any:
+            if kind == "str":
+                return t
+            v = rcl_scalar(t, q)
+            if kind == "float" and isinstance(v, int) and not isinstance(v, bool):
+                return float(v)
+            if kind == "bool" and not isinstance(v, bool):
+                raise ConfigError(f"{prefix}: {t!r} is not true/false; allowed: {self.allowed()}")
+            return v
+
+        if self.type.endswith("_list"):
+            try:
+                items = raw_list(text)
+            except ValueError:
+                raise ConfigError(f"{prefix}: {text!r} is not a list; write [a, b]; allowed: {self.allowed()}") from None
+            return [one(t, q, self.type[:-5]) for t, q in items]
+        if quoted:
+            text, quoted = text[1:-1], True
+        return one(text, quoted, self.type)
+
+    def check(self, value: Any, where: str = "", strict: bool = False) -> Any:
+        """Return ``value`` converted to the parameter type.
+
+        Args:
+            value: the value; a :class:`Raw` is first coerced to the declared type.
+            where: context for messages (file, node).
+            strict: types as ROS checks them for ``--params-file`` values: an integer for a float
+                parameter is refused (rclpy refuses an INTEGER override of a DOUBLE parameter).
+                Not strict, an int is promoted to float.
 
         Raises:
             ConfigError: wrong type or out of range; the message names the key and the allowed values.
         """
         prefix = f"{where + ': ' if where else ''}{self.name}"
+        if isinstance(value, Raw):
+            value = self.coerce(value, where)
+            strict = False
 
         def bad(why: str) -> ConfigError:
             return ConfigError(f"{prefix}: {why}; allowed: {self.allowed()}")
@@ -92,6 +142,8 @@ class Param:
             elif t == "float":
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise bad(f"expected a number, got {v!r}")
+                if strict and isinstance(v, int):
+                    raise bad(f"expected a float, got the integer {v!r} (ROS refuses an integer for a double parameter: write {v}.0)")
                 v = float(v)
                 if not math.isfinite(v):
                     raise bad(f"expected a finite number, got {v!r}")
@@ -140,12 +192,13 @@ class ParamSpec:
         """Mapping of every parameter to its default value."""
         return {p.name: p.default for p in self.params}
 
-    def validate(self, values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    def validate(self, values: Mapping[str, Any], where: str = "", strict: bool = False) -> dict[str, Any]:
         """Merge ``values`` over the defaults and check each one.
 
         Args:
             values: parameter name → value (e.g. a node's ``ros__parameters`` mapping).
             where: context for messages, e.g. ``"config/sim.yaml: motion_node"``.
+            strict: ROS's type rules (see :meth:`Param.check`).
 
         Returns:
             A complete, type-converted parameter dict (``use_sim_time`` passed through).
@@ -157,13 +210,15 @@ class ParamSpec:
         out = self.defaults()
         for key, value in values.items():
             if key in COMMON_KEYS:
+                if isinstance(value, Raw) and value.strip() in ("true", "false"):
+                    value = value.strip() == "true"
                 if not isinstance(value, bool):
                     raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}")
                 out[key] = value
                 continue
             if key not in spec:
                 raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{_suggest(key, spec)}")
-            out[key] = spec[key].check(value, where)
+            out[key] = spec[key].check(value, where, strict=strict)
         return out
 
 

@@ -52,6 +52,12 @@ GAZEBO_PROFILE_NODES = {
 }
 
 
+def config_nodes(secs) -> list[str]:
+    from havln_robot.config import profile_nodes
+
+    return profile_nodes(secs)
+
+
 def bridge_entries() -> list[dict]:
     data = yaml.safe_load(BRIDGE.read_text())
     assert isinstance(data, list) and data
@@ -60,7 +66,10 @@ def bridge_entries() -> list[dict]:
 
 def node_topics() -> tuple[set[str], list[str]]:
     """Topic names (``*_topic`` parameter values, config/gazebo.yaml overrides applied) of the Gazebo profile's nodes."""
-    prof = yaml.safe_load((ROOT / "config" / "gazebo.yaml").read_text()) or {}
+    from havln_robot import rosparams
+
+    secs = rosparams.parse_file(ROOT / "config" / "gazebo.yaml")
+    prof = {n: {"ros__parameters": rosparams.merged(rosparams.matching(secs, "/" + n))} for n in GAZEBO_PROFILE_NODES}
     names: set[str] = set()
     missing = []
     for node, ref in GAZEBO_PROFILE_NODES.items():
@@ -220,7 +229,10 @@ def test_launch_file_parses_and_references_declared_entry_points_and_existing_fi
 
 
 def test_config_profile_lists_the_launched_nodes():
-    prof = yaml.safe_load((ROOT / "config" / "gazebo.yaml").read_text())
+    from havln_robot import rosparams
+
+    secs = rosparams.parse_file(ROOT / "config" / "gazebo.yaml")
+    prof = {n: {"ros__parameters": rosparams.merged(rosparams.matching(secs, "/" + n))} for n in config_nodes(secs)}
     tree = ast.parse(LAUNCH.read_text())
     nodes = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "NODES")
     assert set(nodes) <= set(prof), "every node the launch file starts has a section in config/gazebo.yaml"
