@@ -33,6 +33,7 @@ from std_msgs.msg import String
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
+from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
 from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
@@ -205,6 +206,11 @@ class MotionNode(HavlnNode):
 
     def _on_imu(self, msg: Imu) -> None:
         t = self._now()
+        try:
+            axes = imu_axes(msg.header.frame_id, self.params["imu_mount"])
+        except ImuFrameError as exc:
+            self._warn_once("imu-frame", f"{self.params['imu_topic']}: {exc}; IMU not used")
+            return
         st = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         # integrate on the sensor's own stamps (consistent within the stream, whatever the clock)
         if self._imu_stamped is None:
@@ -213,12 +219,12 @@ class MotionNode(HavlnNode):
         still = self.motion.stationary(t) and self._odom_speed < 0.02  # odometry twist noise of a standing robot
         q = msg.orientation
         has_orientation = msg.orientation_covariance[0] != -1.0 and (q.x, q.y, q.z, q.w) != (0.0, 0.0, 0.0, 0.0)
-        if self.params["imu_yaw_source"] == "orientation" and has_orientation:
+        w, a = msg.angular_velocity, msg.linear_acceleration
+        if self.params["imu_yaw_source"] == "orientation" and has_orientation and axes.orientation_usable:
             self.gyro.add_orientation(sample_t, quat_to_yaw(q.x, q.y, q.z, q.w), stationary=still)
         else:
-            self.gyro.add(sample_t, float(msg.angular_velocity.z), stationary=still)
-        a = msg.linear_acceleration
-        self._accel = (float(a.x), float(a.y))
+            self.gyro.add(sample_t, axes.yaw_rate(float(w.x), float(w.y), float(w.z)), stationary=still)
+        self._accel = axes.horizontal_accel(float(a.x), float(a.y), float(a.z))
         self._imu_t = self._stamp_time(msg.header.stamp, t, "imu")
 
     def _on_color(self, msg: Image) -> None:
