@@ -483,6 +483,22 @@ def no_data_overrides(profile: Profile) -> tuple[dict[str, dict[str, Any]], str 
     return over, f"HA-VLN data not found at {data_dir()}: {'; '.join(why)}; get the data with `havln-robot data fetch` or set HAVLN_DATA"
 
 
+def instruction_hint(topic: str, namespace: str = "") -> str:
+    """How to send agent_node an instruction from another terminal: ``havln-robot instruct`` works
+    everywhere (ROS 2 from pip wheels too); the ``ros2 topic pub`` form is added where ``ros2`` exists."""
+    import shlex
+    import shutil
+
+    ns = ["--namespace", namespace] if namespace else []
+    default = topic in ("havln/instruction", "/havln/instruction")
+    cmd = shlex.join(["havln-robot", "instruct", *ns, *([] if default else ["--topic", topic]), "walk to the sofa"])
+    text = f"agent_node waits for an instruction on {topic} (std_msgs/String); send one with: {cmd}"
+    if shutil.which("ros2"):
+        full = f"/{namespace.strip('/')}/{topic.lstrip('/')}" if namespace and not topic.startswith("/") else "/" + topic.lstrip("/")
+        text += f"  or: ros2 topic pub --once {full} std_msgs/msg/String \"{{data: 'walk to the sofa'}}\""
+    return text + " (havln-robot demo runs whole episodes for you)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``havln-robot launch PROFILE [--set node.param=value ...] [--duration S]``."""
     ap = argparse.ArgumentParser(prog="havln-robot launch", description="Start a profile's nodes in one process.")
@@ -519,11 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         bringup.log(f"[bringup] running {len(bringup.nodes)} node(s) from {args.profile}; Ctrl-C to stop")
         if "agent_node" in bringup.nodes:
             topic = bringup.nodes["agent_node"].params.get("instruction_topic", "havln/instruction")
-            bringup.log(
-                f"[bringup] agent_node waits for an instruction on {topic} (std_msgs/String), e.g. "
-                f"ros2 topic pub --once /{topic.lstrip('/')} std_msgs/msg/String \"{{data: 'walk to the sofa'}}\" "
-                "(havln-robot demo runs whole episodes for you)"
-            )
+            bringup.log(f"[bringup] {instruction_hint(topic, args.namespace or '')}")
         if bringup.spin_until(timeout=args.duration) == "timeout":
             bringup.log(f"[bringup] --duration {args.duration:g} s elapsed; stopping")
     finally:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trial": ("havln_robot.ros.mcap:trial_main", "trial campaign: start, end --success|--failure, list"),
     "report": ("havln_robot.trials.report:main", "success-rate report (Markdown + CSV + PNG) from the trial store"),
     "data": ("havln_robot.data.fetch:main", "get the HA-VLN data: data fetch [--dest DIR] [--mirror DIR|URL] | data check"),
+    "instruct": ("havln_robot.instruct:main", 'send one instruction to agent_node: instruct "walk to the sofa" (no ros2 needed)'),
     "config": ("havln_robot.cli:config_main", "validate a deployment profile without starting anything"),
     "doctor": ("havln_robot.doctor:main", "check a robot machine before a trial day: doctor [--profile config/go2.yaml] [--json]"),
 }
