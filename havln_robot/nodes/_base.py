@@ -13,11 +13,14 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import rclpy
 import rclpy.logging
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException, ParameterUninitializedException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -147,6 +150,28 @@ class HavlnNode(Node):
                 # [] has no ROS type: the list is empty, as written
                 del self._parameter_overrides[name]
                 self._empty_lists.add(name)
+
+    def on_clock_jump_back(self, reset: Callable[[float, float], None]) -> None:
+        """Call ``reset(new_t, jump_s)`` when this node's clock jumps backwards.
+
+        With ``use_sim_time`` the ROS clock follows ``/clock``; a Gazebo reset or a bag played in a
+        loop sends it back (e.g. from 100 s to 1 s). Every node that keeps time-stamped state
+        registers its reset here: abort what is running, forget the stamps, log once (this helper
+        logs one WARN line per jump). Uses rclpy's clock jump callback (Clock.create_jump_callback, (JumpThreshold with a negative
+        ``min_backward``); it runs in the thread that received ``/clock``, this node's executor.
+
+        Args:
+            reset: called with the new time (s) and the jump (s, negative).
+        """
+
+        def post(jump: Any) -> None:
+            dt = jump.delta.nanoseconds * 1e-9
+            now = self.get_clock().now().nanoseconds * 1e-9
+            self.get_logger().warning(f"clock jumped back {-dt:.3f} s to {now:.3f} s (sim time reset): stopping, time-based state reset")
+            reset(now, dt)
+
+        threshold = JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1), on_clock_change=False)
+        self._jump_handles = [*getattr(self, "_jump_handles", []), self.get_clock().create_jump_callback(threshold, post_callback=post)]
 
     def safe_stop(self) -> None:
         """Bring whatever this node commands to a safe stop. Called before shutdown; must not raise.

@@ -38,6 +38,7 @@ from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.nodes.qos import sensor_qos
 from havln_robot.params import ConfigError
 from havln_robot.records import Outcome
 from havln_robot.ros.codec import encode_collision, encode_result, image_array
@@ -97,15 +98,29 @@ class MotionNode(HavlnNode):
         self.result_pub = self.create_publisher(DiagnosticStatus, p["action_result_topic"], 50)
         self.collision_pub = self.create_publisher(DiagnosticStatus, p["collision_topic"], 50)
         self.create_subscription(String, p["action_topic"], self._on_action, 10, callback_group=group)
-        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, 10, callback_group=group)
+        # sensors: best effort (receives from reliable and best-effort publishers, e.g. realsense-ros)
+        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
         # short queue: under load a deep IMU backlog is worse (stale yaw) than dropped samples
-        self.create_subscription(Imu, p["imu_topic"], self._on_imu, 10, callback_group=group)
-        self.create_subscription(Image, p["depth_topic"], self._on_depth, 2, callback_group=group)
-        self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, 2, callback_group=group)
-        self.create_subscription(PoseArray, p["people_topic"], self._on_people, 5, callback_group=group)
+        self.create_subscription(Imu, p["imu_topic"], self._on_imu, sensor_qos(10), callback_group=group)
+        self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
+        self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
+        self.create_subscription(PoseArray, p["people_topic"], self._on_people, sensor_qos(5), callback_group=group)
         if self.detector is not None:
-            self.create_subscription(Image, p["color_topic"], self._on_color, 2, callback_group=group)
+            self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
         self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
+        self.on_clock_jump_back(self._on_clock_reset)
+
+    def _on_clock_reset(self, t: float, _jump_s: float) -> None:
+        """Sim time went back: abort the action, zero cmd_vel, restart the yaw tracker and every stamp."""
+        with self._lock:
+            self._emit(self.motion.time_jumped_back(t), t)
+            self.gyro = GyroYaw(self.params["gyro_bias_time_s"])
+            self._imu_stamped = None
+            self._odom_t = self._imu_t = None
+            self._depth = None
+            self.tracker.time_reset()
+            self._people = ([], -math.inf)
+            self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
     def _now(self) -> float:

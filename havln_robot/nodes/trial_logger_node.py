@@ -40,13 +40,13 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseArray, Twist
 from nav_msgs.msg import Odometry
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.nodes.qos import DropCounter, sensor_qos
 from havln_robot.params import ConfigError
 from havln_robot.records import RecordError, Verdict
 from havln_robot.ros.codec import decode_agent_status, decode_collision, decode_episode_done, decode_ground_truth, decode_result
@@ -107,17 +107,23 @@ class TrialLoggerNode(HavlnNode):
         # executor serves ready subscriptions in creation order
         self.create_subscription(DiagnosticStatus, p["collision_topic"], self._on_collision, 50)
         self.create_subscription(DiagnosticStatus, p["action_result_topic"], self._on_result, 50)
-        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, qos_profile_sensor_data)
-        self.create_subscription(Imu, p["imu_topic"], self._on_imu, qos_profile_sensor_data)
+        # sensors: best effort (matches reliable and best-effort publishers); what is lost is counted
+        self.drops = DropCounter()
+        for typ, key, cb in (
+            (Odometry, "odom_topic", self._on_odom),
+            (Imu, "imu_topic", self._on_imu),
+            (PoseArray, "people_topic", self._on_people),
+        ):
+            t = p[key]
+            self.create_subscription(typ, t, self.drops.callback(t, cb), sensor_qos(), event_callbacks=self.drops.events(t))
         self.create_subscription(DiagnosticStatus, p["ground_truth_topic"], self._on_gt, rel)
-        self.create_subscription(PoseArray, p["people_topic"], self._on_people, rel)
         self.create_subscription(DiagnosticStatus, p["agent_status_topic"], self._on_agent, rel)
         self.create_subscription(String, p["episode_done_topic"], self._on_done, rel)
         if p["record_mcap"]:
             self.create_subscription(Twist, p["cmd_vel_topic"], lambda m: self._rec(p["cmd_vel_topic"], m), rel)
             if p["mcap_record_camera"]:
                 for key, typ in (("color_topic", Image), ("depth_topic", Image), ("color_info_topic", CameraInfo)):
-                    self.create_subscription(typ, p[key], lambda m, t=p[key]: self._rec(t, m), qos_profile_sensor_data)
+                    self.create_subscription(typ, p[key], lambda m, t=p[key]: self._rec(t, m), sensor_qos())
         pre = p["service_prefix"].rstrip("/")
         self.create_service(Trigger, f"{pre}/start", self._srv_start)
         self.create_service(Trigger, f"{pre}/end_success", lambda rq, rs: self._srv_end(rs, Verdict.SUCCESS))
@@ -301,7 +307,16 @@ class TrialLoggerNode(HavlnNode):
             if not self._closed:
                 self.session.on_episode_done(done)
 
+    def _report_drops(self) -> None:
+        """Warn when best-effort sensor subscriptions lost messages since the last report (counted per topic)."""
+        lost = self.drops.lost
+        if sum(lost.values()) > getattr(self, "_drops_reported", 0):
+            self._drops_reported = sum(lost.values())
+            counts = ", ".join(f"{t} {n}" for t, n in lost.items())
+            self.get_logger().warning(f"best-effort sensor messages lost so far: {counts} (missing from the pose records and the MCAP bag)")
+
     def _poll(self) -> None:
+        self._report_drops()
         with self._lock:
             if self._closed:
                 return
