@@ -241,3 +241,35 @@ def test_name_matching():
     assert not rosparams.name_matches("/motion_node", "/go2/motion_node")
     assert rosparams.name_matches("/*/motion_node", "/go2/motion_node") and not rosparams.name_matches("/*/motion_node", "/motion_node")
     assert rosparams.params_files(["x", "--ros-args", "--params-file", "a.yaml", "--", "--params-file", "b"]) == ["a.yaml"]
+
+
+@pytest.mark.parametrize(
+    "launch, profile", [("go2.launch.py", "go2.yaml"), ("sim.launch.py", "sim.yaml"), ("gazebo_replay.launch.py", "gazebo.yaml")]
+)
+def test_launch_files_nodes_get_their_profile_section(launch, profile):
+    """Read the launch file (AST) for its nodes and namespace, start each node with exactly the
+    arguments ros2 launch passes (``-r __node:= -r __ns:= --params-file``), in a namespace where allowed."""
+    import ast
+
+    import rclpy
+
+    from havln_robot.nodes._base import start_node
+
+    tree = ast.parse((REPO / "launch" / launch).read_text())
+    names = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "NODES")
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "Node"]
+    ours = [c for c in calls if any(k.arg == "package" and getattr(k.value, "value", "") == "havln_robot" for k in c.keywords)]
+    assert ours and all({"name", "parameters"} <= {k.arg for k in c.keywords} for c in ours)
+    namespaced = any(k.arg == "namespace" for c in ours for k in c.keywords)
+    ns = "/go2" if namespaced else "/"
+    for name in names:
+        ctx = rclpy.Context()
+        args = [name, "--ros-args", "-r", f"__node:={name}", "-r", f"__ns:={ns}", "--params-file", str(REPO / "config" / profile)]
+        try:
+            node = start_node(_probe_class(name), args, ctx)
+            assert node.get_fully_qualified_name() == rosparams.node_fqn(name, ns)
+            expected = load_profile(REPO / "config" / profile, namespace=ns).nodes[name]
+            assert {k: node.params[k] for k in expected} == expected
+            node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=ctx)
