@@ -42,7 +42,9 @@ class Graph:
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
         c = self.ctx
-        self.motion = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False, "use_sim_time": True}, context=c)
+        self.motion = MotionNode(
+            params={**MOTION_PARAMS.defaults(), "require_depth": False, "use_sim_time": True, "slip_yaw_deg": 10.0}, context=c
+        )
         self.agent = AgentNode(params=AGENT_PARAMS.validate({"policy": "forward", "use_sim_time": True}), context=c)
         self.logger = TrialLoggerNode(
             params=TRIAL_LOGGER_PARAMS.validate({"db_path": str(tmp / "trials.db"), "use_sim_time": True}), context=c
