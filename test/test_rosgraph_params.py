@@ -137,7 +137,9 @@ def test_lab_copy_of_the_go2_profile_applies_under_a_namespace(tmp_path):
     from havln_robot.nodes.motion_node import MotionNode
 
     path = tmp_path / "lab.yaml"
-    path.write_text(_sub(GO2, "max_linear_speed: 0.3", "max_linear_speed: 0.15"))
+    lab = _sub(GO2, "max_linear_speed: 0.3", "max_linear_speed: 0.15")
+    lab = _sub(lab, "network_interface: eth0", "network_interface: eth1")
+    path.write_text(_sub(lab, "record_mcap: true", "record_mcap: false"))
     ctx = rclpy.Context()
     args = ["motion_node", "--ros-args", "-r", "__node:=motion_node", "-r", "__ns:=/go2", "--params-file", str(path)]
     try:
@@ -150,11 +152,16 @@ def test_lab_copy_of_the_go2_profile_applies_under_a_namespace(tmp_path):
     # the validator reads the same file the same way, for that namespace
     prof = load_profile(path, namespace="go2")
     assert prof.nodes["motion_node"]["max_linear_speed"] == 0.15 and prof.fqns["motion_node"] == "/go2/motion_node"
-    assert prof.nodes["go2_driver_node"]["network_interface"] != "lo" or "network_interface" not in GO2
-    assert (
-        prof.nodes["trial_logger_node"]["record_mcap"]
-        is load_profile(REPO / "config" / "go2.yaml").nodes["trial_logger_node"]["record_mcap"]
-    )
+    assert prof.nodes["go2_driver_node"]["network_interface"] == "eth1" and prof.nodes["trial_logger_node"]["record_mcap"] is False
+    for node in ("go2_driver_node", "trial_logger_node"):  # the same values reach the nodes through rclpy
+        ctx = rclpy.Context()
+        args = [node, "--ros-args", "-r", f"__node:={node}", "-r", "__ns:=/go2", "--params-file", str(path)]
+        try:
+            probe = start_node(_probe_class(node), args, ctx)
+            assert {k: probe.params[k] for k in prof.nodes[node]} == prof.nodes[node]
+            probe.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=ctx)
 
 
 def test_node_with_no_section_refuses_to_start_in_one_error_line(tmp_path):
