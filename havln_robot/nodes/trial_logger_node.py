@@ -115,7 +115,8 @@ class TrialLoggerNode(HavlnNode):
             (PoseArray, "people_topic", self._on_people),
         ):
             t = p[key]
-            self.create_subscription(typ, t, self.drops.callback(t, cb), sensor_qos(), event_callbacks=self.drops.events(t))
+            # 50 deep: 0.5 s of 100 Hz odom/imu, so a briefly busy logger does not overwrite what it records
+            self.create_subscription(typ, t, self.drops.callback(t, cb), sensor_qos(50), event_callbacks=self.drops.events(t))
         self.create_subscription(DiagnosticStatus, p["ground_truth_topic"], self._on_gt, rel)
         self.create_subscription(DiagnosticStatus, p["agent_status_topic"], self._on_agent, rel)
         self.create_subscription(String, p["episode_done_topic"], self._on_done, rel)
@@ -308,12 +309,15 @@ class TrialLoggerNode(HavlnNode):
                 self.session.on_episode_done(done)
 
     def _report_drops(self) -> None:
-        """Warn when best-effort sensor subscriptions lost messages since the last report (counted per topic)."""
+        """While an MCAP bag records, warn when best-effort sensor subscriptions lost messages since the
+        last report (counted per topic in :attr:`drops` all the time)."""
         lost = self.drops.lost
+        if self._recorder is None:  # poses keep only the latest message: drops matter for the MCAP bag
+            return
         if sum(lost.values()) > getattr(self, "_drops_reported", 0):
             self._drops_reported = sum(lost.values())
             counts = ", ".join(f"{t} {n}" for t, n in lost.items())
-            self.get_logger().warning(f"best-effort sensor messages lost so far: {counts} (missing from the pose records and the MCAP bag)")
+            self.get_logger().warning(f"best-effort sensor messages lost so far: {counts} (missing from the MCAP bag)")
 
     def _poll(self) -> None:
         self._report_drops()
