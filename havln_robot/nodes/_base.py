@@ -54,7 +54,10 @@ class HavlnNode(Node):
         params: validated parameter dict (from :func:`havln_robot.config.load_profile`); when
             ``None`` the values come from the ROS parameter overrides (``--params-file``).
         node_name: ROS node name; defaults to ``SPEC.node``.
-        **kwargs: passed to :class:`rclpy.node.Node` (e.g. ``context``).
+        **kwargs: passed to :class:`rclpy.node.Node` (e.g. ``context``, ``namespace``), except
+            ``params_files``: the ``--params-file`` names of the command line (:func:`start_node`
+            passes them); with ``params=None`` the node refuses to start when none of them has a
+            section for its fully qualified name, and refuses unknown parameters.
 
     Attributes:
         params: the complete, validated parameter dict.
@@ -157,8 +160,9 @@ class HavlnNode(Node):
         With ``use_sim_time`` the ROS clock follows ``/clock``; a Gazebo reset or a bag played in a
         loop sends it back (e.g. from 100 s to 1 s). Every node that keeps time-stamped state
         registers its reset here: abort what is running, forget the stamps, log once (this helper
-        logs one WARN line per jump). Uses rclpy's clock jump callback (Clock.create_jump_callback, (JumpThreshold with a negative
-        ``min_backward``); it runs in the thread that received ``/clock``, this node's executor.
+        logs one WARN line per jump). Uses rclpy's ``Clock.create_jump_callback`` with a
+        ``JumpThreshold`` whose ``min_backward`` is negative; it runs in the thread that received
+        ``/clock``, this node's executor.
 
         Args:
             reset: called with the new time (s) and the jump (s, negative).
