@@ -79,8 +79,8 @@ class _Monitor:
         from rclpy.node import Node
         from std_msgs.msg import String
 
-        from havln_robot.nodes.qos import sensor_qos
         from havln_robot.ros import codec
+        from havln_robot.ros.qos import sensor_qos
 
         self.node = Node("demo_monitor", context=context)
         self.run, self.quiet = run, quiet

@@ -13,14 +13,103 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 #: Parameters every ROS 2 node accepts (rclpy declares both itself), bool.
 COMMON_KEYS = frozenset({"use_sim_time", "start_type_description_service"})
 
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "float_list": list, "str_list": list, "int_list": list}
+
+
+# --- ROS parameter typing as rcl's YAML parser does it (havln_robot.rosparams reads whole files) ---
+
+_TRUE = frozenset("Y y yes Yes YES true True TRUE on On ON".split())
+_FALSE = frozenset("N n no No NO false False FALSE off Off OFF".split())
+_INT_RE = re.compile(r"[ \t\n\v\f\r]*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_DEC_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_HEX_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?)0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?\d+)?")
+_SPECIAL_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?)(inf|infinity|nan(\([0-9A-Za-z_]*\))?)", re.IGNORECASE)
+_YAML_SPECIAL = {".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
+_YAML_SPECIAL.update({f"{s}{i}": (-math.inf if s == "-" else math.inf) for s in ("", "-") for i in (".inf", ".Inf", ".INF")})
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _strtod(text: str) -> float | None:
+    """The value of ``text`` when C ``strtod`` consumes all of it without a range error, else None."""
+    m = _SPECIAL_FLOAT_RE.fullmatch(text)
+    if m:
+        v = math.nan if m.group(2).lower().startswith("nan") else math.inf
+        return -v if m.group(1) == "-" else v
+    m = _HEX_FLOAT_RE.fullmatch(text)
+    if m:
+        mant, exp = m.group(2), m.group(3)
+        try:
+            v = float.fromhex(("-" if m.group(1) == "-" else "") + "0x" + (mant if mant[0] != "." else "0" + mant) + (exp or "p0"))
+        except OverflowError:
+            return None
+        return v
+    if _DEC_FLOAT_RE.fullmatch(text):
+        v = float(text)
+        if math.isinf(v):
+            return None  # ERANGE (overflow)
+        if abs(v) < 2.2250738585072014e-308 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]):
+            return None  # ERANGE (underflow to a subnormal or zero)
+        return v
+    return None
+
+
+def rcl_scalar(text: str, quoted: bool = False) -> bool | int | float | str:
+    """Type one YAML scalar as rcl does (see the module docstring).
+
+    Args:
+        text: the scalar as written (without quotes).
+        quoted: it was single- or double-quoted, a block scalar or tagged ``!!str``.
+    """
+    if quoted:
+        return text
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    if _INT_RE.fullmatch(text):
+        v = int(text.strip(), 0) if not re.fullmatch(r"\s*[+-]?0[0-7]+", text) else int(text.strip().replace("0", "0o", 1), 0)
+        if _INT64[0] <= v <= _INT64[1]:
+            return v
+    if text in _YAML_SPECIAL:
+        return _YAML_SPECIAL[text]
+    v = _strtod(text)
+    if v is not None:
+        return v
+    return text
+
+
+class RclLoader(yaml.SafeLoader):
+    """Composes nodes without resolving plain scalars (rcl types them itself)."""
+
+    def resolve(self, kind, value, implicit):  # noqa: ANN001 - PyYAML signature
+        if kind is yaml.ScalarNode and implicit[0]:
+            return "?plain"
+        return super().resolve(kind, value, implicit)
+
+
+def raw_list(text: str) -> list[tuple[str, bool]]:
+    """The items of a flow list written on a command line (``[a, 'b c', 3]``) as ``(text, quoted)``.
+
+    Raises:
+        ValueError: ``text`` is not a YAML list of scalars.
+    """
+    try:
+        node = yaml.compose(text, Loader=RclLoader)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.ScalarNode) for i in node.value):
+        raise ValueError(f"{text!r} is not a list")
+    return [(i.value, i.style in ("'", '"', "|", ">") or i.tag == "tag:yaml.org,2002:str") for i in node.value]
 
 
 class ConfigError(ValueError):
@@ -84,8 +173,6 @@ class Param:
         Raises:
             ConfigError: the text is not a value of the declared type (one line naming the key).
         """
-        from havln_robot.rosparams import raw_list, rcl_scalar
-
         prefix = f"{where + ': ' if where else ''}{self.name}"
         text = str(raw).strip()
         quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""

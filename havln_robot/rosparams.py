@@ -32,7 +32,6 @@ differs from the declared one (``1`` for a float parameter: write ``1.0``).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -41,20 +40,12 @@ from typing import Any
 
 import yaml
 
-from havln_robot.params import ConfigError
+from havln_robot.params import ConfigError, raw_list, rcl_scalar  # noqa: F401  (re-exported)
+from havln_robot.params import RclLoader as _Loader
 
 PARAMS_KEY = "ros__parameters"
 
-_TRUE = frozenset("Y y yes Yes YES true True TRUE on On ON".split())
-_FALSE = frozenset("N n no No NO false False FALSE off Off OFF".split())
-_INT_RE = re.compile(r"[ \t\n\v\f\r]*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
-_DEC_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_HEX_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?)0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?\d+)?")
-_SPECIAL_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?)(inf|infinity|nan(\([0-9A-Za-z_]*\))?)", re.IGNORECASE)
-_YAML_SPECIAL = {".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
-_YAML_SPECIAL.update({f"{s}{i}": (-math.inf if s == "-" else math.inf) for s in ("", "-") for i in (".inf", ".Inf", ".INF")})
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\*|\*\*")
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 class NotSet:
@@ -65,55 +56,6 @@ class NotSet:
 
 
 NOT_SET = NotSet()
-
-
-def _strtod(text: str) -> float | None:
-    """The value of ``text`` when C ``strtod`` consumes all of it without a range error, else None."""
-    m = _SPECIAL_FLOAT_RE.fullmatch(text)
-    if m:
-        v = math.nan if m.group(2).lower().startswith("nan") else math.inf
-        return -v if m.group(1) == "-" else v
-    m = _HEX_FLOAT_RE.fullmatch(text)
-    if m:
-        mant, exp = m.group(2), m.group(3)
-        try:
-            v = float.fromhex(("-" if m.group(1) == "-" else "") + "0x" + (mant if mant[0] != "." else "0" + mant) + (exp or "p0"))
-        except OverflowError:
-            return None
-        return v
-    if _DEC_FLOAT_RE.fullmatch(text):
-        v = float(text)
-        if math.isinf(v):
-            return None  # ERANGE (overflow)
-        if abs(v) < 2.2250738585072014e-308 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]):
-            return None  # ERANGE (underflow to a subnormal or zero)
-        return v
-    return None
-
-
-def rcl_scalar(text: str, quoted: bool = False) -> bool | int | float | str:
-    """Type one YAML scalar as rcl does (see the module docstring).
-
-    Args:
-        text: the scalar as written (without quotes).
-        quoted: it was single- or double-quoted, a block scalar or tagged ``!!str``.
-    """
-    if quoted:
-        return text
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    if _INT_RE.fullmatch(text):
-        v = int(text.strip(), 0) if not re.fullmatch(r"\s*[+-]?0[0-7]+", text) else int(text.strip().replace("0", "0o", 1), 0)
-        if _INT64[0] <= v <= _INT64[1]:
-            return v
-    if text in _YAML_SPECIAL:
-        return _YAML_SPECIAL[text]
-    v = _strtod(text)
-    if v is not None:
-        return v
-    return text
 
 
 def ros_type(value: Any) -> str:
@@ -168,15 +110,6 @@ def node_fqn(name: str, namespace: str = "/") -> str:
     """Fully qualified node name from a name and a namespace (``go2`` or ``/go2``)."""
     ns = "/" + namespace.strip("/") if namespace.strip("/") else ""
     return f"{ns}/{name}"
-
-
-class _Loader(yaml.SafeLoader):
-    """Composes nodes without resolving plain scalars (rcl types them itself)."""
-
-    def resolve(self, kind, value, implicit):  # noqa: ANN001 - PyYAML signature
-        if kind is yaml.ScalarNode and implicit[0]:
-            return "?plain"
-        return super().resolve(kind, value, implicit)
 
 
 def _fail(source: str, line: int, what: str) -> ConfigError:
@@ -353,18 +286,3 @@ def params_files(args: Sequence[str]) -> list[str]:
             out.append(args[i + 1])
             next(it, None)
     return out
-
-
-def raw_list(text: str) -> list[tuple[str, bool]]:
-    """The items of a flow list written on a command line (``[a, 'b c', 3]``) as ``(text, quoted)``.
-
-    Raises:
-        ValueError: ``text`` is not a YAML list of scalars.
-    """
-    try:
-        node = yaml.compose(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        raise ValueError(str(exc)) from None
-    if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.ScalarNode) for i in node.value):
-        raise ValueError(f"{text!r} is not a list")
-    return [(i.value, i.style in ("'", '"', "|", ">") or i.tag == "tag:yaml.org,2002:str") for i in node.value]

@@ -19,7 +19,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from test_motion_node import FakeBase, _result
 
-from havln_robot.nodes.qos import DropCounter, sensor_qos
+from havln_robot.ros.qos import DropCounter, sensor_qos
 
 SENSOR_TYPES = {
     "sensor_msgs/msg/Image",
@@ -32,11 +32,11 @@ SENSOR_TYPES = {
 
 class Graph:
     def __init__(self, tmp):
+        from havln_robot.agent.params import AGENT_PARAMS
         from havln_robot.motion.params import MOTION_PARAMS
         from havln_robot.nodes.agent_node import AgentNode
         from havln_robot.nodes.motion_node import MotionNode
         from havln_robot.nodes.trial_logger_node import TrialLoggerNode
-        from havln_robot.policy.params import AGENT_PARAMS
         from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 
         self.ctx = rclpy.Context()

@@ -38,10 +38,10 @@ from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes.qos import sensor_qos
 from havln_robot.params import ConfigError
 from havln_robot.records import Outcome
 from havln_robot.ros.codec import encode_collision, encode_result, image_array
+from havln_robot.ros.qos import sensor_qos
 from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
 

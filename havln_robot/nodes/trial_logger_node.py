@@ -46,11 +46,11 @@ from std_srvs.srv import Trigger
 
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.nodes._base import HavlnNode, run_node
-from havln_robot.nodes.qos import DropCounter, sensor_qos
 from havln_robot.params import ConfigError
 from havln_robot.records import RecordError, Verdict
 from havln_robot.ros.codec import decode_agent_status, decode_collision, decode_episode_done, decode_ground_truth, decode_result
 from havln_robot.ros.mcap import ros_recorder
+from havln_robot.ros.qos import DropCounter, sensor_qos
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 from havln_robot.trials.provenance import collect as collect_provenance
 from havln_robot.trials.recorder import McapRecorder, RecorderError, mcap_bag_dir

@@ -65,7 +65,7 @@ class RosReplayer:
         self.depth_count = 0
         node.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._gt, 10)
         node.create_subscription(DiagnosticStatus, topics.COLLISION, self._coll, 50)
-        from havln_robot.nodes.qos import sensor_qos
+        from havln_robot.ros.qos import sensor_qos
 
         # sensor data: best effort, which receives from reliable and best-effort publishers
         node.create_subscription(Odometry, topics.ODOM, self._odom, sensor_qos(10))
