@@ -36,15 +36,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from havln_robot import locks
 from havln_robot.config import NODES, ConfigError, Profile, load_profile
 from havln_robot.dds import configure_dds
+from havln_robot.params import Raw
 from havln_robot.paths import data_dir
 from havln_robot.policy.registry import no_data_fallback
 from havln_robot.sim.session import missing_episode_data
-from havln_robot.yamlio import StrictSafeLoader
 
 
 class NodeThreads:
@@ -239,6 +237,7 @@ class Bringup:
     Args:
         profile: a validated :class:`~havln_robot.config.Profile`.
         log: where status lines go (default: stderr).
+        namespace: ROS namespace of every node ("" = root), as ``go2.launch.py namespace:=``.
         check_graph: refuse to start (ConfigError, every node stopped) when the ROS domain has
             another publisher on a topic this profile must be the sole source of
             (:data:`SOLE_SOURCES`: clock and odom of sim_node, odom of go2_driver_node, cmd_vel of
@@ -251,8 +250,9 @@ class Bringup:
         nodes: node name → node instance, for the nodes that started.
     """
 
-    def __init__(self, profile: Profile, log: Callable[[str], None] | None = None, check_graph: bool = True) -> None:
+    def __init__(self, profile: Profile, log: Callable[[str], None] | None = None, check_graph: bool = True, namespace: str = "") -> None:
         self.profile = profile
+        self.namespace = namespace
         self.check_graph = check_graph
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self.nodes: dict[str, Any] = {}
@@ -312,7 +312,8 @@ class Bringup:
                         break
                     probe.nodes_starting()
                 mod = importlib.import_module(NODES[name][0])
-                node = mod.NODE_CLASS(params=params, context=self._context)
+                extra = {"namespace": self.namespace} if self.namespace else {}
+                node = mod.NODE_CLASS(params=params, context=self._context, **extra)
                 self.nodes[name] = node
                 self._threads.add(name, node)
                 self.log(f"[bringup] started {name}")
@@ -429,7 +430,11 @@ def _free_domain_hint(domain: str) -> int:
 
 
 def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
-    """Parse ``--set node.param=value`` items (value parsed as YAML).
+    """Parse ``--set node.param=value`` items.
+
+    Values stay text (:class:`~havln_robot.params.Raw`) until :func:`load_profile` coerces them to
+    the parameter's declared type: ``sim_node.episode_id=6047`` is the string ``"6047"``,
+    ``motion_node.max_linear_speed=1`` the float ``1.0``, a list is ``[a, b]``.
 
     Raises:
         ConfigError: an item is not of the form node.param=value.
@@ -440,11 +445,7 @@ def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
         node, dot, param = key.partition(".")
         if not sep or not dot or not node or not param:
             raise ConfigError(f"--set {item!r}: expected NODE.PARAM=VALUE, e.g. motion_node.max_linear_speed=0.3")
-        try:
-            value = yaml.load(raw, Loader=StrictSafeLoader)  # noqa: S506 - SafeLoader subclass, duplicate keys refused
-        except yaml.YAMLError:
-            value = raw
-        out.setdefault(node, {})[param] = value
+        out.setdefault(node, {})[param] = Raw(raw)
     return out
 
 
@@ -482,27 +483,44 @@ def no_data_overrides(profile: Profile) -> tuple[dict[str, dict[str, Any]], str 
     return over, f"HA-VLN data not found at {data_dir()}: {'; '.join(why)}; get the data with `havln-robot data fetch` or set HAVLN_DATA"
 
 
+def instruction_hint(topic: str, namespace: str = "") -> str:
+    """How to send agent_node an instruction from another terminal: ``havln-robot instruct`` works
+    everywhere (ROS 2 from pip wheels too); the ``ros2 topic pub`` form is added where ``ros2`` exists."""
+    import shlex
+    import shutil
+
+    ns = ["--namespace", namespace] if namespace else []
+    default = topic in ("havln/instruction", "/havln/instruction")
+    cmd = shlex.join(["havln-robot", "instruct", *ns, *([] if default else ["--topic", topic]), "walk to the sofa"])
+    text = f"agent_node waits for an instruction on {topic} (std_msgs/String); send one with: {cmd}"
+    if shutil.which("ros2"):
+        full = f"/{namespace.strip('/')}/{topic.lstrip('/')}" if namespace and not topic.startswith("/") else "/" + topic.lstrip("/")
+        text += f"  or: ros2 topic pub --once {full} std_msgs/msg/String \"{{data: 'walk to the sofa'}}\""
+    return text + " (havln-robot demo runs whole episodes for you)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``havln-robot launch PROFILE [--set node.param=value ...] [--duration S]``."""
     ap = argparse.ArgumentParser(prog="havln-robot launch", description="Start a profile's nodes in one process.")
     ap.add_argument("profile", help="ROS-params YAML, e.g. config/sim.yaml")
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="override a parameter")
     ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
+    ap.add_argument("--namespace", default=None, help="start every node in this namespace (as go2.launch.py namespace:=NS)")
     args = ap.parse_args(argv)
     try:
         overrides = parse_set(args.set)
-        profile = load_profile(args.profile, overrides)
+        profile = load_profile(args.profile, overrides, namespace=args.namespace)
         fallback, warning = no_data_overrides(profile)
         if fallback:
             for node, params in fallback.items():
                 overrides.setdefault(node, {}).update(params)
-            profile = load_profile(args.profile, overrides)
+            profile = load_profile(args.profile, overrides, namespace=args.namespace)
     except ConfigError as exc:
         print(f"havln-robot launch: {exc}", file=sys.stderr)
         return 2
     if warning:
         print(f"[bringup] WARN: {warning}", file=sys.stderr)
-    bringup = Bringup(profile)
+    bringup = Bringup(profile, namespace=args.namespace or "")
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: bringup.stop())
     try:
@@ -517,11 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         bringup.log(f"[bringup] running {len(bringup.nodes)} node(s) from {args.profile}; Ctrl-C to stop")
         if "agent_node" in bringup.nodes:
             topic = bringup.nodes["agent_node"].params.get("instruction_topic", "havln/instruction")
-            bringup.log(
-                f"[bringup] agent_node waits for an instruction on {topic} (std_msgs/String), e.g. "
-                f"ros2 topic pub --once /{topic.lstrip('/')} std_msgs/msg/String \"{{data: 'walk to the sofa'}}\" "
-                "(havln-robot demo runs whole episodes for you)"
-            )
+            bringup.log(f"[bringup] {instruction_hint(topic, args.namespace or '')}")
         if bringup.spin_until(timeout=args.duration) == "timeout":
             bringup.log(f"[bringup] --duration {args.duration:g} s elapsed; stopping")
     finally:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trial": ("havln_robot.ros.mcap:trial_main", "trial campaign: start, end --success|--failure, list"),
     "report": ("havln_robot.trials.report:main", "success-rate report (Markdown + CSV + PNG) from the trial store"),
     "data": ("havln_robot.data.fetch:main", "get the HA-VLN data: data fetch [--dest DIR] [--mirror DIR|URL] | data check"),
+    "instruct": ("havln_robot.instruct:main", 'send one instruction to agent_node: instruct "walk to the sofa" (no ros2 needed)'),
     "config": ("havln_robot.cli:config_main", "validate a deployment profile without starting anything"),
     "doctor": ("havln_robot.doctor:main", "check a robot machine before a trial day: doctor [--profile config/go2.yaml] [--json]"),
     "console": (
@@ -46,14 +47,15 @@ def config_main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
     ap.add_argument("profile", help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
+    ap.add_argument("--namespace", default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)")
     args = ap.parse_args(argv)
     try:
-        prof = load_profile(args.profile)
+        prof = load_profile(args.profile, namespace=args.namespace)
     except ConfigError as exc:
         print(f"havln-robot config: {exc}", file=sys.stderr)
         return 2
     for name, params in prof.nodes.items():
-        print(f"{name}: {len(params)} parameters OK (names, types, ranges)")
+        print(f"{prof.fqns.get(name, name)}: {len(params)} parameters OK (names, types, ranges)")
     print("files, episodes and policies named by the profile are checked when the nodes start (havln-robot launch)")
     return 0
 

@@ -1,26 +1,31 @@
 """Deployment profiles: ROS-params YAML files validated before any node starts.
 
 Pure Python. A profile (``config/go2.yaml``, ``config/sim.yaml``, ``config/gazebo.yaml``) is a
-standard ROS 2 parameters file::
+standard ROS 2 parameters file, read as rcl reads it (:mod:`havln_robot.rosparams`)::
 
-    motion_node:
+    /**:                      # every node
+      ros__parameters:
+        use_sim_time: true
+    /**/motion_node:          # motion_node in any namespace (go2.launch.py namespace:=go2)
       ros__parameters:
         max_linear_speed: 0.3
 
-Its top-level keys are the nodes the profile runs (``havln-robot launch`` starts exactly these);
-each node's parameters are checked against that node's :class:`~havln_robot.params.ParamSpec`.
+The node names its keys end in are the nodes the profile runs (``havln-robot launch`` starts
+exactly these); each node's parameters are checked against that node's
+:class:`~havln_robot.params.ParamSpec` with ROS's type rules (``1`` is refused for a float: ``1.0``).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from havln_robot import rosparams
 from havln_robot.node_table import NODES  # noqa: F401  (re-exported)
-from havln_robot.params import ConfigError, ParamSpec
+from havln_robot.params import COMMON_KEYS, ConfigError, ParamSpec
 
 
 def load_spec(node: str) -> ParamSpec:
@@ -45,10 +50,12 @@ class Profile:
     Attributes:
         path: the YAML file.
         nodes: node name → complete, validated parameter dict (defaults filled in), in file order.
+        fqns: node name → the fully qualified name it was validated for (``/go2/motion_node``).
     """
 
     path: Path
     nodes: dict[str, dict[str, Any]]
+    fqns: dict[str, str] = field(default_factory=dict)
 
 
 def read_yaml(path: Path) -> Any:
@@ -64,42 +71,123 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(str(exc)) from None
 
 
-def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None = None) -> Profile:
-    """Read and validate a profile.
+def profile_nodes(sections: list[rosparams.Section]) -> list[str]:
+    """Node names a profile runs: those its sections end in (``/**/motion_node`` → motion_node), in file order."""
+    out: list[str] = []
+    for s in sections:
+        if s.node_name is not None and s.node_name not in out:
+            out.append(s.node_name)
+    return out
+
+
+def _default_fqn(node: str, sections: list[rosparams.Section]) -> str:
+    """Where a node of the profile runs when no namespace is given: the first section naming it,
+    with ``**`` dropped and ``*`` read as some namespace token (``/**/motion_node`` → ``/motion_node``)."""
+    sec = next(s for s in sections if s.node_name == node)
+    parts = [("ns" if p == "*" else p) for p in sec.pattern.split("/") if p and p != "**"]
+    return "/" + "/".join(parts)
+
+
+def check_section(spec: ParamSpec, node: str, section: rosparams.Section, where: str) -> dict[str, Any]:
+    """Check one section's values for ``node``: names, exact ROS types, ranges. Returns the typed values.
+
+    Raises:
+        ConfigError: unknown parameter (a wildcard section that holds another node's key is named
+            with where it belongs), wrong type or out of range, one line with the file line.
+    """
+    by_name = spec.by_name()
+    out: dict[str, Any] = {}
+    for key, value in section.params.items():
+        at = f"{where}: line {section.lines.get(key, section.line)}"
+        if key not in by_name and key not in COMMON_KEYS:
+            if section.node_name is None:
+                owners = [n for n in NODES if n != node and _has_param(n, key)]
+                home = f"; it belongs under '/**/{owners[0]}:'" if owners else ""
+                raise ConfigError(
+                    f"{at}: {key}: not a parameter of {node} (a '{section.key}' section applies to every node it matches){home}"
+                )
+            raise ConfigError(f"{at}: {key}: unknown parameter{_suggest(key, by_name)}")
+        if value is rosparams.NOT_SET:
+            p = by_name.get(key)
+            if p is None or not p.type.endswith("_list"):
+                raise ConfigError(f"{at}: {key}: no value ([] or {{}}); give a value{'; allowed: ' + p.allowed() if p else ''}")
+            value = []
+        out[key] = value
+    # exact ROS types and ranges, messages naming the line
+    for key, value in out.items():
+        at = f"{where}: line {section.lines.get(key, section.line)}"
+        spec.validate({key: value}, where=at, strict=True)
+    return out
+
+
+def _has_param(node: str, key: str) -> bool:
+    try:
+        return key in load_spec(node).by_name()
+    except (ConfigError, ImportError):
+        return False
+
+
+def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None = None, namespace: str | None = None) -> Profile:
+    """Read and validate a profile the way ``--params-file`` reads it (:mod:`havln_robot.rosparams`).
+
+    Keys may be bare node names (root namespace only), ``/**/node`` (any namespace, what the shipped
+    profiles use), ``/**`` (every node: e.g. ``use_sim_time``), or fully qualified ``/ns/node``.
 
     Args:
         path: the ROS-params YAML file.
-        overrides: node → {param: value} applied over the file (e.g. from the CLI), validated too.
+        overrides: node → {param: value} applied over the file (e.g. from the CLI), validated too;
+            a :class:`~havln_robot.params.Raw` value is coerced to the declared type.
+        namespace: validate for nodes started in this namespace (``go2``); None: each node where
+            its first section puts it.
 
     Returns:
         The validated :class:`Profile`.
 
     Raises:
-        ConfigError: unreadable file, bad YAML, wrong structure, unknown node or parameter,
-            wrong type or out-of-range value -- one line naming the file, node and key.
+        ConfigError: unreadable file, what rcl refuses, unknown node or parameter, wrong type or
+            out-of-range value, a node no section applies to -- one line naming the file, node and key.
     """
     path = Path(path)
-    data = read_yaml(path)
-    if not isinstance(data, dict) or not data:
-        raise ConfigError(f"{path}: expected a mapping of node names to {{ros__parameters: ...}}")
+    sections = rosparams.parse_file(path)
+    if not sections:
+        raise ConfigError(f"{path}: expected a mapping of node names to {{ros__parameters: ...}}, e.g. '/**/motion_node:'")
+    names = profile_nodes(sections)
+    for s in sections:
+        if s.node_name is not None and s.node_name not in NODES:
+            close = difflib.get_close_matches(s.node_name, list(NODES), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known nodes: {', '.join(NODES)}"
+            raise ConfigError(f"{path}: line {s.line}: {s.key}: unknown node{hint}")
+    if not names:
+        raise ConfigError(
+            f"{path}: no section names a node ({', '.join(s.key for s in sections)}); list the profile's nodes as '/**/motion_node:'"
+        )
     overrides = overrides or {}
     nodes: dict[str, dict[str, Any]] = {}
-    for node, body in data.items():
-        where = f"{path}: {node}"
-        if not isinstance(node, str) or node not in NODES:
-            close = difflib.get_close_matches(str(node), list(NODES), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known nodes: {', '.join(NODES)}"
-            raise ConfigError(f"{path}: {node}: unknown node{hint}")
-        if body is None:
-            body = {"ros__parameters": {}}
-        if not isinstance(body, dict) or set(body) != {"ros__parameters"}:
-            raise ConfigError(f"{where}: expected exactly one key 'ros__parameters' under the node name")
-        params = body["ros__parameters"] or {}
-        if not isinstance(params, dict):
-            raise ConfigError(f"{where}.ros__parameters: expected a mapping of parameter names to values")
-        params = {**params, **overrides.get(node, {})}
-        nodes[node] = load_spec(node).validate(params, where=where)
+    fqns: dict[str, str] = {}
+    for node in names:
+        fqn = rosparams.node_fqn(node, namespace) if namespace is not None else _default_fqn(node, sections)
+        fqns[node] = fqn
+        secs = rosparams.matching(sections, fqn)
+        if not secs:
+            raise ConfigError(
+                f"{path}: no section applies to {fqn} (keys: {', '.join(s.key for s in sections)}); "
+                f"use '/**/{node}:' to configure {node} in any namespace"
+            )
+        spec = load_spec(node)
+        params: dict[str, Any] = {}
+        for sec in secs:
+            params.update(check_section(spec, node, sec, f"{path}: {sec.key}"))
+        params.update(overrides.get(node, {}))
+        nodes[node] = spec.validate(params, where=f"{path}: {node}")
     for node in overrides:
-        if node not in data:
+        if node not in names:
             raise ConfigError(f"override for {node}: that node is not in {path}")
-    return Profile(path=path, nodes=nodes)
+    return Profile(path=path, nodes=nodes, fqns=fqns)
+
+
+def _suggest(key: str, names: Any) -> str:
+    names = sorted(names)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f"; known parameters: {', '.join(names)}" if names else "; this node takes no parameters"

@@ -80,6 +80,7 @@ class _Monitor:
         from std_msgs.msg import String
 
         from havln_robot.ros import codec
+        from havln_robot.ros.qos import sensor_qos
 
         self.node = Node("demo_monitor", context=context)
         self.run, self.quiet = run, quiet
@@ -89,7 +90,7 @@ class _Monitor:
         n.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._on_gt, 10)
         n.create_subscription(DiagnosticStatus, topics.AGENT_STATUS, self._on_status, 50)
         n.create_subscription(DiagnosticStatus, topics.COLLISION, self._on_collision, 50)
-        n.create_subscription(PoseArray, topics.HUMANS, self._on_humans, 10)
+        n.create_subscription(PoseArray, topics.HUMANS, self._on_humans, sensor_qos(10))  # people: sensor data, best effort
         n.create_subscription(String, topics.EPISODE_DONE, self._on_done, 10)
         n.create_subscription(DiagnosticStatus, topics.ACTION_RESULT, self._on_result, 50)
         self._last_step = -1

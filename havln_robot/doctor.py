@@ -743,8 +743,8 @@ def check_graph(ctx: Context) -> Result:
     """Running stack (people source, IMU frame, sensor QoS): WARN when the stack is not running
     (nothing to check), when ``havln/people`` has no publisher and motion_node has no in-process
     detector (personal space then works on depth obstacles only), when the Imu arrives in a frame
-    other than the driver's ``imu_frame`` / ``imu_link`` / ``base_link`` (yaw would be read about
-    the wrong axis), or when a sensor topic is published best-effort while a node subscribes
+    motion_node cannot read with its ``imu_mount`` (body frames, the driver's ``imu_frame`` and the
+    D435i optical frames are read; :mod:`havln_robot.motion.imu_frame`), or when a sensor topic is published best-effort while a node subscribes
     reliable (incompatible QoS: that subscriber receives nothing)."""
     if "motion_node" not in ctx.nodes:
         return Result("graph", OK, "profile has no motion_node: skipped")
@@ -768,9 +768,17 @@ def check_graph(ctx: Context) -> Result:
     if not g.get(topics[0]) and not detector:
         problems.append(f"no publisher on {topics[0]} and no motion_node.person_detector (people seen as depth obstacles only)")
     frame = g.get("_imu_frame", {}).get(topics[1])
-    allowed = {str(ctx.param("go2_driver_node", "imu_frame", "imu_link")), "base_link", "imu_link"}
-    if g.get(topics[1]) and frame is not None and frame not in allowed:
-        problems.append(f"{topics[1]} arrives in frame {frame!r} (expected one of {', '.join(sorted(allowed))})")
+    if g.get(topics[1]) and frame is not None:
+        # motion_node reads the Imu in its frame_id (imu_mount): body frames and the D435i optical frame
+        from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
+
+        driver_frame = str(ctx.param("go2_driver_node", "imu_frame", "imu_link"))
+        mount = str(ctx.param("motion_node", "imu_mount", "auto"))
+        try:
+            if not (mount == "auto" and frame == driver_frame):
+                imu_axes(frame, mount)
+        except ImuFrameError as exc:
+            problems.append(f"{topics[1]}: {exc}")
     for t in topics:
         be = [p["node"] for p in g.get(t, []) if p.get("reliability") == "best_effort"]
         strict = [s["node"] for s in g.get("_subs", {}).get(t, []) if s.get("reliability") == "reliable"]
@@ -779,7 +787,7 @@ def check_graph(ctx: Context) -> Result:
                 f"{t} published best-effort by {', '.join(be)} but subscribed reliable by {', '.join(strict)} (receives nothing)"
             )
     if problems:
-        fix = "start a people source; publish the Imu in the body frame; match the sensor QoS (publish reliable or subscribe best-effort)"
+        fix = "start a people source; publish the Imu in a body or optical frame (or set motion_node imu_mount); match the sensor QoS (publish reliable or subscribe best-effort)"
         return Result("graph", WARN, "; ".join(problems), fix)
     return Result("graph", OK, f"people on {topics[0]}, IMU frame {frame}, sensor QoS compatible")
 

@@ -13,18 +13,115 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Parameters every ROS 2 node accepts (rclpy declares ``use_sim_time`` itself).
-COMMON_KEYS = frozenset({"use_sim_time"})
+import yaml
+
+#: Parameters every ROS 2 node accepts (rclpy declares both itself), bool.
+COMMON_KEYS = frozenset({"use_sim_time", "start_type_description_service"})
 
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "float_list": list, "str_list": list, "int_list": list}
 
 
+# --- ROS parameter typing as rcl's YAML parser does it (havln_robot.rosparams reads whole files) ---
+
+_TRUE = frozenset("Y y yes Yes YES true True TRUE on On ON".split())
+_FALSE = frozenset("N n no No NO false False FALSE off Off OFF".split())
+_INT_RE = re.compile(r"[ \t\n\v\f\r]*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_DEC_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_HEX_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?)0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?\d+)?")
+_SPECIAL_FLOAT_RE = re.compile(r"[ \t\n\v\f\r]*([+-]?)(inf|infinity|nan(\([0-9A-Za-z_]*\))?)", re.IGNORECASE)
+_YAML_SPECIAL = {".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
+_YAML_SPECIAL.update({f"{s}{i}": (-math.inf if s == "-" else math.inf) for s in ("", "-") for i in (".inf", ".Inf", ".INF")})
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _strtod(text: str) -> float | None:
+    """The value of ``text`` when C ``strtod`` consumes all of it without a range error, else None."""
+    m = _SPECIAL_FLOAT_RE.fullmatch(text)
+    if m:
+        v = math.nan if m.group(2).lower().startswith("nan") else math.inf
+        return -v if m.group(1) == "-" else v
+    m = _HEX_FLOAT_RE.fullmatch(text)
+    if m:
+        mant, exp = m.group(2), m.group(3)
+        try:
+            v = float.fromhex(("-" if m.group(1) == "-" else "") + "0x" + (mant if mant[0] != "." else "0" + mant) + (exp or "p0"))
+        except OverflowError:
+            return None
+        return v
+    if _DEC_FLOAT_RE.fullmatch(text):
+        v = float(text)
+        if math.isinf(v):
+            return None  # ERANGE (overflow)
+        if abs(v) < 2.2250738585072014e-308 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]):
+            return None  # ERANGE (underflow to a subnormal or zero)
+        return v
+    return None
+
+
+def rcl_scalar(text: str, quoted: bool = False) -> bool | int | float | str:
+    """Type one YAML scalar as rcl does (see the module docstring).
+
+    Args:
+        text: the scalar as written (without quotes).
+        quoted: it was single- or double-quoted, a block scalar or tagged ``!!str``.
+    """
+    if quoted:
+        return text
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    if _INT_RE.fullmatch(text):
+        v = int(text.strip(), 0) if not re.fullmatch(r"\s*[+-]?0[0-7]+", text) else int(text.strip().replace("0", "0o", 1), 0)
+        if _INT64[0] <= v <= _INT64[1]:
+            return v
+    if text in _YAML_SPECIAL:
+        return _YAML_SPECIAL[text]
+    v = _strtod(text)
+    if v is not None:
+        return v
+    return text
+
+
+class RclLoader(yaml.SafeLoader):
+    """Composes nodes without resolving plain scalars (rcl types them itself)."""
+
+    def resolve(self, kind, value, implicit):  # noqa: ANN001 - PyYAML signature
+        if kind is yaml.ScalarNode and implicit[0]:
+            return "?plain"
+        return super().resolve(kind, value, implicit)
+
+
+def raw_list(text: str) -> list[tuple[str, bool]]:
+    """The items of a flow list written on a command line (``[a, 'b c', 3]``) as ``(text, quoted)``.
+
+    Raises:
+        ValueError: ``text`` is not a YAML list of scalars.
+    """
+    try:
+        node = yaml.compose(text, Loader=RclLoader)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.ScalarNode) for i in node.value):
+        raise ValueError(f"{text!r} is not a list")
+    return [(i.value, i.style in ("'", '"', "|", ">") or i.tag == "tag:yaml.org,2002:str") for i in node.value]
+
+
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+class Raw(str):
+    """A value typed as text (``--set node.param=value``): coerced to the parameter's declared type.
+
+    ``--set sim_node.episode_id=6047`` gives the string ``"6047"``; ``--set motion_node.max_linear_speed=1``
+    the float ``1.0``; lists are written ``[a, b]``.
+    """
 
 
 @dataclass(frozen=True)
@@ -70,13 +167,53 @@ class Param:
             parts.append(f"length {self.min_len or 0}..{self.max_len if self.max_len is not None else 'any'}")
         return " ".join(parts)
 
-    def check(self, value: Any, where: str = "") -> Any:
-        """Return ``value`` converted to the parameter type (int → float allowed).
+    def coerce(self, raw: str, where: str = "") -> Any:
+        """Convert command-line text to this parameter's type (str parameters take the text as is).
+
+        Raises:
+            ConfigError: the text is not a value of the declared type (one line naming the key).
+        """
+        prefix = f"{where + ': ' if where else ''}{self.name}"
+        text = str(raw).strip()
+        quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""
+
+        def one(t: str, q: bool, kind: str) -> Any:
+            if kind == "str":
+                return t
+            v = rcl_scalar(t, q)
+            if kind == "float" and isinstance(v, int) and not isinstance(v, bool):
+                return float(v)
+            if kind == "bool" and not isinstance(v, bool):
+                raise ConfigError(f"{prefix}: {t!r} is not true/false; allowed: {self.allowed()}")
+            return v
+
+        if self.type.endswith("_list"):
+            try:
+                items = raw_list(text)
+            except ValueError:
+                raise ConfigError(f"{prefix}: {text!r} is not a list; write [a, b]; allowed: {self.allowed()}") from None
+            return [one(t, q, self.type[:-5]) for t, q in items]
+        if quoted:
+            text, quoted = text[1:-1], True
+        return one(text, quoted, self.type)
+
+    def check(self, value: Any, where: str = "", strict: bool = False) -> Any:
+        """Return ``value`` converted to the parameter type.
+
+        Args:
+            value: the value; a :class:`Raw` is first coerced to the declared type.
+            where: context for messages (file, node).
+            strict: types as ROS checks them for ``--params-file`` values: an integer for a float
+                parameter is refused (rclpy refuses an INTEGER override of a DOUBLE parameter).
+                Not strict, an int is promoted to float.
 
         Raises:
             ConfigError: wrong type or out of range; the message names the key and the allowed values.
         """
         prefix = f"{where + ': ' if where else ''}{self.name}"
+        if isinstance(value, Raw):
+            value = self.coerce(value, where)
+            strict = False
 
         def bad(why: str) -> ConfigError:
             return ConfigError(f"{prefix}: {why}; allowed: {self.allowed()}")
@@ -92,6 +229,8 @@ class Param:
             elif t == "float":
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise bad(f"expected a number, got {v!r}")
+                if strict and isinstance(v, int):
+                    raise bad(f"expected a float, got the integer {v!r} (ROS refuses an integer for a double parameter: write {v}.0)")
                 v = float(v)
                 if not math.isfinite(v):
                     raise bad(f"expected a finite number, got {v!r}")
@@ -140,12 +279,13 @@ class ParamSpec:
         """Mapping of every parameter to its default value."""
         return {p.name: p.default for p in self.params}
 
-    def validate(self, values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    def validate(self, values: Mapping[str, Any], where: str = "", strict: bool = False) -> dict[str, Any]:
         """Merge ``values`` over the defaults and check each one.
 
         Args:
             values: parameter name → value (e.g. a node's ``ros__parameters`` mapping).
             where: context for messages, e.g. ``"config/sim.yaml: motion_node"``.
+            strict: ROS's type rules (see :meth:`Param.check`).
 
         Returns:
             A complete, type-converted parameter dict (``use_sim_time`` passed through).
@@ -157,13 +297,15 @@ class ParamSpec:
         out = self.defaults()
         for key, value in values.items():
             if key in COMMON_KEYS:
+                if isinstance(value, Raw) and value.strip() in ("true", "false"):
+                    value = value.strip() == "true"
                 if not isinstance(value, bool):
                     raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}")
                 out[key] = value
                 continue
             if key not in spec:
                 raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{_suggest(key, spec)}")
-            out[key] = spec[key].check(value, where)
+            out[key] = spec[key].check(value, where, strict=strict)
         return out
 
 

@@ -1,18 +1,22 @@
 """Real robot: Unitree Go2 EDU + Jetson + RealSense D435i.
 
-    ros2 launch havln_robot go2.launch.py [params_file:=/path/to/go2.yaml] [namespace:=go2]
+    ros2 launch havln_robot go2.launch.py [params_file:=/path/to/go2.yaml] [namespace:=go2] [dds:=robot|loopback]
 
 Starts camera_node, go2_driver_node, motion_node, agent_node and trial_logger_node with the
-parameters of config/go2.yaml (installed to share/havln_robot/config). DDS: this launch file does
-not touch the DDS environment; on the Jetson set it for the robot's network (README, "Deploying
-on the Go2").
+parameters of config/go2.yaml (installed to share/havln_robot/config), whose ``/**/node`` keys
+apply in any namespace.
+
+DDS: on the robot the graph must be visible from a laptop, so this launch file sets
+``HAVLN_DDS=robot`` for its nodes by default (``dds:=robot``): they keep the DDS environment of
+your shell (RMW, ROS_DOMAIN_ID, your Fast DDS / Cyclone profile) instead of the project's loopback
+profile, and the launch says so. ``dds:=loopback`` keeps everything on 127.0.0.1 (bench tests).
 """
 
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, LogInfo, SetEnvironmentVariable
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -32,6 +36,13 @@ def generate_launch_description():
     actions = [
         DeclareLaunchArgument("params_file", default_value=default_params, description="ROS-params YAML (config/go2.yaml)"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace for every node and topic"),
+        DeclareLaunchArgument(
+            "dds",
+            default_value="robot",
+            description="robot: keep the shell's DDS setup (graph visible on the robot network); loopback: 127.0.0.1 only",
+        ),
+        SetEnvironmentVariable("HAVLN_DDS", LaunchConfiguration("dds")),
+        LogInfo(msg=["havln_robot go2.launch.py: HAVLN_DDS=", LaunchConfiguration("dds"), " (dds:=loopback keeps DDS on 127.0.0.1)"]),
     ]
     for name in NODES:
         actions.append(

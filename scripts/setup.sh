@@ -10,7 +10,8 @@ PY=${PYTHON:-python3}
 # Debian packages: librealsense USB runtime, Cyclone DDS 0.10.2 (the Go2's version) to build the
 # cyclonedds Python binding, EGL/OSMesa/GL for MuJoCo's headless renderer and OpenCV, chromium for the
 # operator console's browser test (Playwright drives /usr/bin/chromium; no browser is downloaded).
-APT_PKGS=(libusb-1.0-0 cyclonedds-dev libegl1 libgl1 libosmesa6 libglib2.0-0 chromium)
+# SDFormat 12 and `ign sdf -k` (libsdformat-dev ships the ign plugin) check the Gazebo SDF files in the tests.
+APT_PKGS=(libusb-1.0-0 cyclonedds-dev libegl1 libgl1 libosmesa6 libglib2.0-0 chromium sdformat-sdf ignition-tools libsdformat-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

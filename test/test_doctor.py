@@ -80,6 +80,10 @@ def test_dds_check(tmp_path):
 
 def test_profile_check(tmp_path):
     r = doctor.check_profile(ctx_with())
+    assert r.status == OK and "namespace-proof" in r.detail  # shipped profiles use /**/node keys (issue 12)
+    old = tmp_path / "old.yaml"
+    old.write_text(GO2.read_text().replace("/**/", ""))
+    r = doctor.check_profile(doctor.make_context(old, Probes(env={})))
     assert r.status == WARN and "namespace" in r.detail  # bare node names: root namespace only
     bad = tmp_path / "go2.yaml"
     bad.write_text(GO2.read_text().replace("max_linear_speed: 0.3", "max_linear_speed: fast"))
@@ -341,8 +345,11 @@ def test_graph_check_with_fakes():
     assert doctor.check_graph(ctx_with(graph=lambda topics, t: good)).status == OK
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "/havln/people": []}))
     assert r.status == WARN and "no publisher on /havln/people" in r.detail
+    # motion_node reads the D435i optical frame (imu_mount auto, issue 12); a frame it cannot read is a WARN
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "_imu_frame": {"/imu": "camera_imu_optical_frame"}}))
-    assert r.status == WARN and "camera_imu_optical_frame" in r.detail
+    assert r.status == OK, r.line()
+    r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "_imu_frame": {"/imu": "camera_link"}}))
+    assert r.status == WARN and "camera_link" in r.detail and "imu_mount" in r.detail
     be = {**good, "/camera/aligned_depth_to_color/image_raw": _pub("/camera/camera", "best_effort")}
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: be))
     assert r.status == OK, r.line()  # nobody subscribes reliable

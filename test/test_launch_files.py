@@ -83,11 +83,12 @@ def test_launch_file_parses_and_references_real_things(path):
 
 def test_profiles_match_launch_files():
     """go2.launch.py / sim.launch.py start exactly the nodes their profile configures."""
-    import yaml
+    from havln_robot import rosparams
+    from havln_robot.config import profile_nodes
 
     for launch_name, profile in (("go2.launch.py", "go2.yaml"), ("sim.launch.py", "sim.yaml")):
         tree = ast.parse((REPO / "launch" / launch_name).read_text())
         nodes = next(
             ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "NODES"
         )
-        assert set(nodes) == set(yaml.safe_load((REPO / "config" / profile).read_text())), launch_name
+        assert set(nodes) == set(profile_nodes(rosparams.parse_file(REPO / "config" / profile))), launch_name

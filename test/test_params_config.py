@@ -37,11 +37,14 @@ def write(tmp_path, text):
     return p
 
 
-def test_defaults_filled_and_ints_promoted(fake_registry, tmp_path):
-    prof = config.load_profile(write(tmp_path, "motion_node:\n  ros__parameters:\n    max_linear_speed: 1\n    use_sim_time: true\n"))
+def test_defaults_filled_and_ints_refused_for_floats_as_ros_does(fake_registry, tmp_path):
+    prof = config.load_profile(write(tmp_path, "motion_node:\n  ros__parameters:\n    max_linear_speed: 1.0\n    use_sim_time: true\n"))
     params = prof.nodes["motion_node"]
     assert params["max_linear_speed"] == 1.0 and isinstance(params["max_linear_speed"], float)
     assert params["control_rate"] == 50 and params["use_sim_time"] is True
+    # rclpy refuses an INTEGER override of a DOUBLE parameter: so does the validator (issue 12)
+    with pytest.raises(ConfigError, match=r"max_linear_speed: expected a float, got the integer 1 .*write 1.0"):
+        config.load_profile(write(tmp_path, "motion_node:\n  ros__parameters:\n    max_linear_speed: 1\n"))
 
 
 @pytest.mark.parametrize(
@@ -104,7 +107,8 @@ def test_shipped_profiles_validate():
     """Every node of every shipped profile validates."""
     for name in ("go2", "sim", "gazebo"):
         prof = config.load_profile(REPO / "config" / f"{name}.yaml")
-        assert set(prof.nodes) == set(config.read_yaml(REPO / "config" / f"{name}.yaml"))
+        keys = set(config.read_yaml(REPO / "config" / f"{name}.yaml"))
+        assert {f"/**/{n}" for n in prof.nodes} == keys, "namespace-proof keys (issue 12)"
 
 
 def test_cli_refuses_misspelled_key_in_one_line(tmp_path):

@@ -268,7 +268,7 @@ def test_go2_profile_section_is_valid_and_uses_the_robot_network():
     p = load_profile(path).nodes["go2_driver_node"]
     assert p["network_interface"] != "lo" and p["dds_domain_id"] == 0
     assert p["command_rate_hz"] >= 20.0 and p["cmd_timeout_s"] <= 0.3 and p["state_timeout_s"] <= 0.5
-    written = set(read_yaml(path)["go2_driver_node"]["ros__parameters"])
+    written = set(read_yaml(path)["/**/go2_driver_node"]["ros__parameters"])  # namespace-proof key (issue 12)
     assert {q.name for q in GO2_DRIVER_PARAMS.params} - written == set(), "every tunable is written in config/go2.yaml"
 
 

@@ -40,11 +40,12 @@ def _profile_params(path: str | None) -> dict[str, Any]:
     """motion_node parameters from a profile (``--config``), else the defaults."""
     if not path:
         return MOTION_PARAMS.defaults()
-    from havln_robot.config import read_yaml
+    from havln_robot.config import load_profile
 
-    data = read_yaml(Path(path)) or {}
-    section = ((data.get("motion_node") or {}).get("ros__parameters")) or {}
-    return MOTION_PARAMS.validate(section, where=f"{path}: motion_node")
+    prof = load_profile(Path(path))
+    if "motion_node" not in prof.nodes:
+        raise ConfigError(f"{path}: no motion_node section (e.g. '/**/motion_node:')")
+    return prof.nodes["motion_node"]
 
 
 class _Rig:

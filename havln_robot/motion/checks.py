@@ -45,7 +45,8 @@ class GyroYaw:
         """Integrate one sample.
 
         Args:
-            t: sample time, s (monotonic within the stream; older samples are ignored).
+            t: sample time, s (monotonic within the stream; a sample older than the last is ignored,
+                one older by more than ``max_gap_s`` restarts the time base: the stream was reset).
             gyro_z: angular rate about z, rad/s (sensor_msgs/Imu angular_velocity.z).
             stationary: the robot is known to stand still (no command, no odometry motion).
 
@@ -53,7 +54,9 @@ class GyroYaw:
             The integrated, bias-corrected yaw, rad.
         """
         if self.t is not None and t <= self.t:
-            return self.yaw
+            if self.t - t <= self.max_gap_s:
+                return self.yaw  # late or repeated sample
+            self.t = None  # the stream went back in time (sim reset, bag loop): restart the time base
         if stationary and self.t is not None:
             dt = t - self.t
             self._still_s += dt
@@ -77,7 +80,8 @@ class GyroYaw:
         as in :meth:`add`, and removed.
 
         Args:
-            t: sample time, s; older samples are ignored.
+            t: sample time, s; older samples are ignored (older by more than ``max_gap_s``: the stream
+                was reset, the time base restarts there).
             yaw_abs: orientation yaw, rad (any wrap).
             stationary: the robot is known to stand still.
 
@@ -85,7 +89,9 @@ class GyroYaw:
             The unwrapped, drift-corrected yaw, rad.
         """
         if self.t is not None and t <= self.t:
-            return self.yaw
+            if self.t - t <= self.max_gap_s:
+                return self.yaw  # late or repeated sample
+            self.t = None  # the stream went back in time (sim reset, bag loop): restart the time base
         if self._last_abs is None or self.t is None:
             self._last_abs, self.t = yaw_abs, t
             return self.yaw

@@ -388,6 +388,23 @@ class Executor:
         self._push_cmd(t, ZERO)
         return Tick(ZERO, results, [])
 
+    def time_jumped_back(self, t: float) -> Tick:
+        """The clock jumped backwards (sim reset, a bag played in a loop): abort a running action
+        (outcome ``aborted``), zero the command, and forget every time-stamped memory (command
+        history for the latency prediction, stall window, heading chain), which is now in the future.
+
+        Args:
+            t: the new time, s.
+        """
+        tick = self.abort(t, "clock jumped back (sim time reset); robot stopped")
+        self._cmd_hist.clear()
+        self._last_t = None
+        self._last_nonzero_t = -math.inf
+        self._stall = StallDetector(self.cfg.stall_time_s, 0.0)
+        self._nominal_yaw, self._nominal_t = None, -math.inf
+        self._push_cmd(t, ZERO)
+        return tick
+
     def abort(self, t: float, reason: str) -> Tick:
         """Stop a running action with outcome ``aborted`` (sensor fault, shutdown); zero command."""
         results = []

@@ -94,6 +94,12 @@ class ObstacleTracker:
         """Depth frames added so far."""
         return self._seq
 
+    def time_reset(self) -> None:
+        """The clock jumped back (sim reset): forget the depth frame and the remembered obstacles,
+        whose times are now in the future (intrinsics are kept)."""
+        self.memory = ObstacleMemory(keep_s=self.cfg.memory_s)
+        self._load, self._frame_t, self._cache = None, -np.inf, None
+
     def add_depth(self, t: float, load: Callable[[], np.ndarray], width: int, height: int) -> None:
         """A new depth frame received at time ``t`` (s).
 

@@ -94,6 +94,15 @@ MOTION_PARAMS = ParamSpec(
             choices=("orientation", "gyro"),
         ),
         Param(
+            "imu_mount",
+            "auto",
+            "str",
+            "how the Imu axes sit on the robot: 'auto' = by header.frame_id (base_link/imu_link/... = body axes, "
+            "yaw rate angular_velocity.z; camera_imu_optical_frame and other *_optical_frame = D435i optical axes, "
+            "yaw rate -angular_velocity.y; another frame is refused), 'body' or 'optical' whatever the frame_id says",
+            choices=("auto", "body", "optical"),
+        ),
+        Param(
             "gyro_bias_time_s", 2.0, "float", "time constant of the gyro-bias estimate taken while standing still, s", min=0.1, max=600.0
         ),
         Param("jolt_accel", 15.0, "float", "horizontal IMU acceleration that counts as a bump, m/s^2 (0 disables)", min=0.0, max=200.0),

@@ -9,13 +9,18 @@ overrides :meth:`HavlnNode.safe_stop` if it can move the robot. The same class r
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import rclpy
+import rclpy.logging
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException, ParameterUninitializedException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -35,6 +40,13 @@ _ROS_TYPES = {
 }
 
 
+def _suggest(key: str, names: Any) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 class HavlnNode(Node):
     """Base class: declares and validates the node's parameters from ``SPEC``.
 
@@ -42,7 +54,10 @@ class HavlnNode(Node):
         params: validated parameter dict (from :func:`havln_robot.config.load_profile`); when
             ``None`` the values come from the ROS parameter overrides (``--params-file``).
         node_name: ROS node name; defaults to ``SPEC.node``.
-        **kwargs: passed to :class:`rclpy.node.Node` (e.g. ``context``).
+        **kwargs: passed to :class:`rclpy.node.Node` (e.g. ``context``, ``namespace``), except
+            ``params_files``: the ``--params-file`` names of the command line (:func:`start_node`
+            passes them); with ``params=None`` the node refuses to start when none of them has a
+            section for its fully qualified name, and refuses unknown parameters.
 
     Attributes:
         params: the complete, validated parameter dict.
@@ -54,6 +69,7 @@ class HavlnNode(Node):
     SPEC: ClassVar[ParamSpec]
 
     def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
+        params_files = list(kwargs.pop("params_files", None) or [])
         overrides = list(kwargs.pop("parameter_overrides", None) or [])
         spec = self.SPEC.by_name()
         if params is not None:
@@ -63,6 +79,16 @@ class HavlnNode(Node):
                 elif k in spec and not (isinstance(v, list) and not v):  # [] has no ROS type; default applies
                     overrides.append(Parameter(k, _ROS_TYPES[spec[k].type], v))
         super().__init__(node_name or self.SPEC.node, parameter_overrides=overrides, **kwargs)
+        try:
+            if params is None:
+                self._check_overrides(params_files)
+            self.params: dict[str, Any] = self._declare(params)
+        except ConfigError:
+            self.destroy_node()
+            raise
+
+    def _declare(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Declare every SPEC parameter (value: ``params``, else the override, else the default); validated dict."""
         values: dict[str, Any] = {}
         for p in self.SPEC.params:
             desc = ParameterDescriptor(description=f"{p.description} (allowed: {p.allowed()})")
@@ -77,11 +103,79 @@ class HavlnNode(Node):
                 else:
                     values[p.name] = self.declare_parameter(p.name, default, desc).value
             except (InvalidParameterTypeException, ParameterException) as exc:
-                raise ConfigError(f"{self.get_name()}: {p.name}: {exc}; allowed: {p.allowed()}") from None
+                got = self._parameter_overrides.get(p.name)
+                if got is not None:
+                    why = f"got {got.value!r} of ROS type {got.type_.name}, declared {_ROS_TYPES[p.type].name}"
+                    if p.type == "float" and got.type_ == Parameter.Type.INTEGER:
+                        why += f" (write {got.value}.0)"
+                else:
+                    why = str(exc)
+                raise ConfigError(f"{self.get_fully_qualified_name()}: {p.name}: {why}; allowed: {p.allowed()}") from None
             if p.type.endswith("_list"):
-                values[p.name] = list(values[p.name])
+                values[p.name] = [] if p.name in getattr(self, "_empty_lists", ()) else list(values[p.name])
         values["use_sim_time"] = bool(self.get_parameter("use_sim_time").value)
-        self.params: dict[str, Any] = self.SPEC.validate(values, where=self.get_name())
+        return self.SPEC.validate(values, where=self.get_fully_qualified_name())
+
+    def _check_overrides(self, params_files: list[str]) -> None:
+        """Refuse what the parameter files give this node that it would otherwise ignore silently.
+
+        * a params file with no section for this node's full name (a profile written for the root
+          namespace, started under a namespace): the node would run on defaults;
+        * a parameter this node does not have (a typo, another node's key under ``/**``);
+        * ``[]``/``{}`` (no value) for a scalar parameter; for a list parameter it means the empty list.
+
+        Raises:
+            ConfigError: one line naming the file(s) and this node's fully qualified name.
+        """
+        from havln_robot import rosparams
+        from havln_robot.params import COMMON_KEYS
+
+        self._empty_lists: set[str] = set()
+        fqn = self.get_fully_qualified_name()
+        if params_files:
+            found = False
+            for f in params_files:  # read as havln-robot config reads it: the node refuses what the validator refuses
+                found = bool(rosparams.matching(rosparams.parse_file(f), fqn)) or found
+            if not found:
+                raise ConfigError(
+                    f"{', '.join(params_files)}: no section for {fqn}: refusing to start on built-in defaults; "
+                    f"key it '/**/{self.get_name()}:' (any namespace) or '{fqn}:'"
+                )
+        spec = self.SPEC.by_name()
+        for name, par in list(self._parameter_overrides.items()):
+            if name in COMMON_KEYS:
+                continue
+            if name not in spec:
+                raise ConfigError(f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+            if par.type_ == Parameter.Type.NOT_SET:
+                if not spec[name].type.endswith("_list"):
+                    raise ConfigError(f"{fqn}: {name}: no value ([] or {{}}); allowed: {spec[name].allowed()}")
+                # [] has no ROS type: the list is empty, as written
+                del self._parameter_overrides[name]
+                self._empty_lists.add(name)
+
+    def on_clock_jump_back(self, reset: Callable[[float, float], None]) -> None:
+        """Call ``reset(new_t, jump_s)`` when this node's clock jumps backwards.
+
+        With ``use_sim_time`` the ROS clock follows ``/clock``; a Gazebo reset or a bag played in a
+        loop sends it back (e.g. from 100 s to 1 s). Every node that keeps time-stamped state
+        registers its reset here: abort what is running, forget the stamps, log once (this helper
+        logs one WARN line per jump). Uses rclpy's ``Clock.create_jump_callback`` with a
+        ``JumpThreshold`` whose ``min_backward`` is negative; it runs in the thread that received
+        ``/clock``, this node's executor.
+
+        Args:
+            reset: called with the new time (s) and the jump (s, negative).
+        """
+
+        def post(jump: Any) -> None:
+            dt = jump.delta.nanoseconds * 1e-9
+            now = self.get_clock().now().nanoseconds * 1e-9
+            self.get_logger().warning(f"clock jumped back {-dt:.3f} s to {now:.3f} s (sim time reset): stopping, time-based state reset")
+            reset(now, dt)
+
+        threshold = JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1), on_clock_change=False)
+        self._jump_handles = [*getattr(self, "_jump_handles", []), self.get_clock().create_jump_callback(threshold, post_callback=post)]
 
     def safe_stop(self) -> None:
         """Bring whatever this node commands to a safe stop. Called before shutdown; must not raise.
@@ -91,21 +185,45 @@ class HavlnNode(Node):
         """
 
 
+def start_node(node_cls: type[HavlnNode], args: list[str], context: Any = None) -> HavlnNode:
+    """Initialise rclpy with a node's command line and create the node, as ``ros2 run``/``ros2 launch`` do.
+
+    ``args`` is the process command line (``[exe, '--ros-args', '-r', '__node:=x', '-r', '__ns:=/go2',
+    '--params-file', F, ...]``); the ``--params-file`` names are passed to the node so that it
+    refuses a file with no section for it.
+
+    Raises:
+        ConfigError: the node refused its parameters (rclpy is left initialised: shut ``context`` down).
+    """
+    from havln_robot.rosparams import params_files
+
+    try:
+        rclpy.init(args=args, context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    except Exception as exc:  # rcl refused the command line (a params file it cannot parse)
+        text = str(exc).replace("\n", " ")
+        if "param" not in text.lower():
+            raise
+        raise ConfigError(re.sub(r", at /\S+:\d+", "", text).strip()) from None
+    return node_cls(context=context, params_files=params_files(args)) if context is not None else node_cls(params_files=params_files(args))
+
+
 def run_node(node_cls: type[HavlnNode], args: list[str] | None = None) -> int:
     """Console-script entry: run one node until SIGINT/SIGTERM, then stop it safely.
+
+    A configuration error is one ERROR log line (naming the file, the node's full name and the key)
+    and exit code 2.
 
     Returns:
         Process exit code (0 clean, 2 configuration error).
     """
     configure_dds()
-    rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        node = node_cls()
+        node = start_node(node_cls, list(args if args is not None else sys.argv))
     except ConfigError as exc:
-        print(f"{node_cls.SPEC.node}: configuration error: {exc}", file=sys.stderr)
+        rclpy.logging.get_logger(node_cls.SPEC.node).error(f"configuration error: {exc}")
         rclpy.try_shutdown()
         return 2
     # One node, callbacks serialised: SingleThreadedExecutor. rclpy 7's MultiThreadedExecutor

@@ -107,6 +107,7 @@ class AgentNode(HavlnNode):
         self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
         self.create_subscription(Image, p["depth_topic"], self._on_depth, qos_profile_sensor_data)
         self.create_subscription(CameraInfo, p["color_info_topic"], self._on_info, qos_profile_sensor_data)
+        self.on_clock_jump_back(self._on_clock_reset)
 
         self.runner = EpisodeRunner(self.policy, self, self.config, clock=time.monotonic, cancelled=self._cancel.is_set)
         self._worker = threading.Thread(target=self._work, name="agent-episodes", daemon=True)
@@ -158,6 +159,15 @@ class AgentNode(HavlnNode):
 
     def _on_info(self, msg: CameraInfo) -> None:
         self._info = msg
+
+    def _on_clock_reset(self, t: float, _jump_s: float) -> None:
+        """Sim time went back: frames received "in the future" and the settle deadline are dropped
+        (the running action is aborted by motion_node, whose result ends the step as usual)."""
+        with self._cond:
+            self._rgb.clear()
+            self._depth.clear()
+            self._ready_after = t
+            self._cond.notify_all()
 
     # --- AgentIO ---------------------------------------------------------------------------------
     def _wait(self, predicate, timeout_s: float, what: str):

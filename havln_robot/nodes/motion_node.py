@@ -33,6 +33,7 @@ from std_msgs.msg import String
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
+from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
 from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
@@ -40,6 +41,7 @@ from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.records import Outcome
 from havln_robot.ros.codec import encode_collision, encode_result, image_array
+from havln_robot.ros.qos import sensor_qos
 from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
 
@@ -96,15 +98,29 @@ class MotionNode(HavlnNode):
         self.result_pub = self.create_publisher(DiagnosticStatus, p["action_result_topic"], 50)
         self.collision_pub = self.create_publisher(DiagnosticStatus, p["collision_topic"], 50)
         self.create_subscription(String, p["action_topic"], self._on_action, 10, callback_group=group)
-        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, 10, callback_group=group)
+        # sensors: best effort (receives from reliable and best-effort publishers, e.g. realsense-ros)
+        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
         # short queue: under load a deep IMU backlog is worse (stale yaw) than dropped samples
-        self.create_subscription(Imu, p["imu_topic"], self._on_imu, 10, callback_group=group)
-        self.create_subscription(Image, p["depth_topic"], self._on_depth, 2, callback_group=group)
-        self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, 2, callback_group=group)
-        self.create_subscription(PoseArray, p["people_topic"], self._on_people, 5, callback_group=group)
+        self.create_subscription(Imu, p["imu_topic"], self._on_imu, sensor_qos(10), callback_group=group)
+        self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
+        self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
+        self.create_subscription(PoseArray, p["people_topic"], self._on_people, sensor_qos(5), callback_group=group)
         if self.detector is not None:
-            self.create_subscription(Image, p["color_topic"], self._on_color, 2, callback_group=group)
+            self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
         self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
+        self.on_clock_jump_back(self._on_clock_reset)
+
+    def _on_clock_reset(self, t: float, _jump_s: float) -> None:
+        """Sim time went back: abort the action, zero cmd_vel, restart the yaw tracker and every stamp."""
+        with self._lock:
+            self._emit(self.motion.time_jumped_back(t), t)
+            self.gyro = GyroYaw(self.params["gyro_bias_time_s"])
+            self._imu_stamped = None
+            self._odom_t = self._imu_t = None
+            self._depth = None
+            self.tracker.time_reset()
+            self._people = ([], -math.inf)
+            self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
     def _now(self) -> float:
@@ -205,6 +221,11 @@ class MotionNode(HavlnNode):
 
     def _on_imu(self, msg: Imu) -> None:
         t = self._now()
+        try:
+            axes = imu_axes(msg.header.frame_id, self.params["imu_mount"])
+        except ImuFrameError as exc:
+            self._warn_once("imu-frame", f"{self.params['imu_topic']}: {exc}; IMU not used")
+            return
         st = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         # integrate on the sensor's own stamps (consistent within the stream, whatever the clock)
         if self._imu_stamped is None:
@@ -213,12 +234,12 @@ class MotionNode(HavlnNode):
         still = self.motion.stationary(t) and self._odom_speed < 0.02  # odometry twist noise of a standing robot
         q = msg.orientation
         has_orientation = msg.orientation_covariance[0] != -1.0 and (q.x, q.y, q.z, q.w) != (0.0, 0.0, 0.0, 0.0)
-        if self.params["imu_yaw_source"] == "orientation" and has_orientation:
+        w, a = msg.angular_velocity, msg.linear_acceleration
+        if self.params["imu_yaw_source"] == "orientation" and has_orientation and axes.orientation_usable:
             self.gyro.add_orientation(sample_t, quat_to_yaw(q.x, q.y, q.z, q.w), stationary=still)
         else:
-            self.gyro.add(sample_t, float(msg.angular_velocity.z), stationary=still)
-        a = msg.linear_acceleration
-        self._accel = (float(a.x), float(a.y))
+            self.gyro.add(sample_t, axes.yaw_rate(float(w.x), float(w.y), float(w.z)), stationary=still)
+        self._accel = axes.horizontal_accel(float(a.x), float(a.y), float(a.z))
         self._imu_t = self._stamp_time(msg.header.stamp, t, "imu")
 
     def _on_color(self, msg: Image) -> None:

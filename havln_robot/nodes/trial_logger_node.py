@@ -40,7 +40,6 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseArray, Twist
 from nav_msgs.msg import Odometry
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -51,6 +50,7 @@ from havln_robot.params import ConfigError
 from havln_robot.records import RecordError, Verdict
 from havln_robot.ros.codec import decode_agent_status, decode_collision, decode_episode_done, decode_ground_truth, decode_result
 from havln_robot.ros.mcap import ros_recorder
+from havln_robot.ros.qos import DropCounter, sensor_qos
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 from havln_robot.trials.provenance import collect as collect_provenance
 from havln_robot.trials.recorder import McapRecorder, RecorderError, mcap_bag_dir
@@ -107,17 +107,24 @@ class TrialLoggerNode(HavlnNode):
         # executor serves ready subscriptions in creation order
         self.create_subscription(DiagnosticStatus, p["collision_topic"], self._on_collision, 50)
         self.create_subscription(DiagnosticStatus, p["action_result_topic"], self._on_result, 50)
-        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, qos_profile_sensor_data)
-        self.create_subscription(Imu, p["imu_topic"], self._on_imu, qos_profile_sensor_data)
+        # sensors: best effort (matches reliable and best-effort publishers); what is lost is counted
+        self.drops = DropCounter()
+        for typ, key, cb in (
+            (Odometry, "odom_topic", self._on_odom),
+            (Imu, "imu_topic", self._on_imu),
+            (PoseArray, "people_topic", self._on_people),
+        ):
+            t = p[key]
+            # 50 deep: 0.5 s of 100 Hz odom/imu, so a briefly busy logger does not overwrite what it records
+            self.create_subscription(typ, t, self.drops.callback(t, cb), sensor_qos(50), event_callbacks=self.drops.events(t))
         self.create_subscription(DiagnosticStatus, p["ground_truth_topic"], self._on_gt, rel)
-        self.create_subscription(PoseArray, p["people_topic"], self._on_people, rel)
         self.create_subscription(DiagnosticStatus, p["agent_status_topic"], self._on_agent, rel)
         self.create_subscription(String, p["episode_done_topic"], self._on_done, rel)
         if p["record_mcap"]:
             self.create_subscription(Twist, p["cmd_vel_topic"], lambda m: self._rec(p["cmd_vel_topic"], m), rel)
             if p["mcap_record_camera"]:
                 for key, typ in (("color_topic", Image), ("depth_topic", Image), ("color_info_topic", CameraInfo)):
-                    self.create_subscription(typ, p[key], lambda m, t=p[key]: self._rec(t, m), qos_profile_sensor_data)
+                    self.create_subscription(typ, p[key], lambda m, t=p[key]: self._rec(t, m), sensor_qos())
         pre = p["service_prefix"].rstrip("/")
         self.create_service(Trigger, f"{pre}/start", self._srv_start)
         self.create_service(Trigger, f"{pre}/end_success", lambda rq, rs: self._srv_end(rs, Verdict.SUCCESS))
@@ -301,7 +308,19 @@ class TrialLoggerNode(HavlnNode):
             if not self._closed:
                 self.session.on_episode_done(done)
 
+    def _report_drops(self) -> None:
+        """While an MCAP bag records, warn when best-effort sensor subscriptions lost messages since the
+        last report (counted per topic in :attr:`drops` all the time)."""
+        lost = self.drops.lost
+        if self._recorder is None:  # poses keep only the latest message: drops matter for the MCAP bag
+            return
+        if sum(lost.values()) > getattr(self, "_drops_reported", 0):
+            self._drops_reported = sum(lost.values())
+            counts = ", ".join(f"{t} {n}" for t, n in lost.items())
+            self.get_logger().warning(f"best-effort sensor messages lost so far: {counts} (missing from the MCAP bag)")
+
     def _poll(self) -> None:
+        self._report_drops()
         with self._lock:
             if self._closed:
                 return

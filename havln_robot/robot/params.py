@@ -62,7 +62,12 @@ GO2_DRIVER_PARAMS = ParamSpec(
             "str",
             "std_srvs/Trigger: clears the e-stop latch and calls StandUp (BalanceStand follows before the next move)",
         ),
-        Param("diagnostics_topic", "diagnostics", "str", "diagnostic_msgs/DiagnosticArray with the driver status (faults at level ERROR)"),
+        Param(
+            "diagnostics_topic",
+            "/diagnostics",
+            "str",
+            "diagnostic_msgs/DiagnosticArray with the driver status (faults at level ERROR); absolute, as ROS diagnostics aggregators expect",
+        ),
         Param("odom_frame", topics.ODOM_FRAME, "str", "odometry frame id"),
         Param("base_frame", topics.BASE_FRAME, "str", "robot body frame id (odometry child frame)"),
         Param("imu_frame", topics.IMU_FRAME, "str", "IMU frame id"),

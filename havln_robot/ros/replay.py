@@ -65,8 +65,11 @@ class RosReplayer:
         self.depth_count = 0
         node.create_subscription(DiagnosticStatus, topics.GROUND_TRUTH, self._gt, 10)
         node.create_subscription(DiagnosticStatus, topics.COLLISION, self._coll, 50)
-        node.create_subscription(Odometry, topics.ODOM, self._odom, 10)
-        node.create_subscription(Image, topics.DEPTH_IMAGE, self._depth, 2)
+        from havln_robot.ros.qos import sensor_qos
+
+        # sensor data: best effort, which receives from reliable and best-effort publishers
+        node.create_subscription(Odometry, topics.ODOM, self._odom, sensor_qos(10))
+        node.create_subscription(Image, topics.DEPTH_IMAGE, self._depth, sensor_qos(2))
         self._depth_topic = topics.DEPTH_IMAGE
 
     def _depth(self, msg: Any) -> None:
