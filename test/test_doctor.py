@@ -253,7 +253,7 @@ def test_torch_check():
     assert doctor.check_torch(ctx).status == OK
 
 
-def test_torch_times_the_real_policy_on_cpu():
+def test_torch_times_the_real_policy_on_cpu(havln_data):  # the shipped model needs the vocabulary
     r = doctor.check_torch(ctx_with())
     assert r.status == WARN and "decision" in r.detail and "ms on cpu" in r.detail, r.line()
 

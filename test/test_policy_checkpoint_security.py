@@ -107,7 +107,7 @@ def test_a_lookalike_of_the_config_class_runs_nothing(tmp_path):
     assert not marker.exists()
 
 
-def test_eval_refuses_a_crafted_checkpoint_in_one_line(tmp_path):
+def test_eval_refuses_a_crafted_checkpoint_in_one_line(tmp_path, havln_data):
     marker = tmp_path / "PWNED"
     path = tmp_path / "evil.pt"
     torch.save({"state_dict": {}, "x": _Payload(os.system, (f"touch {marker}",))}, path)
