@@ -384,7 +384,7 @@ def test_graph_probe_reads_a_real_graph(ros_context):
     th = threading.Thread(target=ex.spin, daemon=True)
     th.start()
     try:
-        g = doctor._default_graph(["/havln/people", "/imu"], 1.5)
+        g = doctor._default_graph(["/havln/people", "/imu"], 4.0)  # discovery on a loaded machine can take seconds
     finally:
         ex.shutdown()
         node.destroy_node()
