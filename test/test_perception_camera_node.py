@@ -113,3 +113,40 @@ def test_camera_node_survives_a_dead_device_and_reports_it(graph):
     st = lis.msgs["diag"][-1].status[0]
     assert int.from_bytes(st.level, "little") == 2 and "No device connected" in status_dict(st)["last_error"]
     assert node._thread.is_alive()
+
+
+def test_camera_node_stall_retries_then_hardware_resets_then_backs_off(graph):
+    """Issue 13 item 1: a camera that stops delivering goes timeout -> retry -> hardware reset ->
+    backoff through the real node and its rclpy logger (one call site logging at two severities
+    raised ValueError inside read(), so the reset never happened)."""
+    cam_dev = SoftwareCamera(COLOR, depth_units_m=0.001)
+    node, lis = graph(
+        lambda: cam_dev, frame_timeout_s=0.1, retries_before_reset=2, reset_wait_s=0.05, backoff_initial_s=0.05, backoff_max_s=0.1
+    )
+    rgb = np.zeros((54, 96, 3), np.uint8)
+    depth = np.full((54, 96), 1000, np.uint16)
+    stop = threading.Event()
+
+    def feed():
+        for _ in range(200):
+            if stop.is_set():
+                return
+            if cam_dev.syncer is not None:
+                cam_dev.push(rgb, depth)
+            time.sleep(1 / 30)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        assert wait_for(lambda: node.camera.recovery.frames >= 3)
+        stop.set()  # the camera stops delivering
+        feeder.join(timeout=2)
+        assert wait_for(lambda: cam_dev.resets >= 1 and node.camera.recovery.state == "backoff", timeout=15)
+    finally:
+        stop.set()
+    rec = node.camera.recovery
+    assert rec.resets == cam_dev.resets >= 1  # the counter reports resets that really happened
+    assert rec.timeouts >= 3 and not rec.last_error.startswith("unexpected")
+    assert rec.start_failures == 0, rec.last_error
+    assert wait_for(lambda: any(status_dict(m.status[0]).get("state") in ("resetting", "backoff") for m in lis.msgs["diag"]))
+    assert node._thread.is_alive()

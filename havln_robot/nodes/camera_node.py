@@ -72,8 +72,19 @@ class CameraNode(HavlnNode):
         self._thread.start()
 
     def _log(self, level: str, text: str) -> None:
+        """Log ``text`` at ``level`` ('info' | 'warn' | 'error').
+
+        One call site per severity: rclpy keys its once/throttle state by call site and raises
+        ``ValueError: Logger severity cannot be changed between calls`` when one site logs at two
+        severities (which killed the recovery path at the first frame timeout).
+        """
         logger = self.get_logger()
-        {"info": logger.info, "warn": logger.warning}.get(level, logger.error)(text)
+        if level == "info":
+            logger.info(text)
+        elif level == "warn":
+            logger.warning(text)
+        else:
+            logger.error(text)
 
     def _capture_loop(self) -> None:
         while not self._stop.is_set():
