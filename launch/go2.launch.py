@@ -4,7 +4,7 @@
 
 Starts camera_node, go2_driver_node, motion_node, agent_node and trial_logger_node with the
 parameters of config/go2.yaml (installed to share/havln_robot/config), whose ``/**/node`` keys
-apply in any namespace.
+apply in any namespace. camera_node and go2_driver_node are respawned 3 s after they exit (``RESPAWN``).
 
 DDS: on the robot the graph must be visible from a laptop, so this launch file sets
 ``HAVLN_DDS=robot`` for its nodes by default (``dds:=robot``): they keep the DDS environment of
@@ -27,6 +27,12 @@ NODES = ["camera_node", "go2_driver_node", "motion_node", "agent_node", "trial_l
 OPTIONAL = ["console_node"]  # started with console:=true (operator console, docs/console.md)
 if unknown_nodes(NODES + OPTIONAL):  # the one node list: havln_robot/node_table.py
     raise RuntimeError(f"{__file__}: {unknown_nodes(NODES + OPTIONAL)} not in havln_robot.node_table.NODES")
+
+
+#: Device nodes restarted by launch when they exit (camera unplugged / driver exits because the
+#: robot's interface is not up yet), after RESPAWN_DELAY_S seconds; the rest stop with the launch.
+RESPAWN = {"camera_node", "go2_driver_node"}
+RESPAWN_DELAY_S = 3.0
 
 
 def generate_launch_description():
@@ -54,6 +60,8 @@ def generate_launch_description():
                 parameters=[params_file],
                 output="screen",
                 emulate_tty=True,
+                respawn=name in RESPAWN,
+                respawn_delay=RESPAWN_DELAY_S if name in RESPAWN else 0.0,
             )
         )
     actions.append(

@@ -92,3 +92,20 @@ def test_profiles_match_launch_files():
             ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "NODES"
         )
         assert set(nodes) == set(profile_nodes(rosparams.parse_file(REPO / "config" / profile))), launch_name
+
+
+def test_robot_launch_respawns_the_device_nodes_with_a_delay():
+    """Issue 13: camera_node and go2_driver_node come back after they exit (interface late, camera
+    unplugged), after a delay; the other nodes do not."""
+    tree = ast.parse((REPO / "launch" / "go2.launch.py").read_text())
+    consts = {
+        t.id: ast.literal_eval(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name) and t.id in ("RESPAWN", "RESPAWN_DELAY_S")
+    }
+    assert consts["RESPAWN"] == {"camera_node", "go2_driver_node"}
+    assert 0.5 <= consts["RESPAWN_DELAY_S"] <= 30.0
+    kws = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for k in n.keywords}
+    assert {"respawn", "respawn_delay"} <= kws

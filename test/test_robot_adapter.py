@@ -122,8 +122,9 @@ def test_failed_stopmove_is_retried():
     run(core, 0.0)
     core.on_cmd_vel(0.05, 0.0, 0.0, 0.0)
     assert names(run(core, 0.06, {STOP: 3102})) == [STOP]
-    assert names(run(core, 0.08)) == [STOP]
-    assert names(run(core, 0.10)) == []
+    assert names(run(core, 0.08)) == []  # backing off (retry_backoff_initial_s 0.1)
+    assert names(run(core, 0.17)) == [STOP]
+    assert names(run(core, 0.19)) == []
 
 
 def test_cmd_vel_watchdog():
@@ -172,17 +173,53 @@ def test_estop_latch_damp_retry_and_recover():
     run(core, 0.0)
     call = core.estop()
     assert call.name == DAMP
-    core.on_result(call, 3104, 0.01)  # Damp timed out: the control loop retries it
-    assert names(run(core, 0.02, {DAMP: 0})) == [DAMP]
-    assert names(run(core, 0.04)) == []
-    assert "e-stop" in core.on_cmd_vel(0.05, 0.3, 0.0, 0.0)
-    assert names(run(core, 0.06)) == []
-    assert core.status(0.06)[0] == ERROR
+    core.on_result(call, 3104, 0.01)  # Damp timed out: the control loop retries it after a backoff
+    assert names(run(core, 0.02)) == []
+    assert names(run(core, 0.12, {DAMP: 0})) == [DAMP]
+    assert names(run(core, 0.14)) == []
+    assert "e-stop" in core.on_cmd_vel(0.15, 0.3, 0.0, 0.0)
+    assert names(run(core, 0.16)) == []
+    assert core.status(0.16)[0] == ERROR
     call = core.recover()
     assert call.name == STAND_UP
-    core.on_result(call, 0, 0.1)
-    core.on_cmd_vel(0.1, 0.3, 0.0, 0.0)
-    assert names(run(core, 0.1)) == [BALANCE, MOVE]
+    core.on_result(call, 0, 0.2)
+    core.on_state(0.2, 1)
+    core.on_cmd_vel(0.2, 0.3, 0.0, 0.0)
+    assert names(run(core, 0.2)) == [BALANCE, MOVE]
+
+
+def test_retries_back_off_and_are_bounded_on_an_unreachable_robot():
+    """Issue 13 item 5: state lost and every call failing -> StopMove and Damp are retried with a
+    doubling wait and at most max_call_retries times, over 10 minutes of ticks at 50 Hz."""
+    core = ready_core(retry_backoff_initial_s=0.1, retry_backoff_max_s=2.0, max_call_retries=20)
+    core.on_cmd_vel(0.0, 0.3, 0.0, 0.0)
+    run(core, 0.0)
+    issued = []
+    t = 0.02
+    while t < 600.0:  # state silent from here on (the robot is unreachable)
+        issued += run(core, t, {STOP: 3104, DAMP: 3104, MOVE: 3102})
+        if abs(t - 300.0) < 0.01:
+            core.on_result(core.estop(), 3104, t)
+        t += 0.02
+    stops = [c for c in issued if c.name == STOP]
+    damps = [c for c in issued if c.name == DAMP]
+    assert len(stops) == 20 and len(damps) == 19  # bounded (the e-stop's own Damp is the 20th)
+    gave_up = core.take_gave_up()
+    assert len(gave_up) == 2 and all("not retried" in g for g in gave_up)
+    core.on_state(601.0, 1)  # the robot answers again: a later failure may be retried
+    assert not core._failures
+
+
+def test_motion_call_in_flight_during_estop_is_followed_by_damp():
+    """A StopMove / Move that returns after the e-stop latched (it was blocked in the SDK) is
+    followed by another Damp, so Damp is always the last call the robot gets."""
+    core = ready_core()
+    core.on_cmd_vel(0.0, 0.3, 0.0, 0.0)
+    calls = core.tick(0.0)
+    assert names(calls) == [BALANCE, MOVE]
+    core.on_result(core.estop(), 0, 0.01)  # Damp went out while BalanceStand was blocked
+    core.on_result(calls[0], 3104, 0.5)  # the blocked BalanceStand returns late
+    assert names(run(core, 0.52)) == [DAMP]
 
 
 def test_shutdown_refuses_motion():

@@ -26,7 +26,9 @@ from std_srvs.srv import Trigger  # noqa: E402
 from havln_robot.geometry import quat_to_yaw  # noqa: E402
 from havln_robot.nodes.go2_driver_node import Go2DriverNode  # noqa: E402
 from havln_robot.params import ConfigError  # noqa: E402
+from havln_robot.robot.adapter import DriverCore  # noqa: E402
 from havln_robot.robot.fake_go2 import FakeGo2Process  # noqa: E402
+from havln_robot.robot.go2 import Go2Link  # noqa: E402
 from havln_robot.ros.codec import status_dict  # noqa: E402
 
 # test/conftest.py puts ROS on the even domain 40 + (pid % 50) * 2; the Unitree SDK takes the next (odd) one.
@@ -47,9 +49,9 @@ def fake():
 class Harness:
     """Driver node + a test node (cmd_vel publisher, odom/imu/diagnostics subscriber, estop client)."""
 
-    def __init__(self, ctx, **params) -> None:
+    def __init__(self, ctx, link_factory=Go2Link, **params) -> None:
         p = {"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN, "status_rate_hz": 10.0, **params}
-        self.driver = Go2DriverNode(params=p, context=ctx)
+        self.driver = Go2DriverNode(params=p, context=ctx, link_factory=link_factory)
         self.node = rclpy.create_node("robot_test", context=ctx)
         self.cmd = self.node.create_publisher(Twist, "cmd_vel", 10)
         self.odom: list[Odometry] = []
@@ -250,3 +252,93 @@ def test_bad_interface_or_second_domain_is_a_one_line_config_error(ros_context, 
     # the SDK's channel is one per process: a different domain in the same process is refused, not ignored
     with pytest.raises(ConfigError, match="one per process"):
         Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN + 2}, context=ros_context)
+
+
+class RecordingLink(Go2Link):
+    """Go2Link that records every call: (name, start, end, code), and the call now in flight."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.log: list[tuple[str, float, float, int]] = []
+        self.in_flight: set[str] = set()
+
+    def call(self, call):
+        t0 = time.monotonic()
+        self.in_flight.add(call.name)
+        try:
+            code = super().call(call)
+        finally:
+            self.in_flight.discard(call.name)
+        self.log.append((call.name, t0, time.monotonic(), code))
+        return code
+
+
+def test_estop_damp_goes_out_while_a_motion_call_is_blocked(ros_context, fake):
+    """Issue 13 item 4: robot frozen (no replies), a StopMove blocked in the SDK for rpc_timeout_s;
+    the e-stop's Damp is handed to the SDK before that StopMove returns (it used to wait behind it)."""
+    fake.command("reset")
+    h = Harness(ros_context, link_factory=RecordingLink, rpc_timeout_s=1.5)
+    link = h.driver.link
+    try:
+        assert h.wait_for(lambda: len(h.odom) > 3, 10.0)
+        h.drive(0.3, 0.0, 0.0, 0.2)
+        fake.freeze()
+        try:
+            # the state watchdog sends StopMove, which blocks: the robot does not answer
+            assert h.wait_for(lambda: "StopMove" in link.in_flight, 5.0), "no StopMove in flight after the robot froze"
+            t_req = time.monotonic()
+            res = h.call(h.estop, timeout=6.0)
+            stop_end = next(e for n, _, e, _ in link.log if n == "StopMove" and e > t_req)
+            damp_start = next(s for n, s, _, _ in link.log if n == "Damp")
+            assert damp_start < stop_end - 0.2, f"Damp started {damp_start - stop_end:+.3f} s after the blocked StopMove returned"
+            assert "Damp sent in" in res.message
+        finally:
+            fake.thaw()
+    finally:
+        h.close()
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def test_ten_minutes_unreachable_robot_bounded_retries_no_future_leak(fake):
+    """Issue 13 item 5, on a shortened clock: 10 simulated minutes (50 Hz ticks) of a frozen robot
+    with the real SDK client (rpc timeout 0.05 s) and the driver core: StopMove and Damp retries back
+    off and stop at max_call_retries, and no future is left in the SDK's queues (it leaked one per
+    failed call). Runs in well under 20 s."""
+    link = Go2Link(UNITREE_DOMAIN, "lo", lambda s: None, rpc_timeout_s=0.05)
+    core = DriverCore(retry_backoff_initial_s=0.1, retry_backoff_max_s=2.0, max_call_retries=20)
+    core.on_state(0.0, 1)
+    core.on_cmd_vel(0.0, 0.3, 0.0, 0.0)
+    fake.freeze()
+    wall0, rss0 = time.monotonic(), _rss_mb()
+    t, issued, pending = 0.0, [], []
+    try:
+        while t < 600.0 and time.monotonic() - wall0 < 20.0:
+            for c in core.tick(t):
+                code = link.call(c)
+                core.on_result(c, code, t)
+                issued.append((c.name, code))
+                if code:
+                    break
+            if abs(t - 300.0) < 0.01:  # an e-stop half way
+                c = core.estop()
+                core.on_result(c, link.call(c), t)
+                issued.append((c.name, -2))
+            if int(t * 50) % 3000 == 0:  # every simulated minute
+                pending.append(link.pending_futures())
+            t += 0.02
+    finally:
+        fake.thaw()
+        link.close()
+    wall = time.monotonic() - wall0
+    print(
+        f"10 simulated minutes in {wall:.1f} s; {len(issued)} calls; pending futures per minute {pending}; RSS +{_rss_mb() - rss0:.1f} MB"
+    )
+    assert t >= 600.0, f"only {t:.0f} simulated s in 20 s: retries are not bounded"
+    failed = [n for n, code in issued if code != 0]
+    assert failed.count("StopMove") <= 20 and failed.count("Damp") <= 20, failed
+    assert max(pending) == 0 and link.pending_futures() == 0
+    assert _rss_mb() - rss0 < 30.0

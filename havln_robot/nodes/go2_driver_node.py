@@ -23,6 +23,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import Imu
 from std_srvs.srv import Trigger
 
@@ -82,7 +83,9 @@ class Go2DriverNode(HavlnNode):
             raise ConfigError(f"{name}: {exc}") from None
 
         self.create_subscription(Twist, p["cmd_vel_topic"], self._on_cmd_vel, 10)
-        self.create_service(Trigger, p["estop_service"], self._on_estop)
+        # own callback group: under a multi-threaded executor the e-stop never waits behind recover
+        self.create_service(Trigger, p["estop_service"], self._on_estop, callback_group=MutuallyExclusiveCallbackGroup())
+        self.estop_latencies_ms: list[float] = []  # service request received -> Damp handed to the SDK
         self.create_service(Trigger, p["recover_service"], self._on_recover)
         self.create_timer(1.0 / float(p["status_rate_hz"]), self._publish_status)
 
@@ -166,9 +169,12 @@ class Go2DriverNode(HavlnNode):
             with self._core_lock:
                 calls = self.core.tick(now)
                 fault = self.core.take_new_fault()
+                gave_up = self.core.take_gave_up()
             if fault is not None:
                 self.get_logger().error(f"FAULT: {fault}; StopMove sent, motion refused until state returns")
                 self._publish_status()
+            for line in gave_up:
+                self.get_logger().error(line)
             for call in calls:
                 if self._stop.is_set() or self._issue(call) != 0:
                     break
@@ -186,12 +192,15 @@ class Go2DriverNode(HavlnNode):
         with self._core_lock:
             call = self.core.estop()
         code = self._issue(call)
-        ms = (time.monotonic() - t0) * 1e3
+        written_t = getattr(self.link, "damp_written_t", None)
+        written = written_t() if callable(written_t) else None
+        ms = ((written if written is not None and written >= t0 else time.monotonic()) - t0) * 1e3
+        self.estop_latencies_ms.append(ms)
         response.success = code == 0
         response.message = (
             f"Damp sent in {ms:.1f} ms; motion refused until {self.params['recover_service']}"
             if code == 0
-            else f"Damp failed (code {code}); retrying"
+            else f"Damp sent in {ms:.1f} ms but failed (code {code}); retrying"
         )
         self.get_logger().error(f"E-STOP: {response.message}")
         self._publish_status()
@@ -199,10 +208,10 @@ class Go2DriverNode(HavlnNode):
 
     def _on_recover(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         with self._core_lock:
-            call = self.core.recover()
-        code = self._issue(call)
-        response.success = code == 0
-        response.message = "StandUp sent; BalanceStand precedes the next move" if code == 0 else f"StandUp failed (code {code})"
+            self.core.recover()  # StandUp goes out from the control thread (never blocks this executor)
+        self._wake.set()
+        response.success = True
+        response.message = "e-stop latch cleared; StandUp queued, BalanceStand precedes the next move"
         self.get_logger().info(f"recover: {response.message}")
         return response
 

@@ -112,6 +112,8 @@ class SdkCall:
 
 
 MOVE, STOP, BALANCE, DAMP, STAND_UP = "Move", "StopMove", "BalanceStand", "Damp", "StandUp"
+#: Calls whose failures are retried with backoff and at most ``max_call_retries`` times in a row.
+RETRY_BACKOFF_CALLS = (STOP, DAMP)
 
 
 @dataclass
@@ -137,6 +139,10 @@ class DriverCore:
         zero_epsilon: component magnitude below which a command counts as zero.
         move_modes: SportModeState_.mode values in which Move works (Unitree: 1 balance stand, 3 locomotion).
         balance_retry_s: minimum interval between BalanceStand calls while the mode stays outside ``move_modes``.
+        retry_backoff_initial_s: wait (s) before re-issuing a StopMove / Damp that failed; doubles per
+            consecutive failure of that call up to ``retry_backoff_max_s`` (s).
+        max_call_retries: consecutive failures of one call after which it is no longer retried (until a
+            sportmodestate or a successful call shows the robot is reachable again); reported once.
 
     Not thread-safe: the shell serialises access with one lock.
     """
@@ -147,6 +153,9 @@ class DriverCore:
     zero_epsilon: float = 1e-3
     move_modes: tuple[int, ...] = (1, 3)
     balance_retry_s: float = 1.0
+    retry_backoff_initial_s: float = 0.1
+    retry_backoff_max_s: float = 2.0
+    max_call_retries: int = 20
 
     def __post_init__(self) -> None:
         self.move_modes = tuple(int(m) for m in self.move_modes)
@@ -157,6 +166,7 @@ class DriverCore:
         self.estopped = False
         self.closed = False
         self.damp_retry = False  # the last Damp failed: retry it on every tick while e-stopped
+        self.stand_up_pending = False  # recover() asked for a StandUp the control thread has not issued yet
         self.fault: str | None = "waiting for the first sportmodestate"
         self._fault_reported = False
         self.need_balance = True
@@ -166,6 +176,8 @@ class DriverCore:
         self.last_code: int | None = None
         self.last_call: str | None = None
         self.counters = _Counters()
+        self._failures: dict[str, tuple[int, float]] = {}  # call name -> (consecutive failures, not before t)
+        self._gave_up: list[str] = []
 
     @classmethod
     def from_params(cls, p: Mapping[str, Any]) -> DriverCore:
@@ -177,6 +189,9 @@ class DriverCore:
             zero_epsilon=float(p["zero_epsilon"]),
             move_modes=tuple(p["move_modes"]),
             balance_retry_s=float(p["balance_retry_s"]),
+            retry_backoff_initial_s=float(p.get("retry_backoff_initial_s", 0.1)),
+            retry_backoff_max_s=float(p.get("retry_backoff_max_s", 2.0)),
+            max_call_retries=int(p.get("max_call_retries", 20)),
         )
 
     # --- inputs -----------------------------------------------------------------------------------
@@ -210,6 +225,8 @@ class DriverCore:
         """A sportmodestate sample arrived at ``t``; ``mode`` is its SportModeState_.mode."""
         self.state_t = t
         self.mode = None if mode is None else int(mode)
+        if self._failures and any(n >= self.max_call_retries for n, _ in self._failures.values()):
+            self._failures.clear()  # the robot is talking again: calls given up on may be retried
         if self.fault is not None:
             self.fault = None
             self._fault_reported = False
@@ -227,7 +244,10 @@ class DriverCore:
         return SdkCall(DAMP)
 
     def recover(self) -> SdkCall:
-        """Clear the e-stop latch; BalanceStand will precede the next Move. Returns ``StandUp`` to issue."""
+        """Clear the e-stop latch; BalanceStand will precede the next Move. Returns ``StandUp``, which
+        the next :meth:`tick` also returns (the shell issues it from its control thread, so a StandUp
+        blocked on an unreachable robot never holds up the executor that serves the e-stop)."""
+        self.stand_up_pending = True
         self.estopped = False
         self.damp_retry = False
         self.need_balance = True
@@ -247,9 +267,23 @@ class DriverCore:
         self.last_call, self.last_code = call.name, int(code)
         if call.name == DAMP:
             self.damp_retry = code != 0
+        elif call.name == STAND_UP:
+            self.stand_up_pending = False  # not retried: the operator calls recover again
+        if call.name != DAMP and self.estopped:
+            self.damp_retry = True  # a motion call was in flight when the e-stop latched: Damp again, last
         if code != 0:
             self.counters.failed_calls += 1
+            if call.name not in RETRY_BACKOFF_CALLS:
+                return  # BalanceStand has balance_retry_s; Move is re-sent (no reply) every tick
+            n = self._failures.get(call.name, (0, 0.0))[0] + 1
+            wait = min(self.retry_backoff_initial_s * 2.0 ** (n - 1), self.retry_backoff_max_s)
+            self._failures[call.name] = (n, t + wait)
+            if n == self.max_call_retries:
+                self._gave_up.append(
+                    f"SportClient.{call.name} failed {n} times in a row (last code {code}); not retried until the robot answers"
+                )
             return
+        self._failures.clear()
         if call.name == MOVE:
             self.counters.moves += 1
             self.moving = True
@@ -264,6 +298,7 @@ class DriverCore:
         elif call.name == DAMP:
             self.counters.damps += 1
         elif call.name == STAND_UP:
+            self.stand_up_pending = False
             self.need_balance = True
             self._balance_t = -math.inf
 
@@ -275,12 +310,39 @@ class DriverCore:
     def _is_zero(self, c: Sequence[float]) -> bool:
         return all(abs(v) < self.zero_epsilon for v in c)
 
+    def _allowed(self, call: SdkCall, t: float) -> bool:
+        """False while ``call`` waits out its retry backoff or was given up on (bounded retries)."""
+        n, not_before = self._failures.get(call.name, (0, 0.0))
+        return n == 0 or (n < self.max_call_retries and t >= not_before)
+
+    def take_gave_up(self) -> list[str]:
+        """One-line reports of calls given up on since the last call (each reported once)."""
+        out, self._gave_up = self._gave_up, []
+        return out
+
     def tick(self, t: float) -> list[SdkCall]:
-        """Calls to issue now, in order; issue them until one fails and report each with :meth:`on_result`."""
+        """Calls to issue now, in order; issue them until one fails and report each with :meth:`on_result`.
+
+        A failed call is retried after a backoff (``retry_backoff_initial_s`` doubling up to
+        ``retry_backoff_max_s``) and at most ``max_call_retries`` times in a row.
+        """
+        calls = self._tick(t)
+        if not self._failures:
+            return calls
+        out = []
+        for c in calls:
+            if not self._allowed(c, t):
+                break  # order matters (BalanceStand before Move): stop at the first call held back
+            out.append(c)
+        return out
+
+    def _tick(self, t: float) -> list[SdkCall]:
         if self.estopped:
             return [SdkCall(DAMP)] if self.damp_retry else []
         if self.closed:
             return []
+        if self.stand_up_pending:
+            return [SdkCall(STAND_UP)]
         if not self.state_ok(t):
             if self.state_t is not None and self.fault is None:
                 self.fault = f"no sportmodestate for {t - self.state_t:.2f} s (limit {self.state_timeout_s:g} s)"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -360,6 +361,18 @@ class FakeGo2Process:
         self.events: list[dict[str, Any]] = []
         self._cv = threading.Condition()
         threading.Thread(target=self._read, name="fake_go2_reader", daemon=True).start()
+
+    def freeze(self) -> None:
+        """Freeze the robot (SIGSTOP): no state, no RPC replies -- reply calls block for their timeout."""
+        import signal
+
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Undo :meth:`freeze` (SIGCONT)."""
+        import signal
+
+        os.kill(self.proc.pid, signal.SIGCONT)
 
     def _read(self) -> None:
         for line in self.proc.stdout:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,34 @@ def init_channel(domain_id: int, interface: str) -> None:
         _channel = (int(domain_id), interface)
 
 
+def _future_dict(client: Any) -> dict[int, Any]:
+    """The SDK's pending-reply dict of a ``SportClient`` (name-mangled private attributes of
+    unitree_sdk2py 1.0: ``ClientBase.__stub`` -> ``ClientStub.__futureQueue`` -> ``__data``); empty
+    dict when the layout differs."""
+    stub = getattr(client, "_ClientBase__stub", None)
+    queue = getattr(stub, "_ClientStub__futureQueue", None)
+    data = getattr(queue, "_RequestFutureQueue__data", None)
+    return data if isinstance(data, dict) else {}
+
+
+def purge_stale_futures(client: Any) -> int:
+    """Drop every pending future of ``client`` (call only when none of its calls is in flight).
+
+    Works around the SDK's ``RequestFutureQueue.Remove`` (compares the builtin ``id``, so a timed-out
+    or failed call leaves its future in the queue forever). Returns the number removed.
+    """
+    stub = getattr(client, "_ClientBase__stub", None)
+    queue = getattr(stub, "_ClientStub__futureQueue", None)
+    lock = getattr(queue, "_RequestFutureQueue__lock", None)
+    data = _future_dict(client)
+    if lock is None:
+        return 0
+    with lock:
+        n = len(data)
+        data.clear()
+    return n
+
+
 class Go2Link:
     """SportClient + sportmodestate subscriber on an initialised SDK channel.
 
@@ -79,8 +108,17 @@ class Go2Link:
     Raises:
         Go2Error: see :func:`init_channel`.
 
-    SDK calls are serialised by one lock, so an e-stop ``Damp`` issued from another thread never
-    interleaves with a ``Move`` in flight; it follows it (a no-reply Move takes well under 1 ms).
+    Motion calls (Move, StopMove, BalanceStand, StandUp) are serialised by one lock on one
+    ``SportClient``. ``Damp`` goes out on a second ``SportClient`` of its own and takes no lock, so
+    an e-stop never waits behind a motion call blocked for up to ``rpc_timeout_s`` on an
+    unreachable robot (issue 13). The driver core re-sends Damp after any motion call that was in
+    flight while the e-stop latched, so Damp is always the last word.
+
+    The SDK leaks a future per failed reply call (``RequestFutureQueue.Remove`` tests the builtin
+    ``id`` instead of the request id); :meth:`call` removes the stale futures of its client after
+    each call returns (no call of that client is in flight then), without patching the SDK.
+
+    :meth:`damp_written_t` tells the calling thread when its last Damp was handed to the SDK.
     """
 
     def __init__(
@@ -102,6 +140,12 @@ class Go2Link:
         self.client = SportClient()
         self.client.SetTimeout(float(rpc_timeout_s))
         self.client.Init()
+        self.estop_client = SportClient()  # Damp only: never behind a blocked motion call
+        self.estop_client.SetTimeout(float(rpc_timeout_s))
+        self.estop_client.Init()
+        self._tls = threading.local()
+        self._damp_count_lock = threading.Lock()
+        self._damps_in_flight = 0
         self._sub = ChannelSubscriber(state_topic, SportModeState_)
         self._sub.Init(self._handle_state, 10)
 
@@ -112,21 +156,47 @@ class Go2Link:
     def call(self, call: SdkCall) -> int:
         """Issue one SportClient call; returns its code (0 = success; never raises).
 
-        ``Move`` is a no-reply call: 0 means "sent", not "executed".
+        ``Move`` is a no-reply call: 0 means "sent", not "executed". ``Damp`` takes no lock (see the
+        class docstring); several Damps may be in flight at once.
         """
+        if call.name == DAMP:
+            with self._damp_count_lock:
+                self._damps_in_flight += 1
+            self._tls.damp_written_t = time.monotonic()
+            try:
+                code = self.estop_client.Damp()
+            except Exception:  # SDK/DDS failure: report as a failed call, the core retries
+                code = ERR_EXCEPTION
+            finally:
+                with self._damp_count_lock:
+                    self._damps_in_flight -= 1
+                    if code != 0 and self._damps_in_flight == 0:
+                        purge_stale_futures(self.estop_client)
+            return int(code) if code is not None else ERR_EXCEPTION
         fn = {
             MOVE: self.client.Move,
             STOP: self.client.StopMove,
             BALANCE: self.client.BalanceStand,
-            DAMP: self.client.Damp,
             STAND_UP: self.client.StandUp,
         }[call.name]
         with self._lock:
             try:
                 code = fn(*call.args)
             except Exception:  # SDK/DDS failure: report as a failed call, the core retries
-                return ERR_EXCEPTION
+                code = ERR_EXCEPTION
+            finally:
+                if code != 0:
+                    purge_stale_futures(self.client)
         return int(code) if code is not None else ERR_EXCEPTION
+
+    def damp_written_t(self) -> float | None:
+        """Monotonic time (s) at which this thread's last Damp was handed to the SDK (which writes the
+        request at once, then waits for the reply); None before the first."""
+        return getattr(self._tls, "damp_written_t", None)
+
+    def pending_futures(self) -> int:
+        """Futures waiting in the SDK's reply queues of both clients (0 when nothing is in flight)."""
+        return sum(len(_future_dict(c)) for c in (self.client, self.estop_client))
 
     def close(self) -> None:
         """Stop delivering state; the SportClient stays usable for a final StopMove until process exit."""

@@ -120,6 +120,23 @@ GO2_DRIVER_PARAMS = ParamSpec(
             min=0.1,
             max=10.0,
         ),
+        Param(
+            "retry_backoff_initial_s",
+            0.1,
+            "float",
+            "wait before re-issuing a StopMove / Damp that failed (s); doubles per consecutive failure up to retry_backoff_max_s",
+            min=0.01,
+            max=10.0,
+        ),
+        Param("retry_backoff_max_s", 2.0, "float", "cap of the doubling retry wait of a failed SDK call (s)", min=0.01, max=60.0),
+        Param(
+            "max_call_retries",
+            20,
+            "int",
+            "consecutive failures of one SDK call after which it is not retried until the robot answers again (logged once)",
+            min=1,
+            max=1000,
+        ),
         # --- state conversion ----------------------------------------------------------------------
         Param(
             "state_velocity_frame",
