@@ -499,6 +499,48 @@ def instruction_hint(topic: str, namespace: str = "") -> str:
     return text + " (havln-robot demo runs whole episodes for you)"
 
 
+#: Seconds a process may take to shut down after SIGINT/SIGTERM before it is ended (exit 128 + signal).
+SHUTDOWN_GRACE_S = 5.0
+
+
+def install_shutdown_signals(
+    on_signal: Callable[[], None], grace_s: float = SHUTDOWN_GRACE_S, label: str = "havln-robot"
+) -> dict[str, int]:
+    """SIGINT/SIGTERM handlers for a bounded shutdown.
+
+    The first signal calls ``on_signal()`` (ask the main loop to stop; nodes then stop the robot and
+    write what they recorded) and arms a daemon timer: if the process is still alive ``grace_s``
+    seconds later (a hung inference, a blocked SDK call), it prints one line and exits with
+    ``128 + signal``. A second signal exits at once, with the same code.
+
+    Args:
+        on_signal: called from the signal handler (must be async-signal tolerant: set an Event).
+        grace_s: bound on the shutdown, s.
+        label: program name for the messages.
+
+    Returns:
+        A dict whose ``"signum"`` is 0 until a signal arrived, then its number (for the exit code).
+    """
+    state = {"signum": 0}
+
+    def force(signum: int, why: str) -> None:
+        print(f"{label}: {why}; exiting now (code {128 + signum})", file=sys.stderr, flush=True)
+        os._exit(128 + signum)
+
+    def handler(signum: int, _frame: Any) -> None:
+        if state["signum"]:
+            force(signum, f"second signal {signal.Signals(signum).name}")
+        state["signum"] = signum
+        on_signal()
+        timer = threading.Timer(grace_s, force, (signum, f"shutdown took longer than {grace_s:g} s"))
+        timer.daemon = True
+        timer.start()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+    return state
+
+
 def main(argv: list[str] | None = None) -> int:
     """``havln-robot launch PROFILE [--set node.param=value ...] [--duration S]``."""
     ap = argparse.ArgumentParser(prog="havln-robot launch", description="Start a profile's nodes in one process.")
@@ -521,8 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     if warning:
         print(f"[bringup] WARN: {warning}", file=sys.stderr)
     bringup = Bringup(profile, namespace=args.namespace or "")
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: bringup.stop())
+    stopped_by = install_shutdown_signals(bringup.stop, label="havln-robot launch")
     try:
         bringup.start()
     except ConfigError as exc:
@@ -540,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
             bringup.log(f"[bringup] --duration {args.duration:g} s elapsed; stopping")
     finally:
         bringup.shutdown()
+    if stopped_by["signum"]:
+        return 128 + stopped_by["signum"]  # stopped by a signal: not a success (shell convention)
     return 1 if bringup.failed else 0
 
 

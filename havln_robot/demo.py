@@ -283,15 +283,18 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     return out_png
 
 
-def _on_signal(bringup: Any, flag: dict[str, bool]) -> None:
-    """SIGINT/SIGTERM: remember it and make the bringup return from spinning (nodes stop safely after)."""
+def _on_signal(bringup: Any, flag: dict[str, Any]) -> None:
+    """SIGINT/SIGTERM: remember it (``flag["flag"]``, ``flag["signum"]``) and make the bringup return
+    from spinning (nodes stop safely after); shutdown is bounded and a second signal exits at once
+    (:func:`havln_robot.bringup.install_shutdown_signals`)."""
+    from havln_robot.bringup import install_shutdown_signals
 
-    def handler(*_: Any) -> None:
+    def on_signal() -> None:
         flag["flag"] = True
         bringup.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, handler)
+    state = install_shutdown_signals(on_signal, label="havln-robot demo")
+    flag["state"] = state
 
 
 def _episode_over(run: EpisodeRun) -> Any:
@@ -506,7 +509,7 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         status = 1
     print(f"\ntotal wall time {time.monotonic() - t_all:.1f} s; outputs in {out}")
     if stop_requested["flag"]:
-        return 130
+        return 128 + (stop_requested.get("state") or {}).get("signum", signal.SIGINT)
     return 1 if failed else status
 
 

@@ -183,7 +183,7 @@ def _launch(args, **kw):
 
 
 def test_launch_sim_profile_starts_and_stops_on_sigint():
-    """`havln-robot launch config/sim.yaml` starts every built node and exits 0 on SIGINT."""
+    """`havln-robot launch config/sim.yaml` starts every built node and exits 128 + SIGINT (130) on SIGINT (issue 13)."""
     proc = _launch(["config/sim.yaml"])
     lines = []
     t_end = time.monotonic() + 120
@@ -201,7 +201,7 @@ def test_launch_sim_profile_starts_and_stops_on_sigint():
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     text = "".join(lines) + err
-    assert proc.returncode == 0, text
+    assert proc.returncode == 128 + signal.SIGINT, text
     assert "all nodes stopped" in text and "Traceback" not in text
 
 

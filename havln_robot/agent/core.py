@@ -18,9 +18,11 @@ decision points and the front view in between (e.g. while it replays a multi-act
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -107,6 +109,7 @@ class AgentConfig:
     overlap: bool = True
     blocked_wait_s: float = 1.0
     max_consecutive_blocked: int = 10
+    inference_timeout_s: float = 10.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AgentConfig:
@@ -197,13 +200,63 @@ class EpisodeRunner:
         self.config = config or AgentConfig()
         self.clock = clock
         self.cancelled = cancelled
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-inference")
+        self._worker: threading.Thread | None = None  # the inference thread of the last step
         self._in_flight = ""
         self._blocked_in_row = {"action": 0, "turn": 0}
 
-    def close(self) -> None:
-        """Stop the inference worker (waits for a running inference)."""
-        self._pool.shutdown(wait=True)
+    def close(self, timeout_s: float = 1.0) -> None:
+        """Wait at most ``timeout_s`` (s) for a running inference; a hung one is left behind (its
+        thread is a daemon, so it never holds up the process exit)."""
+        w = self._worker
+        if w is not None and w.is_alive():
+            w.join(timeout_s)
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run ``fn(*args)`` on a fresh daemon thread named ``agent-inference``; returns its future.
+
+        A torch forward cannot be interrupted: a call that outlives ``inference_timeout_s`` is
+        abandoned (the thread is left to finish or to hang; it is a daemon, so shutdown never waits).
+
+        Raises:
+            AgentAbort: the previous inference still runs (it hung): the policy is not called concurrently.
+        """
+        w = self._worker
+        if w is not None and w.is_alive():
+            raise AgentAbort(
+                f"policy {getattr(self.policy, 'name', '')} is still busy with an abandoned inference (it hung); restart the agent"
+            )
+        fut: Future = Future()
+
+        def work() -> None:
+            if not fut.set_running_or_notify_cancel():
+                return
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the episode thread
+                fut.set_exception(exc)
+
+        self._worker = threading.Thread(target=work, name="agent-inference", daemon=True)
+        self._worker.start()
+        return fut
+
+    def _result(self, fut: Future, what: str) -> Any:
+        """``fut.result()`` within ``inference_timeout_s``, checking for cancellation every 50 ms.
+
+        Raises:
+            AgentAbort: timeout (reason error, the worker is abandoned) or cancel.
+        """
+        end = self.clock() + self.config.inference_timeout_s
+        while True:
+            try:
+                return fut.result(timeout=0.05)
+            except FutureTimeout:
+                pass
+            self._check_cancel()
+            if self.clock() >= end:
+                raise AgentAbort(
+                    f"policy {what} took longer than inference_timeout_s={self.config.inference_timeout_s:g} s; "
+                    "inference abandoned, episode aborted"
+                )
 
     # --- observation ---------------------------------------------------------------------------
     def _preprocess(self, view: RawView) -> tuple[np.ndarray, np.ndarray]:
@@ -268,6 +321,16 @@ class EpisodeRunner:
             self._pause(self.config.blocked_wait_s)
             status("panorama" if kind == "turn" else "observing")
 
+    @staticmethod
+    def _check_aborted(out: ActionOutcome) -> None:
+        """An action motion_node aborted (sensor loss or freeze, e-stop, shutdown) ends the episode.
+
+        Raises:
+            AgentAbort: reason error, with motion_node's detail (e.g. "odom silent for 0.31 s").
+        """
+        if out.outcome == Outcome.ABORTED:
+            raise AgentAbort(f"motion_node aborted {out.action}: {out.values.get('detail') or 'no detail'}")
+
     def _front_view(self, step: int) -> Observation:
         rgb, depth = self._preprocess(self.io.grab())
         return Observation(rgb=rgb[None], depth=depth[None], headings=np.zeros(1, np.float32), step=step)
@@ -291,7 +354,7 @@ class EpisodeRunner:
                 cap.add_view(self._preprocess(self.io.grab()))
                 if cap.views_complete and self.config.overlap:
                     # Headings relative to the start heading, which the return turns restore.
-                    fut = self._pool.submit(self._act, self._pano_obs(cap, step, reference_deg=0.0))
+                    fut = self._submit(self._act, self._pano_obs(cap, step, reference_deg=0.0))
                     status("inferring")
             else:
                 self._in_flight = s.action
@@ -299,11 +362,12 @@ class EpisodeRunner:
                 self._in_flight = ""
                 if out.outcome == Outcome.REJECTED:
                     raise AgentAbort(f"motion_node rejected panorama turn {s.action} repeatedly; is another node sending actions?")
+                self._check_aborted(out)  # a panorama that never turned must not reach the policy
                 cap.add_turn(TurnResult.from_values(s.action, out.values, out.outcome, prefer=self.config.heading_source))
                 result.panorama_turns += 1
                 self._after_motion(out, result, status, "turn")
         if fut is None:
-            fut = self._pool.submit(self._act, self._pano_obs(cap, step))
+            fut = self._submit(self._act, self._pano_obs(cap, step))
         return fut, cap
 
     @staticmethod
@@ -341,7 +405,7 @@ class EpisodeRunner:
                 pass
 
         try:
-            self._pool.submit(self.policy.reset, instruction).result()
+            self._result(self._submit(self.policy.reset, instruction), "reset")
             while result.steps < self.config.max_actions:
                 self._check_cancel()
                 views = int(getattr(self.policy, "views", 1))  # may change per step (e.g. 1 while replaying a macro)
@@ -353,9 +417,9 @@ class EpisodeRunner:
                 else:
                     status("observing", step=result.steps)
                     obs = self._front_view(result.steps)
-                    fut, pano_s = self._pool.submit(self._act, obs), 0.0
+                    fut, pano_s = self._submit(self._act, obs), 0.0
                 status("inferring", panorama_s=pano_s)
-                action, ms = fut.result()
+                action, ms = self._result(fut, "act")
                 result.policy_ms.append(ms)
                 self._check_cancel()
                 t_act = self.clock()
@@ -364,6 +428,7 @@ class EpisodeRunner:
                 self._in_flight = ""
                 if out.outcome == Outcome.REJECTED:
                     raise AgentAbort(f"motion_node rejected {action} repeatedly; is another node sending actions?")
+                self._check_aborted(out)
                 result.actions.append(action)
                 result.steps += 1
                 waiting = self.clock() - t_act

@@ -10,7 +10,6 @@ overrides :meth:`HavlnNode.safe_stop` if it can move the robot. The same class r
 from __future__ import annotations
 
 import re
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -218,8 +217,9 @@ def run_node(node_cls: type[HavlnNode], args: list[str] | None = None) -> int:
     """
     configure_dds()
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    from havln_robot.bringup import install_shutdown_signals
+
+    install_shutdown_signals(stop.set, label=node_cls.SPEC.node)
     try:
         node = start_node(node_cls, list(args if args is not None else sys.argv))
     except ConfigError as exc:

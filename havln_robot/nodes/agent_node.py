@@ -277,8 +277,11 @@ class AgentNode(HavlnNode):
                 except Exception:  # context already shut down
                     pass
             self.last_result = result
-            log = self.get_logger().info if not result.error else self.get_logger().error
-            log(f"episode done: {result.reason} after {result.steps} action(s){' -- ' + result.detail if result.detail else ''}")
+            line = f"episode done: {result.reason} after {result.steps} action(s){' -- ' + result.detail if result.detail else ''}"
+            if result.error:  # one call site per severity (rclpy refuses a severity change at one site)
+                self.get_logger().error(line)
+            else:
+                self.get_logger().info(line)
             try:
                 self.pub_done.publish(String(data=result.to_json()))
             except Exception:

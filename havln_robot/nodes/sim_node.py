@@ -151,7 +151,10 @@ class SimNode(HavlnNode):
         except SessionError as exc:
             raise ConfigError(f"{self.get_name()}: {exc}") from None
         log = self.get_logger()
-        (log.warning if "not found" in opened.note else log.info)(f"sim: {opened.note}")
+        if "not found" in opened.note:  # one call site per severity (rclpy refuses a change at one site)
+            log.warning(f"sim: {opened.note}")
+        else:
+            log.info(f"sim: {opened.note}")
         return session
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

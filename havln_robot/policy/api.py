@@ -36,6 +36,24 @@ class PolicyError(ValueError):
     """A policy cannot be loaded or was given bad input; the message names the field and the fix."""
 
 
+def check_finite(what: str, values: object) -> None:
+    """Raise :class:`PolicyError` when ``values`` (a tensor or array: logits, features) holds NaN or
+    inf: argmax over NaN silently picks index 0 and the robot would drive on garbage.
+
+    Args:
+        what: name for the message (e.g. ``"CMA action logits"``).
+        values: anything ``np.asarray`` accepts (a CPU or GPU torch tensor is moved to the CPU).
+    """
+    detach = getattr(values, "detach", None)
+    arr = np.asarray(detach().float().cpu() if callable(detach) else values, dtype=np.float64)
+    if not np.isfinite(arr).all():
+        bad = int((~np.isfinite(arr)).sum())
+        raise PolicyError(
+            f"non-finite policy output: {what} has {bad} NaN/inf value(s) of {arr.size}; "
+            "the checkpoint weights or the observation are corrupt -- episode aborted"
+        )
+
+
 @dataclass
 class Observation:
     """What a policy sees at one decision step.

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from havln_robot.actions import CMA_ACTIONS
-from havln_robot.policy.api import Observation, Policy, PolicyError, check_instruction
+from havln_robot.policy.api import Observation, Policy, PolicyError, check_finite, check_instruction
 from havln_robot.policy.resnet import DDPPOResNetEncoder, TorchvisionResNet50
 from havln_robot.policy.tokenizer import EMBEDDING_DIM, EMBEDDING_ROWS, MAX_LENGTH, Vocabulary, load_embeddings
 
@@ -301,6 +301,8 @@ class CMAPolicy(Policy):
             feats, self._h = self.model.net(None, rgb, depth, self._h, prev, masks, instruction_features=self._instr)
             logits = self.model.action_distribution(feats)
             self.last_progress = float(torch.tanh(self.model.net.progress_monitor(feats)).item())
+        check_finite("CMA features", feats)
+        check_finite("CMA action logits", logits)
         idx = int(logits.argmax(dim=1).item())
         self._prev, self._started = idx, True
         return CMA_ACTIONS[idx]

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from havln_robot.actions import MOVE_FORWARD, STOP, TURN_ANGLE_RAD, TURN_LEFT, TURN_RIGHT
-from havln_robot.policy.api import Observation, Policy, PolicyError, check_instruction
+from havln_robot.policy.api import Observation, Policy, PolicyError, check_finite, check_instruction
 from havln_robot.policy.tokenizer import EMBEDDING_DIM, EMBEDDING_ROWS, MAX_LENGTH, Vocabulary
 
 
@@ -301,12 +301,16 @@ class SmallPolicy(Policy):
                 torch.as_tensor(self._prev, device=self.device)[None],
                 self._h,
             )
+            check_finite("small-policy view features", v)
+            check_finite("small-policy choice logits", logits)
             choice = int(logits.argmax(1).item())
             self.decisions += 1
             if choice == self.cfg.views:
                 self.last_choice = None
                 return STOP
-            steps = int(self.model.steps_logits(v[:, choice], ctx, self._h).argmax(1).item()) + 1
+            steps_logits = self.model.steps_logits(v[:, choice], ctx, self._h)
+            check_finite("small-policy step logits", steps_logits)
+            steps = int(steps_logits.argmax(1).item()) + 1
         heading = float(heads[choice])
         self.last_choice = (heading, steps)
         self._total_steps += steps
