@@ -404,3 +404,45 @@ def test_the_heading_chain_ends_at_stop_and_after_a_pause():
     assert ex._nominal_yaw is not None
     (r,), _, _ = drive(ex, p, A.TURN_LEFT, gyro=g, idle_s=12.0)  # longer than CHAIN_MAX_AGE_S
     assert abs(r.yaw_imu_deg - 15.0) <= math.degrees(CFG.yaw_tol) + 0.05 and abs(r.yaw_error_deg) <= math.degrees(CFG.yaw_tol) + 0.05
+
+
+class FrozenSensorsPlant(Plant):
+    """Odometry and gyro keep publishing (fresh stamps) but freeze once the body has moved ``at_m``."""
+
+    def __init__(self, at_m, **kw):
+        super().__init__(**kw)
+        self.at_m, self.frozen_odom = at_m, None
+
+    def odom(self):
+        if self.frozen_odom is None and self.ox >= self.at_m:
+            self.frozen_odom = (self.ox, self.oy, self.oth)
+        return self.frozen_odom or super().odom()
+
+    def gyro(self):
+        return 0.0 if self.frozen_odom is not None else super().gyro()
+
+
+def test_frozen_sensors_never_revert_blind_past_the_start():
+    """Issue 13 item 7: sensors freeze 0.10 m into MOVE_FORWARD; stall, then the revert. It used to
+    drive back blind at v_rev_max until the revert deadline (~0.6 m behind the start); the revert
+    is now bounded by the verified progress (0.10 m) and needs live progress feedback."""
+    ex = Executor(MotionConfig(require_depth=False))
+    p = FrozenSensorsPlant(0.10, seed=1, gyro_noise=0.005)
+    results, _, (dx, dy, dth) = drive(ex, p, A.MOVE_FORWARD)
+    (r,) = results
+    assert r.outcome == "stall" and not r.reverted, (r.outcome, r.detail)
+    assert "revert stopped" in r.detail and "frozen sensors" in r.detail
+    print(f"frozen sensors: robot ends {dx:+.3f} m from the start (forward progress before the freeze 0.10 m)")
+    assert dx >= -0.03, f"reverted {-dx:.3f} m behind the start with frozen sensors"
+
+
+def test_revert_without_feedback_stops_after_the_stall_window():
+    """The revert needs live progress: odometry frozen at the moment the revert starts -> it stops
+    within stall_time_s, even when the verified progress would allow more."""
+    ex = Executor(MotionConfig(require_depth=False))
+    p = FrozenSensorsPlant(0.05, seed=2, gyro_noise=0.005)
+    p.wall_x = 0.35 + 0.20
+    results, _, (dx, _, _) = drive(ex, p, A.MOVE_FORWARD)
+    (r,) = results
+    assert not r.reverted and "revert stopped" in r.detail
+    assert dx >= -0.03

@@ -255,3 +255,64 @@ def test_in_process_person_detector(rig):
 def test_bad_person_detector_is_a_config_error(ros_context):
     with pytest.raises(ConfigError, match="person_detector"):
         MotionNode(params={**MOTION_PARAMS.defaults(), "person_detector": "no.such.module:Thing"}, context=ros_context)
+
+
+class FrozenBase(FakeBase):
+    """Keeps publishing odom/imu with fresh stamps, but the values freeze once ``frozen`` is set."""
+
+    frozen = False
+
+    def _step(self):
+        if not self.frozen:
+            return super()._step()
+        now = time.monotonic()
+        dt, self.last = now - self.last, now
+        self.x += self.cmd[0] * math.cos(self.th) * dt  # the body still moves
+        stamp = self.get_clock().now().to_msg()
+        od, im = Odometry(), Imu()
+        od.header.stamp = im.header.stamp = stamp
+        od.header.frame_id, od.child_frame_id = "odom", "base_link"
+        od.pose.pose.position.x = self.frozen_x
+        od.pose.pose.orientation.w = 1.0
+        im.orientation.w = 1.0
+        im.linear_acceleration.z = 9.81
+        self.odom_pub.publish(od)
+        self.imu_pub.publish(im)
+
+
+def test_frozen_odometry_under_command_aborts_not_a_blind_revert(ros_context):
+    """Issue 13 item 7 over ROS: odom/imu still publishing but frozen while MOVE_FORWARD runs ->
+    outcome aborted ("odom frozen"), zero command, no revert (before: stall after 0.6 s, then a
+    blind revert)."""
+    node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False, "freeze_messages": 10}, context=ros_context)
+    base = FrozenBase(ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    ex.add_node(base)
+
+    def spin(cond, timeout=8.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.005)
+            if cond():
+                return True
+        return False
+
+    try:
+        spin(lambda: node.count_subscribers("havln/action_result") > 0 and base.count_subscribers("havln/action") > 0, 5.0)
+        assert spin(lambda: node._odom is not None and node._imu_t is not None, 10.0)
+        base.send("MOVE_FORWARD")
+        assert spin(lambda: base.x > 0.05)
+        base.frozen_x, base.frozen = base.x, True
+        t0 = time.monotonic()
+        assert spin(lambda: len(base.results) >= 1)
+        took = time.monotonic() - t0
+        name, outcome, rec = _result(base.results[0])
+        assert (name, outcome) == ("MOVE_FORWARD", "aborted") and "frozen" in rec["detail"], rec["detail"]
+        assert took < 0.55, f"freeze detected after {took:.2f} s (the stall would take 0.6 s)"
+        spin(lambda: False, 0.2)
+        assert base.cmd == (0.0, 0.0) and not any(v < 0 for _, v, _ in base.cmds)  # never drove backwards
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        base.destroy_node()

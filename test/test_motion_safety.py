@@ -270,3 +270,19 @@ def test_orientation_yaw_survives_dropped_messages_and_wraps():
         if i % 7 == 0 or i == 99:
             g.add_orientation(t, (yaw_abs + math.pi) % (2 * math.pi) - math.pi)
     assert g.yaw - y0 == pytest.approx(0.5, abs=2e-3)
+
+
+def test_freeze_detector_same_stamp_or_identical_samples_only_under_command():
+    """Issue 13 item 7: N consecutive identical stamps or bit-identical samples while commanded."""
+    from havln_robot.motion.checks import FreezeDetector
+
+    f = FreezeDetector("odom", 3)
+    assert all(f.update((i, 0), (0.0, 0.0), commanded=False) is None for i in range(10))  # standing: not a freeze
+    assert f.update((1, 0), (0.0,), True) is None and f.update((2, 0), (0.0,), True) is None
+    assert "3 bit-identical samples" in f.update((3, 0), (0.0,), True)
+    f.reset()
+    assert f.update((5, 0), (1.0,), True) is None and f.update((5, 0), (2.0,), True) is None
+    assert "same stamp" in f.update((5, 0), (3.0,), True)
+    g = FreezeDetector("imu", 3)
+    assert all(g.update((i, 0), (float(i),), True) is None for i in range(10))  # live samples
+    assert all(FreezeDetector("x", 0).update((0, 0), (0.0,), True) is None for _ in range(5))  # disabled

@@ -177,3 +177,51 @@ class StallDetector:
             self._hist.popleft()
         t0, p0 = self._hist[0]
         return (t - t0) >= self.window_s and abs(progress - p0) < self.min_progress
+
+
+class FreezeDetector:
+    """A sensor stream that still publishes but is frozen (a wedged driver re-sending its last sample).
+
+    Feed every message of one stream with :meth:`update`. Frozen = the same header stamp, or a
+    bit-identical sample, in ``n`` consecutive messages while the robot is commanded to move (a
+    standing robot's constant odometry is not a freeze: counts reset whenever motion is not commanded).
+
+    Args:
+        name: stream name for the message (``odom``, ``imu``).
+        n: consecutive messages; 0 disables the check.
+    """
+
+    def __init__(self, name: str, n: int) -> None:
+        self.name, self.n = name, int(n)
+        self._last: tuple[object, tuple[float, ...]] | None = None
+        self._same_stamp = self._same_sample = 1
+
+    def reset(self) -> None:
+        """Forget the history (motion not commanded)."""
+        self._last = None
+        self._same_stamp = self._same_sample = 1
+
+    def update(self, stamp: object, sample: tuple[float, ...], commanded: bool) -> str | None:
+        """Add one message.
+
+        Args:
+            stamp: its header stamp (any comparable value, e.g. (sec, nanosec)).
+            sample: its values (compared bit for bit).
+            commanded: the robot is commanded to move (and has been for longer than the actuation latency).
+
+        Returns:
+            A one-line reason when the stream is frozen, else None.
+        """
+        if self.n <= 0 or not commanded:
+            self.reset()
+            return None
+        if self._last is not None:
+            stamp0, sample0 = self._last
+            self._same_stamp = self._same_stamp + 1 if stamp == stamp0 else 1
+            self._same_sample = self._same_sample + 1 if sample == sample0 else 1
+        self._last = (stamp, sample)
+        if self._same_stamp >= self.n:
+            return f"{self.name} frozen: {self._same_stamp} messages with the same stamp while commanded to move"
+        if self._same_sample >= self.n:
+            return f"{self.name} frozen: {self._same_sample} bit-identical samples while commanded to move"
+        return None

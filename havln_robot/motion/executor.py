@@ -234,6 +234,9 @@ class ActionRun:
         corrections: settle-time corrections made. outcome, detail: the result once decided.
         reverted: a revert back to the start pose happened.
         settle_until, settle_deadline: settling window, s. resume: phase to resume after settling.
+        revert_budget: measured (odometry / gyro) progress when the revert began, m or rad: the most
+            a revert may travel back. revert_cmd_travel: travel commanded during the revert so far
+            (integral of |command| dt), m or rad.
     """
 
     seq: int
@@ -254,6 +257,8 @@ class ActionRun:
     settle_until: float = 0.0
     settle_deadline: float = 0.0
     resume: Phase = Phase.IDLE
+    revert_budget: float = 0.0
+    revert_cmd_travel: float = 0.0
 
 
 class Executor:
@@ -277,6 +282,7 @@ class Executor:
         self._last_t: float | None = None
         self._last_cmd = ZERO
         self._last_nonzero_t = -math.inf
+        self._moving_since: float | None = None  # start of the current run of non-zero commands, s
         self._stall = StallDetector(self.cfg.stall_time_s, 0.0)
         self._a: ActionRun | None = None  # the running (or last) action
         # IMU yaw the last completed TURN / MOVE_FORWARD was meant to end at, and when it ended
@@ -460,11 +466,11 @@ class Executor:
         obs = obstacles or Obstacles()
         # --- checks common to every moving phase -------------------------------------------
         if self.phase in (Phase.MOVING, Phase.TURNING, Phase.SETTLING) and t > a.deadline:
-            a.outcome, a.detail = "timeout", f"not on target after {t - a['t0']:.2f} s"
+            a.outcome, a.detail = "timeout", f"not on target after {t - a.t0:.2f} s"
             return self._end_now(t, odom, imu_yaw)
         if self.phase in (Phase.REVERTING, Phase.REVERT_SETTLING) and t > a.deadline:
             a.reverted = False
-            a.detail += f"; revert not finished after {t - a['t0']:.2f} s"
+            a.detail += f"; revert not finished after {t - a.t0:.2f} s"
             return self._end_now(t, odom, imu_yaw)
         if self.phase != Phase.STOPPING:
             # compare both yaws predicted to the same instant: odometry and IMU may be stamped apart
@@ -502,6 +508,11 @@ class Executor:
                     a.detail += f"; revert stopped: {hz.detail}"
                     a.reverted = False
                     return self._end_now(t, odom, imu_yaw, collisions=[self._collision(t, odom, hz, "reverting")])
+                why = self._revert_unverified(t, dt, prog, tm_odom if a.forward else tm_imu)
+                if why is not None:
+                    a.detail += f"; revert stopped: {why}"
+                    a.reverted = False
+                    return self._end_now(t, odom, imu_yaw)
             if a.forward:
                 ax = _Axis(cfg.v_max if remaining >= 0 else cfg.v_rev_max, cfg.a_lin, cfg.v_min)
                 v = ax.command(remaining, self._last_cmd[0], dt, cfg.pos_tol)
@@ -530,6 +541,8 @@ class Executor:
                 return Tick(ZERO, [], [])
             if self.phase == Phase.STOPPING:
                 if cfg.revert and abs(prog) > (cfg.pos_tol if a.forward else cfg.yaw_tol) * 0.5:
+                    a.revert_budget, a.revert_cmd_travel = abs(prog), 0.0  # never back farther than verified progress
+                    self._stall.reset()
                     a.goal = 0.0
                     a.yaw_aim = 0.0  # back to the pre-action pose, heading included
                     a.corrections = 0
@@ -556,6 +569,43 @@ class Executor:
         return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
 
     # ------------------------------------------------------------------ internals
+    def _revert_unverified(self, t: float, dt: float, prog: float, t_meas: float) -> str | None:
+        """Why a revert must stop because the sensors do not confirm it, else None.
+
+        A revert is open loop on frozen sensors: it drives back until the odometry says it is home.
+        Two bounds: the travel commanded during the revert (which the robot cannot exceed) stays
+        within the verified progress plus one latency of travel and the tolerance; and progress
+        must show within ``stall_time_s`` under command (live feedback).
+        """
+        a, cfg = self._a, self.cfg
+        axis = 0 if a.forward else 1
+        a.revert_cmd_travel += abs(self._last_cmd[axis]) * dt
+        unit, scale = ("m", 1.0) if a.forward else ("deg", math.degrees(1.0))
+        margin = (cfg.pos_tol + cfg.v_rev_max * cfg.latency_s) if a.forward else (cfg.yaw_tol + cfg.w_max * cfg.latency_s)
+        if a.revert_cmd_travel > a.revert_budget + margin:
+            return (
+                f"commanded {a.revert_cmd_travel * scale:.3f} {unit} back, more than the verified progress "
+                f"{a.revert_budget * scale:.3f} {unit}, yet the sensors show {abs(prog) * scale:.3f} {unit} to go (frozen sensors?)"
+            )
+        if self._stall.update(t_meas, prog, self._last_cmd != ZERO):
+            return f"no progress feedback for {cfg.stall_time_s:g} s under command (frozen sensors?)"
+        return None
+
+    @property
+    def translating(self) -> bool:
+        """True while a translate action (forward) runs; False for turns and when idle."""
+        return self.busy and self._a is not None and self._a.forward
+
+    def moving_commanded(self, t: float, settle_s: float = 0.1) -> bool:
+        """True when a non-zero command has been in force for at least ``latency_s + settle_s`` (s):
+        from then on the robot's sensors must change (used by the sensor-freeze checks)."""
+        return (
+            self.busy
+            and self._last_cmd != ZERO
+            and self._moving_since is not None
+            and t - self._moving_since >= self.cfg.latency_s + settle_s
+        )
+
     def _zero_if_idle(self, t: float) -> tuple[float, float]:
         self._push_cmd(t, ZERO)
         return ZERO
@@ -567,6 +617,10 @@ class Executor:
             self._cmd_hist.popleft()
         if cmd != ZERO:
             self._last_nonzero_t = t
+            if self._last_cmd == ZERO or self._moving_since is None:
+                self._moving_since = t
+        else:
+            self._moving_since = None
         self._last_cmd = cmd
 
     def _unmeasured(self, t: float, t_meas: float) -> tuple[float, float]:

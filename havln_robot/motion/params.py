@@ -86,6 +86,15 @@ MOTION_PARAMS = ParamSpec(
         Param("stall_min_progress_m", 0.01, "float", "progress expected within stall_time_s while moving, m", min=0.0, max=1.0),
         Param("stall_min_progress_deg", 1.0, "float", "yaw progress expected within stall_time_s while turning, deg", min=0.0, max=90.0),
         Param(
+            "freeze_messages",
+            20,
+            "int",
+            "odom or imu frozen (same stamp, or bit-identical sample, in this many consecutive messages while commanded "
+            "to move) -> stop, outcome aborted; 0 disables",
+            min=0,
+            max=1000,
+        ),
+        Param(
             "imu_yaw_source",
             "orientation",
             "str",

@@ -31,7 +31,7 @@ from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 
 from havln_robot.geometry import quat_to_yaw
-from havln_robot.motion.checks import GyroYaw
+from havln_robot.motion.checks import FreezeDetector, GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
 from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
@@ -68,6 +68,9 @@ class MotionNode(HavlnNode):
         self._imu_t: float | None = None
         self._imu_stamped: bool | None = None
         self._accel: tuple[float, float] | None = None
+        # issue 13: streams that publish but are frozen (checked per message, acted on at the next tick)
+        self._freeze = {k: FreezeDetector(k, p["freeze_messages"]) for k in ("odom", "imu")}
+        self._frozen: str | None = None
         self._depth: tuple[Image, float] | None = None
         self.tracker = ObstacleTracker(
             TrackerConfig.from_params(p),
@@ -218,6 +221,17 @@ class MotionNode(HavlnNode):
         tw = msg.twist.twist
         self._odom_speed = abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z)
         self._odom_t = self._stamp_time(msg.header.stamp, t, "odom")
+        self._check_freeze("odom", msg.header.stamp, (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z), t)
+
+    def _check_freeze(self, name: str, stamp: Any, sample: tuple[float, ...], t: float) -> None:
+        commanded = self.motion.moving_commanded(t)
+        if name == "imu" and commanded and self.motion.translating:
+            # a noiseless (simulated) IMU on a straight run repeats its sample: judge IMU samples on
+            # turns only; its stamps are still checked
+            sample = (float(t),)
+        why = self._freeze[name].update((stamp.sec, stamp.nanosec), sample, commanded)
+        if why is not None and self._frozen is None:
+            self._frozen = why
 
     def _on_imu(self, msg: Imu) -> None:
         t = self._now()
@@ -241,6 +255,8 @@ class MotionNode(HavlnNode):
             self.gyro.add(sample_t, axes.yaw_rate(float(w.x), float(w.y), float(w.z)), stationary=still)
         self._accel = axes.horizontal_accel(float(a.x), float(a.y), float(a.z))
         self._imu_t = self._stamp_time(msg.header.stamp, t, "imu")
+        w, o = msg.angular_velocity, msg.orientation
+        self._check_freeze("imu", msg.header.stamp, (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z), t)
 
     def _on_color(self, msg: Image) -> None:
         self._color = msg
@@ -273,7 +289,11 @@ class MotionNode(HavlnNode):
         t = self._now()
         ex = self.motion
         with self._lock:
-            if ex.busy:
+            frozen, self._frozen = self._frozen, None
+            if ex.busy and frozen is not None:
+                self.get_logger().error(f"{frozen}; robot stopped")
+                self._emit(ex.abort(t, f"{frozen}; robot stopped"), t)
+            elif ex.busy:
                 imu_yaw = self.gyro.yaw if self._imu_t is not None else None
                 tick = ex.update(t, self._odom, imu_yaw, self._obstacles(t), self._accel, self._odom_t, self._imu_t)
                 self._emit(tick, t)
