@@ -87,6 +87,14 @@ def test_auto_verdict(reason, ne, unreachable, verdict):
     assert v is verdict and why.startswith("auto: ") and reason in why and ("unreachable" in why) == unreachable
 
 
+def test_aborted_episode_is_an_aborted_verdict_with_its_reason():
+    """Issue 13 item 11: a policy exception, lost sensors or a lost camera end the trial aborted
+    (with the agent's reason), not a failure counted in the success rate."""
+    for detail in ("PolicyError: non-finite policy output", "motion_node aborted MOVE_FORWARD: odom silent for 0.31 s"):
+        v, why = auto_verdict("aborted", 0.5, 3.0, False, detail)
+        assert v is Verdict.ABORTED and detail in why
+
+
 def test_late_collision_credit_window():
     last = _LastCollisionStep(seq=1, action=A.TURN_LEFT, t=10.0, credited=False)
     assert credits_previous_step(last, 10.5, A.TURN_LEFT) and credits_previous_step(last, 10.5, "")

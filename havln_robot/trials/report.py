@@ -363,7 +363,13 @@ def write_report(
         f"- **Success**: the robot stopped (STOP) with NE < {SUCCESS_RADIUS_M:g} m (the trial's success radius), as judged: "
         f"**{rate_with_ci(n_ok, len(judged))}**.",
         f"- **SR** (HA-VLN): success *and* no collision (human or static) during the trial: **{rate_with_ci(n_sr, len(judged))}**.",
-        "- Both over the success/failure verdicts; 95% confidence intervals are Wilson score intervals.",
+        f"- **SR over all episodes** (aborted counted as failure, as the challenge scores): "
+        f"**{rate_with_ci(n_sr, len(judged) + counts['aborted'])}**; "
+        f"**SR over completed episodes** (aborted left out): **{rate_with_ci(n_sr, len(judged))}**; "
+        f"{counts['aborted']} aborted"
+        + (f" ({'; '.join(sorted({t.reason or 'no reason' for t in trials if t.outcome == 'aborted'}))})" if counts["aborted"] else "")
+        + ".",
+        "- Success and SR above are over the success/failure verdicts; 95% confidence intervals are Wilson score intervals.",
         "",
         "## Success rate by region type and people present",
         "",

@@ -111,7 +111,9 @@ class _LastCollisionStep:
 # --- rules --------------------------------------------------------------------------------------------
 
 
-def auto_verdict(end_reason: str, ne_m: float | None, goal_radius_m: float, unreachable: bool = False) -> tuple[Verdict, str]:
+def auto_verdict(
+    end_reason: str, ne_m: float | None, goal_radius_m: float, unreachable: bool = False, detail: str = ""
+) -> tuple[Verdict, str]:
     """The sim auto-judge.
 
     Args:
@@ -119,11 +121,16 @@ def auto_verdict(end_reason: str, ne_m: float | None, goal_radius_m: float, unre
         ne_m: navigation error from ground truth (the sim's walkable distance), m; None when there is none.
         goal_radius_m: success radius, m.
         unreachable: the sim found no walkable path to the goal (never a success).
+        detail: the agent's one-line explanation (``detail`` of episode_done) for an aborted episode.
 
     Returns:
-        (verdict, reason text): success when the agent said STOP within the radius (NE < radius)
-        of a reachable goal, failure otherwise, aborted when there is no ground truth.
+        (verdict, reason text): aborted when the episode was aborted (policy exception, lost sensors
+        or camera, hung inference, e-stop, shutdown: the reason says which) or there is no ground
+        truth; success when the agent said STOP within the radius (NE < radius) of a reachable goal;
+        failure otherwise.
     """
+    if end_reason == EndReason.ABORTED:
+        return Verdict.ABORTED, f"auto: aborted ({detail or 'no detail given'})"
     if ne_m is None:
         return Verdict.ABORTED, f"auto: no ground truth ({end_reason})"
     ok = is_success(end_reason == EndReason.STOP, ne_m, goal_radius_m, unreachable=unreachable)
@@ -466,7 +473,7 @@ class TrialSession:
                 if ne is None:
                     ne = next((s.distance_to_goal_m for s in reversed(self.store.steps(run.id)) if s.distance_to_goal_m is not None), None)
                 unreachable = self.ground_truth is not None and self.ground_truth.goal_unreachable
-                verdict, why = auto_verdict(reason, ne, run.goal_radius, unreachable)
+                verdict, why = auto_verdict(reason, ne, run.goal_radius, unreachable, str(done.values.get("detail") or ""))
                 if ne is None:
                     t = self.store.set_outcome(run.id, verdict.value, reason=why)
                 else:
