@@ -202,3 +202,52 @@ def test_recovery_machine_sequence():
     assert (r.state, r.level) == (STREAMING, 0)
     assert r.on_timeout() == ("retry", 0.0)
     assert r.on_timeout() == ("reset", 3.0)  # a new outage may reset again
+
+
+class WedgedSource:
+    """A SoftwareCamera whose pipeline, once ``wedged`` is set, hands out its last frameset again
+    and again (a wedged USB pipeline) instead of timing out."""
+
+    def __init__(self, cam):
+        self.cam, self.wedged, self.last = cam, False, None
+
+    def start(self):
+        self.cam.start()
+
+    def wait(self, timeout_ms):
+        if self.wedged and self.last is not None:
+            time.sleep(1 / 30)
+            return self.last
+        self.last = self.cam.wait(timeout_ms)
+        return self.last
+
+    def hardware_reset(self):
+        self.wedged = False  # the reset un-wedges it
+        self.cam.hardware_reset()
+
+    def stop(self):
+        self.cam.stop()
+
+
+def test_stale_frames_are_dropped_and_recovered_from():
+    """Issue 13 item 2: the same frameset handed out again is never returned (so never published
+    with a fresh stamp); after frame_timeout_s of it: retry (WARN), hardware reset, then frames again."""
+    cam = SoftwareCamera(COLOR)
+    src = WedgedSource(cam)
+    rec = Recovery(retries_before_reset=1, reset_wait_s=0.0, backoff_initial_s=0.05, backoff_max_s=0.1)
+    camera = RealSenseCamera(lambda: src, frame_timeout_s=0.15, recovery=rec)
+    rgb = np.full((54, 96, 3), 9, np.uint8)
+    with Feeder(cam, rgb, np.full((54, 96), 1000, np.uint16)):
+        first = read_frame(camera)
+        src.wedged = True
+        got, states = [], []
+        for _ in range(3):
+            got.append(camera.read())
+            states.append(rec.state)
+        assert got[:2] == [None, None], "a stale frameset was returned"
+        assert states[:2] == [RETRYING, RESETTING]  # diagnostics WARN; BACKOFF (ERROR) if the reset does not help
+        assert camera.stale > 0 and "stale frames" in rec.last_error
+        assert cam.resets == 1
+        f = read_frame(camera, tries=100)  # after the reset: fresh frames again
+    camera.close()
+    assert rec.state == STREAMING and (f.frame_number, f.timestamp_ms) != (first.frame_number, first.timestamp_ms)

@@ -130,7 +130,13 @@ class CameraNode(HavlnNode):
             fps = (len(w) - 1) / (w[-1] - w[0]) if len(w) > 1 and w[-1] > w[0] else 0.0
             last = self._last_frame
             published = self._published
-        values = {**rec.values(), "published": published, "fps": fps, "incomplete_framesets": self.camera.incomplete}
+        values = {
+            **rec.values(),
+            "published": published,
+            "fps": fps,
+            "incomplete_framesets": self.camera.incomplete,
+            "stale_framesets": self.camera.stale,
+        }
         if last is not None:
             values.update(width=last.intrinsics.width, height=last.intrinsics.height, depth_units_m=last.depth_units_m)
         msg = DiagnosticArray()

@@ -432,9 +432,12 @@ class RealSenseCamera:
         self._not_before = 0.0
         self._align = rs.align(rs.stream.color)
         self.incomplete = 0
+        self.stale = 0  # framesets dropped because they repeat the last one (frame number and device time)
+        self._last_id: tuple[int, float] | None = None
 
     def drop_source(self) -> None:
         """Stop and forget the current source; the next read() restarts it (never raises)."""
+        self._last_id = None  # a restarted device may count its frames from 0 again
         if self.source is not None:
             try:
                 self.source.stop()
@@ -473,12 +476,27 @@ class RealSenseCamera:
             except Exception as exc:  # librealsense: RuntimeError "Frame didn't arrive within ..."
                 return self._on_timeout(str(exc) or "frame timeout")
             frame = self._process(fs)
+            if frame is not None and self._is_stale(frame):
+                self.stale += 1
+                if self.clock() >= deadline:
+                    return self._on_timeout(
+                        f"stale frames: frame {frame.frame_number} (device time {frame.timestamp_ms:.1f} ms) handed out again "
+                        f"for {self.frame_timeout_s:g} s (wedged USB pipeline?)"
+                    )
+                continue
             if frame is not None:
+                self._last_id = (frame.frame_number, frame.timestamp_ms)
                 self.recovery.on_frame()
                 return frame
             self.incomplete += 1
             if self.clock() >= deadline:
                 return self._on_timeout("only incomplete framesets (colour or depth missing)")
+
+    def _is_stale(self, frame: CameraFrame) -> bool:
+        """True when ``frame`` repeats the last frame returned (same colour frame number and device
+        timestamp): a wedged pipeline handing out one frameset again and again. Such frames are never
+        returned; only stale frames for ``frame_timeout_s`` count as a frame timeout (retry, reset, backoff)."""
+        return self._last_id is not None and (frame.frame_number, frame.timestamp_ms) == self._last_id
 
     def _on_timeout(self, error: str) -> None:
         kind, wait = self.recovery.on_timeout(error)
