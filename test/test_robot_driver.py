@@ -248,7 +248,15 @@ def test_safe_stop_sends_stopmove(ros_context, fake):
 
 def test_bad_interface_or_second_domain_is_a_one_line_config_error(ros_context, fake):
     with pytest.raises(ConfigError, match="network_interface='nosuch0': no such network interface"):
-        Go2DriverNode(params={"network_interface": "nosuch0", "dds_domain_id": UNITREE_DOMAIN}, context=ros_context)
+        Go2DriverNode(
+            params={
+                "network_interface": "nosuch0",
+                "dds_domain_id": UNITREE_DOMAIN,
+                "connect_attempts": 2,
+                "connect_backoff_initial_s": 0.01,
+            },
+            context=ros_context,
+        )
     # the SDK's channel is one per process: a different domain in the same process is refused, not ignored
     with pytest.raises(ConfigError, match="one per process"):
         Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN + 2}, context=ros_context)

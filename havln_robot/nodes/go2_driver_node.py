@@ -31,7 +31,7 @@ from havln_robot import topics
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.robot.adapter import DriverCore, SdkCall, imu_fields, odom_fields
-from havln_robot.robot.go2 import Go2Error, Go2Link
+from havln_robot.robot.go2 import Go2Error, Go2Link, connect_with_retry
 from havln_robot.robot.params import GO2_DRIVER_PARAMS
 from havln_robot.ros.codec import status_msg
 
@@ -70,12 +70,18 @@ class Go2DriverNode(HavlnNode):
             self.get_logger().info("tf2_msgs is not installed: odom -> base_link goes on the odom topic only")
 
         try:
-            self.link = link_factory(
-                p["dds_domain_id"],
-                p["network_interface"],
-                self._on_state,
-                state_topic=p["sport_state_topic"],
-                rpc_timeout_s=p["rpc_timeout_s"],
+            self.link = connect_with_retry(
+                lambda: link_factory(
+                    p["dds_domain_id"],
+                    p["network_interface"],
+                    self._on_state,
+                    state_topic=p["sport_state_topic"],
+                    rpc_timeout_s=p["rpc_timeout_s"],
+                ),
+                p["connect_attempts"],
+                p["connect_backoff_initial_s"],
+                p["connect_backoff_max_s"],
+                self.get_logger().warning,
             )
         except Go2Error as exc:
             name = self.get_name()

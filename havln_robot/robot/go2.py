@@ -29,6 +29,47 @@ class Go2Error(RuntimeError):
     """The Unitree SDK could not be set up (one-line message naming the parameter to fix)."""
 
 
+class Go2InterfaceNotReady(Go2Error):
+    """The network interface is missing or not up yet (cable, switch or USB adapter late at boot):
+    worth retrying (:func:`connect_with_retry`)."""
+
+
+#: cyclonedds return code of ``Domain(id, config)`` when the domain already exists in this process.
+DDS_RETCODE_PRECONDITION_NOT_MET = -4
+
+
+def _diagnose_domain(domain_id: int, interface: str) -> int | None:
+    """Why the SDK could not create its DDS domain: the cyclonedds return code of creating it here
+    (``-4`` already exists in this process, ``-1`` e.g. the interface has no usable address), or
+    None when it can be created now (then it is released again at once)."""
+    try:
+        from cyclonedds.core import DDSException
+        from cyclonedds.domain import Domain
+        from unitree_sdk2py.core.channel_config import ChannelConfigHasInterface
+    except ImportError:
+        return None
+    try:
+        d = Domain(int(domain_id), ChannelConfigHasInterface.replace("$__IF_NAME__$", interface))
+    except DDSException as exc:
+        return int(getattr(exc, "code", -1))
+    del d
+    return None
+
+
+def init_error_message(code: int | None, domain_id: int, interface: str, sdk_error: str) -> Go2Error:
+    """The one-line error for a failed SDK init, by the cyclonedds code of :func:`_diagnose_domain`."""
+    if code == DDS_RETCODE_PRECONDITION_NOT_MET:
+        return Go2Error(
+            f"dds_domain_id={domain_id}: a DDS domain {domain_id} already exists in this process with another "
+            "configuration (rmw_cyclonedds_cpp shares libddsc with the Unitree SDK and ROS uses that domain id); "
+            "give dds_domain_id a value other than ROS_DOMAIN_ID, or run ROS with RMW_IMPLEMENTATION=rmw_fastrtps_cpp"
+        )
+    return Go2InterfaceNotReady(
+        f"network_interface={interface!r} dds_domain_id={domain_id}: Unitree SDK init failed ({sdk_error}); "
+        "the interface exists but is not usable yet (down, or no address): check the cable / switch and `ip -br addr`"
+    )
+
+
 def init_channel(domain_id: int, interface: str) -> None:
     """``ChannelFactoryInitialize(domain_id, interface)`` once per process.
 
@@ -44,7 +85,9 @@ def init_channel(domain_id: int, interface: str) -> None:
     try:
         socket.if_nametoindex(interface)
     except OSError:
-        raise Go2Error(f"network_interface={interface!r}: no such network interface here; list them with `ip -br link`") from None
+        raise Go2InterfaceNotReady(
+            f"network_interface={interface!r}: no such network interface here (yet); list them with `ip -br link`"
+        ) from None
     with _channel_lock:
         if _channel is not None:
             if _channel != (int(domain_id), interface):
@@ -59,12 +102,34 @@ def init_channel(domain_id: int, interface: str) -> None:
             raise Go2Error(f"unitree_sdk2py is not installed ({exc}); pip install unitree_sdk2py") from None
         try:
             ChannelFactoryInitialize(int(domain_id), interface)
-        except Exception as exc:  # the SDK raises a bare Exception
-            raise Go2Error(
-                f"network_interface={interface!r} dds_domain_id={domain_id}: Unitree SDK init failed ({exc}); "
-                "check the interface name (ip link) and that it is up"
-            ) from None
+        except Exception as exc:  # the SDK raises a bare Exception (it printed the DDS error)
+            raise init_error_message(_diagnose_domain(domain_id, interface), domain_id, interface, str(exc)) from None
         _channel = (int(domain_id), interface)
+
+
+def connect_with_retry(
+    connect: Callable[[], Any],
+    attempts: int,
+    backoff_initial_s: float,
+    backoff_max_s: float,
+    log: Callable[[str], None],
+    sleep: Callable[[float], Any] = time.sleep,
+) -> Any:
+    """``connect()`` until it stops raising :class:`Go2InterfaceNotReady`, at most ``attempts`` times,
+    waiting ``backoff_initial_s`` doubling up to ``backoff_max_s`` (s) in between; one ``log`` line
+    per failed attempt. Other errors (and the last attempt's) propagate.
+    """
+    wait = backoff_initial_s
+    for k in range(1, attempts + 1):
+        try:
+            return connect()
+        except Go2InterfaceNotReady as exc:
+            if k >= attempts:
+                raise Go2Error(f"{exc} -- gave up after {attempts} attempts") from None
+            log(f"Go2 connect attempt {k}/{attempts} failed: {exc}; retrying in {wait:.1f} s")
+            sleep(wait)
+            wait = min(wait * 2.0, backoff_max_s)
+    raise Go2Error("connect_attempts must be >= 1")  # pragma: no cover
 
 
 def _future_dict(client: Any) -> dict[int, Any]:

@@ -49,6 +49,24 @@ GO2_DRIVER_PARAMS = ParamSpec(
             min=0.05,
             max=5.0,
         ),
+        Param(
+            "connect_attempts",
+            10,
+            "int",
+            "attempts to set up the Unitree SDK while the network interface is missing or not up (boot: cable, switch or "
+            "USB adapter late); one log line per attempt, then the driver exits (code 2) and the robot launch respawns it",
+            min=1,
+            max=1000,
+        ),
+        Param(
+            "connect_backoff_initial_s",
+            0.5,
+            "float",
+            "wait after the first failed connect attempt (s); doubles per attempt",
+            min=0.01,
+            max=60.0,
+        ),
+        Param("connect_backoff_max_s", 5.0, "float", "cap of the doubling wait between connect attempts (s)", min=0.01, max=300.0),
         # --- ROS names ----------------------------------------------------------------------------
         Param("cmd_vel_topic", topics.CMD_VEL, "str", "geometry_msgs/Twist velocity command in base_link (m/s, rad/s)"),
         Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry output (odom -> base_link)"),
