@@ -519,9 +519,11 @@ def install_shutdown_signals(
         label: program name for the messages.
 
     Returns:
-        A dict whose ``"signum"`` is 0 until a signal arrived, then its number (for the exit code).
+        A dict whose ``"signum"`` is 0 until a signal arrived, then its number (for the exit code);
+        ``"timer"`` is the armed force-exit timer once a signal arrived (a caller whose nodes have
+        all stopped may ``cancel()`` it to finish writing its outputs; a second signal still exits).
     """
-    state = {"signum": 0}
+    state: dict[str, Any] = {"signum": 0, "timer": None}
 
     def force(signum: int, why: str) -> None:
         print(f"{label}: {why}; exiting now (code {128 + signum})", file=sys.stderr, flush=True)
@@ -535,6 +537,7 @@ def install_shutdown_signals(
         timer = threading.Timer(grace_s, force, (signum, f"shutdown took longer than {grace_s:g} s"))
         timer.daemon = True
         timer.start()
+        state["timer"] = timer
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)

@@ -496,6 +496,9 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
             failed = True
             break
         if stop_requested["flag"]:
+            timer = (stop_requested.get("state") or {}).get("timer")
+            if timer is not None:  # every node stopped (the robot first): finish writing the outputs
+                timer.cancel()
             print("\nhavln-robot demo: interrupted -- robot commanded to stop, trial closed as aborted, logs kept")
             break
 
