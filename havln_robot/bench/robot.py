@@ -142,19 +142,20 @@ def main(argv: list[str] | None = None) -> int:
         # Frozen robot (SIGSTOP: no state, no replies): a recover's StandUp blocks in the SDK for
         # rpc_timeout_s; an e-stop issued meanwhile must not wait behind it. Measured in the driver:
         # service request received -> Damp handed to the SDK.
+        # Each freeze is short (a DDS participant frozen past its lease, ~10 s, is dropped by its peers).
         frozen: list[float] = []
-        fake.freeze()
-        try:
-            time.sleep(0.2)
-            for _ in range(args.trials):
+        for _ in range(args.trials):
+            fake.freeze()
+            try:
                 call(recover)  # answers at once; StandUp goes out from the control thread and blocks
                 time.sleep(0.05)
                 n = len(driver.estop_latencies_ms)
                 call(estop)
                 if len(driver.estop_latencies_ms) > n:
                     frozen.append(driver.estop_latencies_ms[-1] / 1e3)
-        finally:
-            fake.thaw()
+            finally:
+                fake.thaw()
+            time.sleep(0.3)
         call(recover)
         time.sleep(0.5)
         drive(0.3, 0.3)
