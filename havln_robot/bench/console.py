@@ -12,13 +12,14 @@ second one page receives.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
 import threading
 import time
 from typing import Any
+
+from havln_robot import jsonio
 
 REPO_SIM = "config/sim.yaml"
 TOKEN = "bench-console-token"
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 time.sleep(rng.uniform(0.1, 0.4))
                 t_send = time.monotonic()
-                ws.send(json.dumps({"op": "estop", "id": i}))
+                ws.send(jsonio.dumps({"op": "estop", "id": i}))
                 if not watch.moving_at(t_send):  # between two actions: a zero would come anyway; not a sample
                     missed += 1
                     time.sleep(0.3)

@@ -35,6 +35,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from havln_robot import jsonio
 from havln_robot.console.control import COOKIE, AuthError, Control
 from havln_robot.console.hub import Hub
 from havln_robot.console.view import LiveView
@@ -231,7 +232,7 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
                 for channel, payload in got.items():
                     if channel == "state":
                         await websocket.send_text(
-                            json.dumps({"type": "state", **payload, "control": control.summary(s.sid), "you": s.name})
+                            jsonio.dumps({"type": "state", **payload, "control": control.summary(s.sid), "you": s.name}, nonfinite="null")
                         )
                     elif isinstance(payload, bytes):
                         await websocket.send_bytes(payload)
@@ -246,9 +247,9 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
                 op = data.get("op") if isinstance(data, dict) else None
                 if op in ("stop", "estop"):
                     m = backend.stop(op == "estop", s.name)
-                    await websocket.send_text(json.dumps({"type": "ack", "op": op, "id": data.get("id"), "message": m}))
+                    await websocket.send_text(jsonio.dumps({"type": "ack", "op": op, "id": data.get("id"), "message": m}))
                 elif op == "ping":
-                    await websocket.send_text(json.dumps({"type": "pong", "t": data.get("t"), "server_t": time.time()}))
+                    await websocket.send_text(jsonio.dumps({"type": "pong", "t": data.get("t"), "server_t": time.time()}))
 
         async def until_done(fn: Callable[[], Awaitable[None]], tg: anyio.abc.TaskGroup) -> None:
             try:
