@@ -26,6 +26,8 @@ TURN_LEFT = "TURN_LEFT"
 TURN_RIGHT = "TURN_RIGHT"
 LOOK_UP = "LOOK_UP"
 LOOK_DOWN = "LOOK_DOWN"
+SWEEP_LEFT = "SWEEP_LEFT"
+SWEEP_RIGHT = "SWEEP_RIGHT"
 
 FORWARD_STEP_M: float = 0.25
 """MOVE_FORWARD displacement, metres (VLN-CE FORWARD_STEP_SIZE)."""
@@ -88,6 +90,26 @@ ACTION_TABLE: tuple[ActionSpec, ...] = (
 ACTIONS: tuple[str, ...] = tuple(row.literal for row in ACTION_TABLE)
 ACTION_INDEX: dict[str, int] = {row.literal: row.index for row in ACTION_TABLE}
 ACTION_SPECS: dict[str, ActionSpec] = {row.literal: row for row in ACTION_TABLE}
+
+#: Robot-side motion primitives: rows of the same form that the motion executor (and nothing in
+#: the challenge format or a policy head) accepts. ``SWEEP_LEFT`` / ``SWEEP_RIGHT`` turn once through
+#: 360° at a constant yaw rate (the sweep rate of the motion profile, see
+#: :meth:`havln_robot.motion.executor.MotionConfig.sweep_rate`) while the camera streams: the
+#: continuous-sweep panorama (docs/perception.md). ``index`` -1: no habitat index, never emitted by a
+#: policy, never in a format-v1 file (:data:`ACTIONS` does not list them).
+PRIMITIVE_TABLE: tuple[ActionSpec, ...] = (
+    ActionSpec(SWEEP_LEFT, -1, ActionKind.ROTATE, 2.0 * math.pi),
+    ActionSpec(SWEEP_RIGHT, -1, ActionKind.ROTATE, -2.0 * math.pi),
+)
+#: Every literal motion_node executes: the challenge actions and the robot-side primitives.
+MOTION_SPECS: dict[str, ActionSpec] = {**ACTION_SPECS, **{row.literal: row for row in PRIMITIVE_TABLE}}
+SWEEPS: tuple[str, ...] = (SWEEP_LEFT, SWEEP_RIGHT)
+
+
+def is_motion(value: object) -> bool:
+    """Return True if ``value`` is a literal motion_node executes (:data:`MOTION_SPECS`)."""
+    return isinstance(value, str) and value in MOTION_SPECS
+
 
 #: The 4-way action space of the VLN-CE CMA policy head (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT).
 CMA_ACTIONS: tuple[str, ...] = ACTIONS[:4]

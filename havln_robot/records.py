@@ -176,16 +176,17 @@ def executed_amount(action: str, outcome: str, distance_odom_m: float, yaw_imu_d
         direction; LOOK_*: radians of camera pitch changed (the tilt step when ``ok``, else 0);
         STOP and unknown literals: 0. A reverted action executed 0.
     """
-    if reverted or action == A.STOP or not A.is_action(action):
+    if reverted or action == A.STOP or not A.is_motion(action):
         return 0.0
     if action == A.MOVE_FORWARD:
         d = distance_odom_m
         return max(0.0, d) if math.isfinite(d) else 0.0
-    if action in (A.TURN_LEFT, A.TURN_RIGHT):
+    spec = A.MOTION_SPECS[action]
+    if spec.kind is A.ActionKind.ROTATE:  # TURN_* and the SWEEP_* primitives
         yaw = yaw_imu_deg if math.isfinite(yaw_imu_deg) else yaw_odom_deg
         if not math.isfinite(yaw):
             return 0.0
-        sign = 1.0 if action == A.TURN_LEFT else -1.0
+        sign = 1.0 if spec.amount > 0 else -1.0
         return max(0.0, math.radians(sign * yaw))
     return A.TILT_ANGLE_RAD if outcome == Outcome.OK else 0.0  # LOOK_UP / LOOK_DOWN
 

@@ -14,6 +14,16 @@ is fixed by then; headings are given relative to the start heading, which the re
 to within the tolerance). A front-view step cannot overlap: its observation depends on the motion
 just executed. ``policy.views`` is read before every step, so a policy may ask for a panorama at
 decision points and the front view in between (e.g. while it replays a multi-action macro).
+
+Panorama modes (``panorama_mode``): ``sweep`` (default) sends one ``SWEEP_LEFT``/``SWEEP_RIGHT``
+(a 360° turn at a constant yaw rate) while the IO feeds the IMU yaw and the camera frames into a
+:class:`havln_robot.perception.sweep.SweepSelector`, which picks one frame per view heading by the
+IMU yaw at the frame's timestamp; views without a frame within ``view_tolerance_deg`` are retaken
+standing still with discrete TURNs (a sweep stopped early: the whole panorama is retaken in discrete
+mode from where the robot stands). Inference starts on the selected views as soon as the frames
+have passed the last view heading, while the robot finishes the sweep (when the gyro drift is
+known from an earlier sweep; else at the end). ``discrete``: 24 TURNs of 15°, a view every two.
+An IO without ``sweep`` (test doubles, replays) always gets the discrete mode.
 """
 
 from __future__ import annotations
@@ -29,9 +39,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.actions import ACTIONS, MAX_ACTIONS, STOP, TURN_ANGLE_DEG
-from havln_robot.perception.panorama import PanoramaCapture, TurnResult
+from havln_robot.actions import ACTIONS, MAX_ACTIONS, STOP, SWEEP_LEFT, SWEEP_RIGHT, TURN_ANGLE_DEG, TURN_LEFT, TURN_RIGHT
+from havln_robot.perception.panorama import PanoramaCapture, PanoramaView, TurnResult
 from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
+from havln_robot.perception.sweep import SweepConfig, SweepPanorama, SweepSelector
 from havln_robot.policy.api import Observation, Policy
 from havln_robot.records import Outcome
 
@@ -94,6 +105,14 @@ class AgentIO(Protocol):
         """Publish one AGENT_STATUS_KEYS record (step, action, state, policy_ms, panorama_s, waiting_s)."""
         ...
 
+    # Optional (sweep mode; an IO without it gets discrete panoramas):
+    # def sweep(self, action: str, config: SweepConfig, drift_rate: float,
+    #           on_views: Callable[[SweepSelector], None]) -> tuple[ActionOutcome, SweepSelector, float]:
+    #     """Send a SWEEP action; while it runs feed the IMU yaw and every synchronised RGB-D pair
+    #     (data = RawView) into a new selector (``t_start`` = the IMU stamp when it was sent); call
+    #     ``on_views(selector)`` once when ``selector.views_passed()``. Returns the outcome, the
+    #     selector and the gyro drift measured over the sweep (rad/s, YawTrack.drift_against)."""
+
 
 @dataclass
 class AgentConfig:
@@ -107,6 +126,9 @@ class AgentConfig:
     camera_hfov_deg: float = 0.0
     fov_mode: str = "pad"
     overlap: bool = True
+    panorama_mode: str = "sweep"
+    view_tolerance_deg: float = 1.0
+    camera_time_offset_s: float = 0.0
     blocked_wait_s: float = 1.0
     max_consecutive_blocked: int = 10
     inference_timeout_s: float = 10.0
@@ -136,6 +158,9 @@ class EpisodeResult:
         panorama_turns: TURN actions sent for panoramas.
         interrupted: the action that was executing when the episode was aborted ("" if none); it is
             not in ``actions`` (motion_node received STOP while executing it).
+        panorama_s: wall time in panoramas, s (until the views are in and the robot is back at the
+            start heading). policy_wait_s: wall time waiting on the policy after the panorama
+            (inference that did not overlap motion), s.
     """
 
     reason: str
@@ -151,6 +176,8 @@ class EpisodeResult:
     panoramas: list[dict[str, Any]] = field(default_factory=list)
     panorama_turns: int = 0
     blocked_motions: int = 0
+    panorama_s: float = 0.0
+    policy_wait_s: float = 0.0
 
     def to_json(self) -> str:
         """The havln/episode_done payload: {"reason", "steps", ...} (contract keys first)."""
@@ -171,6 +198,11 @@ class EpisodeResult:
             "panorama_turns": self.panorama_turns,
             "blocked_motions": self.blocked_motions,
             "panorama_final_error_deg": [p["final_error_deg"] for p in self.panoramas],
+            "panorama_mode": sorted({p.get("mode", "discrete") for p in self.panoramas}),
+            "panorama_s": round(self.panorama_s, 3),
+            "policy_wait_s": round(self.policy_wait_s, 3),
+            "panorama_share": round(self.panorama_s / self.duration_s, 3) if self.duration_s > 0 else None,
+            "policy_wait_share": round(self.policy_wait_s / self.duration_s, 3) if self.duration_s > 0 else None,
         }
         return jsonio.dumps(body, nonfinite="null")
 
@@ -203,6 +235,7 @@ class EpisodeRunner:
         self._worker: threading.Thread | None = None  # the inference thread of the last step
         self._in_flight = ""
         self._blocked_in_row = {"action": 0, "turn": 0}
+        self._drift: float | None = None  # gyro drift measured by the last sweep, rad/s (None: unknown)
 
     def close(self, timeout_s: float = 1.0) -> None:
         """Wait at most ``timeout_s`` (s) for a running inference; a hung one is left behind (its
@@ -370,6 +403,101 @@ class EpisodeRunner:
             fut = self._submit(self._act, self._pano_obs(cap, step))
         return fut, cap
 
+    def _send_turn(self, action: str, result: EpisodeResult, status: Callable[..., None]) -> TurnResult:
+        self._in_flight = action
+        out = self.io.send_action(action)
+        self._in_flight = ""
+        if out.outcome == Outcome.REJECTED:
+            raise AgentAbort(f"motion_node rejected panorama turn {action} repeatedly; is another node sending actions?")
+        result.panorama_turns += 1
+        self._after_motion(out, result, status, "turn")
+        return TurnResult.from_values(action, out.values, out.outcome, prefer=self.config.heading_source)
+
+    def _sweep_panorama(
+        self, step: int, result: EpisodeResult, status: Callable[..., None]
+    ) -> tuple[Future, PanoramaCapture | SweepPanorama]:
+        """Capture a panorama in one continuous sweep (see the module docstring); returns the
+        inference future and the panorama. Falls back to :meth:`_panorama` after a stopped sweep."""
+        cfg = self.config
+        views = int(self.policy.views)
+        scfg = SweepConfig(views, cfg.panorama_direction, cfg.view_tolerance_deg, cfg.camera_time_offset_s)
+        pano = SweepPanorama(views, cfg.panorama_direction, t_start=self.clock())
+        early: dict[str, Any] = {}
+        prior = self._drift
+
+        def on_views(sel: SweepSelector) -> None:  # IO thread: start inference while the robot finishes the sweep
+            if not cfg.overlap or prior is None or early:
+                return
+            chosen = sel.select(prior)
+            if all(c is not None for c in chosen):
+                obs_views = [self._preprocess(c.data) for c in chosen]
+                headings = np.radians([c.heading_deg for c in chosen]).astype(np.float64)
+                early["chosen"] = chosen
+                early["fut"] = self._submit(self._act, self._obs_from(obs_views, headings, step))
+
+        action = SWEEP_LEFT if cfg.panorama_direction == "left" else SWEEP_RIGHT
+        self._in_flight = action
+        out, sel, drift = self.io.sweep(action, scfg, prior if prior is not None else 0.0, on_views)
+        self._in_flight = ""
+        pano.sweep_outcome = out.outcome
+        if out.outcome == Outcome.REJECTED:
+            raise AgentAbort(f"motion_node rejected {action} repeatedly; is another node sending actions?")
+        if out.outcome != Outcome.OK:  # stopped (a person, an obstacle, a timeout): retake all, discrete
+            self._after_motion(out, result, status, "turn")
+            return self._panorama(step, result, status)
+        self._drift = drift
+        tr = TurnResult.from_values(TURN_LEFT if action == SWEEP_LEFT else TURN_RIGHT, out.values, out.outcome, self.config.heading_source)
+        pano.heading_deg = tr.yaw_deg
+        pano.frames_offered, pano.frames_rejected, pano.drift_deg_s = sel.offered, sel.rejected, float(np.degrees(drift))
+        chosen = early.get("chosen") or sel.select(drift)
+        for i, c in enumerate(chosen):
+            if c is None:
+                continue
+            h = sel.heading_deg(c.stamp, drift)  # what the frame really was, drift measured
+            pano.captured.append(PanoramaView(i, c.target_deg, h if h is not None else c.heading_deg, "imu", c.data, c.stamp))
+        missing = [i for i, c in enumerate(chosen) if c is None]
+        for i in missing:
+            pano.captured.append(self._retake(i, scfg, result, status))
+            pano.retaken += 1
+        pano.captured.sort(key=lambda v: v.index)
+        pano.turns = result.panorama_turns
+        pano.t_end = self.clock()
+        if "fut" in early and not missing:
+            pano.overlapped = True
+            return early["fut"], pano
+        obs_views = [self._preprocess(v.data) if isinstance(v.data, RawView) else v.data for v in pano.captured]
+        fut = self._submit(self._act, self._obs_from(obs_views, pano.headings_rad(), step, already_relative=True))
+        return fut, pano
+
+    def _retake(self, i: int, scfg: SweepConfig, result: EpisodeResult, status: Callable[..., None]) -> PanoramaView:
+        """Retake view ``i`` standing still: discrete TURNs to its heading (the shorter way), a frame,
+        the same number back (the robot stands at the start heading: the sweep closed)."""
+        target = i * scfg.spacing_deg  # in the sweep direction
+        n = int(round(target / TURN_ANGLE_DEG))
+        go_left = scfg.direction == "left"
+        if n > 180.0 / TURN_ANGLE_DEG:
+            n, go_left = int(round(360.0 / TURN_ANGLE_DEG)) - n, not go_left
+        there, back = (TURN_LEFT, TURN_RIGHT) if go_left else (TURN_RIGHT, TURN_LEFT)
+        heading = 0.0
+        for _ in range(n):
+            self._check_cancel()
+            heading += self._send_turn(there, result, status).yaw_deg
+        view = PanoramaView(i, scfg.sign * target, heading, "retake", self.io.grab(), self.clock())
+        for _ in range(n):
+            self._check_cancel()
+            self._send_turn(back, result, status)
+        return view
+
+    def _obs_from(
+        self, views: list[tuple[np.ndarray, np.ndarray]], headings: np.ndarray, step: int, already_relative: bool = False
+    ) -> Observation:
+        h = np.asarray(headings, np.float64)
+        if not already_relative:  # headings relative to the start heading (= the end heading of a closed sweep)
+            h = (h + np.pi) % (2 * np.pi) - np.pi
+        rgb = np.stack([v[0] for v in views])
+        depth = np.stack([v[1] for v in views])
+        return Observation(rgb=rgb, depth=depth, headings=h.astype(np.float32), step=step)
+
     @staticmethod
     def _pano_obs(cap: PanoramaCapture, step: int, reference_deg: float | None = None) -> Observation:
         rgb = np.stack([v.data[0] for v in cap.captured])
@@ -411,15 +539,22 @@ class EpisodeRunner:
                 views = int(getattr(self.policy, "views", 1))  # may change per step (e.g. 1 while replaying a macro)
                 if views > 1:
                     status("panorama", step=result.steps)
-                    fut, cap = self._panorama(result.steps, result, status)
+                    t_pano = self.clock()
+                    if self.config.panorama_mode == "sweep" and callable(getattr(self.io, "sweep", None)):
+                        fut, cap = self._sweep_panorama(result.steps, result, status)
+                    else:
+                        fut, cap = self._panorama(result.steps, result, status)
                     result.panoramas.append(cap.summary())
-                    pano_s = cap.duration_s
+                    pano_s = self.clock() - t_pano
+                    result.panorama_s += pano_s
                 else:
                     status("observing", step=result.steps)
                     obs = self._front_view(result.steps)
                     fut, pano_s = self._submit(self._act, obs), 0.0
                 status("inferring", panorama_s=pano_s)
+                t_wait = self.clock()
                 action, ms = self._result(fut, "act")
+                result.policy_wait_s += self.clock() - t_wait
                 result.policy_ms.append(ms)
                 self._check_cancel()
                 t_act = self.clock()

@@ -77,7 +77,39 @@ AGENT_PARAMS = ParamSpec(
             "how camera views map to the model's 90° view: pad (true geometry) or stretch",
             choices=("pad", "stretch"),
         ),
-        Param("overlap", True, "bool", "run inference on a finished panorama while the robot makes the return turns to the start heading"),
+        Param(
+            "overlap",
+            True,
+            "bool",
+            "run inference on a finished panorama while the robot finishes it (discrete: the return turns; sweep: the last "
+            "30 deg and the stop, once the gyro drift is known from an earlier sweep)",
+        ),
+        Param(
+            "panorama_mode",
+            "sweep",
+            "str",
+            "sweep = one 360 deg turn at a constant rate (SWEEP_LEFT/RIGHT), a frame per view chosen by the IMU yaw at its "
+            "timestamp; discrete = 24 TURN actions, a view every two (docs/perception.md)",
+            choices=("sweep", "discrete"),
+        ),
+        Param(
+            "view_tolerance_deg",
+            1.0,
+            "float",
+            "sweep mode: a frame is used for a view only within this of its heading, else the view is retaken, deg (issue 16)",
+            min=0.05,
+            max=14.0,
+        ),
+        Param(
+            "camera_time_offset_s",
+            0.0,
+            "float",
+            "sweep mode: added to a frame's header stamp to get its mid-exposure instant (camera latency compensation), s; "
+            "0 for the sim and realsense-ros hardware stamps",
+            min=-1.0,
+            max=1.0,
+        ),
+        Param("imu_topic", topics.IMU, "str", "sensor_msgs/Imu in (sweep mode: yaw from its orientation, interpolated at frame stamps)"),
         Param(
             "blocked_wait_s",
             1.0,

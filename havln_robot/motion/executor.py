@@ -14,6 +14,10 @@ Actions (HA-VLN 2.0 / VLN-CE step sizes, :mod:`havln_robot.actions`)
   pitch (the simulator renders it; it is reported as ``pitch_deg``), ``"unsupported"`` answers
   outcome ``unsupported`` (the Go2 has no camera tilt; body pitch is not used, see docs/motion.md).
 * ``STOP``: zero velocity at once, held; preempts a running action (outcome ``aborted``).
+* ``SWEEP_LEFT`` / ``SWEEP_RIGHT`` (robot-side primitives, :data:`havln_robot.actions.PRIMITIVE_TABLE`):
+  one 360 deg turn at the constant sweep rate :attr:`MotionConfig.sweep_w` (see :func:`sweep_rate`)
+  while the camera streams (continuous-sweep panorama). A hazard stops it without a revert (turning
+  back through up to 360 deg would not be safer); the executed yaw travels in the result.
 
 Velocity profiles are trapezoids within the configured speed / acceleration limits, computed
 on a prediction that adds the commands still "in flight" (actuation latency) to the measured
@@ -63,6 +67,32 @@ def min_duration(amount: float, v_max: float, a_max: float) -> float:
     return 2.0 * math.sqrt(d / a_max)
 
 
+def sweep_rate(w_max: float, exposure_s: float, max_blur_deg: float, frame_rate_hz: float, max_frame_spacing_deg: float) -> float:
+    """Constant yaw rate of a panorama sweep, rad/s: the largest rate within every budget.
+
+    * the profile: ``w_max`` (rad/s);
+    * motion blur: the camera turns ``exposure_s * rate`` during one exposure, at most ``max_blur_deg``
+      (issue 16: default 0.5 deg);
+    * view headings: consecutive frames are ``rate / frame_rate_hz`` apart, at most
+      ``max_frame_spacing_deg``, so the frame nearest a view heading is within half of it
+      (1.5 deg spacing: within 0.75 deg, leaving 0.25 deg of the 1.0 deg view tolerance for yaw
+      interpolation and IMU error).
+
+    A budget given as 0 (``exposure_s``, ``frame_rate_hz``) is not applied.
+
+    Raises:
+        ValueError: ``w_max`` is not positive.
+    """
+    if w_max <= 0:
+        raise ValueError("w_max must be > 0")
+    rate = w_max
+    if exposure_s > 0:
+        rate = min(rate, math.radians(max_blur_deg) / exposure_s)
+    if frame_rate_hz > 0:
+        rate = min(rate, math.radians(max_frame_spacing_deg) * frame_rate_hz)
+    return rate
+
+
 #: A heading chain (see :meth:`Executor.start`) links actions at most this far apart, s: a panorama's
 #: turns are ~1 s apart; after a longer pause gyro drift or a hand on the robot may have moved it.
 CHAIN_MAX_AGE_S = 10.0
@@ -107,6 +137,9 @@ class MotionConfig:
     min_points: int = 12
     revert: bool = True
     chain_heading: float = math.radians(2.0)
+    sweep_w: float = math.radians(1.5) * 30.0
+    """Constant yaw rate of SWEEP_LEFT/RIGHT, rad/s: :func:`sweep_rate` of the parameter defaults
+    (0.8 rad/s profile, 8 ms exposure x 0.5 deg blur, 1.5 deg frame spacing at 30 Hz -> 45 deg/s)."""
 
     @classmethod
     def from_params(cls, p: Mapping[str, Any]) -> MotionConfig:
@@ -144,17 +177,24 @@ class MotionConfig:
             min_points=p["min_obstacle_points"],
             revert=p["revert"],
             chain_heading=math.radians(p["chain_heading_deg"]),
+            sweep_w=sweep_rate(
+                p["max_angular_speed"],
+                p["camera_exposure_s"],
+                p["sweep_max_blur_deg"],
+                p["camera_frame_rate_hz"],
+                p["sweep_max_frame_spacing_deg"],
+            ),
         )
 
     def min_duration(self, action: str) -> float:
         """Physical minimum duration (s) of ``action`` at these limits (0 for LOOK/STOP)."""
-        spec = A.ACTION_SPECS.get(action)
+        spec = A.MOTION_SPECS.get(action)
         if spec is None:
             return 0.0
         if spec.kind is A.ActionKind.TRANSLATE:
             return min_duration(spec.amount, self.v_max, self.a_lin)
         if spec.kind is A.ActionKind.ROTATE:
-            return min_duration(spec.amount, self.w_max, self.a_ang)
+            return min_duration(spec.amount, self.sweep_w if action in A.SWEEPS else self.w_max, self.a_ang)
         return 0.0
 
 
@@ -259,6 +299,7 @@ class ActionRun:
     resume: Phase = Phase.IDLE
     revert_budget: float = 0.0
     revert_cmd_travel: float = 0.0
+    sweep: bool = False
 
 
 class Executor:
@@ -312,13 +353,13 @@ class Executor:
             A Tick. Its results are non-empty when the action finished at once (STOP, LOOK_*,
             rejected, blocked) -- or when STOP preempted a running action.
         """
-        if A.is_action(action) and A.ACTION_SPECS[action].kind is A.ActionKind.STOP:
+        if A.is_motion(action) and A.MOTION_SPECS[action].kind is A.ActionKind.STOP:
             return self.stop(t, "preempted by STOP", odom, imu_yaw)
         self.seq += 1
-        if not A.is_action(action):
+        if not A.is_motion(action):
             return Tick(
                 self._last_cmd if self.busy else self._zero_if_idle(t),  # never disturbs a running action
-                [self._simple(action, "rejected", odom, f"unknown action {action!r}; expected one of {', '.join(A.ACTIONS)}")],
+                [self._simple(action, "rejected", odom, f"unknown action {action!r}; expected one of {', '.join(A.MOTION_SPECS)}")],
                 [],
             )
         if self.busy:
@@ -327,7 +368,7 @@ class Executor:
                 [self._simple(action, "rejected", odom, f"busy executing {self._a.action} (seq {self._a.seq}); send STOP to preempt")],
                 [],
             )
-        spec = A.ACTION_SPECS[action]
+        spec = A.MOTION_SPECS[action]
         if spec.kind is A.ActionKind.TILT:
             return Tick(self._zero_if_idle(t), [self._look(action, odom)], [])
         if odom is None or imu_yaw is None:
@@ -359,6 +400,7 @@ class Executor:
             goal=target if forward else yaw_aim,
             yaw_aim=yaw_aim,
             last=(odom, imu_yaw),
+            sweep=action in A.SWEEPS,
         )
         self._stall = StallDetector(self.cfg.stall_time_s, self.cfg.stall_m if forward else self.cfg.stall_rad)
         if forward and self.cfg.require_depth and (obstacles is None or obstacles.points is None):
@@ -521,7 +563,7 @@ class Executor:
                 cmd = (v, w if v != 0.0 else 0.0)
                 done_axis = v == 0.0
             else:
-                ax = _Axis(cfg.w_max, cfg.a_ang, cfg.w_min)
+                ax = _Axis(cfg.sweep_w if a.sweep else cfg.w_max, cfg.a_ang, cfg.w_min)
                 w = ax.command(remaining, self._last_cmd[1], dt, cfg.yaw_tol)
                 cmd = (0.0, w)
                 done_axis = w == 0.0
@@ -540,7 +582,7 @@ class Executor:
             if (t < a.settle_until or measured < a.settle_until - dt) and t < a.settle_deadline:
                 return Tick(ZERO, [], [])
             if self.phase == Phase.STOPPING:
-                if cfg.revert and abs(prog) > (cfg.pos_tol if a.forward else cfg.yaw_tol) * 0.5:
+                if cfg.revert and not a.sweep and abs(prog) > (cfg.pos_tol if a.forward else cfg.yaw_tol) * 0.5:
                     a.revert_budget, a.revert_cmd_travel = abs(prog), 0.0  # never back farther than verified progress
                     self._stall.reset()
                     a.goal = 0.0
@@ -550,7 +592,7 @@ class Executor:
                     a.deadline = t + cfg.timeout_factor * cfg.min_duration(a.action) + cfg.timeout_margin_s
                     self.phase = Phase.REVERTING
                     return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
-                a.reverted = cfg.revert
+                a.reverted = cfg.revert and not a.sweep
                 return self._end_now(t, odom, imu_yaw)
             err = a.goal - (prog)
             tol = cfg.pos_tol if a.forward else cfg.yaw_tol
@@ -743,7 +785,7 @@ class Executor:
     def _look(self, action: str, odom: Pose2D | None) -> ActionResult:
         if self.cfg.look_mode != "virtual":
             return self._simple(action, "unsupported", odom, "the Go2 has no camera tilt (look_mode unsupported); nothing moved")
-        step = A.ACTION_SPECS[action].amount
+        step = A.MOTION_SPECS[action].amount
         new = self.pitch + step
         if abs(new) > self.cfg.max_pitch + 1e-9:
             return self._simple(

@@ -169,5 +169,38 @@ MOTION_PARAMS = ParamSpec(
             min=0.0,
             max=7.5,
         ),
+        # --- panorama sweep (SWEEP_LEFT / SWEEP_RIGHT, docs/perception.md) -------------------------
+        Param(
+            "camera_frame_rate_hz",
+            30.0,
+            "float",
+            "RGB-D frame rate the sweep rate is sized for, Hz (D435i and the sim camera: 30); 0 = no frame-spacing bound",
+            min=0.0,
+            max=300.0,
+        ),
+        Param(
+            "camera_exposure_s",
+            0.008,
+            "float",
+            "colour exposure time the blur budget is computed with, s (D435i indoor auto-exposure ~8 ms; 0 = no blur bound)",
+            min=0.0,
+            max=0.2,
+        ),
+        Param(
+            "sweep_max_blur_deg",
+            0.5,
+            "float",
+            "largest yaw the camera may turn during one exposure in a panorama sweep, deg (issue 16)",
+            min=0.01,
+            max=10.0,
+        ),
+        Param(
+            "sweep_max_frame_spacing_deg",
+            1.5,
+            "float",
+            "largest yaw between consecutive frames in a sweep, deg: the frame nearest a view heading is within half of it",
+            min=0.1,
+            max=30.0,
+        ),
     ),
 )

@@ -2,7 +2,8 @@
 
 Thin ROS shell over :class:`havln_robot.agent.core.EpisodeRunner`. Subscribes ``havln/instruction``
 (String), the colour and aligned-depth images and colour camera_info, and ``havln/action_result``
-(DiagnosticStatus from motion_node); publishes ``havln/action`` (String), ``havln/agent_status``
+(DiagnosticStatus from motion_node) and ``imu`` (sweep panoramas: orientation yaw, interpolated at
+frame stamps); publishes ``havln/action`` (String), ``havln/agent_status``
 (DiagnosticStatus, AGENT_STATUS_KEYS, after every decision and state change) and
 ``havln/episode_done`` (String JSON, at the end of every episode).
 
@@ -15,6 +16,7 @@ instruction while an episode runs cancels it (the worker sends STOP to motion_no
 from __future__ import annotations
 
 import collections
+import math
 import queue
 import sys
 import threading
@@ -24,16 +26,18 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import Bool, String
 
 from havln_robot.actions import STOP
 from havln_robot.agent.core import ActionOutcome, AgentAbort, AgentConfig, EpisodeRunner, RawView
 from havln_robot.agent.params import AGENT_PARAMS
 from havln_robot.camera import Intrinsics, IntrinsicsError
+from havln_robot.geometry import quat_to_yaw
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
+from havln_robot.perception.sweep import SweepConfig, SweepSelector, YawTrack
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.registry import make_policy, no_data_fallback
 from havln_robot.records import AgentStatus
@@ -41,6 +45,8 @@ from havln_robot.ros.codec import encode_agent_status, image_array
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
 
 _FRAMES_KEPT = 8
+_IMU_KEPT = 400  # IMU samples kept for the start of a sweep (4 s at the 100 Hz of the sim and the Go2 driver)
+_TRAILING_FRAME_WAIT_S = 1.0  # after a sweep's result: wait this long at most for the frames of its last instants
 _STOP_RESULT_WAIT_S = 2.0  # how long to wait for motion_node's answer to STOP
 
 
@@ -89,6 +95,8 @@ class AgentNode(HavlnNode):
         self._rgb: collections.deque = collections.deque(maxlen=_FRAMES_KEPT)  # (stamp_s, recv_s, array)
         self._depth: collections.deque = collections.deque(maxlen=_FRAMES_KEPT)
         self._info: CameraInfo | None = None
+        self._imu: collections.deque = collections.deque(maxlen=_IMU_KEPT)  # (stamp_s, yaw_rad)
+        self._sweep: tuple[SweepSelector, Any, set] | None = None  # recording during a sweep: selector, on_views, offered stamps
         self._ready_after = 0.0  # a frame counts as "after settling" when received at/after this (node clock, s)
         self._cancel = threading.Event()
         self._shutdown = threading.Event()
@@ -107,6 +115,7 @@ class AgentNode(HavlnNode):
         self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
         self.create_subscription(Image, p["depth_topic"], self._on_depth, qos_profile_sensor_data)
         self.create_subscription(CameraInfo, p["color_info_topic"], self._on_info, qos_profile_sensor_data)
+        self.create_subscription(Imu, p["imu_topic"], self._on_imu, qos_profile_sensor_data)
         self.on_clock_jump_back(self._on_clock_reset)
 
         self.runner = EpisodeRunner(self.policy, self, self.config, clock=time.monotonic, cancelled=self._cancel.is_set)
@@ -144,7 +153,10 @@ class AgentNode(HavlnNode):
             return
         with self._cond:
             self._rgb.append((_stamp_s(msg), self._now(), np.array(a)))
+            ready = self._offer_pairs()
             self._cond.notify_all()
+        if ready is not None:
+            ready()
 
     def _on_depth(self, msg: Image) -> None:
         if msg.encoding not in ("16UC1", "32FC1"):
@@ -155,7 +167,51 @@ class AgentNode(HavlnNode):
         a = np.array(image_array(msg))
         with self._cond:
             self._depth.append((_stamp_s(msg), self._now(), a))
+            ready = self._offer_pairs()
             self._cond.notify_all()
+        if ready is not None:
+            ready()
+
+    def _on_imu(self, msg: Imu) -> None:
+        q = msg.orientation
+        if msg.orientation_covariance[0] == -1.0 or (q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 0.0):
+            self.get_logger().error(
+                f"{self.params['imu_topic']}: no orientation (REP 145); sweep panoramas need it, use panorama_mode discrete",
+                throttle_duration_sec=10.0,
+            )
+            return
+        sample = (_stamp_s(msg), quat_to_yaw(q.x, q.y, q.z, q.w))
+        with self._cond:
+            self._imu.append(sample)
+            if self._sweep is not None:
+                self._sweep[0].track.add(*sample)
+
+    def _offer_pairs(self):
+        """While a sweep records (lock held): offer every new synchronised RGB-D pair to its selector.
+        Returns the on_views call to make outside the lock once the frames passed the last view, else None."""
+        if self._sweep is None:
+            return None
+        sel, on_views, offered = self._sweep
+        tol = self.params["sync_tolerance_s"]
+        info = self._info
+        for st_d, _, d in self._depth:
+            if st_d in offered:
+                continue
+            for st_c, _, c in reversed(self._rgb):
+                if abs(st_c - st_d) <= tol and c.shape[:2] == d.shape[:2]:
+                    offered.add(st_d)
+                    intr = None
+                    if info is not None:
+                        try:
+                            intr = Intrinsics.from_k(info.k, info.width, info.height)
+                        except IntrinsicsError:
+                            intr = None
+                    sel.offer(st_d, RawView(c, d, intr, st_d))
+                    break
+        if on_views is not None and sel.views_passed():
+            self._sweep = (sel, None, offered)
+            return lambda: on_views(sel)
+        return None
 
     def _on_info(self, msg: CameraInfo) -> None:
         self._info = msg
@@ -166,6 +222,7 @@ class AgentNode(HavlnNode):
         with self._cond:
             self._rgb.clear()
             self._depth.clear()
+            self._imu.clear()  # IMU stamps from before the jump would interpolate a sweep's headings wrongly
             self._ready_after = t
             self._cond.notify_all()
 
@@ -215,6 +272,35 @@ class AgentNode(HavlnNode):
         with self._cond:
             self._ready_after = self._now() + p["settle_s"]
         return ActionOutcome(action, r.outcome.value, r.to_values())
+
+    def sweep(self, action: str, config: SweepConfig, drift_rate: float, on_views) -> tuple[ActionOutcome, SweepSelector, float]:
+        """Send a SWEEP primitive and record the IMU yaw and every RGB-D pair into a selector while it
+        runs (see :class:`havln_robot.agent.core.AgentIO`). Returns (outcome, selector, drift rad/s)."""
+        p = self.params
+        self._wait(lambda: True if self._imu else None, p["frame_timeout_s"], f"IMU on {p['imu_topic']} (sweep panorama)")
+        with self._cond:
+            track = YawTrack()
+            for st, yaw in self._imu:
+                track.add(st, yaw)
+            t0 = track.t[-1]
+            sel = SweepSelector(config, track, t0, drift_rate)
+            self._sweep = (sel, on_views, set())
+        try:
+            out = self.send_action(action)
+            with self._cond:
+                t_end = self._imu[-1][0] if self._imu else t0
+            try:  # the frames of the last instants are still on their way (rendering, transport)
+                self._wait(lambda: True if self._depth and self._depth[-1][0] >= t_end else None, _TRAILING_FRAME_WAIT_S, "trailing frame")
+            except AgentAbort:
+                if self._stopping():
+                    raise
+        finally:
+            with self._cond:
+                self._offer_pairs()
+                self._sweep = None
+        yaw = float(out.values.get("yaw_imu_deg", "nan") or "nan")
+        drift = track.drift_against(t0, t_end, math.radians(yaw)) if math.isfinite(yaw) else 0.0
+        return out, sel, drift
 
     def _stopping(self) -> bool:
         return self._cancel.is_set() or self._shutdown.is_set()

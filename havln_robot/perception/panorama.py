@@ -308,6 +308,7 @@ class PanoramaCapture:
     def summary(self) -> dict[str, Any]:
         """Plain record for logs: views, turns, corrections, final error, duration, heading sources."""
         return {
+            "mode": "discrete",
             "views": len(self.captured),
             "turns": len(self.turns),
             "blocked_turns": self.blocked_turns,

@@ -60,7 +60,23 @@ SIM_NODE_PARAMS = ParamSpec(
             max=1000.0,
         ),
         Param("imu_rate_hz", 100.0, "float", "imu rate, Hz: every round(sim_rate_hz / imu_rate_hz)-th tick", min=1.0, max=1000.0),
-        Param("camera_rate_hz", 15.0, "float", "RGB-D frame rate, Hz of wall time (rendered off the executor thread)", min=0.5, max=60.0),
+        Param(
+            "camera_rate_hz",
+            30.0,
+            "float",
+            "RGB-D frame rate, Hz of wall time (rendered off the executor thread; 30 like the D435i profile, issue 16)",
+            min=0.5,
+            max=60.0,
+        ),
+        Param(
+            "camera_exposure_s",
+            0.008,
+            "float",
+            "exposure of the simulated camera, s: frames are rendered at the pose of the stamp (mid-exposure), without "
+            "blur; motion_node sizes the sweep rate so that exposure x yaw rate stays within sweep_max_blur_deg",
+            min=0.0,
+            max=0.2,
+        ),
         Param(
             "ground_truth_rate_hz",
             10.0,
