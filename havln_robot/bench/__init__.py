@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|console|perception|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|perception|panorama|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """
@@ -14,6 +14,7 @@ BENCHES = {
     "robot": "havln_robot.bench.robot:main",
     "console": "havln_robot.bench.console:main",
     "perception": "havln_robot.bench.perception:main",
+    "panorama": "havln_robot.bench.panorama:main",
     "all": "havln_robot.figures:main",
 }
 
