@@ -3,7 +3,7 @@
 Usage::
 
     havln-robot eval --policy expert|forward[:OPTS]|random[:OPTS]|<checkpoint> --episodes FILE
-                     [--connectivity DIR] [--limit N] [--out DIR] [--seed S] [--populate N]
+                     [--connectivity DIR] [--limit N] [--out DIR] [--seed S] [--populate N] [--heading-jitter-deg D]
                      [--baseline FILE] [--instruction-index K]
 
 Policies:
@@ -80,7 +80,7 @@ class EpisodeRecord:
 class _Observer:
     """Renders :class:`havln_robot.policy.api.Observation` for a world (checkpoint policies)."""
 
-    def __init__(self, world, views: int) -> None:
+    def __init__(self, world, views: int, heading_jitter_deg: float = 0.0, seed: int = 0) -> None:
         from havln_robot.perception.preprocess import to_model_depth, to_model_rgb
         from havln_robot.sim.render import Renderer
 
@@ -89,6 +89,13 @@ class _Observer:
         self.views = max(1, int(views))
         self.renderer = Renderer(world.scene, world.crowd, width=OBS_SIZE, height=OBS_SIZE, hfov_deg=OBS_HFOV_DEG)
         self.headings = self._headings(self.views)
+        # Sweep-mode panoramas: each view is a camera frame within the selection tolerance of its
+        # heading, not exactly at it (issue 16). With heading_jitter_deg > 0 every view of a
+        # panorama is rendered at nominal + e, e ~ N(0, jitter) clipped to +-2 jitter, and the
+        # policy gets those headings (agent_node gives it the measured ones). The front view
+        # (1 view) stays exact. Measured distribution: README "panorama" figures.
+        self.jitter = math.radians(max(0.0, heading_jitter_deg))
+        self._rng = np.random.default_rng(seed)
 
     def observe(self, step: int, views: int | None = None):
         """Render ``views`` headings (default: the count given at construction) around the body.
@@ -100,6 +107,9 @@ class _Observer:
 
         n = self.views if views is None else max(1, int(views))
         headings = self.headings if n == self.views else self._headings(n)
+        if self.jitter > 0 and n > 1:
+            e = np.clip(self._rng.normal(0.0, self.jitter, n), -2 * self.jitter, 2 * self.jitter)
+            headings = (((headings + e) + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
         x, y, z, yaw = self.world.pose
         rgbs, depths = [], []
         for h in headings:
@@ -118,7 +128,7 @@ class _Observer:
 
 
 # ---------------------------------------------------------------------------- running
-def run_episode(world, policy: str | object, seed: int = 0) -> list[str]:
+def run_episode(world, policy: str | object, seed: int = 0, heading_jitter_deg: float = 0.0) -> list[str]:
     """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
 
     Args:
@@ -126,7 +136,9 @@ def run_episode(world, policy: str | object, seed: int = 0) -> list[str]:
         policy: "expert", a spec of a policy without a checkpoint (``"random"``, ``"forward:steps=8"``;
             built afresh for the episode by :func:`~havln_robot.policy.registry.make_policy`), or a
             :class:`havln_robot.policy.api.Policy`.
-        seed: default seed of a seeded builtin (``random``) whose spec gives none.
+        seed: default seed of a seeded builtin (``random``) whose spec gives none (and of the heading jitter).
+        heading_jitter_deg: std of the view-heading error of panorama views, deg (0: exact headings;
+            sweep-mode panoramas: the bench panorama's measured spread).
     """
     observer = None
     if policy == "expert":
@@ -138,7 +150,7 @@ def run_episode(world, policy: str | object, seed: int = 0) -> list[str]:
     else:
         agent = policy
     if policy != "expert" and getattr(agent, "observes", True):
-        observer = _Observer(world, getattr(agent, "views", 1))
+        observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed)
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
@@ -158,6 +170,7 @@ def evaluate(
     baselines: dict[str, int] | None = None,
     populate: int = 0,
     on_result=None,
+    heading_jitter_deg: float = 0.0,
 ) -> list[EpisodeRecord]:
     """Evaluate ``policy`` on ``episodes`` (grouped by scan internally; results in input order).
 
@@ -169,6 +182,7 @@ def evaluate(
         baselines: episode id → challenge baseline human collisions (missing = 0).
         populate: synthetic people per episode for episodes without people (R2R).
         on_result: called with each :class:`EpisodeRecord`.
+        heading_jitter_deg: see :func:`run_episode`.
 
     Raises:
         EvalError: a scene cannot be loaded.
@@ -195,7 +209,7 @@ def evaluate(
             print(f"havln-robot eval: skipping episode {ep.episode_id}: {exc}", file=sys.stderr)
             continue
         zs = [p[2] for p in ep.reference_path]
-        actions = run_episode(world, policy, seed=seed + k)
+        actions = run_episode(world, policy, seed=seed + k, heading_jitter_deg=heading_jitter_deg)
         rec = EpisodeRecord(
             ep.episode_id,
             ep.scan,
@@ -276,10 +290,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", help="collision_num_<split>.json for TCR baselines (default: see docs)")
     ap.add_argument("--instruction-index", type=int, default=0, help="which instruction of each discrete path (default 0)")
     ap.add_argument("--device", default="cpu", help="torch device for checkpoint policies")
+    ap.add_argument(
+        "--heading-jitter-deg",
+        type=float,
+        default=0.0,
+        help="render panorama views at nominal + N(0, this) deg (clipped to 2 std), as sweep-mode frames are chosen; default 0",
+    )
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-episode progress")
     args = ap.parse_args(argv)
     if args.seed < 0:
         ap.error(f"--seed {args.seed}: give a seed >= 0")
+    if not (math.isfinite(args.heading_jitter_deg) and 0.0 <= args.heading_jitter_deg <= 10.0):
+        ap.error(f"--heading-jitter-deg {args.heading_jitter_deg}: give a standard deviation in [0, 10] deg")
     if args.populate < 0:
         ap.error(f"--populate {args.populate}: give a number of people >= 0")
     if args.out:
@@ -330,7 +352,16 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     try:
-        records = evaluate(episodes, policy, args.connectivity, args.seed, baselines, args.populate, on_result=progress)
+        records = evaluate(
+            episodes,
+            policy,
+            args.connectivity,
+            args.seed,
+            baselines,
+            args.populate,
+            on_result=progress,
+            heading_jitter_deg=args.heading_jitter_deg,
+        )
     except EvalError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2

@@ -55,7 +55,7 @@ class SweepRobot(FakeRobot):
         turned = dur * rate
         self.heading += turned
         drift = track.drift_against(t0, t0 + dur + 0.5, math.radians(turned))
-        vals = {"outcome": self.sweep_outcome, "yaw_imu_deg": f"{turned:.4f}", "yaw_odom_deg": f"{turned:.4f}"}
+        vals = {"outcome": self.sweep_outcome, "yaw_imu_deg": f"{turned:.4f}", "yaw_odom_deg": f"{turned:.4f}", "duration_s": f"{dur:.3f}"}
         return ActionOutcome(action, self.sweep_outcome, vals), sel, drift
 
 
@@ -93,13 +93,31 @@ def test_inference_overlaps_the_sweep_once_the_drift_is_known():
 
 
 def test_a_view_without_a_frame_is_retaken_with_turns():
-    # frames around 90 deg (view 3: t = 0.2 + 2 s -> frame ~66) dropped
-    robot = SweepRobot(drop=set(range(60, 73)))
+    # frames around 60 deg (view 2: t = 0.2 + 1.33 s -> frame ~46) dropped; 8 turns (6 s) < a sweep (8 s)
+    robot = SweepRobot(drop=set(range(40, 53)))
     res, pol = _run(robot, script=(STOP,))
-    assert robot.actions == [SWEEP_LEFT] + [TURN_LEFT] * 6 + [TURN_RIGHT] * 6 + [STOP]
+    assert robot.actions == [SWEEP_LEFT] + [TURN_LEFT] * 4 + [TURN_RIGHT] * 4 + [STOP]
     p = res.panoramas[0]
     assert p["retaken"] == 1 and p["views"] == 12 and "retake" in p["sources"]
-    assert int(pol.seen[0].rgb[3, 112, 112, 0]) == 45  # the retaken view shows 90 deg
+    assert int(pol.seen[0].rgb[2, 112, 112, 0]) == 30  # the retaken view shows 60 deg
+
+
+def test_views_near_180_are_retaken_by_a_second_sweep():
+    # frames around 180 deg (view 6: t = 0.2 + 4 s -> frame ~126) dropped in the first sweep only
+    robot = SweepRobot(drop=set(range(120, 133)))
+    orig = robot.sweep
+
+    def sweep(*a):
+        r = orig(*a)
+        robot.drop = set()
+        return r
+
+    robot.sweep = sweep
+    res, pol = _run(robot, script=(STOP,))
+    assert robot.actions == [SWEEP_LEFT, SWEEP_LEFT, STOP]
+    p = res.panoramas[0]
+    assert p["retaken"] == 1 and p["sweeps"] == 2 and p["views"] == 12
+    assert int(pol.seen[0].rgb[6, 112, 112, 0]) == 90
 
 
 def test_a_stopped_sweep_is_retaken_in_discrete_mode():

@@ -446,3 +446,30 @@ def test_revert_without_feedback_stops_after_the_stall_window():
     (r,) = results
     assert not r.reverted and "revert stopped" in r.detail
     assert dx >= -0.03
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_sweep_turns_once_at_the_sweep_rate_and_closes(seed):
+    """SWEEP_LEFT: one 360 deg turn at the constant sweep rate (never above it), ending within the
+    sweep tolerance of the start heading by IMU, close to the physical minimum."""
+    ex, p = Executor(CFG), Plant(seed)
+    results, cols, (dx, dy, dth) = drive(ex, p, A.SWEEP_LEFT, max_t=20.0)
+    (r,) = results
+    assert r.outcome == "ok" and not cols and not r.reverted
+    assert abs(r.yaw_imu_deg - 360.0) <= math.degrees(CFG.sweep_yaw_tol) + 0.02
+    assert abs(math.degrees(dth) - 360.0) < 2.0  # true: + the plant's gyro bias not yet learnt
+    assert r.duration_s <= 1.3 * CFG.min_duration(A.SWEEP_LEFT)
+
+
+def test_a_person_stops_a_sweep_without_a_revert():
+    ex, p = Executor(CFG), Plant(3)
+
+    def hook(plant, k):
+        if k == 300:  # a person walks into the robot's side during the sweep
+            plant.person = (plant.x, plant.y - 0.155 - 0.2)
+
+    results, cols, (dx, dy, dth) = drive(ex, p, A.SWEEP_LEFT, hook=hook, max_t=20.0)
+    (r,) = results
+    assert r.outcome == "collision" and not r.reverted
+    assert 0.0 < r.yaw_imu_deg < 180.0  # stopped part-way; what was turned travels in the result
+    assert cols and cols[0].motion_state == "turning"

@@ -46,6 +46,10 @@ from havln_robot.perception.sweep import SweepConfig, SweepPanorama, SweepSelect
 from havln_robot.policy.api import Observation, Policy
 from havln_robot.records import Outcome
 
+#: Wall time of one 15° TURN with its settling, s (docs/motion.md: 0.72 s mean in the motion bench);
+#: decides between retaking missing sweep views with turns or with a second sweep.
+RETAKE_TURN_S = 0.75
+
 
 class AgentAbort(RuntimeError):
     """The episode cannot go on: cancelled (new instruction / shutdown) or a robot-side failure.
@@ -448,6 +452,7 @@ class EpisodeRunner:
         self._drift = drift
         tr = TurnResult.from_values(TURN_LEFT if action == SWEEP_LEFT else TURN_RIGHT, out.values, out.outcome, self.config.heading_source)
         pano.heading_deg = tr.yaw_deg
+        pano.closure_deg = self._closure(out.values)
         pano.frames_offered, pano.frames_rejected, pano.drift_deg_s = sel.offered, sel.rejected, float(np.degrees(drift))
         chosen = early.get("chosen") or sel.select(drift)
         for i, c in enumerate(chosen):
@@ -456,9 +461,30 @@ class EpisodeRunner:
             h = sel.heading_deg(c.stamp, drift)  # what the frame really was, drift measured
             pano.captured.append(PanoramaView(i, c.target_deg, h if h is not None else c.heading_deg, "imu", c.data, c.stamp))
         missing = [i for i, c in enumerate(chosen) if c is None]
+        try:  # what a second sweep would cost: this one's motion time (else its wall time)
+            sweep_s = float(out.values.get("duration_s", "") or (self.clock() - pano.t_start))
+        except (TypeError, ValueError):
+            sweep_s = self.clock() - pano.t_start
+        if missing and sum(2 * self._retake_turns(i, scfg) for i in missing) * RETAKE_TURN_S > sweep_s:
+            # cheaper to sweep once more than to turn to the missing views and back (views near 180 deg)
+            out2, sel2, drift2 = self.io.sweep(action, scfg, drift, None)
+            pano.heading_deg += TurnResult.from_values(TURN_LEFT if action == SWEEP_LEFT else TURN_RIGHT, out2.values, out2.outcome).yaw_deg
+            pano.closure_deg = self._closure(out2.values)
+            if out2.outcome == Outcome.OK:
+                for i, c in enumerate(sel2.select(drift2)):
+                    if c is not None and i in missing:
+                        h = sel2.heading_deg(c.stamp, drift2)
+                        pano.captured.append(PanoramaView(i, c.target_deg, h if h is not None else c.heading_deg, "imu", c.data, c.stamp))
+                        pano.retaken += 1
+                missing = [i for i in missing if all(v.index != i for v in pano.captured)]
+            pano.sweeps += 1
         for i in missing:
-            pano.captured.append(self._retake(i, scfg, result, status))
+            view, net = self._retake(i, scfg, result, status)
+            pano.captured.append(view)
             pano.retaken += 1
+            pano.heading_deg += net
+            if pano.closure_deg is not None:
+                pano.closure_deg += net
         pano.captured.sort(key=lambda v: v.index)
         pano.turns = result.panorama_turns
         pano.t_end = self.clock()
@@ -469,9 +495,27 @@ class EpisodeRunner:
         fut = self._submit(self._act, self._obs_from(obs_views, pano.headings_rad(), step, already_relative=True))
         return fut, pano
 
-    def _retake(self, i: int, scfg: SweepConfig, result: EpisodeResult, status: Callable[..., None]) -> PanoramaView:
+    @staticmethod
+    def _closure(values: Mapping[str, Any]) -> float | None:
+        """IMU closure of a sweep: its end heading minus the aimed one (``-yaw_error_deg``), deg; None if absent."""
+        try:
+            yaw_err = float(values.get("yaw_error_deg", "nan") or "nan")
+        except (TypeError, ValueError):
+            return None
+        return -yaw_err if np.isfinite(yaw_err) else None
+
+    @staticmethod
+    def _retake_turns(i: int, scfg: SweepConfig) -> int:
+        """TURN actions from the start heading to view ``i`` the shorter way."""
+        n = int(round(i * scfg.spacing_deg / TURN_ANGLE_DEG))
+        return min(n, int(round(360.0 / TURN_ANGLE_DEG)) - n)
+
+    def _retake(self, i: int, scfg: SweepConfig, result: EpisodeResult, status: Callable[..., None]) -> tuple[PanoramaView, float]:
         """Retake view ``i`` standing still: discrete TURNs to its heading (the shorter way), a frame,
-        the same number back (the robot stands at the start heading: the sweep closed)."""
+        the same number back (the robot stands at the start heading: the sweep closed).
+
+        Returns:
+            The view (heading measured by the TURN results) and the net measured yaw of the turns, deg."""
         target = i * scfg.spacing_deg  # in the sweep direction
         n = int(round(target / TURN_ANGLE_DEG))
         go_left = scfg.direction == "left"
@@ -485,8 +529,8 @@ class EpisodeRunner:
         view = PanoramaView(i, scfg.sign * target, heading, "retake", self.io.grab(), self.clock())
         for _ in range(n):
             self._check_cancel()
-            self._send_turn(back, result, status)
-        return view
+            heading += self._send_turn(back, result, status).yaw_deg
+        return view, heading
 
     def _obs_from(
         self, views: list[tuple[np.ndarray, np.ndarray]], headings: np.ndarray, step: int, already_relative: bool = False

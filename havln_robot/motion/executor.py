@@ -93,6 +93,11 @@ def sweep_rate(w_max: float, exposure_s: float, max_blur_deg: float, frame_rate_
     return rate
 
 
+#: Slip threshold growth during a sweep, per radian turned: odometry yaw has a scale error (1 % std in
+#: the simulator's NoiseModel; leg odometry on the Go2 is of the same order), which a 360 deg sweep
+#: turns into up to ~4 deg of honest disagreement with the gyro; 3 % = 3 std.
+SWEEP_SLIP_PER_RAD = 0.03
+
 #: A heading chain (see :meth:`Executor.start`) links actions at most this far apart, s: a panorama's
 #: turns are ~1 s apart; after a longer pause gyro drift or a hand on the robot may have moved it.
 CHAIN_MAX_AGE_S = 10.0
@@ -137,6 +142,7 @@ class MotionConfig:
     min_points: int = 12
     revert: bool = True
     chain_heading: float = math.radians(2.0)
+    sweep_yaw_tol: float = math.radians(0.15)
     sweep_w: float = math.radians(1.5) * 30.0
     """Constant yaw rate of SWEEP_LEFT/RIGHT, rad/s: :func:`sweep_rate` of the parameter defaults
     (0.8 rad/s profile, 8 ms exposure x 0.5 deg blur, 1.5 deg frame spacing at 30 Hz -> 45 deg/s)."""
@@ -177,6 +183,7 @@ class MotionConfig:
             min_points=p["min_obstacle_points"],
             revert=p["revert"],
             chain_heading=math.radians(p["chain_heading_deg"]),
+            sweep_yaw_tol=math.radians(p["sweep_yaw_tolerance_deg"]),
             sweep_w=sweep_rate(
                 p["max_angular_speed"],
                 p["camera_exposure_s"],
@@ -516,10 +523,11 @@ class Executor:
             return self._end_now(t, odom, imu_yaw)
         if self.phase != Phase.STOPPING:
             # compare both yaws predicted to the same instant: odometry and IMU may be stamped apart
-            sl = slip_check(dyaw_imu + self._unmeasured(t, tm_imu)[1], dyaw_odom + self._unmeasured(t, tm_odom)[1], cfg.slip_rad)
+            slip_rad = cfg.slip_rad + (SWEEP_SLIP_PER_RAD * abs(dyaw_imu) if a.sweep else 0.0)
+            sl = slip_check(dyaw_imu + self._unmeasured(t, tm_imu)[1], dyaw_odom + self._unmeasured(t, tm_odom)[1], slip_rad)
             if sl is not None:
                 a.outcome = "slip"
-                a.detail = f"gyro and odometry yaw disagree by {math.degrees(sl):.1f} deg (> {math.degrees(cfg.slip_rad):.1f})"
+                a.detail = f"gyro and odometry yaw disagree by {math.degrees(sl):.1f} deg (> {math.degrees(slip_rad):.1f})"
                 return self._end_now(t, odom, imu_yaw)
         if self.phase in (Phase.MOVING, Phase.TURNING, Phase.SETTLING):
             hz = contact_hazard(obs, cfg.footprint, cfg.person_radius)
@@ -564,7 +572,7 @@ class Executor:
                 done_axis = v == 0.0
             else:
                 ax = _Axis(cfg.sweep_w if a.sweep else cfg.w_max, cfg.a_ang, cfg.w_min)
-                w = ax.command(remaining, self._last_cmd[1], dt, cfg.yaw_tol)
+                w = ax.command(remaining, self._last_cmd[1], dt, cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol)
                 cmd = (0.0, w)
                 done_axis = w == 0.0
             if done_axis:
@@ -595,7 +603,7 @@ class Executor:
                 a.reverted = cfg.revert and not a.sweep
                 return self._end_now(t, odom, imu_yaw)
             err = a.goal - (prog)
-            tol = cfg.pos_tol if a.forward else cfg.yaw_tol
+            tol = cfg.pos_tol if a.forward else (cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol)
             if abs(err) > tol and a.corrections < cfg.max_corrections:
                 a.corrections += 1
                 self.phase = a.resume

@@ -195,6 +195,14 @@ MOTION_PARAMS = ParamSpec(
             max=10.0,
         ),
         Param(
+            "sweep_yaw_tolerance_deg",
+            0.15,
+            "float",
+            "a sweep is done within this of its end heading (the start heading), deg: the panorama's closure (issue 16: <= 0.2)",
+            min=0.02,
+            max=10.0,
+        ),
+        Param(
             "sweep_max_frame_spacing_deg",
             1.5,
             "float",

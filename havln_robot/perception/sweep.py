@@ -261,9 +261,12 @@ class SweepPanorama:
     """The result of one sweep panorama, shaped like :class:`havln_robot.perception.panorama.PanoramaCapture`
     for the agent (``captured``, ``headings_rad``, ``summary``, ``duration_s``, ``final_error_deg``).
 
-    Retake rule: a view without an acceptable frame (dropped frames, a frame too far from every
-    heading, a sweep stopped by a person or an obstacle) is retaken standing still with discrete TURN
-    actions (:attr:`retaken` counts them); the agent does that, see ``havln_robot.agent.core``.
+    Retake rule (the agent applies it, see ``havln_robot.agent.core``): a view without an acceptable
+    frame (dropped frames, every frame too far from its heading) is retaken -- by a second sweep when
+    turning to the missing views and back would take longer than the first sweep did (views near
+    180°), else, and for what the second sweep still missed, standing still with discrete TURNs.
+    A sweep stopped by a person or an obstacle: every view is retaken in discrete mode from where
+    the robot stands. :attr:`retaken` counts the retaken views, :attr:`sweeps` the sweeps.
 
     Attributes:
         views: N. direction: ``left`` / ``right``.
@@ -272,6 +275,8 @@ class SweepPanorama:
         heading_deg: measured heading at the end relative to the start (signed, 360 after a full sweep), deg.
         t_start, t_end: monotonic times, s. sweep_outcome: motion_node's outcome of the sweep.
         overlapped: inference started on the views while the robot was still turning.
+        closure_deg: IMU closure against the aimed end heading (``-yaw_error_deg`` of the sweep's
+            result plus the net yaw of retake turns), deg; None when the result had none.
     """
 
     views: int
@@ -282,11 +287,13 @@ class SweepPanorama:
     t_end: float = 0.0
     sweep_outcome: str = ""
     retaken: int = 0
+    sweeps: int = 1
     turns: int = 0
     frames_offered: int = 0
     frames_rejected: int = 0
     drift_deg_s: float = 0.0
     overlapped: bool = False
+    closure_deg: float | None = None
 
     @property
     def views_complete(self) -> bool:
@@ -298,8 +305,10 @@ class SweepPanorama:
 
     @property
     def final_error_deg(self) -> float:
-        """Measured end heading minus the start heading, wrapped to [-180, 180), deg (closure)."""
-        return _wrap_deg(self.heading_deg)
+        """Closure: measured end heading minus the heading the sweep aimed to end at (the start heading,
+        or the nominal heading of a chain, see docs/motion.md), deg; else the end heading minus the
+        start heading, wrapped to [-180, 180)."""
+        return self.closure_deg if self.closure_deg is not None else _wrap_deg(self.heading_deg)
 
     def headings_rad(self, reference_deg: float | None = None) -> np.ndarray:
         """View headings relative to ``reference_deg`` (default: the end heading), rad, float32 (N,), in [-pi, pi)."""
@@ -316,6 +325,7 @@ class SweepPanorama:
             "blocked_turns": 0,
             "corrections": 0,
             "retaken": self.retaken,
+            "sweeps": self.sweeps,
             "sweep_outcome": self.sweep_outcome,
             "final_error_deg": round(self.final_error_deg, 3),
             "duration_s": round(self.duration_s, 3),
