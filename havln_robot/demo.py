@@ -549,7 +549,10 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
     if have_data:
         sim_base.update(episodes_file=str(episodes_file), connectivity_dir=str(data_dir() / "connectivity"))
     print("\nsummary")
-    print(f"  {'episode':<10} {'outcome':<9} {'NE [m]':>7} {'steps':>5} {'coll h/s':>8} {'wall [s]':>8} {'policy wait [s]':>15}  trial")
+    print(
+        f"  {'episode':<10} {'outcome':<9} {'NE [m]':>7} {'steps':>5} {'coll h/s':>8} {'wall [s]':>8} {'policy wait [s]':>15} "
+        f"{'panoramas':>9} {'in panoramas':>12} {'waiting on policy':>17}  trial"
+    )
     for run in runs:
         t = rows.get(run.trial_id) if run.trial_id else None
         gt = run.ground_truth
@@ -557,7 +560,12 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
         done = run.done.values if run.done is not None else {}
         steps = done.get("steps", "?")
         pm = done.get("policy_ms_mean")
-        wait = (pm or 0.0) * (steps if isinstance(steps, int) else 0) / 1000.0
+        wait = done.get("policy_wait_s")  # waiting on the policy after panoramas (agent_node), else every inference
+        if not isinstance(wait, (int, float)):
+            wait = (pm or 0.0) * (steps if isinstance(steps, int) else 0) / 1000.0
+        shares = [done.get("panorama_share"), done.get("policy_wait_share")]
+        pano_pct, wait_pct = (f"{100.0 * v:.0f} %" if isinstance(v, (int, float)) else "-" for v in shares)
+        n_pano = done.get("panoramas", "-")
         ch = str(gt.collisions_human if gt is not None else 0)
         cs = str(gt.collisions_static if gt is not None else 0)
         png = plot_episode(
@@ -566,7 +574,8 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
             safe_child(out / "report", f"topdown_{run.episode_id}.png", f"episode id {run.episode_id!r}"),
         )
         print(
-            f"  {run.episode_id:<10} {run.outcome or '?':<9} {ne:7.2f} {steps!s:>5} {ch + '/' + cs:>8} {run.wall_s:8.1f} {wait:15.1f}  #{run.trial_id}"
+            f"  {run.episode_id:<10} {run.outcome or '?':<9} {ne:7.2f} {steps!s:>5} {ch + '/' + cs:>8} {run.wall_s:8.1f} {wait:15.1f} "
+            f"{n_pano!s:>9} {pano_pct:>12} {wait_pct:>17}  #{run.trial_id}"
         )
         print(f"    top-down plot: {png}")
         if t is not None and t.mcap_path:

@@ -137,6 +137,7 @@ def run_panoramas(
                     t_sim0 = sim.sim_time
                 y0 = _true_yaw_at(hist, t_sim0)
                 grabs.clear()
+                pub0 = sim.counts.get(sim.depth_pub.topic_name, 0)
                 result = EpisodeResult(reason="stop", steps=0, actions=[])
                 t0 = time.monotonic()
                 if mode == "sweep":
@@ -144,6 +145,7 @@ def run_panoramas(
                 else:
                     fut, cap = runner._panorama(0, result, lambda *a, **kw: None)
                 wall = time.monotonic() - t0
+                published = sim.counts.get(sim.depth_pub.topic_name, 0) - pub0
                 fut.result()
                 time.sleep(0.3)
                 with sim._lock:
@@ -170,7 +172,8 @@ def run_panoramas(
                     log(
                         f"  {mode} #{k + 1}: wall {wall:.2f} s, views {len(cap.captured)}, max |err| "
                         f"{np.nanmax(np.abs(errs)) if errs else math.nan:.2f} deg, closure imu {cap.final_error_deg:+.2f} "
-                        f"true {closure_true:+.2f} deg, retaken {s.get('retaken', 0)}"
+                        f"true {closure_true:+.2f} deg, retaken {s.get('retaken', 0)}, sweeps {s.get('sweeps', 0)}, "
+                        f"frames {s.get('frames_offered', '-')} of {published} published (rejected {s.get('frames_rejected', '-')})"
                     )
             rec["rate_deg_s"] = math.degrees(cfg.sweep_w)
             rec["min_s"] = min_duration(2 * math.pi, cfg.sweep_w, cfg.a_ang)

@@ -320,9 +320,9 @@ class SimNode(HavlnNode):
         renderer = None
         gen = -1
         info = None
+        deadline = time.monotonic()
         try:
             while not self._stop.is_set():
-                t0 = time.monotonic()
                 with self._lock:
                     s = self.session
                     pose, pitch, t = s.view()
@@ -358,7 +358,13 @@ class SimNode(HavlnNode):
                 self._publish(self.depth_info_pub, info)
                 if self.tf_pub is not None:
                     self._publish(self.tf_pub, TFMessage(transforms=[self._camera_tf(stamp, pitch)]))
-                self._stop.wait(max(0.0, period - (time.monotonic() - t0)))
+                # steady schedule: a slow frame (a loaded machine) is followed by the next one at once,
+                # so the mean rate stays camera_rate_hz; far behind, the schedule restarts (no burst)
+                deadline += period
+                now = time.monotonic()
+                if deadline < now - 2 * period:
+                    deadline = now
+                self._stop.wait(max(0.0, deadline - now))
         except Exception as exc:  # keep odom/imu alive whatever happens to the renderer
             self.camera_error = f"{type(exc).__name__}: {exc}"
             self.get_logger().error(f"camera thread stopped: {self.camera_error}")
