@@ -147,3 +147,27 @@ def test_checkpoint_policies_get_rendered_observations():
     # looking down the hallway is deeper than looking back at the living-room wall
     assert float(o.depth[0][120:136, 120:136].mean()) > float(o.depth[1][120:136, 120:136].mean()) + 0.2
     assert [s.step for s in pol.seen] == [0, 1, 2]
+
+
+def test_heading_jitter_renders_panorama_views_off_their_nominal_headings():
+    """eval --heading-jitter-deg: panorama views at nominal + N(0, jitter) (as sweep-mode frames are chosen), headings given."""
+    pytest.importorskip("mujoco")
+
+    class Pano:
+        views = 12
+        name = "probe"
+
+        def reset(self, instruction):
+            self.seen = []
+
+        def act(self, obs):
+            obs.check(12)
+            self.seen.append(obs)
+            return "STOP"
+
+    nominal = np.radians([(30 * i + 180) % 360 - 180 for i in range(12)])
+    for jitter, lo, hi in ((0.0, 0.0, 1e-3), (0.5, 1e-2, 1.0 + 1e-3)):
+        pol = Pano()
+        run_episode(World(Scene.builtin(), builtin_episode(), seed=0), pol, heading_jitter_deg=jitter)
+        d = np.degrees(np.abs((pol.seen[0].headings - nominal + np.pi) % (2 * np.pi) - np.pi))
+        assert lo <= d.max() <= hi, d
