@@ -115,7 +115,8 @@ class AgentIO(Protocol):
     #     """Send a SWEEP action; while it runs feed the IMU yaw and every synchronised RGB-D pair
     #     (data = RawView) into a new selector (``t_start`` = the IMU stamp when it was sent); call
     #     ``on_views(selector)`` once when ``selector.views_passed()``. Returns the outcome, the
-    #     selector and the gyro drift measured over the sweep (rad/s, YawTrack.drift_against)."""
+    #     selector and the gyro drift measured over the sweep (rad/s, YawTrack.drift_against);
+    #     None (nothing sent) when it cannot sweep now (no IMU orientation): a discrete panorama."""
 
 
 @dataclass
@@ -441,8 +442,11 @@ class EpisodeRunner:
 
         action = SWEEP_LEFT if cfg.panorama_direction == "left" else SWEEP_RIGHT
         self._in_flight = action
-        out, sel, drift = self.io.sweep(action, scfg, prior if prior is not None else 0.0, on_views)
+        got = self.io.sweep(action, scfg, prior if prior is not None else 0.0, on_views)
         self._in_flight = ""
+        if got is None:  # the IO cannot sweep now (no IMU orientation): discrete panorama
+            return self._panorama(step, result, status)
+        out, sel, drift = got
         pano.sweep_outcome = out.outcome
         if out.outcome == Outcome.REJECTED:
             raise AgentAbort(f"motion_node rejected {action} repeatedly; is another node sending actions?")
@@ -467,9 +471,12 @@ class EpisodeRunner:
             sweep_s = self.clock() - pano.t_start
         if missing and sum(2 * self._retake_turns(i, scfg) for i in missing) * RETAKE_TURN_S > sweep_s:
             # cheaper to sweep once more than to turn to the missing views and back (views near 180 deg)
-            out2, sel2, drift2 = self.io.sweep(action, scfg, drift, None)
+            got2 = self.io.sweep(action, scfg, drift, None)
+            if got2 is None:
+                got2 = (ActionOutcome(action, Outcome.ABORTED.value, {}), sel, drift)
+            out2, sel2, drift2 = got2
             pano.heading_deg += TurnResult.from_values(TURN_LEFT if action == SWEEP_LEFT else TURN_RIGHT, out2.values, out2.outcome).yaw_deg
-            pano.closure_deg = self._closure(out2.values)
+            pano.closure_deg = self._closure(out2.values) if out2.values else pano.closure_deg
             if out2.outcome == Outcome.OK:
                 for i, c in enumerate(sel2.select(drift2)):
                     if c is not None and i in missing:

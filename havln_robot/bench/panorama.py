@@ -154,8 +154,10 @@ def run_panoramas(
                 closure_true = (closure_true + 180.0) % 360.0 - 180.0
                 errs = []
                 grab_iter = iter(grabs)
+                swept = cap.summary().get("mode") == "sweep"
                 for v in cap.captured:
-                    stamp = v.t if v.source == "imu" else next(grab_iter, math.nan)
+                    # sweep frames carry their stamp; grabbed views (discrete, retakes) were logged by grab()
+                    stamp = v.t if swept and v.source == "imu" else next(grab_iter, math.nan)
                     if not math.isfinite(stamp):
                         errs.append(math.nan)
                         continue

@@ -46,6 +46,7 @@ from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionT
 
 _FRAMES_KEPT = 8
 _IMU_KEPT = 400  # IMU samples kept for the start of a sweep (4 s at the 100 Hz of the sim and the Go2 driver)
+_IMU_WAIT_S = 1.0  # a sweep needs IMU orientation; without any within this, the panorama is discrete
 _TRAILING_FRAME_WAIT_S = 1.0  # after a sweep's result: wait this long at most for the frames of its last instants
 _STOP_RESULT_WAIT_S = 2.0  # how long to wait for motion_node's answer to STOP
 
@@ -273,11 +274,20 @@ class AgentNode(HavlnNode):
             self._ready_after = self._now() + p["settle_s"]
         return ActionOutcome(action, r.outcome.value, r.to_values())
 
-    def sweep(self, action: str, config: SweepConfig, drift_rate: float, on_views) -> tuple[ActionOutcome, SweepSelector, float]:
+    def sweep(self, action: str, config: SweepConfig, drift_rate: float, on_views) -> tuple[ActionOutcome, SweepSelector, float] | None:
         """Send a SWEEP primitive and record the IMU yaw and every RGB-D pair into a selector while it
-        runs (see :class:`havln_robot.agent.core.AgentIO`). Returns (outcome, selector, drift rad/s)."""
+        runs (see :class:`havln_robot.agent.core.AgentIO`). Returns (outcome, selector, drift rad/s),
+        or None (nothing sent) when no IMU orientation arrives: the agent takes a discrete panorama."""
         p = self.params
-        self._wait(lambda: True if self._imu else None, p["frame_timeout_s"], f"IMU on {p['imu_topic']} (sweep panorama)")
+        try:
+            self._wait(lambda: True if self._imu else None, min(p["frame_timeout_s"], _IMU_WAIT_S), "IMU")
+        except AgentAbort:
+            if self._stopping():
+                raise
+            self.get_logger().warning(
+                f"no IMU orientation on {p['imu_topic']}: panoramas in discrete mode until it arrives", throttle_duration_sec=60.0
+            )
+            return None
         with self._cond:
             track = YawTrack()
             for st, yaw in self._imu:
