@@ -132,7 +132,7 @@ class AgentConfig:
     fov_mode: str = "pad"
     overlap: bool = True
     panorama_mode: str = "sweep"
-    view_tolerance_deg: float = 1.0
+    view_tolerance_deg: float = 0.85
     camera_time_offset_s: float = 0.0
     blocked_wait_s: float = 1.0
     max_consecutive_blocked: int = 10

@@ -204,7 +204,7 @@ MOTION_PARAMS = ParamSpec(
         ),
         Param(
             "sweep_max_frame_spacing_deg",
-            1.5,
+            1.2,
             "float",
             "largest yaw between consecutive frames in a sweep, deg: the frame nearest a view heading is within half of it",
             min=0.1,
