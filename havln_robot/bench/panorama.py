@@ -204,7 +204,10 @@ def line(mode: str, rec: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="havln-robot bench panorama", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="havln-robot bench panorama",
+        description="Panorama wall time and view accuracy per mode (sweep, discrete) through sim_node + motion_node + agent_node.",
+    )
     ap.add_argument("--panoramas", type=int, default=20, help="panoramas per mode (default 20)")
     ap.add_argument("--mode", choices=(*MODES, "both"), default="both", help="which mode(s) to measure")
     ap.add_argument("--profile", default="config/sim.yaml", help="deployment profile of the three nodes")
