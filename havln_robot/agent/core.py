@@ -435,7 +435,10 @@ class EpisodeRunner:
                 return
             chosen = sel.select(prior)
             if all(c is not None for c in chosen):
-                obs_views = [self._preprocess(c.data) for c in chosen]
+                try:
+                    obs_views = [self._preprocess(c.data) for c in chosen]
+                except Exception:  # noqa: BLE001 - on the IO's thread: leave it to the end of the sweep, which raises it
+                    return
                 headings = np.radians([c.heading_deg for c in chosen]).astype(np.float64)
                 early["chosen"] = chosen
                 early["fut"] = self._submit(self._act, self._obs_from(obs_views, headings, step))
