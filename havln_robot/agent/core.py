@@ -440,8 +440,11 @@ class EpisodeRunner:
                 except Exception:  # noqa: BLE001 - on the IO's thread: leave it to the end of the sweep, which raises it
                     return
                 headings = np.radians([c.heading_deg for c in chosen]).astype(np.float64)
+                try:
+                    early["fut"] = self._submit(self._act, self._obs_from(obs_views, headings, step))
+                except AgentAbort:  # an earlier inference still hangs: the end of the sweep reports it
+                    return
                 early["chosen"] = chosen
-                early["fut"] = self._submit(self._act, self._obs_from(obs_views, headings, step))
 
         action = SWEEP_LEFT if cfg.panorama_direction == "left" else SWEEP_RIGHT
         self._in_flight = action
