@@ -289,12 +289,20 @@ def _on_signal(bringup: Any, flag: dict[str, Any]) -> None:
     (:func:`havln_robot.bringup.install_shutdown_signals`)."""
     from havln_robot.bringup import install_shutdown_signals
 
+    flag["bringup"] = bringup
+    if "state" in flag:
+        # installed for an earlier episode: the handler stops whichever episode runs now. Installing
+        # again lost a signal that came while this episode was prepared (the episode ran to its end)
+        # and the force-exit timer it had armed (which then ended the process mid-episode).
+        if flag["flag"]:
+            bringup.stop()
+        return
+
     def on_signal() -> None:
         flag["flag"] = True
-        bringup.stop()
+        flag["bringup"].stop()
 
-    state = install_shutdown_signals(on_signal, label="havln-robot demo")
-    flag["state"] = state
+    flag["state"] = install_shutdown_signals(on_signal, label="havln-robot demo")
 
 
 def _episode_over(run: EpisodeRun) -> Any:
@@ -383,11 +391,14 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
     except OSError as exc:
         print(f"havln-robot demo: --out {out}: cannot create the store lock ({exc.strerror})", file=sys.stderr)
         return 2
-    stop_requested = {"flag": False}
+    stop_requested: dict[str, Any] = {"flag": False}
     failed = False
     runs: list[EpisodeRun] = []
     t_all = time.monotonic()
     for n, (_index, episode_id) in enumerate(picks):
+        if stop_requested["flag"]:  # signalled between two episodes: start no other
+            print("\nhavln-robot demo: interrupted -- no further episode started, logs kept")
+            break
         sim_over: dict[str, Any] = {"seed": args.seed}
         if have_data:
             sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _demo(args, out: Path, **kw):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **kw.pop("env", {})}
     cmd = [sys.executable, "-m", "havln_robot.cli", "demo", "--out", str(out), *args]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
@@ -101,6 +101,28 @@ def test_ctrl_c_stops_the_robot_closes_the_trial_and_keeps_logs(havln_data, tmp_
     assert (out / "report" / "report.md").is_file()
 
 
+def test_sigterm_exits_143_and_keeps_the_aborted_trial(tmp_path):
+    """SIGTERM (systemd, a CI job's timeout, ``kill``) stops the demo like Ctrl-C does, and the exit code says
+    which signal it was: 128 + 15, not Ctrl-C's 130. Without data (builtin scene), stopped while the nodes start."""
+    out = tmp_path / "demo"
+    proc = _demo(["--max-actions", "3"], out, env={"HAVLN_DATA": str(tmp_path / "no-data")})
+    lines = []
+    t_end = time.monotonic() + 120
+    while time.monotonic() < t_end:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith("[1/1]"):
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    text = "".join(lines) + rest
+    assert proc.returncode == 128 + signal.SIGTERM, text
+    assert "interrupted" in text and "Traceback" not in text
+    assert all(t["outcome"] == "aborted" for t in _trials(out / "trials.db")), text
+
+
 def test_same_seed_picks_the_same_episodes(havln_data):
     from havln_robot.demo import DEFAULT_EPISODES, _pick_episodes
 
@@ -118,3 +140,32 @@ def test_bad_arguments_are_one_line_errors(tmp_path, bad):
         [sys.executable, "-m", "havln_robot.cli", "demo", "--out", str(tmp_path), *bad], capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_a_signal_between_episodes_stops_the_next_one(monkeypatch):
+    """demo --episodes N installed its signal handlers again for each episode: a SIGTERM while episode 2 was
+    prepared stopped only episode 1's (finished) bringup, so episode 2 ran, and the force-exit timer that
+    signal armed was dropped -- it then ended the process mid-episode 2."""
+    from havln_robot import demo
+
+    class FakeBringup:
+        stopped = False
+
+        def stop(self):
+            self.stopped = True
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    flag: dict = {"flag": False}
+    first, second = FakeBringup(), FakeBringup()
+    try:
+        demo._on_signal(first, flag)
+        signal.raise_signal(signal.SIGTERM)  # episode 1 is over; episode 2 is being prepared
+        timer = flag["state"]["timer"]
+        demo._on_signal(second, flag)
+        assert second.stopped, "episode 2 must stop as soon as it starts"
+        assert flag["state"]["timer"] is timer, "the armed force-exit timer must stay reachable (cancelled once nodes stop)"
+    finally:
+        if flag.get("state", {}).get("timer"):
+            flag["state"]["timer"].cancel()
+        for s, h in previous.items():
+            signal.signal(s, h)
