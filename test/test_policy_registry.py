@@ -64,3 +64,31 @@ def test_no_second_list_of_builtin_names():
     pattern = re.compile(r"""\(\s*["']forward["']\s*,\s*["']random["']\s*\)""")
     hits = [str(p.relative_to(pkg)) for p in pkg.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
     assert hits == [], hits
+
+
+def test_option_of_the_wrong_type_says_what_to_give():
+    with pytest.raises(PolicyError, match=r"seed must be a whole number, got 'x'"):
+        registry.make_policy("random:seed=x")
+
+
+@pytest.mark.parametrize("device", ["bogus", "cuda:99", "", "tpu"])
+def test_a_device_this_machine_lacks_is_one_line_naming_the_device(device):
+    """Before: torch's own text ('Torch not compiled with CUDA enabled', a list of 20 device types),
+    naming neither the --device flag / device parameter nor the fix."""
+    import torch
+
+    if device == "cuda:99" and torch.cuda.device_count() > 99:
+        pytest.skip("a machine with 100 GPUs")
+    with pytest.raises(PolicyError) as info:
+        registry.make_policy("small_panoramic", device=device)
+    msg = str(info.value)
+    assert msg.startswith(f"device {device!r}:") and "\n" not in msg and ("cpu" in msg or "numbered from 0" in msg), msg
+
+
+def test_cuda_without_cuda_says_use_cpu():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(PolicyError, match=r"device 'cuda': .*use device cpu"):
+        registry.make_policy("small_panoramic", device="cuda")

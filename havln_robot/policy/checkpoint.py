@@ -302,16 +302,41 @@ def build_model(doc: dict, where: str) -> torch.nn.Module:
     return model.eval()
 
 
+def check_device(device: str) -> torch.device:
+    """The torch device named by ``device``, checked to exist on this machine before a model is loaded.
+
+    Raises:
+        PolicyError: one line naming the device and the fix: not a device string, a CUDA / MPS
+            device this torch build or machine does not have, or a GPU index past the last one.
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise PolicyError(f"device {device!r}: not a torch device; give cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise PolicyError(f"device {device!r}: {why} (torch {torch.__version__}); use device cpu, or install torch with CUDA")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise PolicyError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise PolicyError(f"device {device!r}: MPS (Apple GPU) is not available here; use device cpu")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise PolicyError(f"device {device!r}: unsupported device type {dev.type!r}; give cpu, cuda, cuda:N or mps")
+    return dev
+
+
 def build_policy(path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any) -> Policy:
     """Read ``path`` and return the matching ready-to-run :class:`Policy` (weights loaded strictly).
 
     Keyword arguments: ``vocab_path`` (HA-R2R vocabulary JSON; default the data folder's).
 
     Raises:
-        PolicyError: see :func:`read_checkpoint`, :func:`build_model`, :func:`check_checkpoint_vocab`.
+        PolicyError: see :func:`check_device`, :func:`read_checkpoint`, :func:`build_model`, :func:`check_checkpoint_vocab`.
     """
     from havln_robot.policy.tokenizer import Vocabulary
 
+    check_device(device)
     doc = read_checkpoint(path)
     detect_kind(doc)
     vocab = Vocabulary.load(kwargs.get("vocab_path"))

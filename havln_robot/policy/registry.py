@@ -126,7 +126,8 @@ def builtin_policy(spec: str, seed: int | None = None) -> Policy:
         try:
             v = opt.cast(raw[key])
         except ValueError:
-            raise PolicyError(f"policy {spec!r}: {key} must be a {opt.cast.__name__}") from None
+            kind = {"int": "whole number", "float": "number"}.get(opt.cast.__name__, opt.cast.__name__)
+            raise PolicyError(f"policy {spec!r}: {key} must be a {kind}, got {raw[key]!r}") from None
         if (opt.lo is not None and v < opt.lo) or (opt.hi is not None and v > opt.hi):
             raise PolicyError(f"policy {spec!r}: {key}={v} is out of range [{opt.lo}, {opt.hi}]")
         kwargs[key] = v
