@@ -167,7 +167,8 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
 
     An existing writable file (or ``/dev/stdout``, ``/dev/null``) is accepted as it is; otherwise
     the parent folder is created and probed. ``atomic``: the writer replaces the file through a
-    temporary file next to it, so the folder must be writable even when the file exists.
+    temporary file next to it, so the folder must be writable even when the file exists, and an
+    existing device, pipe or socket is refused (the rename would replace the node itself).
 
     Raises:
         OutputPathError: one line naming ``flag``: a folder, an input file, or an unwritable place.
@@ -178,6 +179,12 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
     for i in inputs:
         if Path(i).exists() and p.exists() and p.resolve() == Path(i).resolve():
             raise OutputPathError(f"{flag} {p}: is also an input; writing it would destroy the input -- choose another name")
+    if atomic and p.exists() and not p.is_file():
+        # the writer would os.replace() the device / pipe itself (as root: /dev/null gone for everyone)
+        raise OutputPathError(
+            f"{flag} {p}: not a regular file (a device, pipe or socket); the output is written to a temporary file "
+            "and renamed over it, which would replace it -- give a file name"
+        )
     if p.exists() and not atomic:
         if not os.access(p, os.W_OK):
             raise OutputPathError(f"{flag} {p}: not writable; choose another file")

@@ -197,3 +197,28 @@ def test_a_planted_scene_cache_runs_nothing(tmp_path, havln_data):
     assert len(again.viewpoints) == len(scene.viewpoints)
     scene_mod._MEMO.clear()
     assert len(Scene.load("17DRP5sb8fy", connectivity_dir=havln_data / "connectivity", cache_dir=cache).viewpoints) == len(scene.viewpoints)
+
+
+def test_atomic_outputs_never_replace_a_device_or_pipe(tmp_path, capsys):
+    """pack -o and trial backup write a temporary file and rename it over the output: over /dev/null or
+    /dev/full that replaced the device node itself (as root: for every process on the machine). A FIFO
+    stands in for the device here (no root needed)."""
+    import stat
+
+    from havln_robot.challenge.format import write_split_file
+    from havln_robot.cli import main as cli_main
+    from havln_robot.trials.store import TrialError, TrialStore
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    d = tmp_path / "preds"
+    d.mkdir()
+    write_split_file(d / "val_seen.json", "val_seen", {"1": ["STOP"]})
+    assert cli_main(["pack", str(d), "-o", str(fifo), "--no-validate"]) == 2
+    assert "-o" in capsys.readouterr().err
+    db = tmp_path / "trials.db"
+    with TrialStore(db) as st:
+        with pytest.raises(TrialError, match="not a regular file"):
+            st.backup(fifo, overwrite=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the pipe was replaced by a file"
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))

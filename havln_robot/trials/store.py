@@ -558,6 +558,8 @@ class TrialStore:
             raise TrialError(f"backup: {dst} is the store itself; give another file")
         if dst.exists() and not overwrite:
             raise TrialError(f"backup: {dst} exists; give a new file name or pass --overwrite")
+        if dst.exists() and not dst.is_file():  # the rename below would replace the device / pipe itself
+            raise TrialError(f"backup: {dst} is not a regular file (a device, pipe or socket); give a file name")
         if not dst.parent.is_dir():
             raise TrialError(f"backup: folder {dst.parent} does not exist; create it first")
         tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
