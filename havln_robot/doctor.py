@@ -825,11 +825,24 @@ def make_context(profile: str | Path, probes: Probes | None = None, offline: boo
     return ctx
 
 
+#: Checks that read the profile's nodes: without a valid profile they would see "no such node" and
+#: skip with OK (a typo in one value hid the Go2, RealSense, SDK, model, disk and store checks).
+NEEDS_PROFILE = ("dds", "go2", "realsense", "sdk", "model", "disk", "store", "graph")
+
+
 def run_checks(ctx: Context, only: list[str] | None = None) -> list[Result]:
-    """Run the checks (all, or those named in ``only``); a check that raises becomes a FAIL line."""
+    """Run the checks (all, or those named in ``only``); a check that raises becomes a FAIL line.
+
+    With an invalid profile, the checks of :data:`NEEDS_PROFILE` are WARN "not checked", not OK.
+    """
     out = []
     for name, fn in CHECKS.items():
         if only and name not in only:
+            continue
+        if ctx.profile_error and name in NEEDS_PROFILE:
+            out.append(
+                Result(name, WARN, "not checked: the profile did not load (see the profile line)", "fix the profile, then re-run doctor")
+            )
             continue
         try:
             out.append(fn(ctx))

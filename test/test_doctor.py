@@ -92,6 +92,18 @@ def test_profile_check(tmp_path):
     assert r.status == FAIL and "max_linear_speed" in r.detail and "havln-robot config" in r.fix
 
 
+def test_an_invalid_profile_checks_nothing_that_needs_it_and_says_so(tmp_path):
+    """Before: one bad value in go2.yaml made go2, realsense, sdk, model, disk, store and graph read
+    'profile has no ...: skipped' with OK -- 8 OK for a robot machine nothing was checked on."""
+    bad = tmp_path / "go2.yaml"
+    bad.write_text(GO2.read_text().replace("max_linear_speed: 0.3", "max_linear_speed: fast"))
+    for profile in (bad, tmp_path / "missing.yaml"):
+        results = {r.name: r for r in doctor.run_checks(doctor.make_context(profile, Probes(env={})), ["profile", *doctor.NEEDS_PROFILE])}
+        assert results["profile"].status == FAIL
+        for name in doctor.NEEDS_PROFILE:
+            assert results[name].status == WARN and "not checked" in results[name].detail, results[name]
+
+
 # --- Go2 link ---------------------------------------------------------------------------------------
 
 
