@@ -297,3 +297,24 @@ def test_recover_bag_of_a_killed_run(tmp_path, capsys):
     # the source is untouched; a second run refuses to overwrite
     assert trial_main(["recover-bag", str(bag)]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_recover_bag_never_overwrites_its_own_source_file(tmp_path, capsys):
+    """Before: `trial recover-bag trial_0001/trial_0001_0.mcap --out trial_0001 --overwrite` emptied the
+    folder -- the source .mcap first -- and then failed to read it: the recorded bag was gone."""
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import String
+
+    from havln_robot.trials.recorder import McapRecorder
+
+    bag = tmp_path / "trial_0001"
+    rec = McapRecorder(bag, compression="zstd", serialize=serialize_message)
+    rec.write("havln/instruction", String(data="walk to the sofa"), log_time_ns=1_000_000_000)
+    rec.close()
+    [src] = list(bag.glob("*.mcap"))
+    before = src.read_bytes()
+    for out in (bag, tmp_path):  # the folder holding the file, and a folder above it
+        assert trial_main(["recover-bag", str(src), "--out", str(out), "--overwrite"]) == 2
+        assert "--out" in capsys.readouterr().err
+        assert src.read_bytes() == before

@@ -678,8 +678,10 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
     if not files:
         raise RecorderError(f"{src}: no .mcap files in this folder")
     dst = Path(out).expanduser() if out else default_out
-    if dst.resolve() == src.resolve() or src.resolve() in dst.resolve().parents:
-        raise RecorderError(f"--out {dst}: must not be the source bag or inside it")
+    dst_r = dst.resolve()
+    if dst_r == src.resolve() or src.resolve() in dst_r.parents or any(dst_r in f.resolve().parents for f in files):
+        # the last test: a single .mcap given as the source, --out its own folder (--overwrite deleted the source)
+        raise RecorderError(f"--out {dst}: must not be the source bag, inside it, or the folder holding its .mcap files")
     if dst.exists() and any(dst.iterdir()):
         if not overwrite:
             raise RecorderError(f"--out {dst}: exists and is not empty; choose another folder or pass --overwrite")
