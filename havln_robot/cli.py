@@ -86,15 +86,31 @@ def main(argv: list[str] | None = None) -> int:
     return run_handler(COMMANDS[cmd][0], rest, f"havln-robot {cmd}")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that ``finally`` blocks
+    (temporary files, open stores) run before the command exits 143 instead of dying mid-write."""
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def run_handler(target: str, argv: list[str], label: str) -> int:
     """Import ``"module:function"`` lazily and call it with ``argv``; returns its exit code.
 
-    Ctrl-C returns 130.
+    Ctrl-C returns 130, SIGTERM 143 (128 + the signal number), after the command's cleanup ran.
+    Commands that stop in their own way on a signal (launch, demo) install their own handlers.
     """
+    import signal
+
     mod_name, func = target.split(":")
     handler = getattr(importlib.import_module(mod_name), func)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return int(handler(argv) or 0)
+    except Terminated:
+        print(f"{label}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print(f"{label}: interrupted", file=sys.stderr)
         return 130
@@ -109,6 +125,8 @@ def run_handler(target: str, argv: list[str], label: str) -> int:
             raise
         print(f"{label}: {msg}", file=sys.stderr)
         return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(exc: BaseException) -> str | None:

@@ -248,3 +248,45 @@ def test_fetch_default_dest_is_the_user_folder(mirror, tmp_path, monkeypatch, ca
     assert paths.data_dir() == user
     rc, out, _ = run(capsys, "check", "--only", "challenge")
     assert rc == 0 and f"HA-VLN data in {user} (user data folder)" in out
+
+
+def test_sigterm_mid_download_leaves_no_temporary_file(tmp_path, capsys):
+    """SIGTERM (a CI timeout, systemd) while a file downloads: before, the process died at once and pooch's
+    temporary file (``tmpXXXXXXXX``) stayed in the data folder for good; now the download's cleanup runs
+    and the command exits 128 + 15."""
+    import os
+    import signal
+    import time
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 20))
+            self.end_headers()
+            self.wfile.write(b"x" * 65536)
+            self.wfile.flush()
+            os.kill(os.getpid(), signal.SIGTERM)  # the test process: the signal lands in the main thread, mid-read
+            time.sleep(2)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    def ignore(*_):  # if the command installed no handler, the signal must not kill the test run
+        pass
+
+    before = signal.signal(signal.SIGTERM, ignore)
+    try:
+        dest = tmp_path / "data"
+        rc, _out, err = run(
+            capsys, "fetch", "--dest", str(dest), "--mirror", f"http://127.0.0.1:{httpd.server_address[1]}/", "--only", "r2r"
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        restored = signal.signal(signal.SIGTERM, before)
+    assert rc == 128 + signal.SIGTERM and "terminated" in err, (rc, err)
+    assert [p for p in dest.rglob("*") if p.is_file()] == []
+    assert restored is ignore
