@@ -205,6 +205,17 @@ def test_launch_sim_profile_starts_and_stops_on_sigint():
     assert "all nodes stopped" in text and "Traceback" not in text
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1"])
+def test_launch_refuses_a_duration_that_is_not_a_positive_number(registry, tmp_path, capsys, value):
+    """Before: --duration nan ran forever, 0 and -1 started every node and stopped it at once (exit 0)."""
+    p = tmp_path / "p.yaml"
+    p.write_text("motion_node:\n  ros__parameters:\n    rate: 50.0\n")
+    assert bringup_mod.main([str(p), "--duration", value]) == 2
+    err = capsys.readouterr().err
+    assert "--duration" in err and "> 0" in err and len(err.strip().splitlines()) == 1, err
+    assert EVENTS == []  # no node was started
+
+
 def test_launch_without_data_falls_back_like_demo_with_one_warning():
     """No data folder: launch runs the builtin scene and the baseline policy, says so in one WARN line (issue 15.1)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HAVLN_DATA": "/nonexistent"}
