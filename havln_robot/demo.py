@@ -343,7 +343,7 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         ap.error(f"--episodes {args.episodes}: run at least one episode (e.g. --episodes 1)")
     if args.max_actions is not None and not 1 <= args.max_actions <= 500:
         ap.error(f"--max-actions {args.max_actions}: the HA-VLN budget is 1..500 actions per episode")
-    if args.timeout <= 0:
+    if not (math.isfinite(args.timeout) and args.timeout > 0):  # nan passed a plain `<= 0` and never timed out
         ap.error(f"--timeout {args.timeout}: give a positive number of seconds")
 
     from havln_robot.bringup import Bringup, no_data_overrides

@@ -133,7 +133,15 @@ def test_same_seed_picks_the_same_episodes(havln_data):
 
 
 @pytest.mark.parametrize(
-    "bad", [["--episodes", "x"], ["--episodes", "0"], ["--max-actions", "501"], ["--timeout", "-1"], ["--profile", "/nonexistent.yaml"]]
+    "bad",
+    [
+        ["--episodes", "x"],
+        ["--episodes", "0"],
+        ["--max-actions", "501"],
+        ["--timeout", "-1"],
+        ["--timeout", "nan"],  # before: accepted, and an episode never timed out
+        ["--profile", "/nonexistent.yaml"],
+    ],
 )
 def test_bad_arguments_are_one_line_errors(tmp_path, bad):
     r = subprocess.run(
