@@ -1,4 +1,4 @@
-"""Small helpers for user-facing text (counts with the right plural)."""
+"""Small helpers for user-facing text (counts with the right plural, command-line numbers)."""
 
 from __future__ import annotations
 
@@ -28,3 +28,23 @@ def outcome_label(outcome: str, detail: str = "") -> str:
     (:func:`havln_robot.records.refused_before_start`, the one rule).
     """
     return "refused" if refused_before_start(outcome, detail) else str(outcome)
+
+
+def finite_float(text: str) -> float:
+    """argparse ``type=`` for a real number: ``float()`` also accepts ``nan`` and ``inf``, which slip
+    through range checks such as ``x <= 0`` (``nan`` compares false) and then run forever or print
+    nonsense figures.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or not finite (argparse names the flag).
+    """
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value

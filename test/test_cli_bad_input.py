@@ -73,6 +73,13 @@ def test_output_folders_are_checked_before_the_work(tmp_path):
         (["replay", "nope.json", "--target", "robot"], ["--target", "--backend ros"]),
         (["validate", "nope.zip", "--splits", ""], ["--splits"]),
         (["trial", "--db", "typo_dir/trails.db", "list"], ["--db", "no trial store"]),
+        # nan / inf passed `x <= 0` range checks: a traceback (bench motion), 0.0 frames/s printed as a
+        # figure (bench perception), a replay action that never times out, a training budget never reached
+        (["bench", "motion", "-n", "1", "--odom-hz", "nan"], ["--odom-hz", "finite"]),
+        (["bench", "perception", "--seconds", "nan"], ["--seconds", "finite"]),
+        (["bench", "sim", "--node-seconds", "inf"], ["--node-seconds", "finite"]),
+        (["replay", "nope.json", "--action-timeout", "nan"], ["--action-timeout", "finite"]),
+        (["train", "--time-budget-s", "nan"], ["--time-budget-s", "finite"]),
     ],
 )
 def test_bad_flags_are_one_line_errors(args, words, tmp_path):

@@ -32,6 +32,7 @@ from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import Obstacles
 from havln_robot.params import ConfigError
+from havln_robot.text import finite_float
 
 TARGETS = {"forward_p95_m": 0.02, "turn_p95_deg": 1.0, "duration_ratio": 1.3, "estop_ms": 50.0}
 
@@ -255,14 +256,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("-n", "--n", type=int, default=200, help="actions of each type (default 200)")
     ap.add_argument("--seed", type=int, default=0, help="first noise seed (trial i uses seed + i)")
     ap.add_argument("--config", default=None, help="profile whose motion_node section sets the limits (default: parameter defaults)")
-    ap.add_argument("--latency", type=float, default=0.05, help="actuation latency of the simulated base, s (default 0.05)")
+    ap.add_argument("--latency", type=finite_float, default=0.05, help="actuation latency of the simulated base, s (default 0.05)")
     ap.add_argument("--no-noise", action="store_true", help="perfect base (no latency, drift, gyro noise or bias)")
     ap.add_argument(
-        "--noise-scale", type=float, default=1.0, help="multiply every noise std of the sim's NoiseModel (default 1 = sim defaults)"
+        "--noise-scale", type=finite_float, default=1.0, help="multiply every noise std of the sim's NoiseModel (default 1 = sim defaults)"
     )
-    ap.add_argument("--physics-dt", type=float, default=0.005, help="simulator step, s (default 0.005)")
-    ap.add_argument("--odom-hz", type=float, default=50.0, help="odometry rate, Hz (default 50, as sim_node)")
-    ap.add_argument("--imu-hz", type=float, default=100.0, help="IMU rate, Hz (default 100, as sim_node)")
+    ap.add_argument("--physics-dt", type=finite_float, default=0.005, help="simulator step, s (default 0.005)")
+    ap.add_argument("--odom-hz", type=finite_float, default=50.0, help="odometry rate, Hz (default 50, as sim_node)")
+    ap.add_argument("--imu-hz", type=finite_float, default=100.0, help="IMU rate, Hz (default 100, as sim_node)")
     ap.add_argument("--estop", type=int, default=100, help="e-stop trials in the simulator (default 100)")
     ap.add_argument("--ros-estop", type=int, default=0, help="also measure e-stop latency through motion_node over ROS, N trials")
     ap.add_argument("--json", default=None, help="write all figures to this JSON file")

@@ -30,6 +30,7 @@ import numpy as np
 
 from havln_robot import jsonio
 from havln_robot.paths import safe_child
+from havln_robot.text import finite_float
 
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
 
@@ -250,7 +251,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scenes", type=int, default=4, help="number of scans to render/step in (default 4)")
     ap.add_argument("--frames", type=int, default=50, help="frames per scan and resolution (default 50)")
     ap.add_argument("--steps", type=int, default=5000, help="discrete actions to time (default 5000; 0 = skip)")
-    ap.add_argument("--node-seconds", type=float, default=10.0, help="measure sim_node topic rates for this long (default 10; 0 = skip)")
+    ap.add_argument(
+        "--node-seconds", type=finite_float, default=10.0, help="measure sim_node topic rates for this long (default 10; 0 = skip)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
     ap.add_argument(
         "--save-frames", type=Path, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"

@@ -34,6 +34,7 @@ from havln_robot import jsonio
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
+from havln_robot.text import finite_float
 
 STOP_WEIGHT = 3.0
 """Loss weight of STOP labels (one per episode against ~6 moves; cf. VLN-CE inflection weighting 3.2)."""
@@ -148,23 +149,23 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--val-episodes", type=int, default=100, help="validation episodes per round (0 = none)")
     ap.add_argument("--rounds", type=int, default=3, help="collection rounds: 1 teacher forcing + (rounds-1) DAgger")
     ap.add_argument("--dagger-episodes", type=int, default=None, help="episodes collected per DAgger round (default = --episodes)")
-    ap.add_argument("--beta", type=float, default=0.5, help="DAgger expert probability base: beta_k = beta ** k")
+    ap.add_argument("--beta", type=finite_float, default=0.5, help="DAgger expert probability base: beta_k = beta ** k")
     ap.add_argument("--epochs", type=int, default=4, help="training epochs per round")
     ap.add_argument("--batch", type=int, default=8, help="episodes per batch")
-    ap.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    ap.add_argument("--lr", type=finite_float, default=1e-3, help="Adam learning rate (default 1e-3)")
     ap.add_argument("--res", type=int, default=24, help="view resolution (px, multiple of 8)")
     ap.add_argument("--views", type=int, default=12, help="panorama views")
     ap.add_argument("--no-rgb", action="store_true", help="depth only")
     ap.add_argument(
         "--camera-hfov",
-        type=float,
+        type=finite_float,
         default=0.0,
         help="train on what a narrower camera sees of each 90 deg view, deg (D435i: 69.4; 0 = full view)",
     )
-    ap.add_argument("--camera-vfov", type=float, default=0.0, help="vertical FOV of that camera, deg (D435i colour 848x480: 42.5)")
+    ap.add_argument("--camera-vfov", type=finite_float, default=0.0, help="vertical FOV of that camera, deg (D435i colour 848x480: 42.5)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the episode order, people and initial weights (default 0)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--time-budget-s", type=float, default=7000.0, help="stop collecting/training after this many seconds")
+    ap.add_argument("--time-budget-s", type=finite_float, default=7000.0, help="stop collecting/training after this many seconds")
     ap.add_argument("--out", default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it")
     ap.add_argument("--quiet", action="store_true", help="only the final summary, no per-epoch lines")
     return ap
