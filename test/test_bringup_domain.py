@@ -16,6 +16,9 @@ import time
 
 import pytest
 
+#: The survivor is stopped by SIGINT in _stop: `launch` exits 128 + the signal number (issue 13).
+STOPPED_BY_SIGINT = 128 + signal.SIGINT
+
 pytest.importorskip("rclpy")
 
 PROFILE = "motion_node:\n  ros__parameters: {}\n"
@@ -89,10 +92,10 @@ def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, 
         # the lock refuses whichever came second (at delay 0 either may), in one line naming the
         # holder's pid; nothing of it started
         (loser, err), winner = ((b, err_b), a) if b.returncode == 2 else ((a, err_a), b)
-        assert loser.returncode == 2 and winner.returncode == 0, (err_a, err_b)
+        assert loser.returncode == 2 and winner.returncode == STOPPED_BY_SIGINT, (err_a, err_b)
         assert f"pid={winner.pid}" in err and "another havln-robot stack on this machine" in err
         assert "started motion_node" not in err and len(err.strip().splitlines()) == 1
     elif delay_s is None:
         # the first one is long up: the second is the one refused, by discovery
-        assert b.returncode == 2 and a.returncode == 0, (err_a, err_b)
+        assert b.returncode == 2 and a.returncode == STOPPED_BY_SIGINT, (err_a, err_b)
         assert "already has /cmd_vel by /motion_node" in err_b
