@@ -44,6 +44,7 @@ from havln_robot.params import Raw
 from havln_robot.paths import data_dir
 from havln_robot.policy.registry import no_data_fallback
 from havln_robot.sim.session import missing_episode_data
+from havln_robot.text import number_in
 
 
 class NodeThreads:
@@ -550,7 +551,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot launch", description="Start a profile's nodes in one process.")
     ap.add_argument("profile", help="ROS-params YAML, e.g. config/sim.yaml")
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="override a parameter")
-    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds (default: run until Ctrl-C)")
+    ap.add_argument(
+        "--duration", type=number_in(0, unit="s", above=True), default=None, help="stop after this many seconds (default: run until Ctrl-C)"
+    )
     ap.add_argument("--namespace", default=None, help="start every node in this namespace (as go2.launch.py namespace:=NS)")
     args = ap.parse_args(argv)
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):

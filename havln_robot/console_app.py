@@ -23,6 +23,7 @@ from typing import Any
 from havln_robot.bringup import Bringup, fill_provenance, no_data_overrides
 from havln_robot.config import ConfigError, Profile, load_profile, load_spec
 from havln_robot.console.control import check_bind
+from havln_robot.text import number_in
 
 
 def console_params(profile: Profile | None, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -104,18 +105,18 @@ def main(argv: list[str] | None = None) -> int:
         "profile", nargs="?", help="start this profile's nodes too (config/sim.yaml, config/go2.yaml); omit to join a running stack"
     )
     ap.add_argument("--host", default=None, help="bind address (default 127.0.0.1; anything else needs TLS or --allow-plain-remote)")
-    ap.add_argument("--port", type=int, default=None, help="TCP port (default 8765; 0 = any free port)")
+    ap.add_argument("--port", type=number_in(0, 65535, integer=True), default=None, help="TCP port (default 8765; 0 = any free port)")
     ap.add_argument("--tls-cert", default=None, help="PEM certificate: serve HTTPS")
     ap.add_argument("--tls-key", default=None, help="PEM key of --tls-cert")
     ap.add_argument("--allow-plain-remote", action="store_true", help="bind off loopback without TLS (only behind an SSH tunnel or VPN)")
     ap.add_argument(
         "--absent-pause",
-        type=float,
+        type=number_in(0, 3600, unit="s"),
         default=None,
         metavar="S",
         help="pause the agent when the operator in control is gone S s (default 0 = off)",
     )
-    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    ap.add_argument("--duration", type=number_in(0, unit="s", above=True), default=None, help="stop after this many seconds")
     a = ap.parse_args(argv)
     over: dict[str, Any] = {}
     for key, val in (

@@ -28,7 +28,7 @@ from typing import Any
 from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
 from havln_robot.records import AgentStatus, EpisodeDone, GroundTruth, Outcome
-from havln_robot.text import plural
+from havln_robot.text import number_in, plural
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
 DEMO_NODES: tuple[str, ...] = ("sim_node", "motion_node", "agent_node", "trial_logger_node")
@@ -322,20 +322,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None, held: list[Any]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0].replace("``", ""))
-    ap.add_argument("--episodes", type=int, default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
+    ap.add_argument("--episodes", type=number_in(1, integer=True), default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
     ap.add_argument(
         "--seed",
-        type=int,
+        type=number_in(0, integer=True),
         default=0,
         help="picks the episodes and seeds the simulator's people and noise (same seed, same episodes and draws)",
     )
     ap.add_argument("--episode-id", default="", help="run this episode (path_id) instead of a seeded pick")
     ap.add_argument("--episodes-file", default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
     ap.add_argument("--policy", default=None, help="agent policy (default: the trained model in models/, see config/sim.yaml)")
-    ap.add_argument("--max-actions", type=int, default=None, help="policy action budget per episode (default 500)")
+    ap.add_argument(
+        "--max-actions", type=number_in(1, 100000, integer=True), default=None, help="policy action budget per episode (default 500)"
+    )
     ap.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
     ap.add_argument("--profile", default=str(config_dir() / "sim.yaml"), help="deployment profile (default config/sim.yaml)")
-    ap.add_argument("--timeout", type=float, default=3600.0, help="wall-clock limit per episode, s")
+    ap.add_argument("--timeout", type=number_in(0, unit="s", above=True), default=3600.0, help="wall-clock limit per episode, s")
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
     ap.add_argument("--verbose", action="store_true", help="also show the nodes' own log lines (INFO and up; default: errors only)")
     args = ap.parse_args(argv)

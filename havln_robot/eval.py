@@ -45,7 +45,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.actions import finalize_sequence
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
-from havln_robot.text import plural
+from havln_robot.text import number_in, plural
 
 OBS_SIZE: int = 256
 """Rendered observation size (px, square) for checkpoint policies; 90 deg HFOV as the VLN-CE sensors."""
@@ -283,16 +283,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="expert", help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/")
     ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
     ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
-    ap.add_argument("--limit", type=int, help="evaluate only the first N episodes")
+    ap.add_argument("--limit", type=number_in(1, integer=True), help="evaluate only the first N episodes")
     ap.add_argument("--out", help="write results.jsonl/.csv, actions.json, summary.json here")
-    ap.add_argument("--seed", type=int, default=0, help="crowd and random-policy seed (default 0)")
-    ap.add_argument("--populate", type=int, default=0, help="synthetic people per episode without people (R2R); default 0")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="crowd and random-policy seed (default 0)")
+    ap.add_argument(
+        "--populate", type=number_in(0, 100, integer=True), default=0, help="synthetic people per episode without people (R2R); default 0"
+    )
     ap.add_argument("--baseline", help="collision_num_<split>.json for TCR baselines (default: see docs)")
-    ap.add_argument("--instruction-index", type=int, default=0, help="which instruction of each discrete path (default 0)")
+    ap.add_argument(
+        "--instruction-index", type=number_in(0, integer=True), default=0, help="which instruction of each discrete path (default 0)"
+    )
     ap.add_argument("--device", default="cpu", help="torch device for checkpoint policies")
     ap.add_argument(
         "--heading-jitter-deg",
-        type=float,
+        type=number_in(0, 10, unit="deg"),
         default=0.0,
         help="render panorama views at nominal + N(0, this) deg (clipped to 2 std), as sweep-mode frames are chosen; default 0",
     )

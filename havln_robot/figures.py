@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot import jsonio
+from havln_robot.text import number_in
 
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
 
@@ -564,7 +565,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--quick", action="store_true", help="a tiny run (2 episodes, short timings, one repeat): a smoke test, not figures to publish"
     )
-    ap.add_argument("--repeats", type=int, default=None, help="runs of each speed benchmark (default 3; 1 with --quick)")
+    ap.add_argument(
+        "--repeats", type=number_in(1, 100, integer=True), default=None, help="runs of each speed benchmark (default 3; 1 with --quick)"
+    )
     ap.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
     ap.add_argument(
         "--data", default=None, help="HA-VLN data folder (default: $HAVLN_DATA, else the folder `havln-robot data fetch` fills)"

@@ -14,6 +14,7 @@ import sys
 import time
 
 from havln_robot import topics
+from havln_robot.text import number_in
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("text", help='the instruction, e.g. "walk to the sofa"')
     ap.add_argument("--topic", default=topics.INSTRUCTION, help=f"instruction topic (default {topics.INSTRUCTION})")
     ap.add_argument("--namespace", default="", help="namespace of the robot's nodes (go2.launch.py namespace:=NS)")
-    ap.add_argument("--wait", type=float, default=10.0, help="seconds to wait for a subscriber (default 10)")
+    ap.add_argument("--wait", type=number_in(0, 3600, unit="s"), default=10.0, help="seconds to wait for a subscriber (default 10)")
     args = ap.parse_args(argv)
     if not args.text.strip():
         ap.error('give the instruction text, e.g. havln-robot instruct "walk to the sofa"')

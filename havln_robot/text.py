@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from havln_robot.records import refused_before_start
 
 #: Irregular plurals of the nouns this project counts.
@@ -48,3 +50,58 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     return value
+
+
+def number_in(
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    integer: bool = False,
+    unit: str = "",
+    above: bool = False,
+) -> Callable[[str], float]:
+    """argparse ``type=`` for a finite number (or an integer) inside a range.
+
+    Every numeric command-line option goes through this or :func:`finite_float` (a test walks
+    every parser and refuses a bare ``float``/``int``): a bare ``float`` takes ``nan``/``inf``, and
+    neither takes a physically absurd value (a goal 1e308 m away, -5 episodes) until something
+    downstream overflows or loops.
+
+    Args:
+        lo: lower bound, inclusive unless ``above`` (None: unbounded).
+        hi: upper bound, inclusive (None: unbounded).
+        integer: parse as an int (``"3.0"`` is refused).
+        unit: appended to the bounds in the error ("m", "s", "ms", ...).
+        above: ``lo`` itself is excluded (a strictly positive duration).
+
+    Returns:
+        A callable ``str -> float | int`` raising ``argparse.ArgumentTypeError`` with the range
+        in the message (argparse prefixes it with the flag's name).
+    """
+    import argparse
+    import math
+
+    u = f" {unit}" if unit else ""
+    if lo is not None and hi is not None:
+        want = f"more than {lo:g} and at most {hi:g}{u}" if above else f"from {lo:g} to {hi:g}{u}"
+    elif lo is not None:
+        want = f"{'more than' if above else 'at least'} {lo:g}{u}"
+    elif hi is not None:
+        want = f"at most {hi:g}{u}"
+    else:
+        want = "finite"
+
+    def parse(text: str) -> float:
+        try:
+            value: float = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        too_low = lo is not None and (value <= lo if above else value < lo)
+        if too_low or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range: give a number {want}")
+        return value
+
+    parse.__name__ = "integer" if integer else "number"
+    return parse

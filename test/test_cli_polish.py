@@ -177,3 +177,36 @@ def test_ros_replay_reports_refused_actions() -> None:
     out = io.StringIO()
     print_results(batch, aggregate(batch), out=out)
     assert "refused" not in out.getvalue()
+
+
+@pytest.mark.parametrize("label", sorted(_TARGETS))
+def test_no_option_takes_a_bare_float_or_int(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare ``type=float`` takes nan/inf and neither bare type has a range (issue 15's QA:
+    ``bench console --limit-ms nan`` and ``trial start --goal 1e308 1e308`` were accepted); every
+    numeric option goes through ``text.number_in`` or ``text.finite_float``."""
+    parser = _parser_of(_TARGETS[label], monkeypatch)
+    bare = [f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in _walk(parser, label) if a.type in (float, int)]
+    assert not bare, "options parsed with a bare float/int: " + "; ".join(bare)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["bench", "console", "--limit-ms", "nan"], "--limit-ms"),
+        (["bench", "console", "--limit-ms", "0"], "--limit-ms"),
+        (["trial", "start", "--goal", "1e308", "1e308"], "--goal"),
+        (["trial", "start", "--goal-radius", "inf"], "--goal-radius"),
+        (["trial", "end", "--ne", "-1"], "--ne"),
+        (["eval", "--limit", "-5"], "--limit"),
+        (["eval", "--seed", "1.5"], "--seed"),
+        (["demo", "--episodes", "0"], "--episodes"),
+        (["demo", "--timeout", "nan"], "--timeout"),
+        (["train", "--lr", "inf"], "--lr"),
+    ],
+)
+def test_absurd_numbers_are_refused_naming_the_flag(argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and "Traceback" not in err, err

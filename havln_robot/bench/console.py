@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from havln_robot import jsonio
+from havln_robot.text import number_in
 
 REPO_SIM = "config/sim.yaml"
 TOKEN = "bench-console-token"
@@ -95,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="havln-robot bench console",
         description="E-stop latency (page event -> zero cmd_vel) and frames/s of the operator console over loopback.",
     )
-    ap.add_argument("--n", type=int, default=20, help="e-stops to time (default 20)")
-    ap.add_argument("--limit-ms", type=float, default=100.0, help="p95 target, ms (default 100)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random wait before each e-stop")
+    ap.add_argument("--n", type=number_in(1, integer=True), default=20, help="e-stops to time (default 20)")
+    ap.add_argument("--limit-ms", type=number_in(0, 60000, unit="ms", above=True), default=100.0, help="p95 target, ms (default 100)")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="seed of the random wait before each e-stop")
     a = ap.parse_args(argv)
     if a.n < 1:
         print("havln-robot bench console: --n must be >= 1", file=sys.stderr)

@@ -32,7 +32,7 @@ from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import Obstacles
 from havln_robot.params import ConfigError
-from havln_robot.text import finite_float
+from havln_robot.text import number_in
 
 TARGETS = {"forward_p95_m": 0.02, "turn_p95_deg": 1.0, "duration_ratio": 1.3, "estop_ms": 50.0}
 
@@ -253,19 +253,30 @@ def _pct(a: list[float], q: float) -> float:
 def main(argv: list[str]) -> int:
     """Run the benchmark; returns 0 (figures printed), 1 when a target is missed with ``--check``, 2 on bad input."""
     ap = argparse.ArgumentParser(prog="havln-robot bench motion", description=__doc__.split("\n\n")[0].replace("``", ""))
-    ap.add_argument("-n", "--n", type=int, default=200, help="actions of each type (default 200)")
-    ap.add_argument("--seed", type=int, default=0, help="first noise seed (trial i uses seed + i)")
+    ap.add_argument("-n", "--n", type=number_in(1, integer=True), default=200, help="actions of each type (default 200)")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="first noise seed (trial i uses seed + i)")
     ap.add_argument("--config", default=None, help="profile whose motion_node section sets the limits (default: parameter defaults)")
-    ap.add_argument("--latency", type=finite_float, default=0.05, help="actuation latency of the simulated base, s (default 0.05)")
+    ap.add_argument(
+        "--latency", type=number_in(0, 5, unit="s"), default=0.05, help="actuation latency of the simulated base, s (default 0.05)"
+    )
     ap.add_argument("--no-noise", action="store_true", help="perfect base (no latency, drift, gyro noise or bias)")
     ap.add_argument(
-        "--noise-scale", type=finite_float, default=1.0, help="multiply every noise std of the sim's NoiseModel (default 1 = sim defaults)"
+        "--noise-scale",
+        type=number_in(0, 100),
+        default=1.0,
+        help="multiply every noise std of the sim's NoiseModel (default 1 = sim defaults)",
     )
-    ap.add_argument("--physics-dt", type=finite_float, default=0.005, help="simulator step, s (default 0.005)")
-    ap.add_argument("--odom-hz", type=finite_float, default=50.0, help="odometry rate, Hz (default 50, as sim_node)")
-    ap.add_argument("--imu-hz", type=finite_float, default=100.0, help="IMU rate, Hz (default 100, as sim_node)")
-    ap.add_argument("--estop", type=int, default=100, help="e-stop trials in the simulator (default 100)")
-    ap.add_argument("--ros-estop", type=int, default=0, help="also measure e-stop latency through motion_node over ROS, N trials")
+    ap.add_argument("--physics-dt", type=number_in(0, 0.1, unit="s", above=True), default=0.005, help="simulator step, s (default 0.005)")
+    ap.add_argument(
+        "--odom-hz", type=number_in(0, 1000, unit="Hz", above=True), default=50.0, help="odometry rate, Hz (default 50, as sim_node)"
+    )
+    ap.add_argument(
+        "--imu-hz", type=number_in(0, 2000, unit="Hz", above=True), default=100.0, help="IMU rate, Hz (default 100, as sim_node)"
+    )
+    ap.add_argument("--estop", type=number_in(0, integer=True), default=100, help="e-stop trials in the simulator (default 100)")
+    ap.add_argument(
+        "--ros-estop", type=number_in(0, integer=True), default=0, help="also measure e-stop latency through motion_node over ROS, N trials"
+    )
     ap.add_argument("--json", default=None, help="write all figures to this JSON file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot.text import number_in
+
 MODES = ("sweep", "discrete")
 
 
@@ -208,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="havln-robot bench panorama",
         description="Panorama wall time and view accuracy per mode (sweep, discrete) through sim_node + motion_node + agent_node.",
     )
-    ap.add_argument("--panoramas", type=int, default=20, help="panoramas per mode (default 20)")
+    ap.add_argument("--panoramas", type=number_in(1, integer=True), default=20, help="panoramas per mode (default 20)")
     ap.add_argument("--mode", choices=(*MODES, "both"), default="both", help="which mode(s) to measure")
     ap.add_argument("--profile", default="config/sim.yaml", help="deployment profile of the three nodes")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per panorama on stderr")

@@ -20,7 +20,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.actions import TURN_LEFT, TURN_RIGHT
 from havln_robot.perception.preprocess import D435I_COLOR_HFOV_DEG, Intrinsics, to_model_depth, to_model_rgb
-from havln_robot.text import finite_float
+from havln_robot.text import number_in
 
 
 def bench_preprocess(width: int, height: int, n: int) -> float:
@@ -114,10 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="havln-robot bench perception",
         description="Print the perception figures of this machine: preprocessing, capture and panorama overhead.",
     )
-    ap.add_argument("--width", type=int, default=848, help="camera width, px (default 848)")
-    ap.add_argument("--height", type=int, default=480, help="camera height, px (default 480)")
-    ap.add_argument("--seconds", type=finite_float, default=3.0, help="duration of the capture benchmark, s")
-    ap.add_argument("--panoramas", type=int, default=5, help="panoramas timed for the agent-side overhead (default 5)")
+    ap.add_argument("--width", type=number_in(16, 4096, integer=True), default=848, help="camera width, px (default 848)")
+    ap.add_argument("--height", type=number_in(16, 4096, integer=True), default=480, help="camera height, px (default 480)")
+    ap.add_argument("--seconds", type=number_in(0, 600, unit="s", above=True), default=3.0, help="duration of the capture benchmark, s")
+    ap.add_argument(
+        "--panoramas", type=number_in(1, integer=True), default=5, help="panoramas timed for the agent-side overhead (default 5)"
+    )
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     if args.json:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from havln_robot import jsonio
-from havln_robot.text import plural
+from havln_robot.text import number_in, plural
 
 _WORKER = r"""
 import resource, sys, time
@@ -139,10 +139,10 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot bench policy", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("--model", default=str(models_dir() / "small_panoramic.pt"), help="trained checkpoint for the SR/NE comparison")
     ap.add_argument("--episodes", default=None, help="episodes file (default: havln-robot eval's, HA val_seen)")
-    ap.add_argument("--limit", type=int, default=60, help="episodes per policy in the SR/NE comparison")
-    ap.add_argument("--steps", type=int, default=20, help="timed decisions per model")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads for the latency figures")
-    ap.add_argument("--seed", type=int, default=0, help="episode seed of the SR/NE comparison (default 0)")
+    ap.add_argument("--limit", type=number_in(1, integer=True), default=60, help="episodes per policy in the SR/NE comparison")
+    ap.add_argument("--steps", type=number_in(1, integer=True), default=20, help="timed decisions per model")
+    ap.add_argument("--threads", type=number_in(1, 256, integer=True), default=1, help="torch threads for the latency figures")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="episode seed of the SR/NE comparison (default 0)")
     ap.add_argument("--skip-latency", action="store_true", help="skip the decision-latency figures")
     ap.add_argument("--skip-eval", action="store_true", help="skip the SR/NE comparison against the baselines")
     ap.add_argument("--json", help="also write all figures to this JSON file")

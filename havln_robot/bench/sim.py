@@ -30,7 +30,7 @@ import numpy as np
 
 from havln_robot import jsonio
 from havln_robot.paths import safe_child
-from havln_robot.text import finite_float
+from havln_robot.text import number_in
 
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
 
@@ -248,11 +248,14 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot bench sim", description="Renderer frames/s, batch steps/s and sim_node topic rates.")
     ap.add_argument("--episodes", default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)")
     ap.add_argument("--connectivity", default="$DATA/connectivity", help="Matterport3D connectivity folder")
-    ap.add_argument("--scenes", type=int, default=4, help="number of scans to render/step in (default 4)")
-    ap.add_argument("--frames", type=int, default=50, help="frames per scan and resolution (default 50)")
-    ap.add_argument("--steps", type=int, default=5000, help="discrete actions to time (default 5000; 0 = skip)")
+    ap.add_argument("--scenes", type=number_in(1, integer=True), default=4, help="number of scans to render/step in (default 4)")
+    ap.add_argument("--frames", type=number_in(1, integer=True), default=50, help="frames per scan and resolution (default 50)")
+    ap.add_argument("--steps", type=number_in(0, integer=True), default=5000, help="discrete actions to time (default 5000; 0 = skip)")
     ap.add_argument(
-        "--node-seconds", type=finite_float, default=10.0, help="measure sim_node topic rates for this long (default 10; 0 = skip)"
+        "--node-seconds",
+        type=number_in(0, 600, unit="s"),
+        default=10.0,
+        help="measure sim_node topic rates for this long (default 10; 0 = skip)",
     )
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
     ap.add_argument(

@@ -15,6 +15,7 @@ from havln_robot.challenge.format import PHASE1_SPLITS, FormatError
 from havln_robot.challenge.manifest import Manifest, ManifestError, default_manifest_path, load_manifest, parse_manifest_arg
 from havln_robot.challenge.pack import PackError, pack
 from havln_robot.challenge.validate import Limits, validate_zip
+from havln_robot.text import number_in
 
 
 def _err(prog: str, msg: str) -> int:
@@ -62,7 +63,7 @@ def validate_main(argv: list[str]) -> int:
         help="episode manifest (default: the official collision_num_<split>.json)",
     )
     ap.add_argument("--splits", default=",".join(PHASE1_SPLITS), help="required splits, comma-separated (default: val_seen,val_unseen)")
-    ap.add_argument("--max-problems", type=int, default=100, help="list at most N problems, 0 = all (default 100)")
+    ap.add_argument("--max-problems", type=number_in(0, integer=True), default=100, help="list at most N problems, 0 = all (default 100)")
     args = ap.parse_args(argv)
     splits = [s for s in args.splits.split(",") if s]
     if not splits:
@@ -142,7 +143,7 @@ def export_main(argv: list[str]) -> int:
         metavar="EPISODES",
         help="write sequences that follow each episode's reference path (straight segments) for an HA-R2R episode file; needs --split",
     )
-    ap.add_argument("--limit", type=int, help="with --follow-reference: first N episodes only")
+    ap.add_argument("--limit", type=number_in(1, integer=True), help="with --follow-reference: first N episodes only")
     ap.add_argument(
         "--manifest",
         action="append",

@@ -48,7 +48,7 @@ from havln_robot.actions import (
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
 from havln_robot.paths import data_dir
-from havln_robot.text import finite_float, plural
+from havln_robot.text import number_in, plural
 
 
 class ReplayError(ValueError):
@@ -346,8 +346,12 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
     ap.add_argument("--connectivity", help="Matterport3D connectivity folder (default $DATA/connectivity)")
     ap.add_argument("--manifest", help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the people's motion and the noise draws (default 0)")
-    ap.add_argument("--action-timeout", type=finite_float, default=30.0, help="ros: seconds to wait for each action_result")
+    ap.add_argument(
+        "--seed", type=number_in(0, integer=True), default=0, help="seed of the people's motion and the noise draws (default 0)"
+    )
+    ap.add_argument(
+        "--action-timeout", type=number_in(0, 3600, unit="s", above=True), default=30.0, help="ros: seconds to wait for each action_result"
+    )
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="ros embedded: parameter override")
     ap.add_argument("--json", metavar="OUT", help="also write per-episode results and the aggregate as JSON")
     ap.add_argument("--quiet", action="store_true", help="no per-episode table and no progress bar")

@@ -34,7 +34,7 @@ from havln_robot import jsonio
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
-from havln_robot.text import finite_float
+from havln_robot.text import number_in
 
 STOP_WEIGHT = 3.0
 """Loss weight of STOP labels (one per episode against ~6 moves; cf. VLN-CE inflection weighting 3.2)."""
@@ -145,27 +145,45 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--train", default=str(data_dir() / "r2r" / "R2R_train.json"), help="training episodes (R2R/HA-R2R json)")
     ap.add_argument("--val", default=str(data_dir() / "ha_r2r_de" / "HA_val_seen.json"), help="validation episodes")
     ap.add_argument("--connectivity", default=None, help="Matterport3D connectivity folder (default $DATA/connectivity)")
-    ap.add_argument("--episodes", type=int, default=None, help="use only the first N training episodes (default all)")
-    ap.add_argument("--val-episodes", type=int, default=100, help="validation episodes per round (0 = none)")
-    ap.add_argument("--rounds", type=int, default=3, help="collection rounds: 1 teacher forcing + (rounds-1) DAgger")
-    ap.add_argument("--dagger-episodes", type=int, default=None, help="episodes collected per DAgger round (default = --episodes)")
-    ap.add_argument("--beta", type=finite_float, default=0.5, help="DAgger expert probability base: beta_k = beta ** k")
-    ap.add_argument("--epochs", type=int, default=4, help="training epochs per round")
-    ap.add_argument("--batch", type=int, default=8, help="episodes per batch")
-    ap.add_argument("--lr", type=finite_float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    ap.add_argument("--res", type=int, default=24, help="view resolution (px, multiple of 8)")
-    ap.add_argument("--views", type=int, default=12, help="panorama views")
+    ap.add_argument(
+        "--episodes", type=number_in(1, integer=True), default=None, help="use only the first N training episodes (default all)"
+    )
+    ap.add_argument("--val-episodes", type=number_in(0, integer=True), default=100, help="validation episodes per round (0 = none)")
+    ap.add_argument(
+        "--rounds", type=number_in(1, 100, integer=True), default=3, help="collection rounds: 1 teacher forcing + (rounds-1) DAgger"
+    )
+    ap.add_argument(
+        "--dagger-episodes",
+        type=number_in(1, integer=True),
+        default=None,
+        help="episodes collected per DAgger round (default = --episodes)",
+    )
+    ap.add_argument("--beta", type=number_in(0, 1), default=0.5, help="DAgger expert probability base: beta_k = beta ** k")
+    ap.add_argument("--epochs", type=number_in(1, 10000, integer=True), default=4, help="training epochs per round")
+    ap.add_argument("--batch", type=number_in(1, 4096, integer=True), default=8, help="episodes per batch")
+    ap.add_argument("--lr", type=number_in(0, 1, above=True), default=1e-3, help="Adam learning rate (default 1e-3)")
+    ap.add_argument("--res", type=number_in(8, 512, integer=True), default=24, help="view resolution (px, multiple of 8)")
+    ap.add_argument("--views", type=number_in(1, 72, integer=True), default=12, help="panorama views")
     ap.add_argument("--no-rgb", action="store_true", help="depth only")
     ap.add_argument(
         "--camera-hfov",
-        type=finite_float,
+        type=number_in(0, 360, unit="deg"),
         default=0.0,
         help="train on what a narrower camera sees of each 90 deg view, deg (D435i: 69.4; 0 = full view)",
     )
-    ap.add_argument("--camera-vfov", type=finite_float, default=0.0, help="vertical FOV of that camera, deg (D435i colour 848x480: 42.5)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the episode order, people and initial weights (default 0)")
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--time-budget-s", type=finite_float, default=7000.0, help="stop collecting/training after this many seconds")
+    ap.add_argument(
+        "--camera-vfov",
+        type=number_in(0, 180, unit="deg"),
+        default=0.0,
+        help="vertical FOV of that camera, deg (D435i colour 848x480: 42.5)",
+    )
+    ap.add_argument(
+        "--seed", type=number_in(0, integer=True), default=0, help="seed of the episode order, people and initial weights (default 0)"
+    )
+    ap.add_argument("--threads", type=number_in(1, 256, integer=True), default=1, help="torch intra-op threads")
+    ap.add_argument(
+        "--time-budget-s", type=number_in(0, unit="s", above=True), default=7000.0, help="stop collecting/training after this many seconds"
+    )
     ap.add_argument("--out", default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it")
     ap.add_argument("--quiet", action="store_true", help="only the final summary, no per-epoch lines")
     return ap

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot import jsonio
+from havln_robot.text import number_in
 
 #: Sport API ids served (unitree_sdk2py/go2/sport/sport_api.py), id -> name.
 SPORT_APIS = {
@@ -447,11 +448,17 @@ class FakeGo2Process:
 def main(argv: list[str] | None = None) -> int:
     """Run the fake Go2 until ``quit`` on stdin / EOF / Ctrl-C. Events go to stdout as JSON lines."""
     ap = argparse.ArgumentParser(prog="python -m havln_robot.robot.fake_go2", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--domain", type=int, default=1, help="DDS domain id (default 1; keep it distinct from ROS_DOMAIN_ID)")
+    ap.add_argument(
+        "--domain", type=number_in(0, 232, integer=True), default=1, help="DDS domain id (default 1; keep it distinct from ROS_DOMAIN_ID)"
+    )
     ap.add_argument("--interface", default="lo", help="network interface (default lo)")
-    ap.add_argument("--rate", type=float, default=100.0, help="sportmodestate rate in Hz (default 100)")
-    ap.add_argument("--hold", type=float, default=1.0, help="Move hold time in s (default 1.0, as the Go2)")
-    ap.add_argument("--initial-mode", type=int, default=MODE_JOINT_LOCK, help="mode at start (default 6, joint lock)")
+    ap.add_argument("--rate", type=number_in(0, 1000, unit="Hz", above=True), default=100.0, help="sportmodestate rate in Hz (default 100)")
+    ap.add_argument(
+        "--hold", type=number_in(0, 60, unit="s", above=True), default=1.0, help="Move hold time in s (default 1.0, as the Go2)"
+    )
+    ap.add_argument(
+        "--initial-mode", type=number_in(0, 255, integer=True), default=MODE_JOINT_LOCK, help="mode at start (default 6, joint lock)"
+    )
     ap.add_argument("--velocity-frame", choices=("odom", "body"), default="odom")
     ap.add_argument("--allow-non-loopback", action="store_true", help="permit an interface other than lo")
     args = ap.parse_args(argv)

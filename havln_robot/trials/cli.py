@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from havln_robot.text import outcome_label, plural
+from havln_robot.text import number_in, outcome_label, plural
 from havln_robot.trials.metrics import summarize
 from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import (
@@ -361,12 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--campaign", help="campaign name or id the trial belongs to")
     p.add_argument("--platform", choices=PLATFORMS, help="where the trial runs")
     p.add_argument("--region", help="region type, e.g. office, 'living room', hallway, lobby")
-    p.add_argument("--people", type=int, help="number of people present (0 = without people)")
+    p.add_argument("--people", type=number_in(0, 10000, integer=True), help="number of people present (0 = without people)")
     p.add_argument("--instance", help="which room of that type (free text)")
     p.add_argument("--instruction", help="the navigation instruction given to the robot")
-    p.add_argument("--goal", type=float, nargs=2, metavar=("X", "Y"), help="goal position, metres")
+    p.add_argument("--goal", type=number_in(-10000.0, 10000.0, unit="m"), nargs=2, metavar=("X", "Y"), help="goal position, metres")
     p.add_argument("--goal-frame", choices=GOAL_FRAMES, help="frame of --goal (default start: x forward, y left of the start pose)")
-    p.add_argument("--goal-radius", type=float, help="success radius, m (default 3.0)")
+    p.add_argument("--goal-radius", type=number_in(0, 100, unit="m", above=True), help="success radius, m (default 3.0)")
     p.add_argument("--operator", help="who runs the trial (free text)")
     p.add_argument("--episode-id", help="HA-R2R / challenge episode id the trial reproduces, if any")
     p.add_argument("--scan", help="Matterport3D scan id (simulated trials)")
@@ -379,8 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--failure", action="store_true", help="the robot did not reach the goal")
     g.add_argument("--abort", action="store_true", help="aborted (not counted in the success rate)")
     p.add_argument("--reason", default="", help="why (free text, shown in the report)")
-    p.add_argument("--ne", type=float, help="navigation error measured on site, metres (overrides odometry)")
-    p.add_argument("--id", type=int, help="trial id (default: running or latest unjudged trial)")
+    p.add_argument("--ne", type=number_in(0, 10000, unit="m"), help="navigation error measured on site, metres (overrides odometry)")
+    p.add_argument("--id", type=number_in(1, integer=True), help="trial id (default: running or latest unjudged trial)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier verdict")
     p.add_argument("--force", action="store_true", help="record --success although NE >= the success radius (marked as forced)")
 
@@ -388,10 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--campaign", help="only this campaign (name or id)")
     p.add_argument("--platform", choices=PLATFORMS, help="only this platform")
     p.add_argument("--policy", help="only trials of this policy (name, checkpoint file, or sha256 prefix)")
-    p.add_argument("--limit", type=int, default=None, help="only the latest N trials (default all)")
+    p.add_argument("--limit", type=number_in(1, integer=True), default=None, help="only the latest N trials (default all)")
 
     p = sub.add_parser("show", help="show one trial")
-    p.add_argument("id", type=int, help="trial id (see havln-robot trial list)")
+    p.add_argument("id", type=number_in(1, integer=True), help="trial id (see havln-robot trial list)")
     p.add_argument("--steps", action="store_true", help="also list every recorded step")
 
     sub.add_parser("campaigns", help="list campaigns and their progress")
@@ -406,10 +406,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
 
     p = sub.add_parser("bench", help="measure the per-step commit latency of the store")
-    p.add_argument("--steps", type=int, default=200, help="steps to commit and time (default 200)")
+    p.add_argument("--steps", type=number_in(1, integer=True), default=200, help="steps to commit and time (default 200)")
     p.add_argument("--dir", default=None, help="folder on the disk to measure (default: the temp folder)")
     p.add_argument("--mcap", action="store_true", help="also measure MCAP image recording cost")
-    p.add_argument("--frames", type=int, default=30, help="frames per MCAP setting")
+    p.add_argument("--frames", type=number_in(1, integer=True), default=30, help="frames per MCAP setting")
     return ap
 
 
