@@ -47,6 +47,7 @@ class Outcome:
     present: list[str] = field(default_factory=list)
     refetched: list[str] = field(default_factory=list)  # present but corrupt, then fetched again
     failed: dict[str, str] = field(default_factory=dict)
+    permanent: list[str] = field(default_factory=list)  # failed in a way a re-run cannot fix (HTTP 4xx, absent, wrong sha256)
     aborted: str | None = None  # the reason the run stopped before the end (server unreachable)
 
     @property
@@ -137,6 +138,19 @@ def _why(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _permanent(exc: BaseException) -> bool:
+    """True when fetching again from the same source cannot help: the file is not there (HTTP 4xx,
+    absent from the mirror folder) or its content differs from the registry (sha256). Timeouts,
+    HTTP 5xx and dropped connections are transient: a re-run resumes."""
+    import requests
+
+    if isinstance(exc, _NotInMirror):
+        return True
+    if isinstance(exc, requests.exceptions.HTTPError) and exc.response is not None:
+        return 400 <= exc.response.status_code < 500 and exc.response.status_code not in (408, 429)
+    return isinstance(exc, ValueError)
+
+
 def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = None, log=print) -> Outcome:
     """Fetch ``entries`` into ``dest`` (the data layout), skipping files already present and verified.
 
@@ -189,6 +203,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
         except (_NotInMirror, OSError, ValueError, requests.exceptions.RequestException) as exc:
             why = str(exc) if isinstance(exc, _NotInMirror) else _why(exc)
             out.failed[entry.local] = str(why)
+            if _permanent(exc):
+                out.permanent.append(entry.local)
             if len(out.failed) <= max_logged:
                 log(f"{entry.local}: not fetched: {why}")
             elif len(out.failed) == max_logged + 1:
@@ -252,9 +268,17 @@ def fetch_main(args: argparse.Namespace) -> int:
         print(f"havln-robot data fetch: {out.aborted}", file=sys.stderr)
     if not out.ok:
         missing = len(entries) - len(out.fetched) - len(out.present)
-        print(
-            f"havln-robot data fetch: {missing} of {len(entries)} files not fetched; run the same command again to resume", file=sys.stderr
-        )
+        gone = len(out.permanent)
+        if gone == missing:
+            advice = (
+                "the source lacks them or serves other content, so running again will not help: "
+                + ("check that --mirror holds the data layout (docs/data.md)" if mirror else "report the broken link (docs/data.md)")
+            )
+        elif gone:
+            advice = f"run the same command again to resume; {gone} of them the source lacks (see above), a re-run will not fetch those"
+        else:
+            advice = "run the same command again to resume"
+        print(f"havln-robot data fetch: {missing} of {len(entries)} files not fetched; {advice}", file=sys.stderr)
         return 1
     print(f"done: {len(entries)} of {len(entries)} files present, sha256 verified, in {dest}")
     return 0
