@@ -7,8 +7,11 @@ data folder (``$HAVLN_DATA``, else the user data folder that ``havln-robot data 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import platformdirs
@@ -191,6 +194,45 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
         return p
     prepare_out_dir(p.parent, flag)
     return p
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Write a file all at once: yield a fresh temporary path in the destination's folder; on a
+    clean exit it is renamed over the destination, on an exception it is removed.
+
+    A destination that is a symbolic link is written THROUGH the link (the link's target is
+    replaced, the link stays), as a plain ``open(path, "w")`` would: renaming over the link itself
+    would silently turn the user's link into a file. The temporary name is unique (``mkstemp``),
+    so two writers never share it and an attacker-planted ``<name>.tmp`` link is never followed.
+
+    Args:
+        path: the output file (its folder is created).
+
+    Yields:
+        The temporary file's path (an empty file, mode 0600 until the rename).
+
+    Raises:
+        OSError: the folder cannot be created or written, or the rename failed.
+    """
+    target = Path(os.path.realpath(Path(path).expanduser()))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        try:
+            mode = target.stat().st_mode & 0o777  # keep an existing file's permissions
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 class UnsafePathError(OutputPathError):

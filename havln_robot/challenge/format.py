@@ -30,6 +30,7 @@ from typing import Any
 
 from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError, SequenceProblem, is_action, sequence_problems
+from havln_robot.paths import atomic_output
 
 FORMAT_VERSION = 1
 """The only ``format_version`` the organisers accept (participant README, "Submission Format")."""
@@ -480,13 +481,11 @@ def write_split_file(path: str | os.PathLike[str], split: str, episodes: Mapping
     """
     obj = split_object(split, episodes)
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     lines = [jsonio.dumps(e, separators=(",", ":")) for e in obj["episodes"]]
     body = ",\n  ".join(lines)
     text = f'{{"format_version": {FORMAT_VERSION}, "split": {jsonio.dumps(split)}, "episodes": [\n  {body}\n]}}\n'
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
+    with atomic_output(p) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return p
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from havln_robot.challenge.format import FormatError, read_split_file
+from havln_robot.paths import atomic_output
 
 _FIXED_DATE = (2026, 1, 1, 0, 0, 0)
 
@@ -74,14 +75,11 @@ def pack(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], 
                 raise PackError(f"{f} and {splits[sf.split]} both have split {sf.split!r}; keep one")
             splits[sf.split] = f
     out_p = Path(out)
-    out_p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_p.with_name(out_p.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+    with atomic_output(out_p) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for name, f in names.items():
             info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o100644 << 16
             info.create_system = 3
             zf.writestr(info, f.read_bytes())
-    os.replace(tmp, out_p)
     return out_p

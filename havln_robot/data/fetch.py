@@ -270,9 +270,8 @@ def fetch_main(args: argparse.Namespace) -> int:
         missing = len(entries) - len(out.fetched) - len(out.present)
         gone = len(out.permanent)
         if gone == missing:
-            advice = (
-                "the source lacks them or serves other content, so running again will not help: "
-                + ("check that --mirror holds the data layout (docs/data.md)" if mirror else "report the broken link (docs/data.md)")
+            advice = "the source lacks them or serves other content, so running again will not help: " + (
+                "check that --mirror holds the data layout (docs/data.md)" if mirror else "report the broken link (docs/data.md)"
             )
         elif gone:
             advice = f"run the same command again to resume; {gone} of them the source lacks (see above), a re-run will not fetch those"

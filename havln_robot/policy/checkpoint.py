@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from havln_robot.paths import atomic_output
 from havln_robot.policy.api import Policy, PolicyError
 
 FORMAT = "havln_robot.policy/1"
@@ -228,11 +229,9 @@ def save_checkpoint(path: str | os.PathLike[str], model: torch.nn.Module, kind: 
     if kind not in KINDS:
         raise PolicyError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     doc = {"format": FORMAT, "kind": kind, "config": dict(config), "state_dict": model.state_dict(), "meta": dict(meta or {})}
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    torch.save(doc, tmp)
-    os.replace(tmp, p)
+    with atomic_output(p) as tmp:
+        torch.save(doc, tmp)
     return p
 
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from havln_robot import jsonio, locks
 from havln_robot.actions import ACTIONS, is_action
-from havln_robot.paths import user_data_root
+from havln_robot.paths import atomic_output, user_data_root
 from havln_robot.trials import faults
 from havln_robot.trials.metrics import navigation_error
 from havln_robot.trials.model import (  # noqa: F401  (re-exported: the store's public records)
@@ -562,30 +562,27 @@ class TrialStore:
             raise TrialError(f"backup: {dst} is not a regular file (a device, pipe or socket); give a file name")
         if not dst.parent.is_dir():
             raise TrialError(f"backup: folder {dst.parent} does not exist; create it first")
-        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
         try:
-            target = sqlite3.connect(str(tmp), isolation_level=None)
-            try:
-                with self._lock:
-                    self._db.backup(target)
-                target.execute("PRAGMA journal_mode = DELETE")
-                if "store_state" in [r[0] for r in target.execute("SELECT name FROM sqlite_master WHERE type='table'")]:
-                    target.execute(
-                        "UPDATE store_state SET writer_pid = NULL, writer_since = NULL, checkpointed = ?, "
-                        "trials = (SELECT COUNT(*) FROM trials), last_trial_id = (SELECT MAX(id) FROM trials) WHERE id = 1",
-                        (time.time(),),
-                    )
-                ok = target.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            finally:
-                target.close()
-            if not ok:
-                raise TrialError(f"backup: the copy {dst} failed its integrity check; the store may be damaged")
-            os.replace(tmp, dst)
+            with atomic_output(dst) as tmp:  # through a symlink at dst, never over it
+                target = sqlite3.connect(str(tmp), isolation_level=None)
+                try:
+                    with self._lock:
+                        self._db.backup(target)
+                    target.execute("PRAGMA journal_mode = DELETE")
+                    if "store_state" in [r[0] for r in target.execute("SELECT name FROM sqlite_master WHERE type='table'")]:
+                        target.execute(
+                            "UPDATE store_state SET writer_pid = NULL, writer_since = NULL, checkpointed = ?, "
+                            "trials = (SELECT COUNT(*) FROM trials), last_trial_id = (SELECT MAX(id) FROM trials) WHERE id = 1",
+                            (time.time(),),
+                        )
+                    ok = target.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+                finally:
+                    target.close()
+                if not ok:
+                    raise TrialError(f"backup: the copy {dst} failed its integrity check; the store may be damaged")
         except sqlite3.Error as exc:
-            tmp.unlink(missing_ok=True)
             raise _sqlite_error(self.path, "backup", exc) from None
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise TrialError(f"backup: cannot write {dst} ({exc.strerror})") from None
         return dst
 
