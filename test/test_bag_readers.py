@@ -257,3 +257,17 @@ def test_the_trial_recorder_is_the_only_mcap_writer():
         if re.search(r"\b(McapRecorder|ros_recorder)\(", p.read_text(encoding="utf-8"))
     )
     assert users == ["havln_robot/nodes/trial_logger_node.py", "havln_robot/ros/mcap.py", "havln_robot/trials/recorder.py"]
+
+
+@pytest.mark.parametrize("content", [b"", b"hello, not a bag\n", b"PK\x03\x04zip"])
+def test_recover_bag_names_a_file_that_is_not_mcap(tmp_path, content, capsys):
+    """QA of issue 15: a non-MCAP file was reported as 'killed before its first chunk'."""
+    from havln_robot.cli import main
+
+    bag = tmp_path / "trial_0001"
+    bag.mkdir()
+    (bag / "trial_0001_0.mcap").write_bytes(content)
+    assert main(["trial", "--db", str(tmp_path / "t.db"), "recover-bag", str(bag)]) != 0
+    err = capsys.readouterr().err
+    assert "not an MCAP file" in err and "Traceback" not in err and "killed" not in err, err
+    assert not (tmp_path / "trial_0001_recovered").exists()

@@ -246,6 +246,7 @@ def _cmd_recover_bag(a: argparse.Namespace) -> int:
     print(
         f"recovered {rep.messages} messages ({len(rep.topics)} topics) from {rep.source} into {rep.out}"
         + (f"; lost at the end of {', '.join(rep.truncated)}: the unfinished chunk" if rep.truncated else "; nothing was truncated")
+        + (f"; skipped {', '.join(rep.not_mcap)}: not MCAP files" if rep.not_mcap else "")
     )
     return 0
 

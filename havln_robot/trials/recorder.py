@@ -614,6 +614,7 @@ class RecoveryReport:
         messages: messages written to the new bag. topics: topic → messages.
         truncated: the source files that ended in an unfinished record (the killed writer's last,
             unfinished chunk is lost; everything before it is recovered).
+        not_mcap: the source files skipped because they do not start with the MCAP magic bytes.
     """
 
     source: Path
@@ -621,6 +622,7 @@ class RecoveryReport:
     messages: int = 0
     topics: dict[str, int] = field(default_factory=dict)
     truncated: list[str] = field(default_factory=list)
+    not_mcap: list[str] = field(default_factory=list)
 
 
 def _recovered_definition(type_name: str, stored: bytes) -> bytes:
@@ -640,6 +642,22 @@ def _recovered_definition(type_name: str, stored: bytes) -> bytes:
 def _file_index(p: Path) -> tuple[int, str]:
     m = re.search(r"_(\d+)\.mcap$", p.name)
     return (int(m.group(1)) if m else 0, p.name)
+
+
+def _has_mcap_magic(path: Path) -> bool:
+    """True when ``path`` starts with the MCAP magic bytes (the ``mcap`` library's check; an
+    unreadable file counts as not MCAP)."""
+    import struct
+
+    from mcap.data_stream import ReadDataStream
+    from mcap.exceptions import McapError
+    from mcap.stream_reader import read_magic
+
+    try:
+        with open(path, "rb") as f:
+            return read_magic(ReadDataStream(f))
+    except (OSError, McapError, struct.error):
+        return False
 
 
 def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, overwrite: bool = False) -> RecoveryReport:
@@ -682,6 +700,14 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
     if dst_r == src.resolve() or src.resolve() in dst_r.parents or any(dst_r in f.resolve().parents for f in files):
         # the last test: a single .mcap given as the source, --out its own folder (--overwrite deleted the source)
         raise RecorderError(f"--out {dst}: must not be the source bag, inside it, or the folder holding its .mcap files")
+    not_mcap = [p for p in files if not _has_mcap_magic(p)]
+    if len(not_mcap) == len(files):
+        what = files[0] if len(files) == 1 else f"{src}: none of its {len(files)} .mcap files"
+        raise RecorderError(
+            f"{what}: not an MCAP file (it does not start with the MCAP magic bytes); give the bag folder of a trial "
+            "(havln-robot trial show N prints it)"
+        )
+    files = [p for p in files if p not in not_mcap]
     if dst.exists() and any(dst.iterdir()):
         if not overwrite:
             raise RecorderError(f"--out {dst}: exists and is not empty; choose another folder or pass --overwrite")
@@ -689,7 +715,7 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
             raise RecorderError(f"--out {dst}: holds more than a bag (*.mcap, metadata.yaml); not replaced")
         for p in dst.iterdir():
             p.unlink()
-    report = RecoveryReport(source=src, out=dst)
+    report = RecoveryReport(source=src, out=dst, not_mcap=[p.name for p in not_mcap])
     rec = McapRecorder(dst, compression="zstd")
     try:
         for path in files:
