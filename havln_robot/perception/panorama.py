@@ -56,6 +56,32 @@ def valid_view_counts(turn_deg: float = TURN_ANGLE_DEG) -> tuple[int, ...]:
     return tuple(n for n in range(1, n_turns + 1) if n_turns % n == 0)
 
 
+class ViewRing:
+    """What the step-wise capture (:class:`PanoramaCapture`) and the continuous sweep
+    (:class:`havln_robot.perception.sweep.SweepConfig`) share: ``views`` headings evenly spaced over
+    360 deg, taken turning ``direction`` (``left`` = CCW, yaw increasing in base_link)."""
+
+    views: int
+    direction: str
+
+    def _check_ring(self, what: str) -> None:
+        """Raises PanoramaError naming ``what`` when ``views`` < 1 or ``direction`` is not left/right."""
+        if self.views < 1:
+            raise PanoramaError(f"{what} views={self.views}: must be >= 1")
+        if self.direction not in ("left", "right"):
+            raise PanoramaError(f"{what} direction={self.direction!r}: use 'left' or 'right'")
+
+    @property
+    def sign(self) -> float:
+        """+1 for a left (CCW) sweep, -1 for a right sweep."""
+        return 1.0 if self.direction == "left" else -1.0
+
+    @property
+    def spacing_deg(self) -> float:
+        """Planned heading step between views, degrees (360 / views)."""
+        return 360.0 / self.views
+
+
 def _num(values: Mapping[str, Any], key: str) -> float | None:
     v = values.get(key)
     if v is None or v == "":
@@ -146,7 +172,7 @@ _SOURCE_RANK = {"imu": 0, "odom": 1, "nominal": 2}
 
 
 @dataclass
-class PanoramaCapture:
+class PanoramaCapture(ViewRing):
     """State machine of one panorama (see the module docstring).
 
     Args:
@@ -179,29 +205,18 @@ class PanoramaCapture:
     _done: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
+        self._check_ring("panorama")
         allowed = valid_view_counts(self.turn_deg)
         if self.views not in allowed:
             raise PanoramaError(
                 f"panorama views={self.views}: 360/views must be a multiple of the {self.turn_deg:g}° turn; use one of {allowed}"
             )
-        if self.direction not in ("left", "right"):
-            raise PanoramaError(f"panorama direction={self.direction!r}: use 'left' or 'right'")
         if not (0.0 < self.tolerance_deg < 360.0 / self.views) and self.views > 1:
             raise PanoramaError(f"heading tolerance {self.tolerance_deg}° must be in (0, {360.0 / self.views:g})°")
         if self.max_corrections < 0:
             raise PanoramaError(f"max_corrections must be >= 0, got {self.max_corrections}")
 
     # --- derived quantities -----------------------------------------------------------------
-    @property
-    def sign(self) -> float:
-        """+1 for a left (CCW) sweep, -1 for a right sweep."""
-        return 1.0 if self.direction == "left" else -1.0
-
-    @property
-    def spacing_deg(self) -> float:
-        """Planned heading step between views, degrees."""
-        return 360.0 / self.views
-
     @property
     def nominal_turns(self) -> int:
         """TURN actions of a perfect panorama (views back to the start): 360 / turn_deg (24 for 15°)."""

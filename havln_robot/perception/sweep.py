@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from havln_robot.perception.panorama import PanoramaError, PanoramaView
+from havln_robot.perception.panorama import PanoramaError, PanoramaView, ViewRing
 
 VIEW_TOLERANCE_DEG: float = 1.0
 """A sweep view is used only within this of its nominal heading, deg (issue 16: ±1.0°)."""
@@ -97,7 +97,7 @@ class YawTrack:
 
 
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(ViewRing):
     """Frame selection settings.
 
     Attributes:
@@ -115,20 +115,9 @@ class SweepConfig:
     keep_per_view: int = 3
 
     def __post_init__(self) -> None:
-        if self.views < 1:
-            raise PanoramaError(f"sweep views={self.views}: must be >= 1")
-        if self.direction not in ("left", "right"):
-            raise PanoramaError(f"sweep direction={self.direction!r}: use 'left' or 'right'")
+        self._check_ring("sweep")
         if not 0.0 < self.tolerance_deg < 180.0 / self.views:
             raise PanoramaError(f"sweep tolerance {self.tolerance_deg}° must be in (0, {180.0 / self.views:g})°")
-
-    @property
-    def sign(self) -> float:
-        return 1.0 if self.direction == "left" else -1.0
-
-    @property
-    def spacing_deg(self) -> float:
-        return 360.0 / self.views
 
 
 @dataclass(frozen=True)
