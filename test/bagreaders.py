@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rosspin
 
 REPO = Path(__file__).resolve().parent.parent
 BAGCHECK = REPO / "tools" / "bagcheck"
@@ -211,7 +212,6 @@ def record_trial_bag(context: Any, tmp: Path, overrides: dict[str, Any] | None =
     topic (sensor topics with the sensor-data QoS their drivers use). Returns ``(bag folder,
     {recorded topic: [published messages]}, {recorded topic: publisher QoS profile})``.
     """
-    import time
 
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
@@ -236,12 +236,7 @@ def record_trial_bag(context: Any, tmp: Path, overrides: dict[str, Any] | None =
     ex.add_node(io)
 
     def spin_until(cond, timeout=15.0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.02)
-            if cond():
-                return True
-        return False
+        return rosspin.spin_until(ex, cond, timeout)
 
     try:
         qos = {k: (qos_profile_sensor_data if k in sensor else QoSProfile(depth=10)) for k in msgs}

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+import rosspin
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Pose, PoseArray, Twist
 from nav_msgs.msg import Odometry
@@ -122,12 +123,7 @@ def rig(ros_context):
         made.append((ex, node, base))
 
         def spin_until(cond, timeout=8.0):
-            end = time.monotonic() + timeout
-            while time.monotonic() < end:
-                ex.spin_once(timeout_sec=0.005)
-                if cond():
-                    return True
-            return False
+            return rosspin.spin_until(ex, cond, timeout, step=0.005)
 
         spin_until(lambda: node.count_subscribers("havln/action_result") > 0 and base.count_subscribers("havln/action") > 0, 5.0)
         assert spin_until(lambda: node._odom is not None and node._imu_t is not None, 10.0), "no odom/imu from the fake base"

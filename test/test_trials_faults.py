@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+import rosspin
 
 from havln_robot.trials import faults
 from havln_robot.trials.store import DiskFull, Step, TrialError, TrialStore
@@ -139,12 +139,7 @@ def test_node_closes_the_trial_on_disk_full_in_one_line(ros_context, tmp_path, i
     ex.add_node(io)
 
     def spin_until(cond, timeout=10.0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.02)
-            if cond():
-                return True
-        return False
+        return rosspin.spin_until(ex, cond, timeout)
 
     def result(i):
         return status_msg("MOVE_FORWARD", "ok", {"action": "MOVE_FORWARD", "outcome": "ok", "x": 0.25 * i, "y": 0.0, "yaw_deg": 0.0})

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
+import rosspin
 
 pytest.importorskip("rclpy")
 
@@ -27,12 +27,7 @@ from havln_robot.trials.store import TrialStore  # noqa: E402
 
 
 def _spin_until(ex, cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        ex.spin_once(timeout_sec=0.02)
-        if cond():
-            return True
-    return False
+    return rosspin.spin_until(ex, cond, timeout)
 
 
 def _params(tmp_path, **kw):
