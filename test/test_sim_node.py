@@ -6,6 +6,7 @@ import math
 import time
 
 import pytest
+import rosspin
 
 pytest.importorskip("rclpy")
 
@@ -75,6 +76,25 @@ class Probe:
                 next_cmd = time.monotonic() + 0.05
             self.ex.spin_once(timeout_sec=0.01)
 
+    def drive(self, sim_seconds: float, v: float = 0.0, w: float = 0.0, timeout: float = 60.0) -> None:
+        """Command (v, w) until ``sim_seconds`` of SIM time have passed (wall time varies with load)."""
+        t_end = self.sim.sim_time + sim_seconds
+        t_wall = time.monotonic() + timeout
+        next_cmd = 0.0
+        while self.sim.sim_time < t_end:
+            assert time.monotonic() < t_wall, f"sim time stalled at {self.sim.sim_time:.2f} s"
+            if time.monotonic() >= next_cmd:
+                m = Twist()
+                m.linear.x, m.angular.z = v, w
+                self.cmd.publish(m)
+                next_cmd = time.monotonic() + 0.05
+            self.ex.spin_once(timeout_sec=0.01)
+        self.spin(0.05, v=v, w=w)  # deliver the messages of the last tick
+
+    def spin_until(self, cond, timeout: float = 10.0) -> bool:
+        """Spin until ``cond()`` holds (True) or ``timeout`` wall seconds pass (False)."""
+        return rosspin.spin_until(self.ex, cond, timeout, step=0.01)
+
     def wait_for(self, keys, timeout: float = 10.0) -> None:
         t_end = time.monotonic() + timeout
         while time.monotonic() < t_end and not all(k in self.last for k in keys):
@@ -122,7 +142,7 @@ def test_sim_node_topics_drive_reset(ros_context):
         t0 = L["clock"].clock.sec + L["clock"].clock.nanosec * 1e-9
 
         # drive forward 0.4 m/s, turning 0.3 rad/s, for 1.5 s: odom and gyro follow the command
-        probe.spin(1.5, v=0.4, w=0.3)
+        probe.drive(1.5, v=0.4, w=0.3)
         o, im = probe.last["odom"], probe.last["imu"]
         assert o.twist.twist.linear.x == pytest.approx(0.4, abs=0.02)
         assert im.angular_velocity.z == pytest.approx(0.3, abs=0.02)
@@ -137,13 +157,15 @@ def test_sim_node_topics_drive_reset(ros_context):
         # safe_stop zeroes the command at once
         sim.safe_stop()
         assert sim.session.base.target == (0.0, 0.0, 0.0)
-        probe.spin(0.6)
-        assert abs(probe.last["odom"].twist.twist.linear.x) < 1e-6
+        t_stop = sim.sim_time
+        # at rest within 0.6 s of SIM time (wall time varies with the machine's load)
+        assert probe.spin_until(lambda: abs(probe.last["odom"].twist.twist.linear.x) < 1e-6, timeout=20.0), "never came to rest"
+        stamp = probe.last["odom"].header.stamp
+        assert stamp.sec + stamp.nanosec * 1e-9 - t_stop <= 0.6
 
         # LOOK_UP through motion_node's action result: the sim renders the virtual pitch
         probe.result.publish(status_msg("LOOK_UP", "ok", {"seq": 1, "action": "LOOK_UP", "outcome": "ok", "pitch_deg": 30.0}))
-        probe.spin(0.3)
-        assert sim.session.camera_pitch == pytest.approx(math.radians(30.0))
+        assert probe.spin_until(lambda: sim.session.camera_pitch == pytest.approx(math.radians(30.0)))
 
         # sim/reset puts the robot back at the start; sim time keeps going forward
         assert probe.reset.wait_for_service(timeout_sec=5.0)
@@ -156,9 +178,8 @@ def test_sim_node_topics_drive_reset(ros_context):
         x, y, _, _ = sim.session.world.pose
         assert (x, y) == pytest.approx(start[:2])
         assert sim.session.world.path_length == 0.0 and sim.session.camera_pitch == 0.0
-        probe.spin(0.3)
-        t2 = probe.last["clock"].clock.sec + probe.last["clock"].clock.nanosec * 1e-9
-        assert t2 > t1
+        clock_s = lambda: probe.last["clock"].clock.sec + probe.last["clock"].clock.nanosec * 1e-9  # noqa: E731
+        assert probe.spin_until(lambda: clock_s() > t1), "sim time went backwards after sim/reset"
         assert sim.camera_error is None
     finally:
         probe.close()
@@ -170,8 +191,8 @@ def test_sim_node_collision_counts_and_body_stops(ros_context):
     probe = Probe(ros_context, sim)
     try:
         probe.wait_for(["odom", "gt"])
-        probe.spin(2.2, v=0.0, w=1.5)  # turn round (~pi)
-        probe.spin(4.0, v=1.0)
+        probe.drive(2.2, v=0.0, w=1.5)  # turn round (~pi)
+        probe.drive(4.0, v=1.0)
         gt = status_dict(probe.last["gt"])
         assert int(gt["collisions_static"]) >= 1
         x, y, z, _ = sim.session.world.pose
