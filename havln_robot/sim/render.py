@@ -372,13 +372,17 @@ def _bbox_area(segs: np.ndarray) -> Any:
 @dataclass(frozen=True)
 class MeshPart:
     """One static triangle mesh of the scene: ``name``, ``material``, vertices (N, 3) m (map frame),
-    faces (T, 3) int (counter-clockwise seen from outside), texture coordinates (N, 2) or None."""
+    faces (T, 3) int (counter-clockwise seen from outside), texture coordinates (N, 2) or None;
+    for a scan mesh (``--scenes``) its own ``texture`` (uint8 (h, w, 3) RGB) or base colour ``rgba``
+    (0-1), which give the part a material of its own named ``material``."""
 
     name: str
     material: str
     vertices: np.ndarray
     faces: np.ndarray
     uv: np.ndarray | None = None
+    texture: np.ndarray | None = None
+    rgba: tuple[float, float, float, float] | None = None
 
 
 def scene_meshes(floors: list[FloorGeometry], ramps: list[RampGeometry] | None = None) -> list[MeshPart]:
@@ -417,7 +421,15 @@ _GEOMETRY_LOCK = threading.Lock()
 
 
 def cached_scene_meshes(scene: Any) -> list[MeshPart]:
-    """:func:`scene_meshes` of ``scene``, computed once per scene object (thread-safe)."""
+    """:func:`scene_meshes` of ``scene``, computed once per scene object (thread-safe). A scene with
+    a scan mesh (``render_parts()``, :class:`havln_robot.sim.mesh_scene.MeshScene`) gives its textured
+    parts instead of procedural walls."""
+    mesh_parts = getattr(scene, "render_parts", None)
+    if mesh_parts is not None:
+        return [
+            MeshPart(p.name, f"mat_{p.name}", p.vertices, p.faces, p.uv if p.texture is not None else None, p.texture, p.rgba)
+            for p in mesh_parts()
+        ]
     with _GEOMETRY_LOCK:
         try:
             parts = _GEOMETRY.get(scene)
@@ -497,6 +509,21 @@ def compile_model(xml: str, parts: list[MeshPart]) -> Any:
         tex.colorspace = mujoco.mjtColorSpace.mjCOLORSPACE_LINEAR  # the bytes are the colours shown
         tex.data = img.tobytes()
     for part in parts:
+        if part.texture is not None or part.rgba is not None:  # a scan mesh part: its own material
+            mat = spec.add_material()
+            mat.name = part.material
+            mat.specular, mat.shininess = 0.0, 0.0
+            if part.texture is not None:
+                img = np.ascontiguousarray(part.texture[::-1])  # MuJoCo's row 0 is v = 0 (bottom; OpenGL UVs)
+                tex = spec.add_texture()
+                tex.name = f"tex_{part.name}"
+                tex.type = mujoco.mjtTexture.mjTEXTURE_2D
+                tex.height, tex.width, tex.nchannel = img.shape[0], img.shape[1], 3
+                tex.colorspace = mujoco.mjtColorSpace.mjCOLORSPACE_LINEAR
+                tex.data = img.tobytes()
+                mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = tex.name
+            else:
+                mat.rgba = list(part.rgba)
         mesh = spec.add_mesh()
         mesh.name = part.name
         mesh.uservert = part.vertices.astype(np.float32).ravel()
