@@ -3,7 +3,7 @@
 Usage::
 
     havln-robot eval --policy expert|forward[:OPTS]|random[:OPTS]|<checkpoint> --episodes FILE
-                     [--connectivity DIR] [--limit N] [--out DIR] [--seed S] [--populate N] [--heading-jitter-deg D]
+                     [--connectivity DIR] [--scenes DIR] [--limit N] [--out DIR] [--seed S] [--populate N] [--heading-jitter-deg D]
                      [--baseline FILE] [--instruction-index K]
 
 Policies:
@@ -171,6 +171,7 @@ def evaluate(
     populate: int = 0,
     on_result=None,
     heading_jitter_deg: float = 0.0,
+    scenes_dir=None,
 ) -> list[EpisodeRecord]:
     """Evaluate ``policy`` on ``episodes`` (grouped by scan internally; results in input order).
 
@@ -183,12 +184,15 @@ def evaluate(
         populate: synthetic people per episode for episodes without people (R2R).
         on_result: called with each :class:`EpisodeRecord`.
         heading_jitter_deg: see :func:`run_episode`.
+        scenes_dir: folder of the user's scan meshes ``<scan>/<scan>.glb`` (``--scenes``): render,
+            collide and measure NE on the mesh (:mod:`havln_robot.sim.mesh_scene`); None = procedural scenes.
 
     Raises:
         EvalError: a scene cannot be loaded.
     """
     from havln_robot.sim.humans import Crowd
-    from havln_robot.sim.scene import Scene, SceneError
+    from havln_robot.sim.mesh_scene import load_scene
+    from havln_robot.sim.scene import SceneError
     from havln_robot.sim.world import World, WorldError
 
     baselines = baselines or {}
@@ -199,7 +203,7 @@ def evaluate(
         ep = episodes[k]
         t0 = time.perf_counter()
         try:
-            scene = Scene.builtin() if ep.scan == "builtin" else Scene.load(ep.scan, connectivity_dir)
+            scene = load_scene(ep.scan, connectivity_dir, scenes_dir)
         except SceneError as exc:
             raise EvalError(str(exc)) from None
         crowd = Crowd.from_episode(ep, scene, seed=seed, populate=populate)
@@ -283,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="expert", help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/")
     ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
     ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
+    ap.add_argument("--scenes", help="folder of your scan meshes <scan>/<scan>.glb (Habitat layout): render and collide on them (default: procedural scenes)")
     ap.add_argument("--limit", type=number_in(1, integer=True), help="evaluate only the first N episodes")
     ap.add_argument("--out", help="write results.jsonl/.csv, actions.json, summary.json here")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="crowd and random-policy seed (default 0)")
@@ -345,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
     name = args.policy if isinstance(policy, str) else getattr(policy, "name", args.policy)
-    print(f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why})", file=sys.stderr)
+    scenes = f"scan meshes from {args.scenes}" if args.scenes else "procedural scenes"
+    print(f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr)
 
     done = [0]
 
@@ -365,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             args.populate,
             on_result=progress,
             heading_jitter_deg=args.heading_jitter_deg,
+            scenes_dir=args.scenes,
         )
     except EvalError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
@@ -389,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             "episodes_per_s": len(records) / seconds,
             "steps_per_s": steps / seconds,
             "baseline": why,
+            "scenes": f"mesh:{args.scenes}" if args.scenes else "procedural",
         }
         write_outputs(Path(args.out), records, summary)
         print(f"  wrote {args.out}/results.jsonl, results.csv, actions.json, summary.json")

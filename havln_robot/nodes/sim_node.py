@@ -66,6 +66,8 @@ EPISODE_KEYS = (
     "episode_index",
     "instruction_index",
     "corridor_width_m",
+    "scenes_dir",
+    "scenes_up",
     "populate_humans",
     "seed",
 )

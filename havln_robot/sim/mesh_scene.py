@@ -481,6 +481,7 @@ class MeshGoalDistance:
                 if len(_GEO) > 16:
                     _GEO.pop(next(iter(_GEO)))
         self.gg = gg
+        self._goal_support = scene.support(gx, gy, gz)
         src = self._nodes(gx, gy, gz)
         if src:
             d = csgraph.dijkstra(gg.graph, directed=False, indices=[n for n, _ in src], min_only=True)
@@ -512,6 +513,15 @@ class MeshGoalDistance:
                 out.append((n, math.dist((x, y, z), end)))
         return out
 
+    def _straight(self, p: tuple[float, float, float]) -> bool:
+        """True when the straight segment p -> goal stays in the free space of the one floor both stand on."""
+        sp = self.scene.support(*p)
+        gs = self._goal_support
+        if gs is None or sp is None or sp.kind != "floor" or (sp.kind, sp.index) != (gs.kind, gs.index):
+            return False
+        seg = shapely.LineString([p[:2], self.goal[:2]])
+        return bool(self.scene.floors[sp.index].own.contains(seg))
+
     def query(self, x: float, y: float, z: float) -> Walkable:
         """Walkable distance from the ground point (x, y, z) (map frame, m) to the goal."""
         p = (float(x), float(y), float(z))
@@ -520,12 +530,13 @@ class MeshGoalDistance:
         euclid = math.dist(p, self.goal)
         best = math.inf
         for n, leg in self._nodes(*p):
-            if n in self._goal_legs:  # the goal's own cell: the straight line
-                best = min(best, euclid - min(self._goal_legs.values()))
             best = min(best, leg + float(self.dist[n]))
         if math.isfinite(best):
             g_leg = min(self._goal_legs.values()) if self._goal_legs else 0.0
-            out = Walkable(max(euclid, best + g_leg), euclid, False, "")  # the grid may cut corners by < 1 cell
+            ne = max(euclid, best + g_leg)  # the grid may cut corners by < 1 cell
+            if ne > euclid and self._straight(p):
+                ne = euclid
+            out = Walkable(ne, euclid, False, "")
         else:
             out = Walkable(euclid, euclid, True, "")
         self._last = (p, out)

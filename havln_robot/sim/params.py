@@ -39,6 +39,14 @@ SIM_NODE_PARAMS = ParamSpec(
         Param("episode_index", 0, "int", "episode to run, 0-based position in episodes_file (when episode_id is empty)", min=0),
         Param("instruction_index", 0, "int", "which of the episode's instructions is 'the' instruction", min=0, max=9),
         Param("corridor_width_m", 1.2, "float", "free-space corridor width along navigation-graph edges, m", min=0.4, max=5.0),
+        Param(
+            "scenes_dir",
+            "",
+            "str",
+            "folder of your scan meshes <scan>/<scan>.glb (Habitat layout): render, collide and measure NE on the "
+            "mesh (docs/sim.md); empty = procedural scenes from the navigation graph",
+        ),
+        Param("scenes_up", "y", "str", "up axis of the scan meshes: 'y' (Habitat) or 'z' (map frame)", choices=("y", "z")),
         Param("populate_humans", 0, "int", "episodes without people get this many synthetic people near the path", min=0, max=50),
         Param("seed", 0, "int", "seed of the people's motion phases and of all sensor/actuation noise", min=0),
         # --- timing --------------------------------------------------------------------------------

@@ -96,9 +96,17 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
         ep = eps[idx]
         where = f"episode_index {idx}"
     try:
-        scene = Scene.load(ep.scan, conn, corridor_width=float(p.get("corridor_width_m", 1.2)))
+        scenes_dir = str(p.get("scenes_dir", "") or "")
+        if scenes_dir:
+            from havln_robot.sim.mesh_scene import load_scene
+
+            scenes_dir = str(resolve(scenes_dir))
+            scene = load_scene(ep.scan, conn, scenes_dir, up=str(p.get("scenes_up", "y")), corridor_width=float(p.get("corridor_width_m", 1.2)))
+        else:
+            scene = Scene.load(ep.scan, conn, corridor_width=float(p.get("corridor_width_m", 1.2)))
     except (SceneError, OSError) as exc:
-        raise SessionError(f"connectivity_dir: scene {ep.scan} of episode {ep.episode_id}: {exc}") from None
+        key = "scenes_dir" if p.get("scenes_dir") and "mesh" in str(exc) else "connectivity_dir"
+        raise SessionError(f"{key}: scene {ep.scan} of episode {ep.episode_id}: {exc}") from None
     return Opened(
         scene, ep, f"episode {ep.episode_id} ({where}) of {Path(ep_file).name}, scan {ep.scan}, {plural(len(ep.humans), 'person')}"
     )

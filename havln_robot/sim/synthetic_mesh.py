@@ -54,7 +54,7 @@ TEST_VIEWPOINTS: dict[str, tuple[float, float, float]] = {
     "A2": (3.5, 2.0, 0.0),
     "D": (5.1, 2.0, 0.0),
     "B1": (6.5, 2.0, 0.0),
-    "B2": (8.25, 4.0, 0.0),
+    "B2": (8.25, 3.9, 0.0),
     "T": (8.25, 7.0, 1.5),
     "U1": (7.0, 8.5, 1.5),
     "U2": (9.0, 9.0, 1.5),
@@ -271,3 +271,28 @@ def project(point, pose, intrinsics, camera_height_m: float, camera_forward_m: f
     u = intrinsics.cx - intrinsics.fx * left / fwd
     v = intrinsics.cy - intrinsics.fy * up / fwd
     return float(u), float(v), float(fwd)
+
+
+#: Paths of the test scene's episodes: every edge walked, the staircase up and down.
+TEST_PATHS: tuple[tuple[str, ...], ...] = (
+    ("A1", "A2", "D", "B1", "B2", "T", "U2"),  # room A -> doorway -> room B -> up the stairs
+    ("U1", "T", "B2", "B1", "D", "A2"),  # down the stairs back to room A
+    ("T", "U1", "U2"),
+)
+
+
+def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS) -> Path:
+    """Write R2R-format discrete episodes (``path_id``, ``scan``, ``path``, ``heading`` (Matterport3D
+    heading, rad, toward the first edge), ``instructions``) over the test scene's viewpoints."""
+    eps = []
+    for k, p in enumerate(paths):
+        a, b = TEST_VIEWPOINTS[p[0]], TEST_VIEWPOINTS[p[1]]
+        yaw = math.atan2(b[1] - a[1], b[0] - a[0])
+        eps.append({"path_id": 9000 + k, "scan": scan, "path": list(p), "heading": math.pi / 2 - yaw,
+                    "instructions": [f"walk from {p[0]} to {p[-1]} past the red box"], "distance": 0.0})
+    for e in eps:
+        del e["distance"]  # let the loader measure the reference path
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(eps))
+    return path

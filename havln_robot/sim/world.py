@@ -195,7 +195,9 @@ class World:
         per episode; repeated calls at one pose are cached."""
         gd = self._goal_distance
         if gd is None or gd.scene is not self.scene or gd.goal != tuple(map(float, self.episode.goal_position)):
-            gd = self._goal_distance = GoalDistance(self.scene, self.episode.goal_position)
+            make = getattr(self.scene, "goal_distance_factory", None)  # a mesh scene: grid geodesic (sim/mesh_scene.py)
+            goal = self.episode.goal_position
+            gd = self._goal_distance = make(goal) if make is not None else GoalDistance(self.scene, goal)
         return gd.query(self._x, self._y, self._z)
 
     def distance_to_goal(self) -> float:
