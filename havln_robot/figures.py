@@ -84,7 +84,7 @@ class Plan:
             episodes=2,
             model_episodes=2,
             replay_episodes=2,
-            sim=["--scenes", "1", "--frames", "3", "--steps", "200", "--node-seconds", "0"],
+            sim=["--scans", "1", "--frames", "3", "--steps", "200", "--node-seconds", "0"],
             motion=["-n", "3", "--estop", "3"],
             policy=["--steps", "2"],
             perception=["--seconds", "1", "--panoramas", "1"],

@@ -274,3 +274,44 @@ def test_optical_frame_rotation():
     look_up = math.radians(30)
     r = mat(_optical_quat(-look_up))  # body pitch -30 deg (REP 103) = camera looking 30 deg up
     assert np.allclose(r[:, 2], [math.cos(look_up), 0, math.sin(look_up)], atol=1e-9)
+
+
+def test_sim_node_renders_a_scan_mesh(ros_context, tmp_path):
+    """sim_node with scenes_dir: the camera shows the scan mesh (issue 20): the red box of the
+    synthetic house at its projected pixel, depth from the mesh. Cost ~10 s (scene build, renderer)."""
+    import json
+
+    import numpy as np
+
+    from havln_robot.sim.robot import GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
+    from havln_robot.sim.synthetic_mesh import TEST_OBJECT, TEST_VIEWPOINTS, project, write_test_scene
+
+    _glb, conn = write_test_scene(tmp_path, "synth_house")
+    x, y, z = TEST_VIEWPOINTS["A2"]
+    c = TEST_OBJECT.centre
+    yaw = math.atan2(c[1] - y, c[0] - x)  # start at A2 facing the red box
+    eps = tmp_path / "eps.json"
+    eps.write_text(json.dumps([{"path_id": 1, "scan": "synth_house", "path": ["A2", "D"], "heading": math.pi / 2 - yaw, "instructions": ["go"]}]))
+    p = _params(
+        scene_source="episodes", episodes_file=str(eps), connectivity_dir=str(conn), scenes_dir=str(tmp_path), noise_enabled=False
+    )
+    sim = SimNode(params=p, context=ros_context)
+    probe = Probe(ros_context, sim)
+    try:
+        assert type(sim.session.scene).__name__ == "MeshScene"
+        probe.wait_for(["color", "depth", "color_info"], timeout=60.0)
+        rgb = image_array(probe.last["color"])
+        depth_mm = image_array(probe.last["depth"])
+        from havln_robot.camera import Intrinsics
+
+        k = Intrinsics.from_hfov(320, 240, 69.4)
+        u, v, d = project(c, (x, y, z, yaw), k, GO2_CAMERA_HEIGHT_M, GO2_CAMERA_FORWARD_M)
+        px = rgb[int(round(v)) - 1 : int(round(v)) + 2, int(round(u)) - 1 : int(round(u)) + 2].astype(int)
+        assert (px[..., 0] > 150).all() and (px[..., 1] < 60).all() and (px[..., 2] < 60).all(), px
+        # depth at that pixel: the box's near face, between its nearest corner and its centre
+        near = d - 0.3 * math.sqrt(2)
+        assert near - 0.05 <= depth_mm[int(round(v)), int(round(u))] / 1000.0 <= d
+        assert np.count_nonzero(depth_mm) > 0.9 * depth_mm.size
+        assert sim.camera_error is None
+    finally:
+        probe.close()

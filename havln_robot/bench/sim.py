@@ -35,10 +35,12 @@ from havln_robot.text import number_in
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
 
 
-def _episodes(path: str, conn: str, n: int) -> list[tuple[Any, Any]]:
-    """[(scene, episode)] for up to ``n`` episodes (distinct scans), or the builtin one."""
+def _episodes(path: str, conn: str, n: int, scenes_dir: str | None = None) -> list[tuple[Any, Any]]:
+    """[(scene, episode)] for up to ``n`` episodes (distinct scans), or the builtin one; with
+    ``scenes_dir``, the scans' meshes (:func:`havln_robot.sim.mesh_scene.load_scene`)."""
     from havln_robot.episodes import builtin_episode, load_episodes
     from havln_robot.paths import resolve
+    from havln_robot.sim.mesh_scene import load_scene
     from havln_robot.sim.scene import Scene
 
     ep_file, conn_dir = resolve(path), resolve(conn)
@@ -50,7 +52,7 @@ def _episodes(path: str, conn: str, n: int) -> list[tuple[Any, Any]]:
         if ep.scan in scans:
             continue
         scans.add(ep.scan)
-        out.append((Scene.load(ep.scan, conn_dir), ep))
+        out.append((load_scene(ep.scan, conn_dir, scenes_dir), ep))
         if len(out) >= n:
             break
     return out
@@ -129,6 +131,34 @@ def bench_render(eps: list[tuple[Any, Any]], frames: int, save_dir: Path | None 
     return rows
 
 
+def compare_renderers(scene_ep: tuple[Any, Any], scenes_dir: str, conn: str, frames: int) -> list[dict[str, Any]]:
+    """Frames/s of each :data:`havln_robot.bench.renderers.BACKENDS` candidate at the policy's (256x256,
+    90 deg) and sim_node's (640x480, 69.4 deg) resolutions, each run in a subprocess (timeout 600 s)."""
+    import json
+    import subprocess
+    import tempfile
+
+    from havln_robot.bench.renderers import BACKENDS
+
+    scene, ep = scene_ep
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="havln-bench-poses-") as td:
+        poses = Path(td) / "poses.json"
+        poses.write_text(json.dumps(_poses(ep, frames)))
+        for w, h, fov in ((256, 256, 90.0), (640, 480, 69.4)):
+            for b in BACKENDS:
+                cmd = [sys.executable, "-m", "havln_robot.bench.renderers", b, str(scenes_dir), ep.scan, str(conn), str(poses), str(w), str(h), str(fov)]
+                try:
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+                    row = json.loads(lines[-1]) if lines else {"backend": b, "error": (out.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+                except subprocess.TimeoutExpired:
+                    row = {"backend": b, "error": "timed out after 600 s"}
+                row.setdefault("resolution", f"{w}x{h}")
+                rows.append(row)
+    return rows
+
+
 def bench_steps(eps: list[tuple[Any, Any]], steps: int) -> dict[str, Any]:
     """Discrete actions/s of World.step with a seeded random policy (episodes restarted when done)."""
     from havln_robot.actions import ACTIONS, STOP
@@ -150,8 +180,9 @@ def bench_steps(eps: list[tuple[Any, Any]], steps: int) -> dict[str, Any]:
     return {"steps": n, "steps_per_s": n / dt, "us_per_step": 1e6 * dt / n}
 
 
-def bench_node(seconds: float, width: int, height: int, scene_source: str) -> dict[str, Any]:
-    """Run sim_node in-process, drive it with cmd_vel, count what a subscriber receives (Hz of wall time)."""
+def bench_node(seconds: float, width: int, height: int, scene_source: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run sim_node in-process, drive it with cmd_vel, count what a subscriber receives (Hz of wall time).
+    ``extra``: more sim_node parameters (the episode file, connectivity and ``scenes_dir`` of ``--scenes``)."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import Twist
@@ -171,7 +202,7 @@ def bench_node(seconds: float, width: int, height: int, scene_source: str) -> di
     counts: dict[str, int] = {}
     sim = probe = None
     try:
-        params = SIM_NODE_PARAMS.validate({"scene_source": scene_source, "camera_width": width, "camera_height": height})
+        params = SIM_NODE_PARAMS.validate({"scene_source": scene_source, "camera_width": width, "camera_height": height, **(extra or {})})
         sim = SimNode(params=params, context=ctx)
         probe = rclpy.create_node("bench_probe", context=ctx)
         subs = {
@@ -244,12 +275,24 @@ def bench_node(seconds: float, width: int, height: int, scene_source: str) -> di
 
 
 def main(argv: list[str]) -> int:
-    """``havln-robot bench sim [--frames N] [--steps N] [--node-seconds S] [--out FILE]``; returns the exit code."""
+    """``havln-robot bench sim [--scans N] [--scenes DIR|synthetic] [--frames N] [--steps N] [--node-seconds S] [--out FILE]``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="havln-robot bench sim", description="Renderer frames/s, batch steps/s and sim_node topic rates.")
     ap.add_argument("--episodes", default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)")
     ap.add_argument("--connectivity", default="$DATA/connectivity", help="Matterport3D connectivity folder")
-    ap.add_argument("--scenes", type=number_in(1, integer=True), default=4, help="number of scans to render/step in (default 4)")
+    ap.add_argument("--scans", type=number_in(1, integer=True), default=4, help="number of scans to render/step in (default 4)")
+    ap.add_argument(
+        "--scenes",
+        default=None,
+        metavar="DIR|synthetic",
+        help="render the scans' meshes from DIR (<scan>/<scan>.glb); 'synthetic' = a generated Matterport-scale mesh "
+        "(~1.5 M triangles, 24 textures, in a temporary folder); default: procedural scenes",
+    )
     ap.add_argument("--frames", type=number_in(1, integer=True), default=50, help="frames per scan and resolution (default 50)")
+    ap.add_argument(
+        "--compare-renderers",
+        action="store_true",
+        help="with --scenes: frames/s of MuJoCo vs pyrender vs open3d (those installed) on the first scan's mesh, each in its own process",
+    )
     ap.add_argument("--steps", type=number_in(0, integer=True), default=5000, help="discrete actions to time (default 5000; 0 = skip)")
     ap.add_argument(
         "--node-seconds",
@@ -269,15 +312,35 @@ def main(argv: list[str]) -> int:
     if args.save_frames is not None:
         prepare_out_dir(args.save_frames, "--save-frames")
     os.environ.setdefault("MUJOCO_GL", "egl")
+    if args.scenes is not None and args.scenes.isdigit():  # the old spelling of --scans N
+        args.scans, args.scenes = int(args.scenes), None
+    tmp = None
     try:
-        eps = _episodes(args.episodes, args.connectivity, max(1, args.scenes))
+        if args.scenes == "synthetic":
+            import tempfile
+
+            from havln_robot.sim.synthetic_mesh import write_large_scene
+
+            tmp = tempfile.TemporaryDirectory(prefix="havln-bench-scenes-")
+            t0 = time.perf_counter()
+            _glb, conn, tris, texs = write_large_scene(tmp.name)
+            print(f"bench sim: synthetic Matterport-scale mesh, {tris:,} triangles, {texs} textures (written in {time.perf_counter() - t0:.1f} s)")
+            args.episodes, args.connectivity, args.scenes = str(Path(tmp.name) / "episodes.json"), str(conn), tmp.name
+        t0 = time.perf_counter()
+        eps = _episodes(args.episodes, args.connectivity, max(1, args.scans), args.scenes)
+        load_s = time.perf_counter() - t0
     except (OSError, ValueError) as exc:
         print(f"havln-robot bench sim: {exc}", file=sys.stderr)
         return 2
     from havln_robot.sim.render import GL_BACKEND
 
     result: dict[str, Any] = {"cpu_count": os.cpu_count(), "gl_backend": GL_BACKEND, "scans": [ep.scan for _, ep in eps]}
-    print(f"bench sim: {len(eps)} scan(s) {', '.join(result['scans'])}; MUJOCO_GL={GL_BACKEND}; {os.cpu_count()} CPUs")
+    result["scenes"] = "mesh" if args.scenes else "procedural"
+    print(f"bench sim: {len(eps)} scan(s) {', '.join(result['scans'])}; MUJOCO_GL={GL_BACKEND}; {os.cpu_count()} CPUs; {result['scenes']} scenes")
+    if args.scenes:
+        tri = sum(s.triangle_count() for s, _ in eps if hasattr(s, "triangle_count"))
+        result["mesh"] = {"triangles": tri, "scene_load_s": load_s}
+        print(f"  scan meshes from {args.scenes}: {tri:,} triangles; scene load (mesh, occupancy grid, free space) {load_s:.1f} s")
     if args.frames > 0:
         result["render"] = bench_render(eps, args.frames, args.save_frames)
         print("render (RGB + depth, one pass)      frames/s   ms/frame   +depth->mm ms   model build s")
@@ -286,13 +349,27 @@ def main(argv: list[str]) -> int:
                 f"  {r['resolution']:>9} @ {r['hfov_deg']:4.1f} deg HFOV   {r['fps']:9.1f}  {r['ms_per_frame']:9.2f}"
                 f"  {r['ms_depth_to_mm']:14.2f}  {r['model_build_s']:14.2f}"
             )
+    if args.compare_renderers:
+        if not args.scenes:
+            print("havln-robot bench sim: --compare-renderers needs --scenes DIR|synthetic", file=sys.stderr)
+            return 2
+        result["renderers"] = compare_renderers(eps[0], args.scenes, args.connectivity, max(5, args.frames))
+        print("renderer candidates on the scan mesh (colour + depth per frame, own process each)")
+        for r in result["renderers"]:
+            if "error" in r:
+                print(f"  {r['backend']:>8}  {r['resolution']:>9}  -- {r['error']}")
+            else:
+                print(f"  {r['backend']:>8}  {r['resolution']:>9}  {r['fps']:7.1f} frames/s   first frame after {r['build_s']:.1f} s")
     if args.steps > 0:
         result["steps"] = bench_steps(eps, args.steps)
         s = result["steps"]
         print(f"batch World.step (random actions): {s['steps_per_s']:.0f} steps/s ({s['us_per_step']:.0f} us/step, {s['steps']} steps)")
     if args.node_seconds > 0:
         data_ok = len(eps) > 1 or eps[0][1].scan != "builtin"
-        node = bench_node(args.node_seconds, 640, 480, "auto" if data_ok else "builtin")
+        extra = None
+        if args.scenes:
+            extra = {"episodes_file": str(args.episodes), "connectivity_dir": str(args.connectivity), "scenes_dir": str(args.scenes)}
+        node = bench_node(args.node_seconds, 640, 480, "episodes" if args.scenes else "auto" if data_ok else "builtin", extra)
         result["sim_node"] = node
         print(
             f"sim_node {node['resolution']} driven by cmd_vel, {node['seconds']:.1f} s wall (episode {node['episode']}): "
@@ -308,4 +385,6 @@ def main(argv: list[str]) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         jsonio.write(args.out, result, nonfinite="null", newline=False, indent=2)
         print(f"wrote {args.out}")
+    if tmp is not None:
+        tmp.cleanup()
     return 0

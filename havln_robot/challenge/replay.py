@@ -231,6 +231,7 @@ def replay_batch(
     connectivity_dir: str | None = None,
     progress: bool = True,
     on_result: Callable[[ReplayedEpisode], None] | None = None,
+    scenes_dir: str | None = None,
 ) -> list[ReplayedEpisode]:
     """Replay each episode's actions with ``World.step`` (batch mode).
 
@@ -241,6 +242,8 @@ def replay_batch(
         seed: crowd / world seed.
         connectivity_dir: Matterport3D connectivity folder (default ``$DATA/connectivity``).
         progress: show a tqdm progress bar on stderr.
+        scenes_dir: folder of scan meshes ``<scan>/<scan>.glb`` (``--scenes``): collide and score on
+            them (:mod:`havln_robot.sim.mesh_scene`); None = procedural scenes.
         on_result: called after each episode.
 
     Raises:
@@ -248,7 +251,8 @@ def replay_batch(
     """
     try:
         from havln_robot.sim.humans import Crowd
-        from havln_robot.sim.scene import Scene, SceneError
+        from havln_robot.sim.mesh_scene import load_scene
+        from havln_robot.sim.scene import SceneError
         from havln_robot.sim.world import World
     except ImportError as exc:
         raise ReplayError(f"the batch simulator is not built in this checkout ({exc})") from None
@@ -259,7 +263,7 @@ def replay_batch(
     for eid in bar:
         ep = episodes[eid]
         try:
-            scene = Scene.load(ep.scan, connectivity_dir)
+            scene = load_scene(ep.scan, connectivity_dir, scenes_dir)
         except SceneError as exc:
             raise ReplayError(str(exc)) from None
         crowd = Crowd.from_episode(ep, scene, seed)
@@ -345,6 +349,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
     ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
     ap.add_argument("--connectivity", help="Matterport3D connectivity folder (default $DATA/connectivity)")
+    ap.add_argument("--scenes", help="folder of your scan meshes <scan>/<scan>.glb: batch and ros embedded replay collide and score on them (default: procedural)")
     ap.add_argument("--manifest", help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
     ap.add_argument(
         "--seed", type=number_in(0, integer=True), default=0, help="seed of the people's motion and the noise draws (default 0)"
@@ -364,6 +369,10 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
         ap.error(f"--action-timeout {args.action_timeout}: give a positive number of seconds")
     if args.target != "embedded" and args.backend != "ros":
         ap.error(f"--target {args.target} needs --backend ros (the batch backend always runs the embedded simulator)")
+    if args.scenes:
+        if not Path(args.scenes).is_dir():
+            ap.error(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
+        args.set.append(f"sim_node.scenes_dir={Path(args.scenes).resolve()}")  # ros embedded: sim_node renders the mesh
     if args.json:
         from havln_robot.paths import check_out_file
 
@@ -384,6 +393,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
                 seed=args.seed,
                 connectivity_dir=args.connectivity,
                 progress=not args.quiet,
+                scenes_dir=args.scenes,
             )
         else:
             if args.target == "robot" and not args.yes:

@@ -301,14 +301,17 @@ def run_episodes(
     connectivity_dir=None,
     progress: Callable[[int, RolloutResult], None] | None = None,
     populate: int = 3,
+    scenes_dir=None,
 ) -> list[RolloutResult]:
     """Roll out every episode (grouped by scan so each scene is loaded once); stops early at ``deadline`` (time.time()).
 
     The simulator places people with ``Crowd.from_episode(episode, scene, seed)``; R2R episodes (no
     annotated humans) get ``populate`` synthetic people near the path (simulator placement rules).
+    ``scenes_dir`` (``--scenes``): render and collide on the user's scan meshes
+    (:mod:`havln_robot.sim.mesh_scene`); None = procedural scenes.
     """
     from havln_robot.sim.humans import Crowd
-    from havln_robot.sim.scene import Scene
+    from havln_robot.sim.mesh_scene import load_scene
     from havln_robot.sim.world import World
 
     eps = sorted(episodes, key=lambda e: e.scan)
@@ -319,7 +322,7 @@ def run_episodes(
         if deadline is not None and time.time() > deadline:
             break
         if scene is None or scene.name != ep.scan:
-            scene = Scene.load(ep.scan, connectivity_dir)
+            scene = load_scene(ep.scan, connectivity_dir, scenes_dir)
         crowd = Crowd.from_episode(ep, scene, seed=seed + i, populate=0 if ep.humans else populate)
         world = World(scene, ep, crowd, seed=seed + i)
         world.reset()

@@ -194,12 +194,13 @@ def write_test_scene(out_dir: str | Path, scan: str = "synth_house") -> tuple[Pa
     return glb, conn
 
 
-def write_large_scene(out_dir: str | Path, scan: str = "synth_large", rooms: tuple[int, int] = (6, 4), subdiv: int = 4) -> tuple[Path, Path, int, int]:
-    """Write a Matterport-scale synthetic scene for the renderer benchmark.
+def write_large_scene(out_dir: str | Path, scan: str = "synth_large", rooms: tuple[int, int] = (6, 4), subdiv: int = 5) -> tuple[Path, Path, int, int]:
+    """Write a Matterport-scale synthetic scene for the renderer benchmark (and ``out_dir/episodes.json``,
+    one episode snaking through every room).
 
     A ``rooms[0] x rooms[1]`` grid of 4 x 4 m rooms (2.5 m walls, 1.2 m doorways between neighbours),
     every wall and floor box subdivided ``subdiv`` times (x 4^subdiv triangles) and one texture per
-    room, plus a graph of one viewpoint per room centre. Default 24 rooms, ~1.2 M triangles, 24 textures.
+    room, plus a graph of one viewpoint per room centre. Default 24 rooms, ~1.5 M triangles, 24 textures.
 
     Returns:
         (glb path, connectivity folder, triangle count, texture count).
@@ -254,6 +255,8 @@ def write_large_scene(out_dir: str | Path, scan: str = "synth_large", rooms: tup
     _export(parts, glb)
     conn = out / "connectivity"
     write_connectivity(conn / f"{scan}_connectivity.json", vps, edges)
+    snake = [f"r{i}_{j if i % 2 == 0 else ny_ - 1 - j}" for i in range(nx_) for j in range(ny_)]
+    write_episodes(out / "episodes.json", scan, [tuple(snake)], vps)
     return glb, conn, tris, len(parts)
 
 
@@ -281,12 +284,14 @@ TEST_PATHS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS) -> Path:
+def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS, viewpoints=None) -> Path:
     """Write R2R-format discrete episodes (``path_id``, ``scan``, ``path``, ``heading`` (Matterport3D
-    heading, rad, toward the first edge), ``instructions``) over the test scene's viewpoints."""
+    heading, rad, toward the first edge), ``instructions``) over ``viewpoints`` (id -> ground point;
+    default the test scene's)."""
+    vps = TEST_VIEWPOINTS if viewpoints is None else viewpoints
     eps = []
     for k, p in enumerate(paths):
-        a, b = TEST_VIEWPOINTS[p[0]], TEST_VIEWPOINTS[p[1]]
+        a, b = vps[p[0]], vps[p[1]]
         yaw = math.atan2(b[1] - a[1], b[0] - a[0])
         eps.append({"path_id": 9000 + k, "scan": scan, "path": list(p), "heading": math.pi / 2 - yaw,
                     "instructions": [f"walk from {p[0]} to {p[-1]} past the red box"], "distance": 0.0})
