@@ -22,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
     "replay": ("havln_robot.ros.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
+    "gazebo-world": (
+        "havln_robot.sim.gazebo_world:main",
+        "write a Gazebo world of a scan for gazebo_replay: procedural scene, or its mesh with --scenes DIR",
+    ),
     "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),
     "pack": ("havln_robot.challenge.cli:pack_main", "pack val_seen.json + val_unseen.json into a submission zip"),
     "validate": ("havln_robot.challenge.cli:validate_main", "validate a submission zip against every organiser rule"),

@@ -265,3 +265,46 @@ def test_setup_installs_gazebo_files():
     if 'glob("gazebo/*")' not in text:
         pytest.xfail('setup.py does not install gazebo/ yet: needs (f"share/{PACKAGE}/gazebo", glob("gazebo/*")) in data_files')
     assert 'glob("launch/*.py")' in text
+
+
+def test_gazebo_world_per_scan_procedural_or_mesh(tmp_path):
+    """issue 20 part 3: `havln-robot gazebo-world` writes the embedded simulator's procedural scene or the
+    scan mesh (visual + collision, y-up -> z-up) as an SDF world that the real parser accepts, with the
+    same systems as gazebo/havln_world.sdf and the episode start as spawn pose. Cost ~5 s."""
+    import math
+
+    import numpy as np
+
+    from havln_robot.sim.gazebo_world import main as gazebo_world
+    from havln_robot.sim.scene import Scene
+    from havln_robot.sim.synthetic_mesh import write_episodes, write_test_scene
+
+    glb, conn = write_test_scene(tmp_path, "synth_house")
+    eps = write_episodes(tmp_path / "eps.json")
+    proc, mesh = tmp_path / "proc.sdf", tmp_path / "mesh.sdf"
+    assert gazebo_world(["synth_house", "--connectivity", str(conn), "--episodes", str(eps), "--out", str(proc)]) == 0
+    assert gazebo_world(["synth_house", "--connectivity", str(conn), "--scenes", str(tmp_path), "--out", str(mesh)]) == 0
+    ref_systems = {p.get("filename") for p in ET.parse(WORLD).getroot().iter("plugin")}
+    for f in (proc, mesh):
+        root = ET.parse(f).getroot()
+        assert root.get("version") == "1.9" and root.find("world").get("name") == "havln_replay"
+        assert {p.get("filename") for p in root.iter("plugin")} == ref_systems
+        if shutil.which("ign") is not None and "sdf" in subprocess.run(["ign", "--commands"], capture_output=True, text=True).stdout:
+            r = _ign_sdf_check(f)
+            assert r.returncode == 0 and "Valid" in r.stdout, (f.name, r.stderr)
+    # mesh world: the glb as visual and collision, rolled +90 deg (y-up -> z-up)
+    link = ET.parse(mesh).getroot().find("world/model[@name='scan_mesh']/link")
+    assert [float(v) for v in link.find("pose").text.split()] == pytest.approx([0, 0, 0, math.pi / 2, 0, 0], abs=1e-4)
+    assert link.find("visual/geometry/mesh/uri").text == link.find("collision/geometry/mesh/uri").text == glb.resolve().as_uri()
+    # procedural world: the embedded scene's walls, and a stairs board joining the ramp's two ends
+    scene = Scene.from_connectivity(conn / "synth_house_connectivity.json")
+    model = ET.parse(proc).getroot().find("world/model[@name='scene']")
+    walls = [lk for lk in model.findall("link") if lk.get("name").startswith("wall")]
+    n_segs = sum(int((np.hypot(*(s[1] - s[0])) >= 1e-3)) for k in range(len(scene.floors)) for s in scene.wall_segments(k))
+    assert len(walls) == n_segs > 20
+    (board,) = [lk for lk in model.findall("link") if lk.get("name").startswith("stairs")]
+    x, y, z, _r, pitch, yaw = (float(v) for v in board.find("pose").text.split())
+    length = float(board.find("collision/geometry/box/size").text.split()[0])
+    top = (x + math.cos(yaw) * math.cos(pitch) * length / 2, y + math.sin(yaw) * math.cos(pitch) * length / 2, z - math.sin(pitch) * length / 2)
+    # the board's upper surface ends at one of the ramp's ends (within the half board thickness)
+    assert min(math.dist(top, scene.ramps[0].a), math.dist(top, scene.ramps[0].b)) < 0.05
