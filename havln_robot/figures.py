@@ -388,7 +388,8 @@ def markdown(fig: dict[str, Any]) -> str:
         n = ev["rows"][0]["episodes"]
         lines += [
             f"**Simulator** (`havln-robot eval --policy P --episodes HA_val_seen.json`: {n} paths, "
-            f"{ev['floor_changing']} of them change floor; seed 0)",
+            f"{ev['floor_changing']} of them change floor; seed 0; **procedural scenes** built from the navigation graph, "
+            "no furniture or objects: a geometry proxy, see docs/sim.md)",
             "",
         ]
         rows = []
