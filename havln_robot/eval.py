@@ -287,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default="expert", help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/")
     ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
     ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
-    ap.add_argument("--scenes", help="folder of your scan meshes <scan>/<scan>.glb (Habitat layout): render and collide on them (default: procedural scenes)")
+    ap.add_argument(
+        "--scenes",
+        help="folder of your scan meshes <scan>/<scan>.glb (Habitat layout): render and collide on them (default: procedural scenes)",
+    )
     ap.add_argument("--limit", type=number_in(1, integer=True), help="evaluate only the first N episodes")
     ap.add_argument("--out", help="write results.jsonl/.csv, actions.json, summary.json here")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="crowd and random-policy seed (default 0)")
@@ -351,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = args.policy if isinstance(policy, str) else getattr(policy, "name", args.policy)
     scenes = f"scan meshes from {args.scenes}" if args.scenes else "procedural scenes"
-    print(f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr)
+    print(
+        f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr
+    )
 
     done = [0]
 

@@ -54,7 +54,9 @@ def generate_launch_description():
         DeclareLaunchArgument("x", default_value="0.0", description="spawn x, m (world frame)"),
         DeclareLaunchArgument("y", default_value="0.0", description="spawn y, m"),
         DeclareLaunchArgument("yaw", default_value="0.0", description="spawn yaw, rad (REP 103)"),
-        DeclareLaunchArgument("z", default_value="0.0", description="ground height under the spawn point, m (havln-robot gazebo-world prints it)"),
+        DeclareLaunchArgument(
+            "z", default_value="0.0", description="ground height under the spawn point, m (havln-robot gazebo-world prints it)"
+        ),
         DeclareLaunchArgument("headless", default_value="false", description="true: server only (-s), no GUI"),
         DeclareLaunchArgument("replay_delay", default_value="8.0", description="s to wait before the replay starts (Gazebo + bridge up)"),
     ]

@@ -300,11 +300,15 @@ def test_gazebo_world_per_scan_procedural_or_mesh(tmp_path):
     scene = Scene.from_connectivity(conn / "synth_house_connectivity.json")
     model = ET.parse(proc).getroot().find("world/model[@name='scene']")
     walls = [lk for lk in model.findall("link") if lk.get("name").startswith("wall")]
-    n_segs = sum(int((np.hypot(*(s[1] - s[0])) >= 1e-3)) for k in range(len(scene.floors)) for s in scene.wall_segments(k))
+    n_segs = sum(int(np.hypot(*(s[1] - s[0])) >= 1e-3) for k in range(len(scene.floors)) for s in scene.wall_segments(k))
     assert len(walls) == n_segs > 20
     (board,) = [lk for lk in model.findall("link") if lk.get("name").startswith("stairs")]
     x, y, z, _r, pitch, yaw = (float(v) for v in board.find("pose").text.split())
     length = float(board.find("collision/geometry/box/size").text.split()[0])
-    top = (x + math.cos(yaw) * math.cos(pitch) * length / 2, y + math.sin(yaw) * math.cos(pitch) * length / 2, z - math.sin(pitch) * length / 2)
+    top = (
+        x + math.cos(yaw) * math.cos(pitch) * length / 2,
+        y + math.sin(yaw) * math.cos(pitch) * length / 2,
+        z - math.sin(pitch) * length / 2,
+    )
     # the board's upper surface ends at one of the ramp's ends (within the half board thickness)
     assert min(math.dist(top, scene.ramps[0].a), math.dist(top, scene.ramps[0].b)) < 0.05

@@ -109,7 +109,7 @@ def test_walkable_distance_on_the_mesh_grid(mesh_scene):
     g = TEST_VIEWPOINTS["U2"]
     gd = mesh_scene.goal_distance_factory(g)
     a1 = TEST_VIEWPOINTS["A1"]
-    graph = sum(math.dist(TEST_VIEWPOINTS[a], TEST_VIEWPOINTS[b]) for a, b in zip(TEST_PATHS[0], TEST_PATHS[0][1:]))
+    graph = sum(math.dist(TEST_VIEWPOINTS[a], TEST_VIEWPOINTS[b]) for a, b in zip(TEST_PATHS[0], TEST_PATHS[0][1:], strict=False))
     ne = gd.query(*a1)
     assert not ne.unreachable and graph * 0.95 <= ne.ne <= graph * 1.1  # up the stairs; 8-connected grid <= +8 %
     assert gd.query(*g).ne == pytest.approx(0.0, abs=1e-6)
@@ -144,7 +144,12 @@ def test_object_appears_at_the_expected_pixel(renderer, mesh_scene, house):
         red = np.argwhere(_red(rgb))
         assert len(red) > 100
         # every red pixel lies inside the projection of the box's 8 corners
-        corners = [(a, b, cz) for a in (TEST_OBJECT.lo[0], TEST_OBJECT.hi[0]) for b in (TEST_OBJECT.lo[1], TEST_OBJECT.hi[1]) for cz in (TEST_OBJECT.lo[2], TEST_OBJECT.hi[2])]
+        corners = [
+            (a, b, cz)
+            for a in (TEST_OBJECT.lo[0], TEST_OBJECT.hi[0])
+            for b in (TEST_OBJECT.lo[1], TEST_OBJECT.hi[1])
+            for cz in (TEST_OBJECT.lo[2], TEST_OBJECT.hi[2])
+        ]
         uv = np.array([project(q, (x, y, z, yaw), renderer.intrinsics, GO2_CAMERA_HEIGHT_M, GO2_CAMERA_FORWARD_M)[:2] for q in corners])
         assert red[:, 1].min() >= max(0, uv[:, 0].min() - 1.5) and red[:, 1].max() <= min(319, uv[:, 0].max() + 1.5)
         assert red[:, 0].min() >= max(0, uv[:, 1].min() - 1.5) and red[:, 0].max() <= min(239, uv[:, 1].max() + 1.5)
@@ -181,7 +186,7 @@ def test_expert_walks_the_graph_including_the_stairs(house, mesh_scene):
     assert [r.floors_changed for r in recs] == [True, True, False]
     assert all(r.metrics.collisions_static == 0 for r in recs)
     stair = {frozenset(("B2", "T"))}
-    assert stair <= {frozenset(e) for p in TEST_PATHS for e in zip(p, p[1:])} <= {frozenset(e) for e in TEST_EDGES}
+    assert stair <= {frozenset(e) for p in TEST_PATHS for e in zip(p, p[1:], strict=False)} <= {frozenset(e) for e in TEST_EDGES}
 
 
 class _Looker:
@@ -232,8 +237,21 @@ def test_bad_scenes_dir_is_one_line(tmp_path, house):
     with pytest.raises(SceneError, match="--scenes/scenes_dir: no mesh for scan 'nope'"):
         scene_mesh_path(root, "nope")
     r = subprocess.run(
-        [sys.executable, "-m", "havln_robot.cli", "eval", "--episodes", str(eps), "--connectivity", str(conn), "--scenes", str(tmp_path / "none")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "havln_robot.cli",
+            "eval",
+            "--episodes",
+            str(eps),
+            "--connectivity",
+            str(conn),
+            "--scenes",
+            str(tmp_path / "none"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--scenes/scenes_dir:" in r.stderr and "is not a folder" in r.stderr

@@ -291,10 +291,10 @@ def test_sim_node_renders_a_scan_mesh(ros_context, tmp_path):
     c = TEST_OBJECT.centre
     yaw = math.atan2(c[1] - y, c[0] - x)  # start at A2 facing the red box
     eps = tmp_path / "eps.json"
-    eps.write_text(json.dumps([{"path_id": 1, "scan": "synth_house", "path": ["A2", "D"], "heading": math.pi / 2 - yaw, "instructions": ["go"]}]))
-    p = _params(
-        scene_source="episodes", episodes_file=str(eps), connectivity_dir=str(conn), scenes_dir=str(tmp_path), noise_enabled=False
+    eps.write_text(
+        json.dumps([{"path_id": 1, "scan": "synth_house", "path": ["A2", "D"], "heading": math.pi / 2 - yaw, "instructions": ["go"]}])
     )
+    p = _params(scene_source="episodes", episodes_file=str(eps), connectivity_dir=str(conn), scenes_dir=str(tmp_path), noise_enabled=False)
     sim = SimNode(params=p, context=ros_context)
     probe = Probe(ros_context, sim)
     try:

@@ -147,11 +147,27 @@ def compare_renderers(scene_ep: tuple[Any, Any], scenes_dir: str, conn: str, fra
         poses.write_text(json.dumps(_poses(ep, frames)))
         for w, h, fov in ((256, 256, 90.0), (640, 480, 69.4)):
             for b in BACKENDS:
-                cmd = [sys.executable, "-m", "havln_robot.bench.renderers", b, str(scenes_dir), ep.scan, str(conn), str(poses), str(w), str(h), str(fov)]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "havln_robot.bench.renderers",
+                    b,
+                    str(scenes_dir),
+                    ep.scan,
+                    str(conn),
+                    str(poses),
+                    str(w),
+                    str(h),
+                    str(fov),
+                ]
                 try:
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
                     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-                    row = json.loads(lines[-1]) if lines else {"backend": b, "error": (out.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+                    row = (
+                        json.loads(lines[-1])
+                        if lines
+                        else {"backend": b, "error": (out.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+                    )
                 except subprocess.TimeoutExpired:
                     row = {"backend": b, "error": "timed out after 600 s"}
                 row.setdefault("resolution", f"{w}x{h}")
@@ -324,7 +340,9 @@ def main(argv: list[str]) -> int:
             tmp = tempfile.TemporaryDirectory(prefix="havln-bench-scenes-")
             t0 = time.perf_counter()
             _glb, conn, tris, texs = write_large_scene(tmp.name)
-            print(f"bench sim: synthetic Matterport-scale mesh, {tris:,} triangles, {texs} textures (written in {time.perf_counter() - t0:.1f} s)")
+            print(
+                f"bench sim: synthetic Matterport-scale mesh, {tris:,} triangles, {texs} textures (written in {time.perf_counter() - t0:.1f} s)"
+            )
             args.episodes, args.connectivity, args.scenes = str(Path(tmp.name) / "episodes.json"), str(conn), tmp.name
         t0 = time.perf_counter()
         eps = _episodes(args.episodes, args.connectivity, max(1, args.scans), args.scenes)
@@ -336,7 +354,9 @@ def main(argv: list[str]) -> int:
 
     result: dict[str, Any] = {"cpu_count": os.cpu_count(), "gl_backend": GL_BACKEND, "scans": [ep.scan for _, ep in eps]}
     result["scenes"] = "mesh" if args.scenes else "procedural"
-    print(f"bench sim: {len(eps)} scan(s) {', '.join(result['scans'])}; MUJOCO_GL={GL_BACKEND}; {os.cpu_count()} CPUs; {result['scenes']} scenes")
+    print(
+        f"bench sim: {len(eps)} scan(s) {', '.join(result['scans'])}; MUJOCO_GL={GL_BACKEND}; {os.cpu_count()} CPUs; {result['scenes']} scenes"
+    )
     if args.scenes:
         tri = sum(s.triangle_count() for s, _ in eps if hasattr(s, "triangle_count"))
         result["mesh"] = {"triangles": tri, "scene_load_s": load_s}

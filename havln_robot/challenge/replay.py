@@ -349,7 +349,10 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
     ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
     ap.add_argument("--connectivity", help="Matterport3D connectivity folder (default $DATA/connectivity)")
-    ap.add_argument("--scenes", help="folder of your scan meshes <scan>/<scan>.glb: batch and ros embedded replay collide and score on them (default: procedural)")
+    ap.add_argument(
+        "--scenes",
+        help="folder of your scan meshes <scan>/<scan>.glb: batch and ros embedded replay collide and score on them (default: procedural)",
+    )
     ap.add_argument("--manifest", help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
     ap.add_argument(
         "--seed", type=number_in(0, integer=True), default=0, help="seed of the people's motion and the noise draws (default 0)"

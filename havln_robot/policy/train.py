@@ -145,7 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--train", default=str(data_dir() / "r2r" / "R2R_train.json"), help="training episodes (R2R/HA-R2R json)")
     ap.add_argument("--val", default=str(data_dir() / "ha_r2r_de" / "HA_val_seen.json"), help="validation episodes")
     ap.add_argument("--connectivity", default=None, help="Matterport3D connectivity folder (default $DATA/connectivity)")
-    ap.add_argument("--scenes", default=None, help="folder of your scan meshes <scan>/<scan>.glb: train on their renderings (default: procedural scenes)")
+    ap.add_argument(
+        "--scenes",
+        default=None,
+        help="folder of your scan meshes <scan>/<scan>.glb: train on their renderings (default: procedural scenes)",
+    )
     ap.add_argument(
         "--episodes", type=number_in(1, integer=True), default=None, help="use only the first N training episodes (default all)"
     )
@@ -264,7 +268,11 @@ def _run(args, log, argv) -> int:
         train_epochs(model, data, args.epochs, opt, args.batch, rng, deadline, log)
         log(f"  trained in {time.time() - tt:.0f} s")
         val = (
-            summarize(run_episodes(val_eps, vocab, cfg, model, 0.0, seed=12345, record=False, connectivity_dir=args.connectivity, scenes_dir=args.scenes))
+            summarize(
+                run_episodes(
+                    val_eps, vocab, cfg, model, 0.0, seed=12345, record=False, connectivity_dir=args.connectivity, scenes_dir=args.scenes
+                )
+            )
             if val_eps
             else {}
         )

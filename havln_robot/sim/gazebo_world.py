@@ -153,7 +153,9 @@ def world_sdf(scene: Any, mesh_path: str | Path | None = None, up: str = "y", pe
 
 def main(argv: list[str]) -> int:
     """``havln-robot gazebo-world SCAN [--connectivity DIR] [--scenes DIR] [--episodes FILE --episode ID] --out FILE``."""
-    ap = argparse.ArgumentParser(prog="havln-robot gazebo-world", description="Write a Gazebo world of a scan (procedural or its mesh) for gazebo_replay.")
+    ap = argparse.ArgumentParser(
+        prog="havln-robot gazebo-world", description="Write a Gazebo world of a scan (procedural or its mesh) for gazebo_replay."
+    )
     ap.add_argument("scan", help="Matterport3D scan id")
     ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default $DATA/connectivity)")
     ap.add_argument("--scenes", help="folder of scan meshes <scan>/<scan>.glb: use the mesh (default: the procedural scene)")
@@ -185,7 +187,10 @@ def main(argv: list[str]) -> int:
         if args.episode:
             eps = [e for e in eps if e.episode_id == args.episode]
         if not eps:
-            print(f"havln-robot gazebo-world: --episode(s): no episode {args.episode or ''} of scan {args.scan} in {args.episodes}", file=sys.stderr)
+            print(
+                f"havln-robot gazebo-world: --episode(s): no episode {args.episode or ''} of scan {args.scan} in {args.episodes}",
+                file=sys.stderr,
+            )
             return 2
         ep = eps[0]
         people = [h.position for h in ep.humans]
@@ -195,5 +200,7 @@ def main(argv: list[str]) -> int:
     print(f"wrote {args.out}: scan {args.scan}, {kind}, {len(people)} people")
     if spawn is not None:
         x, y, z, yaw = spawn
-        print(f"spawn: ros2 launch havln_robot gazebo_replay.launch.py world:={Path(args.out).resolve()} x:={x:.3f} y:={y:.3f} z:={z:.3f} yaw:={yaw:.4f}")
+        print(
+            f"spawn: ros2 launch havln_robot gazebo_replay.launch.py world:={Path(args.out).resolve()} x:={x:.3f} y:={y:.3f} z:={z:.3f} yaw:={yaw:.4f}"
+        )
     return 0

@@ -217,7 +217,7 @@ def grid_polygon(mask: np.ndarray, origin: tuple[float, float], cell: float) -> 
         if i < mask.shape[0]:
             row = np.concatenate([[False], mask[i], [False]])
             d = np.flatnonzero(np.diff(row.astype(np.int8)))
-            runs = set(zip(d[0::2].tolist(), d[1::2].tolist()))
+            runs = set(zip(d[0::2].tolist(), d[1::2].tolist(), strict=False))
         for r in list(open_runs):
             if r not in runs:
                 i0 = open_runs.pop(r)
@@ -327,7 +327,7 @@ class MeshScene(Scene):
             r.reach = shapely.union_all([r.polygon, da, db])
             r.floors = sorted({r.floor_a, r.floor_b})
         floors = []
-        for f, own in zip(self.floors, owns):
+        for f, own in zip(self.floors, owns, strict=False):
             ramp_polys = [r.reach for r in self.ramps if f.index in r.floors]
             fr = shapely.union_all([own, *ramp_polys]) if ramp_polys else own
             floors.append(Floor(f.index, f.z, fr, own, list(f.viewpoints), f.vp_xyz))

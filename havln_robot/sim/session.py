@@ -101,7 +101,9 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
             from havln_robot.sim.mesh_scene import load_scene
 
             scenes_dir = str(resolve(scenes_dir))
-            scene = load_scene(ep.scan, conn, scenes_dir, up=str(p.get("scenes_up", "y")), corridor_width=float(p.get("corridor_width_m", 1.2)))
+            scene = load_scene(
+                ep.scan, conn, scenes_dir, up=str(p.get("scenes_up", "y")), corridor_width=float(p.get("corridor_width_m", 1.2))
+            )
         else:
             scene = Scene.load(ep.scan, conn, corridor_width=float(p.get("corridor_width_m", 1.2)))
     except (SceneError, OSError) as exc:

@@ -43,7 +43,7 @@ class TestObject:
     @property
     def centre(self) -> tuple[float, float, float]:
         """Box centre (m, map frame)."""
-        return tuple((a + b) / 2.0 for a, b in zip(self.lo, self.hi))  # type: ignore[return-value]
+        return tuple((a + b) / 2.0 for a, b in zip(self.lo, self.hi, strict=False))  # type: ignore[return-value]
 
 
 #: The red box in room A of :func:`write_test_scene`.
@@ -61,7 +61,14 @@ TEST_VIEWPOINTS: dict[str, tuple[float, float, float]] = {
 }
 #: Undirected ``unobstructed`` edges of the test scene (``B2``-``T`` is the staircase).
 TEST_EDGES: tuple[tuple[str, str], ...] = (
-    ("A1", "A2"), ("A2", "D"), ("D", "B1"), ("B1", "B2"), ("B2", "T"), ("T", "U1"), ("T", "U2"), ("U1", "U2"),
+    ("A1", "A2"),
+    ("A2", "D"),
+    ("D", "B1"),
+    ("B1", "B2"),
+    ("B2", "T"),
+    ("T", "U1"),
+    ("T", "U2"),
+    ("U1", "U2"),
 )
 #: Room A's east wall (x from 5.0 to 5.2 m) seen from viewpoint A2: its distance is known exactly.
 TEST_WALL_X_M: float = 5.0
@@ -143,8 +150,16 @@ def write_connectivity(path: Path, viewpoints: dict[str, tuple[float, float, flo
     for i, v in enumerate(ids):
         x, y, z = viewpoints[v]
         pose = [1, 0, 0, x, 0, 1, 0, y, 0, 0, 1, z + VIEWPOINT_HEIGHT_M, 0, 0, 0, 1]
-        out.append({"image_id": v, "pose": pose, "height": VIEWPOINT_HEIGHT_M, "included": True,
-                    "unobstructed": adj[i].tolist(), "visible": adj[i].tolist()})
+        out.append(
+            {
+                "image_id": v,
+                "pose": pose,
+                "height": VIEWPOINT_HEIGHT_M,
+                "included": True,
+                "unobstructed": adj[i].tolist(),
+                "visible": adj[i].tolist(),
+            }
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out))
     return path
@@ -194,7 +209,9 @@ def write_test_scene(out_dir: str | Path, scan: str = "synth_house") -> tuple[Pa
     return glb, conn
 
 
-def write_large_scene(out_dir: str | Path, scan: str = "synth_large", rooms: tuple[int, int] = (6, 4), subdiv: int = 5) -> tuple[Path, Path, int, int]:
+def write_large_scene(
+    out_dir: str | Path, scan: str = "synth_large", rooms: tuple[int, int] = (6, 4), subdiv: int = 5
+) -> tuple[Path, Path, int, int]:
     """Write a Matterport-scale synthetic scene for the renderer benchmark (and ``out_dir/episodes.json``,
     one episode snaking through every room).
 
@@ -293,8 +310,16 @@ def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS
     for k, p in enumerate(paths):
         a, b = vps[p[0]], vps[p[1]]
         yaw = math.atan2(b[1] - a[1], b[0] - a[0])
-        eps.append({"path_id": 9000 + k, "scan": scan, "path": list(p), "heading": math.pi / 2 - yaw,
-                    "instructions": [f"walk from {p[0]} to {p[-1]} past the red box"], "distance": 0.0})
+        eps.append(
+            {
+                "path_id": 9000 + k,
+                "scan": scan,
+                "path": list(p),
+                "heading": math.pi / 2 - yaw,
+                "instructions": [f"walk from {p[0]} to {p[-1]} past the red box"],
+                "distance": 0.0,
+            }
+        )
     for e in eps:
         del e["distance"]  # let the loader measure the reference path
     path = Path(path)
