@@ -332,6 +332,7 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
     ap.add_argument("--episode-id", default="", help="run this episode (path_id) instead of a seeded pick")
     ap.add_argument("--episodes-file", default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
     ap.add_argument("--policy", default=None, help="agent policy (default: the trained model in models/, see config/sim.yaml)")
+    ap.add_argument("--scenes", default=None, help="folder of your scan meshes <scan>/<scan>.glb: sim_node renders them (default: procedural scenes)")
     ap.add_argument(
         "--max-actions", type=number_in(1, 100000, integer=True), default=None, help="policy action budget per episode (default 500)"
     )
@@ -354,6 +355,8 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
 
     if args.seed < 0:
         ap.error(f"--seed {args.seed}: give a seed >= 0")
+    if args.scenes and not Path(args.scenes).is_dir():
+        ap.error(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
     if args.episodes_file and not Path(args.episodes_file).is_file():
         ap.error(f"--episodes-file {args.episodes_file}: no such file; HA-R2R episodes are e.g. $DATA/{DEFAULT_EPISODES}")
     from havln_robot.paths import prepare_out_dir
@@ -404,6 +407,8 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         sim_over: dict[str, Any] = {"seed": args.seed}
         if have_data:
             sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)
+            if args.scenes:
+                sim_over["scenes_dir"] = str(Path(args.scenes).resolve())
         else:
             sim_over.update(scene_source="auto")  # no data: the builtin scene, said by no_data_overrides below
         agent_over: dict[str, Any] = {}
@@ -561,6 +566,8 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
     sim_base: dict[str, Any] = {"scene_source": "episodes" if have_data else "builtin"}
     if have_data:
         sim_base.update(episodes_file=str(episodes_file), connectivity_dir=str(data_dir() / "connectivity"))
+        if args.scenes:
+            sim_base["scenes_dir"] = str(Path(args.scenes).resolve())
     print("\nsummary")
     print(
         f"  {'episode':<10} {'outcome':<9} {'NE [m]':>7} {'steps':>5} {'coll h/s':>8} {'wall [s]':>8} {'policy wait [s]':>15} "

@@ -260,3 +260,39 @@ def test_bad_scenes_dir_is_one_line(tmp_path, house):
     (broken / f"{SCAN}.glb").write_bytes(b"not a glb")
     with pytest.raises(SceneError, match="not a readable glTF/GLB"):
         load_scene(SCAN, conn, tmp_path / "broken")
+
+
+def test_replay_and_training_rollouts_use_the_mesh(house):
+    """`replay --backend batch --scenes` scores an eval's actions on the mesh exactly as eval did; the
+    trainer's rollouts (run_episodes) render the mesh's panoramas. Cost ~5 s."""
+    from havln_robot.challenge.replay import replay_batch
+    from havln_robot.episodes import load_episodes
+    from havln_robot.eval import evaluate
+    from havln_robot.policy.dataset import run_episodes
+    from havln_robot.policy.small import SmallConfig
+    from havln_robot.policy.tokenizer import Vocabulary
+
+    root, _glb, conn, eps = house
+    episodes = load_episodes(eps, conn)
+    recs = evaluate(episodes, "expert", conn, scenes_dir=root)
+    rep = replay_batch(
+        {e.episode_id: e for e in episodes},
+        {r.episode_id: r.actions for r in recs},
+        {},
+        connectivity_dir=str(conn),
+        progress=False,
+        scenes_dir=str(root),
+    )
+    assert [(r.metrics.ne, r.metrics.success) for r in rep] == [(r.metrics.ne, r.metrics.success) for r in recs]
+    # into room A's corner, 1 m from A1: free on the mesh, a wall in the procedural scene (A1's 1.1 m disc)
+    corner = {episodes[0].episode_id: ["TURN_RIGHT"] * 11 + ["MOVE_FORWARD"] * 4 + ["STOP"]}
+    one = {episodes[0].episode_id: episodes[0]}
+    on_mesh = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False, scenes_dir=str(root))[0].metrics
+    on_proc = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False)[0].metrics
+    assert (on_mesh.collisions_static, on_mesh.path_length) == (0, pytest.approx(1.0))
+    assert on_proc.collisions_static == 1 and on_proc.path_length < 0.9
+    res = run_episodes(episodes[:1], Vocabulary.load(), SmallConfig(), None, 1.0, connectivity_dir=conn, scenes_dir=root)
+    assert res[0].metrics.success
+    views = res[0].sample.views  # (decisions, views, 4, res, res) uint8: depth, R, G, B
+    rgb = views[:, :, 1:4].transpose(0, 1, 3, 4, 2).reshape(-1, views.shape[-1], 3)
+    assert _red(rgb).sum() > 0  # the red box of room A shows up in the training panoramas
