@@ -296,3 +296,41 @@ def test_replay_and_training_rollouts_use_the_mesh(house):
     views = res[0].sample.views  # (decisions, views, 4, res, res) uint8: depth, R, G, B
     rgb = views[:, :, 1:4].transpose(0, 1, 3, 4, 2).reshape(-1, views.shape[-1], 3)
     assert _red(rgb).sum() > 0  # the red box of room A shows up in the training panoramas
+
+
+def test_bench_sim_scenes_prints_frame_rates(house, capsys):
+    """`havln-robot bench sim --scenes DIR` renders the mesh and prints frames/s (short run, ~5 s)."""
+    from havln_robot.bench.sim import main as bench_sim
+
+    root, _glb, conn, eps = house
+    rc = bench_sim(
+        [
+            "--scenes",
+            str(root),
+            "--episodes",
+            str(eps),
+            "--connectivity",
+            str(conn),
+            "--frames",
+            "3",
+            "--steps",
+            "20",
+            "--node-seconds",
+            "0",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0 and "mesh scenes" in out and "288 triangles" in out
+    rows = [ln for ln in out.splitlines() if "deg HFOV" in ln]
+    assert len(rows) == 3 and all(float(ln.split("HFOV")[1].split()[0]) > 0 for ln in rows), rows
+
+
+def test_sim_node_session_names_scenes_dir(house, tmp_path):
+    from havln_robot.sim.session import SessionError, open_episode
+
+    root, _glb, conn, eps = house
+    p = {"scene_source": "episodes", "episodes_file": str(eps), "connectivity_dir": str(conn), "scenes_dir": str(tmp_path / "none")}
+    with pytest.raises(SessionError, match=r"^scenes_dir: .*none is not a folder"):
+        open_episode(p)
+    opened = open_episode({**p, "scenes_dir": str(root)})
+    assert isinstance(opened.scene, MeshScene)

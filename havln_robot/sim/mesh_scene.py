@@ -62,6 +62,9 @@ BODY_TOP_M: float = 0.5
 SAMPLES_PER_CELL: float = 3.0
 #: Cap on surface samples (memory: 12 bytes each).
 MAX_SAMPLES: int = 12_000_000
+#: Largest texture side (px) handed to the renderer; bigger images are downscaled (Matterport3D
+#: glbs carry dozens of 2k textures: ~12 MB each as RGB, 0.75 MB at 512 px; the policy sees 224 px views).
+MAX_TEXTURE_PX: int = 1024
 #: The y-up (Habitat) -> z-up (map) rotation: map (x, y, z) = (hx, -hz, hy).
 HABITAT_TO_MAP = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
 #: Alignment check tolerance (m): |mesh floor under a viewpoint - graph ground z|.
@@ -162,7 +165,10 @@ def read_mesh(path: str | os.PathLike[str], up: str = "y") -> list[SurfacePart]:
         if getattr(vis, "kind", None) == "texture" and mat is not None:
             img = getattr(mat, "baseColorTexture", None) or getattr(mat, "image", None)
             if img is not None and getattr(vis, "uv", None) is not None and len(vis.uv) == len(v):
-                tex = np.asarray(img.convert("RGB"), np.uint8)
+                img = img.convert("RGB")
+                if max(img.size) > MAX_TEXTURE_PX:
+                    img.thumbnail((MAX_TEXTURE_PX, MAX_TEXTURE_PX))
+                tex = np.asarray(img, np.uint8)
                 uv = np.asarray(vis.uv, np.float32)
             bcf = getattr(mat, "baseColorFactor", None)
             if bcf is not None:

@@ -107,8 +107,11 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
         else:
             scene = Scene.load(ep.scan, conn, corridor_width=float(p.get("corridor_width_m", 1.2)))
     except (SceneError, OSError) as exc:
-        key = "scenes_dir" if p.get("scenes_dir") and "mesh" in str(exc) else "connectivity_dir"
-        raise SessionError(f"{key}: scene {ep.scan} of episode {ep.episode_id}: {exc}") from None
+        msg = str(exc)
+        if msg.startswith("--scenes/scenes_dir: "):  # the mesh folder or file is missing
+            raise SessionError(msg.replace("--scenes/scenes_dir: ", "scenes_dir: ", 1)) from None
+        key = "scenes_dir" if p.get("scenes_dir") and "scene mesh" in msg else "connectivity_dir"
+        raise SessionError(f"{key}: scene {ep.scan} of episode {ep.episode_id}: {msg}") from None
     return Opened(
         scene, ep, f"episode {ep.episode_id} ({where}) of {Path(ep_file).name}, scan {ep.scan}, {plural(len(ep.humans), 'person')}"
     )
