@@ -332,7 +332,9 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
     ap.add_argument("--episode-id", default="", help="run this episode (path_id) instead of a seeded pick")
     ap.add_argument("--episodes-file", default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
     ap.add_argument("--policy", default=None, help="agent policy (default: the trained model in models/, see config/sim.yaml)")
-    ap.add_argument("--scenes", default=None, help="folder of your scan meshes <scan>/<scan>.glb: sim_node renders them (default: procedural scenes)")
+    ap.add_argument(
+        "--scenes", default=None, help="folder of your scan meshes <scan>/<scan>.glb: sim_node renders them (default: procedural scenes)"
+    )
     ap.add_argument(
         "--max-actions", type=number_in(1, 100000, integer=True), default=None, help="policy action budget per episode (default 500)"
     )
