@@ -334,3 +334,11 @@ def test_sim_node_session_names_scenes_dir(house, tmp_path):
         open_episode(p)
     opened = open_episode({**p, "scenes_dir": str(root)})
     assert isinstance(opened.scene, MeshScene)
+
+
+def test_hm3d_folder_layout_is_found(tmp_path, house):
+    _root, glb, _conn, _eps = house
+    d = tmp_path / "00800-synth_house"
+    d.mkdir()
+    (d / "synth_house.basis.glb").write_bytes(glb.read_bytes())
+    assert scene_mesh_path(tmp_path, SCAN) == d / "synth_house.basis.glb"

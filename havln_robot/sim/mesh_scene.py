@@ -111,7 +111,9 @@ class Alignment:
 
 
 def scene_mesh_path(scenes_dir: str | os.PathLike[str], scan: str) -> Path:
-    """``scenes_dir/<scan>/<scan>.glb`` (Habitat layout), or ``scenes_dir/<scan>.glb``.
+    """``scenes_dir/<scan>/<scan>.glb`` (Habitat MP3D layout), ``scenes_dir/<scan>.glb``, or HM3D's
+    ``scenes_dir/<nnnnn>-<scan>/<scan>[.basis].glb`` (Basis-compressed textures are not decoded by
+    trimesh: such parts render in their base colour).
 
     Raises:
         SceneError: neither exists (the message names both and the flag).
@@ -125,7 +127,9 @@ def scene_mesh_path(scenes_dir: str | os.PathLike[str], scan: str) -> Path:
     root = Path(scenes_dir)
     if not root.is_dir():
         raise SceneError(f"--scenes/scenes_dir: {root} is not a folder; give the folder holding <scan>/<scan>.glb")
-    for p in (root / scan / f"{scan}.glb", root / f"{scan}.glb"):
+    cands = [root / scan / f"{scan}.glb", root / f"{scan}.glb"]
+    cands += sorted(root.glob(f"*-{scan}/{scan}.glb")) + sorted(root.glob(f"*-{scan}/{scan}.basis.glb"))  # HM3D: 00800-TEEsavR23oF/
+    for p in cands:
         if p.is_file():
             return p
     raise SceneError(f"--scenes/scenes_dir: no mesh for scan {scan!r} at {root / scan / (scan + '.glb')}; add it or drop --scenes")
