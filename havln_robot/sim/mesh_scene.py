@@ -98,8 +98,9 @@ class Alignment:
 
     Attributes:
         n: viewpoints checked. on_floor: those with mesh floor within :data:`ALIGN_TOL_M` of their ground z.
-        clear: those whose cell is free of geometry in the body band. camera_height_m: median
-            (pose z - mesh floor) over viewpoints with a floor under them (Matterport tripod: ~1.5 m).
+        clear: those whose cell is free of geometry in the body band. camera_height_m: median over
+            viewpoints with a mesh floor under them of (ground z + the camera height asked for -
+            mesh floor z), m: the camera's height above the mesh floor (0 = ground offset only).
         bad: ids failing either check.
     """
 
@@ -365,9 +366,9 @@ class MeshScene(Scene):
         """Check the mesh transform on the navigation graph's viewpoints (module docstring).
 
         A viewpoint passes when the mesh has a floor within :data:`ALIGN_TOL_M` of its ground z and its
-        occupancy cell (body band) is free. ``camera_height_m`` of the result is the median height of
-        the Matterport camera (ground z + the connectivity ``height``) above that mesh floor; with
-        ``camera_height_m`` given, it is that height instead (the robot camera) -- i.e. pose z - floor.
+        occupancy cell (body band) is free. ``camera_height_m`` (m, e.g. the Go2 head camera's
+        ``GO2_CAMERA_HEIGHT_M``) is added to each ground z before measuring the height above the mesh
+        floor, so the result says where that camera sits over the real floor.
         """
         on, clear, hs, bad = 0, 0, [], []
         for v in self.viewpoints.values():
