@@ -255,6 +255,11 @@ def test_bad_scenes_dir_is_one_line(tmp_path, house):
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--scenes/scenes_dir:" in r.stderr and "is not a folder" in r.stderr
+    for cmd in (["train", "--train", str(eps)], ["replay", str(eps)], ["demo"], ["bench", "sim"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "havln_robot.cli", *cmd, "--scenes", str(tmp_path / "none")], capture_output=True, text=True, timeout=300
+        )
+        assert r.returncode == 2 and "Traceback" not in r.stderr and "none" in r.stderr, (cmd, r.stderr[-400:])
     broken = tmp_path / "broken" / SCAN
     broken.mkdir(parents=True)
     (broken / f"{SCAN}.glb").write_bytes(b"not a glb")

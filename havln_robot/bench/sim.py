@@ -330,6 +330,12 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("MUJOCO_GL", "egl")
     if args.scenes is not None and args.scenes.isdigit():  # the old spelling of --scans N
         args.scans, args.scenes = int(args.scenes), None
+    if args.scenes not in (None, "synthetic") and not Path(args.scenes).is_dir():
+        print(
+            f"havln-robot bench sim: --scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb, or 'synthetic'",
+            file=sys.stderr,
+        )
+        return 2
     tmp = None
     try:
         if args.scenes == "synthetic":

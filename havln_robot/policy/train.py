@@ -210,6 +210,8 @@ def _run(args, log, argv) -> int:
     from havln_robot.policy.checkpoint import save_checkpoint
     from havln_robot.policy.tokenizer import Vocabulary
 
+    if args.scenes and not Path(args.scenes).is_dir():
+        raise ValueError(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
     if args.res % 8 or args.res < 8:
         raise ValueError(f"--res must be a positive multiple of 8, got {args.res}")
     if args.views < 2:
