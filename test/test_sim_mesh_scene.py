@@ -104,8 +104,6 @@ def _pt(xy):
 
 
 def test_walkable_distance_on_the_mesh_grid(mesh_scene):
-    from havln_robot.sim.geodesic import walkable_distance  # noqa: F401  (the procedural one, for the API)
-
     g = TEST_VIEWPOINTS["U2"]
     gd = mesh_scene.goal_distance_factory(g)
     a1 = TEST_VIEWPOINTS["A1"]

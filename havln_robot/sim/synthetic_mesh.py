@@ -99,7 +99,7 @@ def _box_uv_mesh(lo, hi, subdiv: int = 0, tile_m: float = 1.0):
     m.unmerge_vertices()
     n = m.face_normals
     ax = np.argmax(np.abs(n), axis=1)  # per face: the dominant normal axis
-    v = m.vertices.reshape(-1, 3) if False else m.vertices
+    v = m.vertices
     uv = np.zeros((len(v), 2))
     f = m.faces
     for k, (i, j) in enumerate(((1, 2), (0, 2), (0, 1))):
