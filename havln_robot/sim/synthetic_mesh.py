@@ -326,3 +326,23 @@ def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(eps))
     return path
+
+
+def write_scene_mesh(scene, out_dir: str | Path) -> Path:
+    """Write a procedural :class:`~havln_robot.sim.scene.Scene` (e.g. a real scan's, built from its
+    HA-VLN navigation graph) as ``out_dir/<scan>/<scan>.glb`` in the Habitat y-up layout: the
+    renderer's own walls, floors, ceilings and stairs ramps (:func:`havln_robot.sim.render.scene_meshes`),
+    one flat colour each. A stand-in for a real scan mesh with the real graph's floors and stairs,
+    for tests and benchmarks on the real data; not a Matterport3D mesh."""
+    import trimesh
+
+    from havln_robot.sim.render import scene_floors, scene_meshes, scene_ramps
+
+    colours = {"wall": (200, 190, 170), "floor": (150, 120, 90), "ceiling": (235, 235, 230), "stairs": (120, 110, 100)}
+    meshes = []
+    for part in scene_meshes(scene_floors(scene), scene_ramps(scene)):
+        m = trimesh.Trimesh(np.asarray(part.vertices, float), np.asarray(part.faces), process=False)
+        meshes.append(_coloured(m, colours.get(part.material, (128, 128, 128))))
+    glb = Path(out_dir) / scene.name / f"{scene.name}.glb"
+    _export(meshes, glb)
+    return glb
