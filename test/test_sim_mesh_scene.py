@@ -265,15 +265,12 @@ def test_bad_scenes_dir_is_one_line(tmp_path, house):
         load_scene(SCAN, conn, tmp_path / "broken")
 
 
-def test_replay_and_training_rollouts_use_the_mesh(house):
-    """`replay --backend batch --scenes` scores an eval's actions on the mesh exactly as eval did; the
-    trainer's rollouts (run_episodes) render the mesh's panoramas. Cost ~5 s."""
+def test_replay_scores_on_the_mesh(house):
+    """`replay --backend batch --scenes` scores an eval's actions on the mesh exactly as eval did, and
+    a move that is free on the mesh but hits a procedural wall. Cost ~3 s."""
     from havln_robot.challenge.replay import replay_batch
     from havln_robot.episodes import load_episodes
     from havln_robot.eval import evaluate
-    from havln_robot.policy.dataset import run_episodes
-    from havln_robot.policy.small import SmallConfig
-    from havln_robot.policy.tokenizer import Vocabulary
 
     root, _glb, conn, eps = house
     episodes = load_episodes(eps, conn)
@@ -294,11 +291,6 @@ def test_replay_and_training_rollouts_use_the_mesh(house):
     on_proc = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False)[0].metrics
     assert (on_mesh.collisions_static, on_mesh.path_length) == (0, pytest.approx(1.0))
     assert on_proc.collisions_static == 1 and on_proc.path_length < 0.9
-    res = run_episodes(episodes[:1], Vocabulary.load(), SmallConfig(), None, 1.0, connectivity_dir=conn, scenes_dir=root)
-    assert res[0].metrics.success
-    views = res[0].sample.views  # (decisions, views, 4, res, res) uint8: depth, R, G, B
-    rgb = views[:, :, 1:4].transpose(0, 1, 3, 4, 2).reshape(-1, views.shape[-1], 3)
-    assert _red(rgb).sum() > 0  # the red box of room A shows up in the training panoramas
 
 
 def test_bench_sim_scenes_prints_frame_rates(house, capsys):
@@ -367,3 +359,20 @@ def test_real_scan_graph_as_a_mesh_expert_walks_its_stairs(havln_data, tmp_path)
     recs = evaluate(eps, "expert", conn, scenes_dir=tmp_path)
     assert len(recs) == 9 and sum(r.floors_changed for r in recs) == 7
     assert all(r.metrics.success for r in recs), [(r.episode_id, r.metrics.ne) for r in recs if not r.metrics.success]
+
+
+def test_training_rollouts_render_the_mesh(house, havln_data):
+    """The trainer's rollouts (run_episodes, as `train --scenes`) render the mesh's panoramas (needs the
+    HA-VLN instruction vocabulary). Cost ~5 s."""
+    from havln_robot.episodes import load_episodes
+    from havln_robot.policy.dataset import run_episodes
+    from havln_robot.policy.small import SmallConfig
+    from havln_robot.policy.tokenizer import Vocabulary
+
+    root, _glb, conn, eps = house
+    episodes = load_episodes(eps, conn)
+    res = run_episodes(episodes[:1], Vocabulary.load(), SmallConfig(), None, 1.0, connectivity_dir=conn, scenes_dir=root)
+    assert res[0].metrics.success
+    views = res[0].sample.views  # (decisions, views, 4, res, res) uint8: depth, R, G, B
+    rgb = views[:, :, 1:4].transpose(0, 1, 3, 4, 2).reshape(-1, views.shape[-1], 3)
+    assert _red(rgb).sum() > 0  # the red box of room A shows up in the training panoramas
