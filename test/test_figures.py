@@ -79,7 +79,9 @@ def test_figures_are_finite_and_consistent(quick: dict) -> None:
     fwd = fig["motion"]["actions"]["MOVE_FORWARD"]
     assert 0 <= fwd["pos_p50_m"] <= fwd["pos_p95_m"] and fwd["ratio_mean"] >= 1.0
     assert fig["policy"]["small_ms"][0] > 0 and fig["trial"]["median_ms"][0] > 0
-    assert fig["robot"]["watchdog_p50"][0] >= fig["robot"]["watchdog_ms"] * 0.9
+    # the watchdog never fires before its timeout after the last command (trials whose command
+    # stream a loaded machine interrupted are dropped by the bench, and counted)
+    assert all(p is None or p >= fig["robot"]["watchdog_ms"] * 0.9 for p in fig["robot"]["watchdog_p50"])
 
 
 def test_data_parts_run_or_say_why(quick: dict) -> None:
