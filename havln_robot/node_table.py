@@ -15,6 +15,7 @@ NODES: dict[str, tuple[str, str]] = {
     "go2_driver_node": ("havln_robot.nodes.go2_driver_node", "havln_robot.robot.params:GO2_DRIVER_PARAMS"),
     "sim_node": ("havln_robot.nodes.sim_node", "havln_robot.sim.params:SIM_NODE_PARAMS"),
     "motion_node": ("havln_robot.nodes.motion_node", "havln_robot.motion.params:MOTION_PARAMS"),
+    "people_node": ("havln_robot.nodes.people_node", "havln_robot.perception.params:PEOPLE_PARAMS"),
     "agent_node": ("havln_robot.nodes.agent_node", "havln_robot.agent.params:AGENT_PARAMS"),
     "trial_logger_node": ("havln_robot.nodes.trial_logger_node", "havln_robot.trials.params:TRIAL_LOGGER_PARAMS"),
     "console_node": ("havln_robot.nodes.console_node", "havln_robot.console.params:CONSOLE_PARAMS"),

@@ -32,7 +32,7 @@ WORLD_SDF = os.path.join(SHARE, "gazebo", "havln_world.sdf")
 ROBOT_SDF = os.path.join(SHARE, "gazebo", "go2_base.sdf")
 BRIDGE_YAML = os.path.join(SHARE, "gazebo", "bridge.yaml")
 PARAMS_YAML = os.path.join(SHARE, "config", "gazebo.yaml")
-NODES = ["motion_node", "agent_node", "trial_logger_node"]
+NODES = ["motion_node", "people_node", "agent_node", "trial_logger_node"]
 if unknown_nodes(NODES):  # the one node list: havln_robot/node_table.py
     raise RuntimeError(f"{__file__}: {unknown_nodes(NODES)} not in havln_robot.node_table.NODES")
 SPAWN_Z_M = "0.21"  # go2_base.sdf origin height above the floor

@@ -17,7 +17,7 @@ from launch_ros.actions import Node
 
 from havln_robot.node_table import unknown_nodes
 
-NODES = ["sim_node", "motion_node", "agent_node", "trial_logger_node"]
+NODES = ["sim_node", "motion_node", "people_node", "agent_node", "trial_logger_node"]
 OPTIONAL = ["console_node"]  # started with console:=true (operator console, docs/console.md)
 if unknown_nodes(NODES + OPTIONAL):  # the one node list: havln_robot/node_table.py
     raise RuntimeError(f"{__file__}: {unknown_nodes(NODES + OPTIONAL)} not in havln_robot.node_table.NODES")

@@ -15,6 +15,7 @@ BENCHES = {
     "console": "havln_robot.bench.console:main",
     "perception": "havln_robot.bench.perception:main",
     "panorama": "havln_robot.bench.panorama:main",
+    "people": "havln_robot.bench.people:main",
     "all": "havln_robot.figures:main",
 }
 

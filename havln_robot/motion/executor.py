@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from havln_robot import actions as A
 from havln_robot.geometry import wrap_angle
 from havln_robot.motion.checks import StallDetector, jolt_check, slip_check
-from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forward_hazard, turn_hazard
+from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forecast_hazard, forward_hazard, turn_hazard
 from havln_robot.records import BLOCKED_DETAIL, BLOCKED_STATE, ActionResult, CollisionRecord, Outcome
 
 #: Action outcomes (the values of :class:`havln_robot.records.Outcome`).
@@ -143,6 +143,8 @@ class MotionConfig:
     revert: bool = True
     chain_heading: float = math.radians(2.0)
     sweep_yaw_tol: float = math.radians(0.15)
+    forecast_margin_s: float = 1.0
+    """Forecast horizon after an action's expected end, s; < 0 turns forecasting off (issue 21)."""
     sweep_w: float = math.radians(1.2) * 30.0
     """Constant yaw rate of SWEEP_LEFT/RIGHT, rad/s: :func:`sweep_rate` of the parameter defaults
     (0.8 rad/s profile, 8 ms exposure x 0.5 deg blur, 1.2 deg frame spacing at 30 Hz -> 36 deg/s)."""
@@ -184,6 +186,7 @@ class MotionConfig:
             revert=p["revert"],
             chain_heading=math.radians(p["chain_heading_deg"]),
             sweep_yaw_tol=math.radians(p["sweep_yaw_tolerance_deg"]),
+            forecast_margin_s=p.get("forecast_margin_s", 1.0),
             sweep_w=sweep_rate(
                 p["max_angular_speed"],
                 p["camera_exposure_s"],
@@ -706,6 +709,21 @@ class Executor:
         return (along if self._a.forward else dyaw_imu), dyaw_imu, dyaw_odom, lateral
 
     def _hazard(self, obs: Obstacles, remaining: float, reverting: bool = False) -> Hazard | None:
+        hz = self._hazard_now(obs, remaining, reverting)
+        return hz if hz is not None else self._forecast(obs, remaining)
+
+    def _forecast(self, obs: Obstacles, remaining: float) -> Hazard | None:
+        """Moving people's constant-velocity forecast against the rest of the action (issue 21)."""
+        cfg = self.cfg
+        if cfg.forecast_margin_s < 0 or not obs.people:
+            return None
+        if self._a.forward:
+            dur = abs(remaining) / max(cfg.v_max, 1e-3) + cfg.v_max / max(cfg.a_lin, 1e-3)
+            return forecast_hazard(obs.people, cfg.footprint, dur, cfg.forecast_margin_s, cfg.personal_space, distance=remaining)
+        dur = abs(remaining) / max(cfg.w_max, 1e-3) + cfg.w_max / max(cfg.a_ang, 1e-3)
+        return forecast_hazard(obs.people, cfg.footprint, dur, cfg.forecast_margin_s, cfg.person_radius + cfg.turn_margin, angle=remaining)
+
+    def _hazard_now(self, obs: Obstacles, remaining: float, reverting: bool = False) -> Hazard | None:
         cfg = self.cfg
         if self._a.forward:
             if reverting:  # the camera looks forward: only people guard the way back

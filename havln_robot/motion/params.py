@@ -36,6 +36,7 @@ MOTION_PARAMS = ParamSpec(
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m)"),
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "camera_info of the depth image"),
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray of people in base_link"),
+        Param("people_tracks_topic", topics.PEOPLE_TRACKS, "str", "sensor_msgs/PointCloud2 x, y, vx, vy, id of tracked people (base_link); '' = none"),
         Param("color_topic", topics.COLOR_IMAGE, "str", "colour image in (rgb8), used only by an in-process person_detector"),
         Param(
             "person_detector",
@@ -139,6 +140,14 @@ MOTION_PARAMS = ParamSpec(
         ),
         Param("person_radius_m", 0.3, "float", "body radius of a person for turn clearance, m", min=0.05, max=1.0),
         Param("people_timeout_s", 1.0, "float", "people older than this are ignored, s", min=0.05, max=30.0),
+        Param(
+            "forecast_margin_s",
+            1.0,
+            "float",
+            "moving people (people_tracks_topic velocities) are forecast at constant velocity over the action plus this, s; -1 = off",
+            min=-1.0,
+            max=10.0,
+        ),
         Param("require_depth", True, "bool", "refuse MOVE_FORWARD when no fresh depth image is available"),
         Param("depth_timeout_s", 0.5, "float", "a depth image older than this is not fresh, s", min=0.05, max=30.0),
         Param("depth_stride", 4, "int", "use every n-th depth pixel in both directions", min=1, max=32),

@@ -27,7 +27,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseArray, Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from sensor_msgs.msg import CameraInfo, Image, Imu
+from sensor_msgs.msg import CameraInfo, Image, Imu, PointCloud2
 from std_msgs.msg import String
 
 from havln_robot.geometry import quat_to_yaw
@@ -40,7 +40,7 @@ from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.records import Outcome
-from havln_robot.ros.codec import encode_collision, encode_result, image_array
+from havln_robot.ros.codec import decode_tracks, encode_collision, encode_result, image_array
 from havln_robot.ros.qos import sensor_qos
 from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
@@ -90,6 +90,7 @@ class MotionNode(HavlnNode):
                 raise ConfigError(msg) from None
         self._k: Intrinsics | None = None
         self._people: tuple[list[Person], float] = ([], -math.inf)
+        self._tracks: tuple[list[Person], float] = ([], -math.inf)  # people_tracks_topic: ids + velocities
         self._zero_until = -math.inf
         self._warned: set[str] = set()
 
@@ -108,6 +109,8 @@ class MotionNode(HavlnNode):
         self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
         self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
         self.create_subscription(PoseArray, p["people_topic"], self._on_people, sensor_qos(5), callback_group=group)
+        if p["people_tracks_topic"]:
+            self.create_subscription(PointCloud2, p["people_tracks_topic"], self._on_tracks, sensor_qos(5), callback_group=group)
         if self.detector is not None:
             self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
         self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
@@ -123,6 +126,7 @@ class MotionNode(HavlnNode):
             self._depth = None
             self.tracker.time_reset()
             self._people = ([], -math.inf)
+            self._tracks = ([], -math.inf)
             self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
@@ -180,6 +184,9 @@ class MotionNode(HavlnNode):
         pitch = self.mount.pitch + (self.motion.pitch if p["virtual_pitch_tilts_depth"] else 0.0)
         pts = self.tracker.points(t, self._odom, pitch)
         people, pt = self._people
+        tracks, tt = self._tracks
+        if t - tt <= p["people_timeout_s"]:  # tracked people carry ids and velocities (forecast): preferred
+            people, pt = tracks, tt
         people = list(people) if t - pt <= p["people_timeout_s"] else []
         if pts is not None:
             people += self._detected
@@ -284,6 +291,18 @@ class MotionNode(HavlnNode):
         # PoseArray carries no ids (sim_node sorts people nearest first), so human_id stays unknown.
         people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
         self._people = (people, self._now())
+
+    def _on_tracks(self, msg: PointCloud2) -> None:
+        if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
+            self._warn_once("tracks-frame", f"{self.params['people_tracks_topic']}: frame {msg.header.frame_id!r} ignored; must be {BASE_FRAME}")
+            return
+        try:
+            a = decode_tracks(msg)
+        except ValueError as exc:
+            self._warn_once("tracks", f"{self.params['people_tracks_topic']}: {exc}")
+            return
+        people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
+        self._tracks = (people, self._now())
 
     def _on_tick(self) -> None:
         t = self._now()

@@ -121,7 +121,10 @@ class SimNode(HavlnNode):
         self.odom_pub = self.create_publisher(Odometry, p["odom_topic"], q)
         self.imu_pub = self.create_publisher(Imu, p["imu_topic"], q)
         self.humans_pub = self.create_publisher(PoseArray, p["humans_topic"], q)
-        self.people_pub = self.create_publisher(PoseArray, p["people_topic"], q)
+        # people_source 'detected': people_node owns people_topic; the truth goes to people_truth_topic
+        self.people_pub = self.create_publisher(
+            PoseArray, p["people_topic"] if p["people_source"] == "ground_truth" else p["people_truth_topic"], q
+        )
         self.gt_pub = self.create_publisher(DiagnosticStatus, p["ground_truth_topic"], q)
         self.tf_pub = self.create_publisher(TFMessage, p["tf_topic"], q) if TFMessage is not None else None
         if self.tf_pub is None:

@@ -35,3 +35,38 @@ CAMERA_PARAMS = ParamSpec(
         Param("diagnostics_period_s", 1.0, "float", "period of the /diagnostics report, s", min=0.05, max=60.0),
     ),
 )
+
+#: people_node parameters (issue 21): sensors in, tracked people out; shape limits as in
+#: :class:`havln_robot.perception.people.PeopleConfig` (which documents their sources).
+PEOPLE_PARAMS = ParamSpec(
+    "people_node",
+    (
+        Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m); '' = no camera"),
+        Param("depth_info_topic", topics.DEPTH_INFO, "str", "its camera_info in"),
+        Param("cloud_topic", "", "str", "sensor_msgs/PointCloud2 LiDAR cloud in (Go2: utlidar/cloud; Livox MID360: livox/lidar); '' = none"),
+        Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry in: tracks are kept in odom so the robot's own motion is not people's"),
+        Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray out: tracked people in base_link"),
+        Param("people_tracks_topic", topics.PEOPLE_TRACKS, "str", "sensor_msgs/PointCloud2 out: x, y, vx, vy (float32), id (uint32) per person, base_link"),
+        Param("rate_hz", 15.0, "float", "most frames processed per second, Hz (>= 10 for motion_node's people_timeout_s)", min=1.0, max=60.0),
+        Param("camera_x_m", 0.3, "float", "depth camera optical centre ahead of base_link, m", min=-2.0, max=2.0),
+        Param("camera_y_m", 0.0, "float", "depth camera optical centre left of base_link, m", min=-2.0, max=2.0),
+        Param("camera_z_m", 0.4125, "float", "depth camera optical centre above the ground, m", min=0.0, max=3.0),
+        Param("camera_pitch_deg", 0.0, "float", "camera elevation, deg (positive = up)", min=-90.0, max=90.0),
+        Param("lidar_x_m", 0.0, "float", "LiDAR origin ahead of base_link, m (cloud frame axes parallel to base_link)", min=-2.0, max=2.0),
+        Param("lidar_y_m", 0.0, "float", "LiDAR origin left of base_link, m", min=-2.0, max=2.0),
+        Param("lidar_z_m", 0.0, "float", "LiDAR origin above the ground, m", min=0.0, max=3.0),
+        Param("lidar_min_range_m", 0.1, "float", "LiDAR blind zone: closer points are dropped, m (Livox MID360: 0.1)", min=0.0, max=5.0),
+        Param("lidar_max_range_m", 20.0, "float", "LiDAR points farther than this are dropped, m", min=0.5, max=200.0),
+        Param("max_range_m", 6.5, "float", "depth points farther than this are ignored, m", min=0.5, max=20.0),
+        Param("depth_stride", 4, "int", "use every n-th depth pixel in both directions", min=1, max=32),
+        Param("cell_m", 0.1, "float", "clustering grid cell, m", min=0.02, max=0.5),
+        Param("min_height_m", 1.1, "float", "a person's top reaches this high (or the camera view's top), m", min=0.3, max=2.5),
+        Param("max_bottom_m", 0.5, "float", "a person's lowest point is at most this high (legs), m", min=0.1, max=2.0),
+        Param("min_width_m", 0.15, "float", "narrowest person across the ray, m", min=0.0, max=2.0),
+        Param("max_width_m", 1.0, "float", "widest person across the ray, m", min=0.1, max=3.0),
+        Param("gate_m", 0.8, "float", "a detection farther than this from a track's prediction starts a new track, m", min=0.1, max=5.0),
+        Param("min_hits", 2, "int", "frames a track needs before it is published", min=1, max=50),
+        Param("max_age_s", 0.6, "float", "a track is dropped this long after its last detection, s", min=0.05, max=10.0),
+        Param("appearance_model", "", "str", "optional ONNX person detector (local file, run by onnxruntime) confirming depth clusters; '' = geometry only"),
+    ),
+)

@@ -174,3 +174,73 @@ def decode_episode_done(msg: String) -> EpisodeDone:
         RecordError: not a JSON object or a bad schema version.
     """
     return EpisodeDone.from_json(msg.data)
+
+
+# --- people tracks (issue 21) ---------------------------------------------------------------------
+
+#: Fields of ``havln/people_tracks`` (sensor_msgs/PointCloud2, one point per tracked person, base_link):
+#: x, y position (m), vx, vy ground velocity in base_link axes (m/s), float32; id track id, uint32.
+TRACK_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("vx", "<f4"), ("vy", "<f4"), ("id", "<u4")])
+
+
+def encode_tracks(rows: list[tuple[float, float, float, float, int]], frame_id: str, stamp: Time) -> Any:
+    """sensor_msgs/PointCloud2 with fields x, y, vx, vy (FLOAT32) and id (UINT32), one point per person."""
+    from sensor_msgs.msg import PointCloud2, PointField
+
+    a = np.array([tuple(r) for r in rows], dtype=TRACK_DTYPE)
+    msg = PointCloud2()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = 1, len(a)
+    msg.fields = [
+        PointField(name=n, offset=TRACK_DTYPE.fields[n][1], datatype=PointField.UINT32 if n == "id" else PointField.FLOAT32, count=1)
+        for n in TRACK_DTYPE.names
+    ]
+    msg.is_bigendian = False
+    msg.point_step = TRACK_DTYPE.itemsize
+    msg.row_step = msg.point_step * len(a)
+    msg.is_dense = True
+    msg.data = a.tobytes()
+    return msg
+
+
+def decode_tracks(msg: Any) -> np.ndarray:
+    """Structured (N,) array with :data:`TRACK_DTYPE` fields from a ``havln/people_tracks`` message.
+
+    Raises:
+        ValueError: a field is missing (the message is not a people-tracks cloud).
+    """
+    return cloud_fields(msg, ("x", "y", "vx", "vy", "id"))
+
+
+_PF = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+
+
+def cloud_fields(msg: Any, names: tuple[str, ...]) -> np.ndarray:
+    """Structured (N,) array of the named fields of any sensor_msgs/PointCloud2 (any layout/padding).
+
+    Raises:
+        ValueError: a named field is missing or has an unknown datatype.
+    """
+    fields = {f.name: f for f in msg.fields}
+    missing = [n for n in names if n not in fields]
+    if missing:
+        raise ValueError(f"PointCloud2 has no field(s) {', '.join(missing)} (has {', '.join(fields) or 'none'})")
+    end = ">" if msg.is_bigendian else "<"
+    try:
+        dt = np.dtype(
+            {
+                "names": list(names),
+                "formats": [end + _PF[fields[n].datatype] for n in names],
+                "offsets": [fields[n].offset for n in names],
+                "itemsize": msg.point_step,
+            }
+        )
+    except KeyError:
+        raise ValueError("PointCloud2 field with an unknown datatype") from None
+    n = msg.width * msg.height
+    buf = bytes(msg.data) if not isinstance(msg.data, (bytes, bytearray, memoryview)) else msg.data
+    if n == 0:
+        return np.zeros(0, dtype=dt)
+    rows = np.frombuffer(buf, dtype=np.uint8).reshape(msg.height, msg.row_step)[:, : msg.width * msg.point_step]
+    return np.frombuffer(np.ascontiguousarray(rows).tobytes(), dtype=dt, count=n)

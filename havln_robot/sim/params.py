@@ -158,6 +158,14 @@ SIM_NODE_PARAMS = ParamSpec(
         Param("depth_min_m", robot.D435I_MIN_RANGE_M, "float", "depth closer than this is published as 0 (invalid), m", min=0.0, max=5.0),
         Param("depth_max_m", robot.D435I_MAX_RANGE_M, "float", "depth beyond this is published as 0 (invalid), m", min=0.5, max=65.0),
         Param("people_range_m", 10.0, "float", "havln/people lists people within this distance of the robot, m", min=0.5, max=100.0),
+        Param(
+            "people_source",
+            "ground_truth",
+            "str",
+            "'ground_truth' = publish the true people on people_topic; 'detected' = publish them on people_truth_topic only "
+            "(people_node tracks them from the rendered depth and owns people_topic)",
+            choices=("ground_truth", "detected"),
+        ),
         # --- topics --------------------------------------------------------------------------------
         Param("cmd_vel_topic", topics.CMD_VEL, "str", "geometry_msgs/Twist in (base_link, m/s, rad/s)"),
         Param("action_result_topic", topics.ACTION_RESULT, "str", "DiagnosticStatus in: pitch_deg sets the camera pitch"),
@@ -169,6 +177,7 @@ SIM_NODE_PARAMS = ParamSpec(
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "depth camera_info out (= colour intrinsics)"),
         Param("humans_topic", topics.HUMANS, "str", "geometry_msgs/PoseArray out: people in the map frame (ground truth)"),
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray out: people in base_link (from the true pose)"),
+        Param("people_truth_topic", topics.PEOPLE_TRUTH, "str", "geometry_msgs/PoseArray out with people_source 'detected': true people, base_link"),
         Param("ground_truth_topic", topics.GROUND_TRUTH, "str", "DiagnosticStatus out: true pose, distance to goal, collisions"),
         Param("clock_topic", topics.CLOCK, "str", "rosgraph_msgs/Clock out (sim time)"),
         Param("tf_topic", topics.TF, "str", "tf2_msgs/TFMessage out (only where tf2_msgs imports)"),

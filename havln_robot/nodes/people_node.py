@@ -1,0 +1,155 @@
+"""people_node: tracked people from the robot's own sensors (issue 21).
+
+Thin ROS shell over :class:`havln_robot.perception.people.DepthPeopleTracker`.
+
+* subscribes the aligned depth image + its ``camera_info`` (``depth_topic``), optionally a LiDAR
+  ``sensor_msgs/PointCloud2`` (``cloud_topic``: fields x, y, z in a frame with axes parallel to
+  base_link, origin at ``lidar_*_m``), and ``odom`` (tracks are kept in the odom frame);
+* publishes, at most ``rate_hz`` per second (one output per processed depth or cloud frame):
+  ``havln/people`` (geometry_msgs/PoseArray, base_link, nearest first; position only, the
+  message motion_node has always read) and ``havln/people_tracks`` (sensor_msgs/PointCloud2, one
+  point per person with fields x, y, vx, vy float32 and id uint32, base_link -- the standard
+  message with named fields that carries velocity and track id; docs/perception.md).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import Pose, PoseArray
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+
+from havln_robot.camera import Intrinsics
+from havln_robot.geometry import quat_to_yaw
+from havln_robot.motion.safety import CameraMount
+from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.params import ConfigError
+from havln_robot.perception.params import PEOPLE_PARAMS
+from havln_robot.perception.people import AppearanceCheck, DepthPeopleTracker, PeopleConfig, lidar_points
+from havln_robot.ros.codec import cloud_fields, encode_tracks, image_array
+from havln_robot.ros.qos import sensor_qos
+from havln_robot.topics import BASE_FRAME
+
+
+class PeopleNode(HavlnNode):
+    """The people node. See the module docstring for its interface.
+
+    Raises:
+        ConfigError: a parameter is out of range or the appearance model cannot be loaded.
+    """
+
+    SPEC = PEOPLE_PARAMS
+
+    def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(params, node_name, **kwargs)
+        p = self.params
+        appearance = None
+        if p["appearance_model"]:
+            try:
+                appearance = AppearanceCheck(p["appearance_model"])
+            except ValueError as exc:
+                msg = f"{self.get_name()}: {exc}"
+                self.destroy_node()
+                raise ConfigError(msg) from None
+        self.core = DepthPeopleTracker(PeopleConfig.from_params(p), clock=self._now, appearance=appearance)
+        self.core.lidar_xy = (p["lidar_x_m"], p["lidar_y_m"])
+        self.mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
+        self._k: Intrinsics | None = None
+        self._last = -math.inf
+        self._cloud_t = -math.inf
+        self._warned: set[str] = set()
+        self._lock = threading.Lock()
+        self.frames = 0
+        group = MutuallyExclusiveCallbackGroup()
+        self.people_pub = self.create_publisher(PoseArray, p["people_topic"], sensor_qos(5))
+        self.tracks_pub = self.create_publisher(PointCloud2, p["people_tracks_topic"], sensor_qos(5))
+        self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
+        if p["depth_topic"]:
+            self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
+            self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
+        if p["cloud_topic"]:
+            self.create_subscription(PointCloud2, p["cloud_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
+        self.on_clock_jump_back(lambda _t, _j: self.core.tracker.reset())
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _warn_once(self, key: str, text: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.get_logger().warning(text)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        ps = msg.pose.pose
+        self.core.set_pose((float(ps.position.x), float(ps.position.y), quat_to_yaw(ps.orientation)))
+
+    def _on_info(self, msg: CameraInfo) -> None:
+        try:
+            self._k = Intrinsics.from_k(msg.k, msg.width, msg.height)
+        except ValueError as exc:
+            self._warn_once("info", f"{self.params['depth_info_topic']}: {exc}")
+
+    def _due(self, t: float) -> bool:
+        if t - self._last < 1.0 / self.params["rate_hz"] - 1e-3:
+            return False
+        self._last = t
+        return True
+
+    def _on_depth(self, msg: Image) -> None:
+        t = self._now()
+        if self._k is None or not self._due(t):
+            return
+        if msg.encoding not in ("16UC1", "32FC1"):
+            self._warn_once("enc", f"{self.params['depth_topic']}: encoding {msg.encoding!r}; expected 16UC1 (mm) or 32FC1 (m)")
+            return
+        depth = image_array(msg).astype(np.float32) * (0.001 if msg.encoding == "16UC1" else 1.0)
+        if t - self._cloud_t > 0.5:
+            self.core.cloud = None  # a stale LiDAR scan must not keep people alive
+        self._process(t, depth, msg.header.stamp)
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        p = self.params
+        try:
+            xyz = cloud_fields(msg, ("x", "y", "z"))
+        except ValueError as exc:
+            self._warn_once("cloud", f"{p['cloud_topic']}: {exc}")
+            return
+        a = np.stack([xyz["x"], xyz["y"], xyz["z"]], axis=1).astype(np.float32)
+        self.core.cloud = lidar_points(a, (p["lidar_x_m"], p["lidar_y_m"], p["lidar_z_m"]), p["lidar_min_range_m"], p["lidar_max_range_m"])
+        t = self._now()
+        self._cloud_t = t
+        if not p["depth_topic"] and self._due(t):  # LiDAR-only robot: the cloud drives the output
+            self._process(t, None, msg.header.stamp)
+
+    def _process(self, t: float, depth: np.ndarray | None, stamp: Any) -> None:
+        with self._lock:
+            tracks = self.core.step(t, None, depth, self._k if depth is not None else None, self.mount)
+            self.frames += 1
+        pa = PoseArray()
+        pa.header.stamp = stamp
+        pa.header.frame_id = BASE_FRAME
+        for tr in tracks:
+            ps = Pose()
+            ps.position.x, ps.position.y = float(tr.x), float(tr.y)
+            yaw = math.atan2(tr.vy, tr.vx) if (tr.vx or tr.vy) else 0.0
+            ps.orientation.z, ps.orientation.w = math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+            pa.poses.append(ps)
+        self.people_pub.publish(pa)
+        self.tracks_pub.publish(encode_tracks([(tr.x, tr.y, tr.vx, tr.vy, tr.track_id) for tr in tracks], BASE_FRAME, stamp))
+
+    def safe_stop(self) -> None:
+        """Nothing moves here; publishes nothing more. Never raises."""
+
+
+NODE_CLASS = PeopleNode
+
+
+def main() -> None:
+    """Console entry point ``people_node``."""
+    sys.exit(run_node(PeopleNode))
