@@ -67,13 +67,130 @@ class EpisodeRecord:
     actions: list[str]
     seconds: float
     floors_changed: bool = False
+    people_waits: int = 0
 
     def row(self) -> dict:
         """Flat dict for JSONL/CSV."""
         d = {"episode_id": self.episode_id, "scan": self.scan, "humans": self.humans, "floors_changed": self.floors_changed}
         d.update(self.metrics.as_dict())
         d["seconds"] = round(self.seconds, 4)
+        d["people_waits"] = self.people_waits
         return d
+
+
+# ---------------------------------------------------------------------------- people shield (issue 21)
+PEOPLE_MODES = ("none", "ground_truth", "detected")
+"""``eval --people``: none = no people check (the batch simulator as before); ground_truth = motion_node's
+people checks on the true people (positions and velocities: a perfect tracker); detected = the same
+checks on people_node's tracker fed only rendered depth."""
+
+
+class PeopleShield:
+    """motion_node's people checks in front of the batch world (``eval --people``).
+
+    Before each MOVE_FORWARD / TURN_* the people are observed -- the truth, or the tracker
+    (:class:`havln_robot.perception.people.DepthPeopleTracker`) fed three depth frames rendered at
+    320x240 (every 2nd pixel used: the same points as people_node's every 4th pixel of 640x480)
+    from the Go2 head camera at the current pose, 0.1 s apart, ending at the current sim
+    time -- and checked as motion_node checks them (personal space 0.45 m along the step, and the
+    constant-velocity forecast over the action plus 1 s; motion params defaults). A refused action
+    is not executed: the robot waits ``wait_s`` (sim time advances, people move and may walk into it)
+    and checks again, up to ``max_waits`` times, then executes it (as the agent's blocked-wait
+    retries do). After ``max_total_waits`` waits in an episode the shield lets everything through.
+
+    Args:
+        world: the episode's :class:`~havln_robot.sim.world.World`. mode: "ground_truth" | "detected".
+    """
+
+    def __init__(self, world, mode: str, wait_s: float = 1.0, max_waits: int = 5, max_total_waits: int = 100) -> None:
+        from havln_robot.motion.executor import MotionConfig
+        from havln_robot.motion.safety import CameraMount, Footprint
+
+        self.world, self.mode = world, mode
+        self.wait_s, self.max_waits, self.max_total_waits = wait_s, max_waits, max_total_waits
+        self.cfg = MotionConfig()
+        self.fp = Footprint(radius=world.robot_radius)
+        self.waits = 0
+        self.renderer = None
+        self.tracker = None
+        if mode == "detected":
+            from havln_robot.perception.people import DepthPeopleTracker, PeopleConfig
+            from havln_robot.sim.render import Renderer
+            from havln_robot.sim.robot import GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
+
+            self.mount = CameraMount(GO2_CAMERA_FORWARD_M, 0.0, GO2_CAMERA_HEIGHT_M, 0.0)
+            self.renderer = Renderer(world.scene, world.crowd, 320, 240, camera_height_m=GO2_CAMERA_HEIGHT_M, camera_forward_m=GO2_CAMERA_FORWARD_M)
+            self._clock = {"t": 0.0}
+            self.tracker = DepthPeopleTracker(PeopleConfig(depth_stride=2), clock=lambda: self._clock["t"])
+            self.render_s = 0.0
+            self.frames = 0
+
+    def people(self) -> list:
+        """People in the current base_link (x forward, y left; m, m/s)."""
+        from havln_robot.motion.safety import Person
+
+        w = self.world
+        x, y, z, yaw = w.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        if self.mode == "ground_truth":
+            if not len(w.crowd):
+                return []
+            p = w.crowd.positions(w.t)
+            v = (w.crowd.positions(w.t + 0.05) - w.crowd.positions(w.t - 0.05)) / 0.1
+            out = []
+            for k in range(len(p)):
+                if abs(p[k, 2] - z) > 1.0:
+                    continue
+                dx, dy = p[k, 0] - x, p[k, 1] - y
+                out.append(Person(c * dx + s * dy, -s * dx + c * dy, w.crowd.ids[k], vx=c * v[k, 0] + s * v[k, 1], vy=-s * v[k, 0] + c * v[k, 1]))
+            return out
+        tracks = []
+        t0 = time.perf_counter()
+        for dt in (0.2, 0.1, 0.0):
+            t = max(0.0, w.t - dt)
+            if self.tracker.tracker._t is not None and t <= self.tracker.tracker._t:
+                continue
+            _, depth = self.renderer.render((x, y, z, yaw), 0.0, t)
+            self._clock["t"] = t
+            self.tracker.set_pose((x, y, yaw))
+            tracks = self.tracker.step(t, None, depth, self.renderer.intrinsics, self.mount)
+            self.frames += 1
+        self.render_s += time.perf_counter() - t0
+        if self.tracker.tracker._t is not None and not tracks:
+            tracks = self.tracker.tracker.tracks(w.t)
+        return [tr.person() for tr in tracks]
+
+    def hazard(self, action: str):
+        """The people hazard of ``action`` now, or None."""
+        from havln_robot.actions import ACTION_SPECS, ActionKind
+        from havln_robot.motion.safety import Obstacles, forecast_hazard, forward_hazard
+
+        spec = ACTION_SPECS[action]
+        if spec.kind not in (ActionKind.TRANSLATE, ActionKind.ROTATE):
+            return None
+        cfg, ppl = self.cfg, self.people()
+        if not ppl:
+            return None
+        if spec.kind is ActionKind.TRANSLATE:
+            hz = forward_hazard(Obstacles(None, ppl), self.fp, spec.amount, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+            dur = abs(spec.amount) / cfg.v_max + cfg.v_max / cfg.a_lin
+            return hz or forecast_hazard(ppl, self.fp, dur, cfg.forecast_margin_s, cfg.personal_space, distance=spec.amount)
+        dur = abs(spec.amount) / cfg.w_max + cfg.w_max / cfg.a_ang
+        return forecast_hazard(ppl, self.fp, dur, cfg.forecast_margin_s, cfg.person_radius + cfg.turn_margin, angle=spec.amount)
+
+    def step(self, action: str):
+        """Check, wait while refused (at most ``max_waits``), then ``world.step(action)``."""
+        for _ in range(self.max_waits):
+            if self.waits >= self.max_total_waits or self.world.done or self.hazard(action) is None:
+                break
+            self.waits += 1
+            self.world.move(0.0, 0.0, self.wait_s)
+        return self.world.step(action)
+
+    def close(self) -> None:
+        """Release the renderer."""
+        if self.renderer is not None:
+            self.renderer.close()
 
 
 # ---------------------------------------------------------------------------- observations
@@ -128,7 +245,7 @@ class _Observer:
 
 
 # ---------------------------------------------------------------------------- running
-def run_episode(world, policy: str | object, seed: int = 0, heading_jitter_deg: float = 0.0) -> list[str]:
+def run_episode(world, policy: str | object, seed: int = 0, heading_jitter_deg: float = 0.0, shield: PeopleShield | None = None) -> list[str]:
     """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
 
     Args:
@@ -139,6 +256,7 @@ def run_episode(world, policy: str | object, seed: int = 0, heading_jitter_deg: 
         seed: default seed of a seeded builtin (``random``) whose spec gives none (and of the heading jitter).
         heading_jitter_deg: std of the view-heading error of panorama views, deg (0: exact headings;
             sweep-mode panoramas: the bench panorama's measured spread).
+        shield: people checks before each action (``eval --people``), or None.
     """
     observer = None
     if policy == "expert":
@@ -155,7 +273,11 @@ def run_episode(world, policy: str | object, seed: int = 0, heading_jitter_deg: 
         agent.reset(world.episode.instruction)
         while not world.done:
             obs = observer.observe(len(world.actions), getattr(agent, "views", 1)) if observer is not None else None
-            world.step(agent.act(obs))
+            act = agent.act(obs)
+            if shield is not None:
+                shield.step(act)
+            else:
+                world.step(act)
     finally:
         if observer is not None:
             observer.close()
@@ -172,6 +294,7 @@ def evaluate(
     on_result=None,
     heading_jitter_deg: float = 0.0,
     scenes_dir=None,
+    people: str = "none",
 ) -> list[EpisodeRecord]:
     """Evaluate ``policy`` on ``episodes`` (grouped by scan internally; results in input order).
 
@@ -186,6 +309,7 @@ def evaluate(
         heading_jitter_deg: see :func:`run_episode`.
         scenes_dir: folder of the user's scan meshes ``<scan>/<scan>.glb`` (``--scenes``): render,
             collide and measure NE on the mesh (:mod:`havln_robot.sim.mesh_scene`); None = procedural scenes.
+        people: one of :data:`PEOPLE_MODES` (see :class:`PeopleShield`).
 
     Raises:
         EvalError: a scene cannot be loaded.
@@ -213,7 +337,12 @@ def evaluate(
             print(f"havln-robot eval: skipping episode {ep.episode_id}: {exc}", file=sys.stderr)
             continue
         zs = [p[2] for p in ep.reference_path]
-        actions = run_episode(world, policy, seed=seed + k, heading_jitter_deg=heading_jitter_deg)
+        shield = PeopleShield(world, people) if people != "none" else None
+        try:
+            actions = run_episode(world, policy, seed=seed + k, heading_jitter_deg=heading_jitter_deg, shield=shield)
+        finally:
+            if shield is not None:
+                shield.close()
         rec = EpisodeRecord(
             ep.episode_id,
             ep.scan,
@@ -222,6 +351,7 @@ def evaluate(
             actions,
             time.perf_counter() - t0,
             max(zs) - min(zs) > 1.0,  # the reference path climbs/descends stairs
+            shield.waits if shield is not None else 0,
         )
         out.append((k, rec))
         if on_result is not None:
@@ -308,6 +438,13 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="render panorama views at nominal + N(0, this) deg (clipped to 2 std), as sweep-mode frames are chosen; default 0",
     )
+    ap.add_argument(
+        "--people",
+        choices=PEOPLE_MODES,
+        default="none",
+        help="people checks before each action: none (default), ground_truth (true people and velocities), "
+        "detected (people_node's tracker on rendered depth only; slower)",
+    )
     ap.add_argument("-q", "--quiet", action="store_true", help="no per-episode progress")
     args = ap.parse_args(argv)
     if args.seed < 0:
@@ -377,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
             on_result=progress,
             heading_jitter_deg=args.heading_jitter_deg,
             scenes_dir=args.scenes,
+            people=args.people,
         )
     except EvalError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
@@ -392,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
     if multi:
         ms = sum(r.metrics.success for r in multi) / len(multi)
         print(f"  floor-changing episodes: {len(multi)}, success {100 * ms:.1f} %")
+    if args.people != "none":
+        print(f"  people checks ({args.people}): {sum(r.people_waits for r in records)} waits of 1 s before actions")
     if args.out:
         summary = agg.as_dict() | {
             "policy": name,
