@@ -308,7 +308,11 @@ class Bringup:
         probe = DomainProbe(self._context, sole).start() if sole and self.check_graph else None
         fill_provenance(self.profile)
         try:
+            gt_people = self.profile.nodes.get("sim_node", {}).get("people_source") == "ground_truth"
             for name, params in self.profile.nodes.items():
+                if name == "people_node" and gt_people:  # sim_node publishes the true people on havln/people
+                    self.log("[bringup] people_node not started: sim_node people_source is 'ground_truth'")
+                    continue
                 if probe is not None:
                     if probe.found:  # seen before this node starts: refuse now
                         break

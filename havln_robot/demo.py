@@ -341,6 +341,13 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
     ap.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
     ap.add_argument("--profile", default=str(config_dir() / "sim.yaml"), help="deployment profile (default config/sim.yaml)")
     ap.add_argument("--timeout", type=number_in(0, unit="s", above=True), default=3600.0, help="wall-clock limit per episode, s")
+    ap.add_argument(
+        "--people",
+        choices=("profile", "detected", "ground_truth"),
+        default="profile",
+        help="where motion_node's people come from: detected = people_node tracking the rendered depth, "
+        "ground_truth = sim_node's true people (no people_node); default: the profile's sim_node people_source",
+    )
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
     ap.add_argument("--verbose", action="store_true", help="also show the nodes' own log lines (INFO and up; default: errors only)")
     args = ap.parse_args(argv)
@@ -407,6 +414,8 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
             print("\nhavln-robot demo: interrupted -- no further episode started, logs kept")
             break
         sim_over: dict[str, Any] = {"seed": args.seed}
+        if args.people != "profile":
+            sim_over["people_source"] = args.people
         if have_data:
             sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)
             if args.scenes:
@@ -439,6 +448,9 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
                     print(f"WARN: {warning}")
         except ConfigError as exc:
             print(f"havln-robot demo: {exc}", file=sys.stderr)
+            return 2
+        if profile.nodes.get("sim_node", {}).get("people_source") == "detected" and "people_node" not in profile.nodes:
+            print("havln-robot demo: people_source 'detected' needs a people_node section in the profile", file=sys.stderr)
             return 2
         from havln_robot.sim.session import SessionError, open_episode
 

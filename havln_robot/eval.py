@@ -94,20 +94,20 @@ class PeopleShield:
     from the Go2 head camera at the current pose, 0.1 s apart, ending at the current sim
     time -- and checked as motion_node checks them (personal space 0.45 m along the step, and the
     constant-velocity forecast over the action plus 1 s; motion params defaults). A refused action
-    is not executed: the robot waits ``wait_s`` (sim time advances, people move and may walk into it)
-    and checks again, up to ``max_waits`` times, then executes it (as the agent's blocked-wait
-    retries do). After ``max_total_waits`` waits in an episode the shield lets everything through.
+    is not executed (:meth:`step`): the robot waits ``wait_s`` (agent_node's ``blocked_wait_s``; sim
+    time advances, people move and may walk into it) and the policy decides again. After
+    ``max_total_waits`` refusals in an episode the shield lets everything through.
 
     Args:
         world: the episode's :class:`~havln_robot.sim.world.World`. mode: "ground_truth" | "detected".
     """
 
-    def __init__(self, world, mode: str, wait_s: float = 1.0, max_waits: int = 5, max_total_waits: int = 100) -> None:
+    def __init__(self, world, mode: str, wait_s: float = 1.0, max_total_waits: int = 60) -> None:
         from havln_robot.motion.executor import MotionConfig
         from havln_robot.motion.safety import CameraMount, Footprint
 
         self.world, self.mode = world, mode
-        self.wait_s, self.max_waits, self.max_total_waits = wait_s, max_waits, max_total_waits
+        self.wait_s, self.max_total_waits = wait_s, max_total_waits
         self.cfg = MotionConfig()
         self.fp = Footprint(radius=world.robot_radius)
         self.waits = 0
@@ -119,7 +119,9 @@ class PeopleShield:
             from havln_robot.sim.robot import GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
 
             self.mount = CameraMount(GO2_CAMERA_FORWARD_M, 0.0, GO2_CAMERA_HEIGHT_M, 0.0)
-            self.renderer = Renderer(world.scene, world.crowd, 320, 240, camera_height_m=GO2_CAMERA_HEIGHT_M, camera_forward_m=GO2_CAMERA_FORWARD_M)
+            self.renderer = Renderer(
+                world.scene, world.crowd, 320, 240, camera_height_m=GO2_CAMERA_HEIGHT_M, camera_forward_m=GO2_CAMERA_FORWARD_M
+            )
             self._clock = {"t": 0.0}
             self.tracker = DepthPeopleTracker(PeopleConfig(depth_stride=2), clock=lambda: self._clock["t"])
             self.render_s = 0.0
@@ -142,7 +144,9 @@ class PeopleShield:
                 if abs(p[k, 2] - z) > 1.0:
                     continue
                 dx, dy = p[k, 0] - x, p[k, 1] - y
-                out.append(Person(c * dx + s * dy, -s * dx + c * dy, w.crowd.ids[k], vx=c * v[k, 0] + s * v[k, 1], vy=-s * v[k, 0] + c * v[k, 1]))
+                out.append(
+                    Person(c * dx + s * dy, -s * dx + c * dy, w.crowd.ids[k], vx=c * v[k, 0] + s * v[k, 1], vy=-s * v[k, 0] + c * v[k, 1])
+                )
             return out
         tracks = []
         t0 = time.perf_counter()
@@ -172,19 +176,26 @@ class PeopleShield:
         if not ppl:
             return None
         if spec.kind is ActionKind.TRANSLATE:
-            hz = forward_hazard(Obstacles(None, ppl), self.fp, spec.amount, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+            hz = forward_hazard(
+                Obstacles(None, ppl), self.fp, spec.amount, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points
+            )
             dur = abs(spec.amount) / cfg.v_max + cfg.v_max / cfg.a_lin
             return hz or forecast_hazard(ppl, self.fp, dur, cfg.forecast_margin_s, cfg.personal_space, distance=spec.amount)
         dur = abs(spec.amount) / cfg.w_max + cfg.w_max / cfg.a_ang
         return forecast_hazard(ppl, self.fp, dur, cfg.forecast_margin_s, cfg.person_radius + cfg.turn_margin, angle=spec.amount)
 
     def step(self, action: str):
-        """Check, wait while refused (at most ``max_waits``), then ``world.step(action)``."""
-        for _ in range(self.max_waits):
-            if self.waits >= self.max_total_waits or self.world.done or self.hazard(action) is None:
-                break
+        """``world.step(action)`` when the people checks allow it; else wait ``wait_s`` and return None.
+
+        A refused action is not executed and not recorded (motion_node refuses it; the policy decides
+        again from the same pose, as agent_node does after its blocked wait); sim time advances by
+        ``wait_s`` and people may walk into the standing robot. After ``max_total_waits`` refusals
+        in an episode every action is executed (no deadlock in front of a person who never leaves).
+        """
+        if self.waits < self.max_total_waits and not self.world.done and self.hazard(action) is not None:
             self.waits += 1
             self.world.move(0.0, 0.0, self.wait_s)
+            return None
         return self.world.step(action)
 
     def close(self) -> None:
@@ -245,7 +256,9 @@ class _Observer:
 
 
 # ---------------------------------------------------------------------------- running
-def run_episode(world, policy: str | object, seed: int = 0, heading_jitter_deg: float = 0.0, shield: PeopleShield | None = None) -> list[str]:
+def run_episode(
+    world, policy: str | object, seed: int = 0, heading_jitter_deg: float = 0.0, shield: PeopleShield | None = None
+) -> list[str]:
     """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
 
     Args:
@@ -531,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         ms = sum(r.metrics.success for r in multi) / len(multi)
         print(f"  floor-changing episodes: {len(multi)}, success {100 * ms:.1f} %")
     if args.people != "none":
-        print(f"  people checks ({args.people}): {sum(r.people_waits for r in records)} waits of 1 s before actions")
+        print(f"  people checks ({args.people}): {sum(r.people_waits for r in records)} actions refused (1 s wait each)")
     if args.out:
         summary = agg.as_dict() | {
             "policy": name,

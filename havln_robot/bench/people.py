@@ -265,7 +265,9 @@ def report(fig: dict) -> str:
     lines.append(f"  position error p50 / p95: {_f(fig['pos_err_p50_m'])} / {_f(fig['pos_err_p95_m'])} m")
     lines.append(f"  velocity error p50 / p95: {_f(fig['vel_err_p50_mps'])} / {_f(fig['vel_err_p95_mps'])} m/s (tracks >= 1 s old)")
     lines.append(f"  false tracks: {_f(fig['false_tracks_per_min'], '{:.1f}')} per minute")
-    lines.append(f"  tracker CPU time: {_f(fig['cpu_ms_per_frame_p50'], '{:.1f}')} ms/frame p50, {_f(fig['cpu_ms_per_frame_p95'], '{:.1f}')} p95")
+    lines.append(
+        f"  tracker CPU time: {_f(fig['cpu_ms_per_frame_p50'], '{:.1f}')} ms/frame p50, {_f(fig['cpu_ms_per_frame_p95'], '{:.1f}')} p95"
+    )
     return "\n".join(lines)
 
 

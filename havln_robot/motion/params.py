@@ -36,7 +36,12 @@ MOTION_PARAMS = ParamSpec(
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m)"),
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "camera_info of the depth image"),
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray of people in base_link"),
-        Param("people_tracks_topic", topics.PEOPLE_TRACKS, "str", "sensor_msgs/PointCloud2 x, y, vx, vy, id of tracked people (base_link); '' = none"),
+        Param(
+            "people_tracks_topic",
+            topics.PEOPLE_TRACKS,
+            "str",
+            "sensor_msgs/PointCloud2 x, y, vx, vy, id of tracked people (base_link); '' = none",
+        ),
         Param("color_topic", topics.COLOR_IMAGE, "str", "colour image in (rgb8), used only by an in-process person_detector"),
         Param(
             "person_detector",

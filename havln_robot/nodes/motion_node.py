@@ -294,7 +294,9 @@ class MotionNode(HavlnNode):
 
     def _on_tracks(self, msg: PointCloud2) -> None:
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
-            self._warn_once("tracks-frame", f"{self.params['people_tracks_topic']}: frame {msg.header.frame_id!r} ignored; must be {BASE_FRAME}")
+            self._warn_once(
+                "tracks-frame", f"{self.params['people_tracks_topic']}: frame {msg.header.frame_id!r} ignored; must be {BASE_FRAME}"
+            )
             return
         try:
             a = decode_tracks(msg)

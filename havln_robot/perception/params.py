@@ -43,11 +43,20 @@ PEOPLE_PARAMS = ParamSpec(
     (
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m); '' = no camera"),
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "its camera_info in"),
-        Param("cloud_topic", "", "str", "sensor_msgs/PointCloud2 LiDAR cloud in (Go2: utlidar/cloud; Livox MID360: livox/lidar); '' = none"),
+        Param(
+            "cloud_topic", "", "str", "sensor_msgs/PointCloud2 LiDAR cloud in (Go2: utlidar/cloud; Livox MID360: livox/lidar); '' = none"
+        ),
         Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry in: tracks are kept in odom so the robot's own motion is not people's"),
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray out: tracked people in base_link"),
-        Param("people_tracks_topic", topics.PEOPLE_TRACKS, "str", "sensor_msgs/PointCloud2 out: x, y, vx, vy (float32), id (uint32) per person, base_link"),
-        Param("rate_hz", 15.0, "float", "most frames processed per second, Hz (>= 10 for motion_node's people_timeout_s)", min=1.0, max=60.0),
+        Param(
+            "people_tracks_topic",
+            topics.PEOPLE_TRACKS,
+            "str",
+            "sensor_msgs/PointCloud2 out: x, y, vx, vy (float32), id (uint32) per person, base_link",
+        ),
+        Param(
+            "rate_hz", 15.0, "float", "most frames processed per second, Hz (>= 10 for motion_node's people_timeout_s)", min=1.0, max=60.0
+        ),
         Param("camera_x_m", 0.3, "float", "depth camera optical centre ahead of base_link, m", min=-2.0, max=2.0),
         Param("camera_y_m", 0.0, "float", "depth camera optical centre left of base_link, m", min=-2.0, max=2.0),
         Param("camera_z_m", 0.4125, "float", "depth camera optical centre above the ground, m", min=0.0, max=3.0),
@@ -67,6 +76,11 @@ PEOPLE_PARAMS = ParamSpec(
         Param("gate_m", 0.8, "float", "a detection farther than this from a track's prediction starts a new track, m", min=0.1, max=5.0),
         Param("min_hits", 2, "int", "frames a track needs before it is published", min=1, max=50),
         Param("max_age_s", 0.6, "float", "a track is dropped this long after its last detection, s", min=0.05, max=10.0),
-        Param("appearance_model", "", "str", "optional ONNX person detector (local file, run by onnxruntime) confirming depth clusters; '' = geometry only"),
+        Param(
+            "appearance_model",
+            "",
+            "str",
+            "optional ONNX person detector (local file, run by onnxruntime) confirming depth clusters; '' = geometry only",
+        ),
     ),
 )

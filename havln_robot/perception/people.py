@@ -134,7 +134,9 @@ class Track:
         return Person(self.x, self.y, self.track_id, vx=self.vx, vy=self.vy)
 
 
-def lidar_points(cloud_xyz: np.ndarray, offset: tuple[float, float, float] = (0.0, 0.0, 0.0), min_range_m: float = 0.1, max_range_m: float = 40.0) -> np.ndarray:
+def lidar_points(
+    cloud_xyz: np.ndarray, offset: tuple[float, float, float] = (0.0, 0.0, 0.0), min_range_m: float = 0.1, max_range_m: float = 40.0
+) -> np.ndarray:
     """LiDAR points (sensor frame, axes parallel to base_link) -> base_link, cut to the sensor's range.
 
     Args:
@@ -167,7 +169,12 @@ def view_top(mount: CameraMount, k: Intrinsics | None, rng: np.ndarray) -> np.nd
     return mount.z + np.asarray(rng) * math.tan(min(up, math.radians(89.0)))
 
 
-def detect_people(points: np.ndarray, cfg: PeopleConfig, sensor_xy: tuple[float, float] = (0.0, 0.0), top_at: Callable[[np.ndarray], np.ndarray] | None = None) -> list[Detection]:
+def detect_people(
+    points: np.ndarray,
+    cfg: PeopleConfig,
+    sensor_xy: tuple[float, float] = (0.0, 0.0),
+    top_at: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> list[Detection]:
     """Human-sized clusters among base_link points (see the module docstring, step 2).
 
     Args:
@@ -441,7 +448,9 @@ class DepthPeopleTracker:
     assume a still robot. Times are ``time.monotonic()`` unless ``clock`` is given.
     """
 
-    def __init__(self, cfg: PeopleConfig | None = None, clock: Callable[[], float] = time.monotonic, appearance: AppearanceCheck | None = None) -> None:
+    def __init__(
+        self, cfg: PeopleConfig | None = None, clock: Callable[[], float] = time.monotonic, appearance: AppearanceCheck | None = None
+    ) -> None:
         self.cfg = cfg or PeopleConfig()
         self.tracker = PeopleTracker(self.cfg)
         self.clock = clock

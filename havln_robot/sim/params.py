@@ -177,7 +177,12 @@ SIM_NODE_PARAMS = ParamSpec(
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "depth camera_info out (= colour intrinsics)"),
         Param("humans_topic", topics.HUMANS, "str", "geometry_msgs/PoseArray out: people in the map frame (ground truth)"),
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray out: people in base_link (from the true pose)"),
-        Param("people_truth_topic", topics.PEOPLE_TRUTH, "str", "geometry_msgs/PoseArray out with people_source 'detected': true people, base_link"),
+        Param(
+            "people_truth_topic",
+            topics.PEOPLE_TRUTH,
+            "str",
+            "geometry_msgs/PoseArray out with people_source 'detected': true people, base_link",
+        ),
         Param("ground_truth_topic", topics.GROUND_TRUTH, "str", "DiagnosticStatus out: true pose, distance to goal, collisions"),
         Param("clock_topic", topics.CLOCK, "str", "rosgraph_msgs/Clock out (sim time)"),
         Param("tf_topic", topics.TF, "str", "tf2_msgs/TFMessage out (only where tf2_msgs imports)"),
