@@ -67,8 +67,8 @@ class PeopleNode(HavlnNode):
         self._lock = threading.Lock()
         self.frames = 0
         group = MutuallyExclusiveCallbackGroup()
-        self.people_pub = self.create_publisher(PoseArray, p["people_topic"], sensor_qos(5))
-        self.tracks_pub = self.create_publisher(PointCloud2, p["people_tracks_topic"], sensor_qos(5))
+        self.people_pub = self.create_publisher(PoseArray, p["people_topic"], 5)  # reliable: reaches best-effort and reliable readers
+        self.tracks_pub = self.create_publisher(PointCloud2, p["people_tracks_topic"], 5)
         self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
         if p["depth_topic"]:
             self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
@@ -87,7 +87,8 @@ class PeopleNode(HavlnNode):
 
     def _on_odom(self, msg: Odometry) -> None:
         ps = msg.pose.pose
-        self.core.set_pose((float(ps.position.x), float(ps.position.y), quat_to_yaw(ps.orientation)))
+        o = ps.orientation
+        self.core.set_pose((float(ps.position.x), float(ps.position.y), quat_to_yaw(o.x, o.y, o.z, o.w)))
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
