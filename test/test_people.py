@@ -50,6 +50,10 @@ def test_forecast_covers_turns_with_the_rotating_footprint():
     p = Person(0.6, 0.9, 1, vx=0.0, vy=-0.8)
     assert forecast_hazard([p], FP, 0.6, 1.0, 0.33, angle=math.radians(15)) is not None
     assert forecast_hazard([Person(0.6, 0.9, 1)], FP, 0.6, 1.0, 0.33, angle=math.radians(15)) is None
+    # a 10 s panorama sweep: someone 4 m away walking towards the robot is not forecast past 3 s
+    far = Person(4.3, 0.0, 2, vx=-0.5, vy=0.0)
+    assert forecast_hazard([far], FP, 10.0, 1.0, 0.33, angle=2 * math.pi) is None
+    assert forecast_hazard([far], FP, 10.0, 1.0, 0.33, angle=2 * math.pi, max_s=11.0) is not None
 
 
 def test_executor_refuses_a_step_that_a_forecast_crosses():

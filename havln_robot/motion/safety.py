@@ -293,6 +293,9 @@ def contact_hazard(obs: Obstacles, fp: Footprint, person_radius: float) -> Hazar
 FORECAST_DT_S = 0.1
 #: People slower than this are left to the current-position checks, m/s (tracker jitter of a standing person).
 FORECAST_MIN_SPEED = 0.2
+#: Longest forecast, s: the check runs again every control tick, and a constant-velocity guess
+#: further out (a 10 s panorama sweep) refuses motions for people who will have turned long before.
+FORECAST_MAX_S = 3.0
 
 
 def forecast_hazard(
@@ -304,6 +307,7 @@ def forecast_hazard(
     distance: float = 0.0,
     angle: float = 0.0,
     dt: float = FORECAST_DT_S,
+    max_s: float = FORECAST_MAX_S,
 ) -> Hazard | None:
     """Would a moving person's constant-velocity forecast cross the footprint swept by an action?
 
@@ -325,6 +329,7 @@ def forecast_hazard(
         distance: forward travel of the action, m (negative = backwards).
         angle: rotation of the action, rad.
         dt: time step of the forecast, s.
+        max_s: the forecast ends at ``min(duration_s + margin_s, max_s)``, s.
 
     Returns:
         The earliest :class:`Hazard` (``source="forecast"``), or None.
@@ -333,7 +338,7 @@ def forecast_hazard(
     if not movers:
         return None
     dur = max(0.0, float(duration_s))
-    horizon = dur + max(0.0, float(margin_s))
+    horizon = min(dur + max(0.0, float(margin_s)), max(0.0, float(max_s)))
     taus = np.arange(0.0, horizon + 1e-9, max(dt, 1e-3))
     frac = np.clip(taus / dur, 0.0, 1.0) if dur > 0 else np.ones_like(taus)
     rx, ryaw = distance * frac, angle * frac

@@ -70,6 +70,7 @@ PEOPLE_PARAMS = ParamSpec(
         Param("depth_stride", 4, "int", "use every n-th depth pixel in both directions", min=1, max=32),
         Param("cell_m", 0.1, "float", "clustering grid cell, m", min=0.02, max=0.5),
         Param("min_height_m", 1.1, "float", "a person's top reaches this high (or the camera view's top), m", min=0.3, max=2.5),
+        Param("max_height_m", 2.05, "float", "a taller cluster is structure (walls, door frames), m", min=0.5, max=3.0),
         Param("max_bottom_m", 0.5, "float", "a person's lowest point is at most this high (legs), m", min=0.1, max=2.0),
         Param("min_width_m", 0.15, "float", "narrowest person across the ray, m", min=0.0, max=2.0),
         Param("max_width_m", 1.0, "float", "widest person across the ray, m", min=0.1, max=3.0),

@@ -13,7 +13,8 @@ Pipeline, per frame
    above the ground) are binned on a ``cell_m`` grid in xy; 8-connected occupied cells form a
    cluster (``scipy.ndimage.label``). A cluster is a person when its top reaches ``min_height_m``
    (or the top of the camera's view at that range, when the person is too close to be seen whole),
-   its bottom comes down to ``max_bottom_m`` (legs reach the floor: tables and shelves do not), and
+   its top stays below ``max_height_m`` (walls and door frames go on up), its bottom comes down to
+   ``max_bottom_m`` (legs reach the floor: tables and shelves do not), and
    its extent across / along the sensor ray lies within ``[min_width_m, max_width_m]`` /
    ``<= max_depth_m``. The visible surface of a body is its front, so the centre is pushed
    ``body_depth_m / 2`` away from the sensor along the ray.
@@ -51,6 +52,7 @@ class PeopleConfig:
         cell_m: xy grid cell of the clustering, m.
         band_min_m, band_max_m: heights above the ground whose points are clustered, m.
         min_height_m: a cluster's top must reach this (or the camera's view top at its range), m.
+        max_height_m: a cluster whose top is higher is structure (walls, door frames, shelves), m.
         max_bottom_m: a cluster's lowest point must be at most this high (legs reach the floor), m.
         min_width_m, max_width_m: extent across the sensor ray, m.
         max_depth_m: extent along the sensor ray, m.
@@ -70,6 +72,7 @@ class PeopleConfig:
     band_min_m: float = 0.2
     band_max_m: float = 2.2
     min_height_m: float = 1.1
+    max_height_m: float = 2.05
     max_bottom_m: float = 0.5
     min_width_m: float = 0.15
     max_width_m: float = 1.0
@@ -174,6 +177,7 @@ def detect_people(
     cfg: PeopleConfig,
     sensor_xy: tuple[float, float] = (0.0, 0.0),
     top_at: Callable[[np.ndarray], np.ndarray] | None = None,
+    half_fov: float | None = None,
 ) -> list[Detection]:
     """Human-sized clusters among base_link points (see the module docstring, step 2).
 
@@ -182,6 +186,10 @@ def detect_people(
         cfg: shape limits.
         sensor_xy: sensor position in base_link (for the ray direction and range), m.
         top_at: height of the sensor's view top at a horizontal range (vectorised), or None for no cut.
+        half_fov: half the horizontal field of view, rad (None = 360 deg, a LiDAR). A cluster
+            reaching within 2 deg of the field's side edge is cut by it: its width is unknown and a
+            wall sliding past the edge while the robot turns would look like a walking person, so
+            it is dropped (a person half out of view is found again once inside).
 
     Returns:
         Detections, nearest first.
@@ -220,6 +228,10 @@ def detect_people(
         if rng < 1e-6:
             continue
         ux, uy = dx / rng, dy / rng
+        if half_fov is not None:
+            bearing = np.abs(np.arctan2(c[:, 1] - sy, c[:, 0] - sx))
+            if float(bearing.max()) >= half_fov - math.radians(2.0):
+                continue
         along = (c[:, 0] - sx) * ux + (c[:, 1] - sy) * uy
         across = -(c[:, 0] - sx) * uy + (c[:, 1] - sy) * ux
         width = float(across.max() - across.min()) + cfg.cell_m
@@ -228,7 +240,7 @@ def detect_people(
         need = cfg.min_height_m
         if top_at is not None:
             need = min(need, float(top_at(np.array([float(along.min())]))[0]) - 0.1)
-        if top < need or bottom > cfg.max_bottom_m:
+        if top < need or top > cfg.max_height_m or bottom > cfg.max_bottom_m:
             continue
         if not (cfg.min_width_m <= width <= cfg.max_width_m) or depth > cfg.max_depth_m:
             continue
@@ -376,7 +388,8 @@ def frame_detections(f: FrameInput, cfg: PeopleConfig) -> list[Detection]:
     if f.depth_m is not None and f.k is not None:
         pts = depth_to_points(f.depth_m, f.k, f.mount, stride=cfg.depth_stride, max_m=cfg.max_range_m)
         mount = f.mount
-        dets += detect_people(pts, cfg, (mount.x, mount.y), lambda r: view_top(mount, f.k, r))
+        half = math.atan2(min(f.k.cx, f.k.width - 1 - f.k.cx), f.k.fx)
+        dets += detect_people(pts, cfg, (mount.x, mount.y), lambda r: view_top(mount, f.k, r), half)
     if f.cloud is not None and len(f.cloud):
         for d in detect_people(f.cloud, cfg, f.lidar_xy, None):
             if all(math.hypot(d.x - e.x, d.y - e.y) > cfg.gate_m / 2 for e in dets):
