@@ -253,3 +253,30 @@ def test_bench_people_quick_figures():
     assert seen and min(seen) > 0.6, fig
     assert fig["pos_err_p50_m"] < 0.25 and fig["cpu_ms_per_frame_p50"] > 0
     assert "recall" in report(fig)
+
+
+# --------------------------------------------------------------------------- privacy of recordings
+def test_blur_people_hides_the_person_strip_only():
+    from havln_robot.trials.privacy import blur_people
+
+    k = Intrinsics.from_hfov(320, 240, 69.4)
+    rng = np.random.default_rng(3)
+    rgb = rng.integers(0, 256, (240, 320, 3), dtype=np.uint8)  # high-frequency detail a face would have
+    out = blur_people(rgb, [(2.3, 0.0)], k, camera_x_m=0.3)  # a person 2 m straight ahead
+    centre = slice(150, 170)
+    assert out[:, centre].astype(float).std() < 0.25 * rgb[:, centre].astype(float).std()  # detail gone
+    assert np.array_equal(out[:, :40], rgb[:, :40]) and np.array_equal(out[:, -40:], rgb[:, -40:])  # the rest untouched
+    assert np.array_equal(blur_people(rgb, [(-1.0, 0.0)], k, 0.3), rgb)  # behind the camera: nothing to blur
+    with pytest.raises(ValueError, match="colour frame"):
+        blur_people(rgb[:, :, 0], [], k, 0.3)
+
+
+def test_recordings_keep_no_colour_by_default():
+    from havln_robot.config import load_profile
+    from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
+
+    assert TRIAL_LOGGER_PARAMS.defaults()["mcap_color"] == "none"
+    for prof in ("go2", "sim", "gazebo"):
+        from havln_robot.paths import config_dir
+
+        assert load_profile(config_dir() / f"{prof}.yaml").nodes["trial_logger_node"]["mcap_color"] == "none"

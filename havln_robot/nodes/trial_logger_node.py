@@ -44,14 +44,24 @@ from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from havln_robot.camera import Intrinsics
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.records import RecordError, Verdict
-from havln_robot.ros.codec import decode_agent_status, decode_collision, decode_episode_done, decode_ground_truth, decode_result
+from havln_robot.ros.codec import (
+    decode_agent_status,
+    decode_collision,
+    decode_episode_done,
+    decode_ground_truth,
+    decode_result,
+    image_array,
+    image_msg,
+)
 from havln_robot.ros.mcap import ros_recorder
 from havln_robot.ros.qos import DropCounter, sensor_qos
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
+from havln_robot.trials.privacy import blur_people
 from havln_robot.trials.provenance import collect as collect_provenance
 from havln_robot.trials.recorder import McapRecorder, RecorderError, mcap_bag_dir
 from havln_robot.trials.regions import RegionError, canonical_region
@@ -123,8 +133,11 @@ class TrialLoggerNode(HavlnNode):
         if p["record_mcap"]:
             self.create_subscription(Twist, p["cmd_vel_topic"], lambda m: self._rec(p["cmd_vel_topic"], m), rel)
             if p["mcap_record_camera"]:
-                for key, typ in (("color_topic", Image), ("depth_topic", Image), ("color_info_topic", CameraInfo)):
-                    self.create_subscription(typ, p[key], lambda m, t=p[key]: self._rec(t, m), sensor_qos())
+                # issue 21: colour only as mcap_color allows (default none: no bystander's face in a bag)
+                self.create_subscription(Image, p["depth_topic"], lambda m, t=p["depth_topic"]: self._rec(t, m), sensor_qos())
+                self.create_subscription(CameraInfo, p["color_info_topic"], self._on_color_info, sensor_qos())
+                if p["mcap_color"] != "none":
+                    self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos())
         pre = p["service_prefix"].rstrip("/")
         self.create_service(Trigger, f"{pre}/start", self._srv_start)
         self.create_service(Trigger, f"{pre}/end_success", lambda rq, rs: self._srv_end(rs, Verdict.SUCCESS))
@@ -175,6 +188,24 @@ class TrialLoggerNode(HavlnNode):
         return ns if ns > 0 else time.time_ns()
 
     # --- MCAP -------------------------------------------------------------------------------------
+    def _on_color_info(self, msg: CameraInfo) -> None:
+        try:
+            self._color_k = Intrinsics.from_k(msg.k, msg.width, msg.height)
+        except ValueError:
+            self._color_k = None
+        self._rec(self.params["color_info_topic"], msg)
+
+    def _on_color(self, msg: Image) -> None:
+        """Record a colour frame: raw, or with the people of the latest people_topic message blurred."""
+        if self.params["mcap_color"] == "raw":
+            self._rec(self.params["color_topic"], msg)
+            return
+        k = getattr(self, "_color_k", None)
+        if k is None or msg.encoding != "rgb8" or (msg.width, msg.height) != (k.width, k.height):
+            return  # no intrinsics to place the blur: the frame is not recorded
+        out = blur_people(image_array(msg), list(getattr(self, "_people_xy", [])), k, self.params["mcap_camera_x_m"])
+        self._rec(self.params["color_topic"], image_msg(out, "rgb8", msg.header.frame_id, msg.header.stamp))
+
     def _rec(self, topic: str, msg: Any) -> None:
         with self._lock:
             if self._recorder is None:
@@ -286,6 +317,7 @@ class TrialLoggerNode(HavlnNode):
         self._rec(self.params["ground_truth_topic"], msg)
 
     def _on_people(self, msg: PoseArray) -> None:
+        self._people_xy = [(p.position.x, p.position.y) for p in msg.poses]
         with self._lock:
             self.session.on_people([(p.position.x, p.position.y) for p in msg.poses])
         self._rec(self.params["people_topic"], msg)

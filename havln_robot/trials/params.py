@@ -43,6 +43,15 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
         Param("record_mcap", False, "bool", "record each trial into an MCAP bag (rosbag2 layout) under mcap_dir"),
         Param("mcap_dir", "", "str", "folder of the per-trial MCAP bags (trial_<id>/); empty = mcap/ beside the trial database"),
         Param("mcap_record_camera", True, "bool", "include the camera topics in the MCAP bag"),
+        Param(
+            "mcap_color",
+            "none",
+            "str",
+            "colour frames in the bag: none = no RGB (bystanders' faces are never kept); blur_people = RGB with every person "
+            "on people_topic blurred (a person the tracker missed is not); raw = as captured, only with the bystanders' consent",
+            choices=("none", "blur_people", "raw"),
+        ),
+        Param("mcap_camera_x_m", 0.3, "float", "colour camera ahead of base_link, m (for blur_people)", min=-2.0, max=2.0),
         Param("mcap_max_bytes", 2_000_000_000, "int", "size cap per MCAP file, bytes (0 = none)", min=0),
         Param("mcap_on_limit", "roll", "str", "at the cap: roll over to a new file or stop recording", choices=("roll", "stop")),
         Param("mcap_max_files", 8, "int", "with roll: stop after this many files per trial (0 = no limit)", min=0, max=10000),
