@@ -72,6 +72,7 @@ class Plan:
     perception: list[str] = field(default_factory=list)
     robot: list[str] = field(default_factory=lambda: ["--trials", "20"])
     trial: list[str] = field(default_factory=list)
+    people: list[str] = field(default_factory=list)
 
     @classmethod
     def make(cls, quick: bool, repeats: int | None) -> Plan:
@@ -90,6 +91,7 @@ class Plan:
             perception=["--seconds", "1", "--panoramas", "1"],
             robot=["--trials", "1"],
             trial=["--steps", "20"],
+            people=["--quick", "--people", "4"],
         )
 
 
@@ -271,6 +273,14 @@ def run_perception(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[st
     """``bench perception``: preprocessing ms/view, capture frames/s, agent-side panorama overhead."""
     docs = _json_runs("perception", plan.perception, "--json", plan, tmp, log)
     return {k: [d[k] for d in docs] for k in ("preprocess_ms", "capture_fps", "panorama_agent_s")}
+
+
+def run_people(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """``bench people``: the tracker against simulator ground truth (one run: the accuracy figures are
+    deterministic -- seeded people, deterministic rendering and tracking; CPU time is this run's)."""
+    out = tmp / "people.json"
+    _havln(["bench", "people", *plan.people, "--json", str(out)], 3600, log)
+    return json.loads(out.read_text())
 
 
 def run_robot(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
@@ -473,6 +483,31 @@ def markdown(fig: dict[str, Any]) -> str:
         ]  # fmt: skip
     if rows:
         lines += ["**Robot, e-stop and perception latency**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    if isinstance(pp := fig.get("people"), dict):
+
+        def f2(v: Any, fmt: str = "{:.2f}") -> str:
+            return "n/a" if v is None else fmt.format(v)
+
+        cmd = "`havln-robot bench people" + (" --quick --people 4" if plan["quick"] else "") + "`"
+        prow = [
+            [f"recall / precision at {b}", f"{f2(r)} / {f2(q)} ({n} truth)", cmd]
+            for b, r, q, n in zip(pp["bins"], pp["recall"], pp["precision"], pp["truth"], strict=True)
+        ]
+        prow += [
+            ["position error p50 / p95", f"{f2(pp['pos_err_p50_m'])} / {f2(pp['pos_err_p95_m'])} m", cmd],
+            ["velocity error p50 / p95 (tracks >= 1 s old)", f"{f2(pp['vel_err_p50_mps'])} / {f2(pp['vel_err_p95_mps'])} m/s", cmd],
+            ["false tracks", f"{f2(pp['false_tracks_per_min'], '{:.1f}')} per minute", cmd],
+            ["tracker CPU time per frame p50 / p95", f"{f2(pp['cpu_ms_per_frame_p50'], '{:.1f}')} / {f2(pp['cpu_ms_per_frame_p95'], '{:.1f}')} ms", cmd],
+        ]  # fmt: skip
+        lines += (
+            [
+                f"**People tracker vs simulator ground truth** ({pp['people']} people at 0.5-1.5 m/s, {pp['seconds']:g} s at "
+                f"{pp['rate_hz']:g} Hz, depth 640x480 only; the simulator's simple figures flatter the tracker)",
+                "",
+            ]
+            + _table(["figure", "value", "command"], prow)
+            + [""]
+        )
     rows = []
     if isinstance(t := fig.get("trial"), dict):
         rows.append(
@@ -510,6 +545,7 @@ PARTS = {
     "policy": False,
     "perception": False,
     "robot": False,
+    "people": False,
     "trial": False,
     "validate": True,
     "replay": True,
