@@ -280,3 +280,57 @@ def test_recordings_keep_no_colour_by_default():
         from havln_robot.paths import config_dir
 
         assert load_profile(config_dir() / f"{prof}.yaml").nodes["trial_logger_node"]["mcap_color"] == "none"
+
+
+# --------------------------------------------------------------------------- eval --people (batch shield)
+class _LineCrowd:
+    """One person walking along -y at 1 m/s through (x0, .) (map frame = the robot's start frame)."""
+
+    def __init__(self, x0, y0, vy):
+        self.x0, self.y0, self.vy = x0, y0, vy
+        self.ids = [5]
+
+    def __len__(self):
+        return 1
+
+    def positions(self, t):
+        return np.array([[self.x0, self.y0 + self.vy * t, 0.0]])
+
+
+class _World:
+    def __init__(self, crowd):
+        self.crowd, self.t, self.pose, self.robot_radius, self.done = crowd, 0.0, (0.0, 0.0, 0.0, 0.0), 0.383, False
+        self.steps, self.waited = [], 0.0
+
+    def move(self, forward, dyaw, dt):
+        self.t += dt
+        self.waited += dt
+
+    def step(self, action):
+        self.steps.append(action)
+        self.t += 0.5
+        return "stepped"
+
+
+def test_eval_shield_waits_for_a_forecast_crossing_then_goes():
+    from havln_robot.eval import PeopleShield
+
+    w = _World(_LineCrowd(0.8, 1.5, -1.0))  # 1.3 m clear now, crosses 0.8 m ahead in 1.5 s
+    sh = PeopleShield(w, "ground_truth")
+    assert sh.step("MOVE_FORWARD") is None and w.steps == [] and w.waited == 1.0  # refused: wait 1 s
+    results = [sh.step("MOVE_FORWARD") for _ in range(6)]
+    assert "stepped" in results and sh.waits >= 2  # once they have passed, the step is executed
+    assert sh.step("STOP") == "stepped"  # STOP is never held back
+    w2 = _World(_LineCrowd(0.8, 1.5, +1.0))  # walking away from the path: no wait
+    assert PeopleShield(w2, "ground_truth").hazard("MOVE_FORWARD") is None
+
+
+def test_eval_people_modes_on_real_episodes(havln_data, capsys):
+    """``eval --people ground_truth`` on 3 real val_seen episodes: runs, reports the refusals; a bad mode is a usage error."""
+    from havln_robot.eval import main
+
+    assert main(["--policy", "forward", "--limit", "3", "--people", "ground_truth", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "people checks (ground_truth)" in out and "TCR" in out
+    with pytest.raises(SystemExit):
+        main(["--policy", "forward", "--limit", "1", "--people", "everyone"])
