@@ -742,7 +742,8 @@ def check_clock(ctx: Context) -> Result:
 def check_graph(ctx: Context) -> Result:
     """Running stack (people source, IMU frame, sensor QoS): WARN when the stack is not running
     (nothing to check), when ``havln/people`` has no publisher and motion_node has no in-process
-    detector (personal space then works on depth obstacles only), when the Imu arrives in a frame
+    detector (personal space then works on depth obstacles only), when the profile runs people_node
+    but ``havln/people_tracks`` has no publisher (issue 21: the people source is not alive), when the Imu arrives in a frame
     motion_node cannot read with its ``imu_mount`` (body frames, the driver's ``imu_frame`` and the
     D435i optical frames are read; :mod:`havln_robot.motion.imu_frame`), or when a sensor topic is published best-effort while a node subscribes
     reliable (incompatible QoS: that subscriber receives nothing)."""
@@ -752,8 +753,10 @@ def check_graph(ctx: Context) -> Result:
     imu = str(ctx.param("motion_node", "imu_topic"))
     depth = str(ctx.param("motion_node", "depth_topic"))
     topics = ["/" + t.lstrip("/") for t in (people, imu, depth)]
+    tracks = str(ctx.param("people_node", "people_tracks_topic", "")) if "people_node" in ctx.nodes else ""
+    query = topics + (["/" + tracks.lstrip("/")] if tracks else [])
     try:
-        g = ctx.probes.graph(topics, 1.0)
+        g = ctx.probes.graph(query, 1.0)
     except Exception as exc:  # noqa: BLE001
         return Result("graph", WARN, f"ROS graph not readable ({str(exc).splitlines()[0][:120]})", "source ROS and re-run")
     if not any(g.get(t) for t in topics):
@@ -767,6 +770,8 @@ def check_graph(ctx: Context) -> Result:
     detector = str(ctx.param("motion_node", "person_detector", "") or "")
     if not g.get(topics[0]) and not detector:
         problems.append(f"no publisher on {topics[0]} and no motion_node.person_detector (people seen as depth obstacles only)")
+    if tracks and not g.get(query[-1]):
+        problems.append(f"the profile runs people_node but nothing publishes {query[-1]} (no tracked people: no velocities, no forecast)")
     frame = g.get("_imu_frame", {}).get(topics[1])
     if g.get(topics[1]) and frame is not None:
         # motion_node reads the Imu in its frame_id (imu_mount): body frames and the D435i optical frame
@@ -789,7 +794,8 @@ def check_graph(ctx: Context) -> Result:
     if problems:
         fix = "start a people source; publish the Imu in a body or optical frame (or set motion_node imu_mount); match the sensor QoS (publish reliable or subscribe best-effort)"
         return Result("graph", WARN, "; ".join(problems), fix)
-    return Result("graph", OK, f"people on {topics[0]}, IMU frame {frame}, sensor QoS compatible")
+    alive = f" and tracks on {query[-1]}" if tracks else ""
+    return Result("graph", OK, f"people on {topics[0]}{alive}, IMU frame {frame}, sensor QoS compatible")
 
 
 #: name → (check, what it covers); run in this order.

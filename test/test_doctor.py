@@ -350,6 +350,7 @@ def test_graph_check_with_fakes():
     imu = _pub("/go2_driver_node", typ="sensor_msgs/msg/Imu")
     good = {
         "/havln/people": _pub("/tracker"),
+        "/havln/people_tracks": _pub("/people_node"),
         "/imu": imu,
         "/camera/aligned_depth_to_color/image_raw": _pub("/camera_node"),
         "_imu_frame": {"/imu": "imu_link"},
@@ -357,6 +358,10 @@ def test_graph_check_with_fakes():
     assert doctor.check_graph(ctx_with(graph=lambda topics, t: good)).status == OK
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "/havln/people": []}))
     assert r.status == WARN and "no publisher on /havln/people" in r.detail
+    # issue 21: the profile runs people_node, so a silent tracks topic means no tracked people
+    r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "/havln/people_tracks": []}))
+    assert r.status == WARN and "nothing publishes /havln/people_tracks" in r.detail
+    assert "tracks on /havln/people_tracks" in doctor.check_graph(ctx_with(graph=lambda topics, t: good)).detail
     # motion_node reads the D435i optical frame (imu_mount auto, issue 12); a frame it cannot read is a WARN
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "_imu_frame": {"/imu": "camera_imu_optical_frame"}}))
     assert r.status == OK, r.line()
