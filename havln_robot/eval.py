@@ -152,7 +152,8 @@ class PeopleShield:
         t0 = time.perf_counter()
         for dt in (0.2, 0.1, 0.0):
             t = max(0.0, w.t - dt)
-            if self.tracker.tracker._t is not None and t <= self.tracker.tracker._t:
+            last = self.tracker.tracker.last_t
+            if last is not None and t <= last:
                 continue
             _, depth = self.renderer.render((x, y, z, yaw), 0.0, t)
             self._clock["t"] = t
@@ -160,7 +161,7 @@ class PeopleShield:
             tracks = self.tracker.step(t, None, depth, self.renderer.intrinsics, self.mount)
             self.frames += 1
         self.render_s += time.perf_counter() - t0
-        if self.tracker.tracker._t is not None and not tracks:
+        if self.tracker.tracker.last_t is not None and not tracks:
             tracks = self.tracker.tracker.tracks(w.t)
         return [tr.person() for tr in tracks]
 

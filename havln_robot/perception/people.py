@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -306,6 +306,11 @@ class PeopleTracker:
         self._pose = (0.0, 0.0, 0.0)
         self._t: float | None = None
 
+    @property
+    def last_t(self) -> float | None:
+        """Time (s) of the last :meth:`update`, None before the first or after :meth:`reset`."""
+        return self._t
+
     def reset(self) -> None:
         """Forget every track (a new episode, or time went backwards)."""
         self._tracks.clear()
@@ -491,8 +496,3 @@ class DepthPeopleTracker:
     def detect(self, rgb: np.ndarray, depth_m: np.ndarray, k: Intrinsics, mount: CameraMount) -> list[Person]:
         """PersonDetector: tracked people in base_link with ids and velocities."""
         return [tr.person() for tr in self.step(self.clock(), rgb, depth_m, k, mount)]
-
-
-def with_overrides(cfg: PeopleConfig, **kw: float) -> PeopleConfig:
-    """``cfg`` with some fields replaced (for benchmarks and tests)."""
-    return replace(cfg, **kw)
