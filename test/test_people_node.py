@@ -116,3 +116,43 @@ def test_motion_node_takes_velocities_from_people_tracks(ros_context):
         ex.shutdown()
         node.destroy_node()
         pub_node.destroy_node()
+
+
+def _cloud_msg(xyz: np.ndarray, stamp) -> PointCloud2:
+    """A PointCloud2 with x, y, z float32 and a padding intensity field (as LiDAR drivers publish)."""
+    from sensor_msgs.msg import PointField
+
+    dt = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4")])
+    a = np.zeros(len(xyz), dtype=dt)
+    a["x"], a["y"], a["z"] = xyz[:, 0], xyz[:, 1], xyz[:, 2]
+    m = PointCloud2()
+    m.header.stamp, m.header.frame_id = stamp, "livox_frame"
+    m.height, m.width = 1, len(a)
+    m.fields = [PointField(name=n, offset=dt.fields[n][1], datatype=PointField.FLOAT32, count=1) for n in dt.names]
+    m.point_step, m.row_step, m.is_dense = dt.itemsize, dt.itemsize * len(a), True
+    m.data = a.tobytes()
+    return m
+
+
+def test_people_node_lidar_only_sees_a_person_behind_the_robot(ros_context):
+    """A LiDAR-only people_node (depth_topic ''): a person 2 m behind the robot -- where the camera
+    is blind -- is published from the cloud (LiDAR 0.3 m above the ground, cloud in its own frame)."""
+    rng = np.random.default_rng(0)
+    ang = rng.uniform(-np.pi / 2, np.pi / 2, 800)  # the half of the body facing the LiDAR (+x side of it)
+    body = np.stack([-2.0 + 0.25 * np.cos(ang), 0.25 * np.sin(ang), rng.uniform(0.05, 1.7, 800) - 0.3], axis=1)
+    params = {**PEOPLE_PARAMS.defaults(), "depth_topic": "", "cloud_topic": "livox/lidar", "lidar_z_m": 0.3}
+    node = PeopleNode(params=params, context=ros_context)
+    cam = Camera(ros_context)  # only its odom and its people/tracks subscriptions matter here
+    pub = cam.create_publisher(PointCloud2, "livox/lidar", 2)
+    cam.create_timer(0.05, lambda: pub.publish(_cloud_msg(body.astype(np.float32), cam.get_clock().now().to_msg())))
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    ex.add_node(cam)
+    try:
+        assert _spin(ex, lambda: any(len(m.poses) == 1 for m in cam.people)), "no person from the LiDAR cloud"
+        p = next(m for m in cam.people if len(m.poses) == 1).poses[0].position
+        assert abs(p.x - (-2.0)) < 0.2 and abs(p.y) < 0.2
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        cam.destroy_node()
