@@ -11,6 +11,7 @@ from geometry_msgs.msg import PoseArray
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rosspin import spin_until
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from havln_robot.motion.params import MOTION_PARAMS
@@ -60,12 +61,7 @@ class Camera(Node):
 
 
 def _spin(ex, cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        ex.spin_once(timeout_sec=0.01)
-        if cond():
-            return True
-    return False
+    return spin_until(ex, cond, timeout, step=0.01)
 
 
 def test_people_node_publishes_tracked_people_from_depth_alone(ros_context):

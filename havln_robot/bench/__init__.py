@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|console|perception|panorama|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """
@@ -13,9 +13,9 @@ BENCHES = {
     "policy": "havln_robot.bench.policy:main",
     "robot": "havln_robot.bench.robot:main",
     "console": "havln_robot.bench.console:main",
+    "people": "havln_robot.bench.people:main",
     "perception": "havln_robot.bench.perception:main",
     "panorama": "havln_robot.bench.panorama:main",
-    "people": "havln_robot.bench.people:main",
     "all": "havln_robot.figures:main",
 }
 

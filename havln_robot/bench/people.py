@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.text import finite_float
+from havln_robot.text import number_in
 
 #: Range bins of the report, m from the camera (issue 21).
 BINS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 6.0))
@@ -277,10 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="havln-robot bench people",
         description="People tracker (depth only) against simulator ground truth: recall/precision per range, errors, false tracks, CPU.",
     )
-    ap.add_argument("--people", type=int, default=8, help="simulated people (default 8)")
-    ap.add_argument("--seconds", type=finite_float, default=60.0, help="sim time, s (default 60)")
-    ap.add_argument("--rate", type=finite_float, default=10.0, help="frames per second of sim time (default 10)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the people's lines, speeds and phases")
+    ap.add_argument("--people", type=number_in(1, 50, integer=True), default=8, help="simulated people (default 8)")
+    ap.add_argument("--seconds", type=number_in(0, 3600, unit="s", above=True), default=60.0, help="sim time, s (default 60)")
+    ap.add_argument("--rate", type=number_in(0, 60, unit="Hz", above=True), default=10.0, help="frames per second of sim time (default 10)")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="seed of the people's lines, speeds and phases")
     ap.add_argument("--quick", action="store_true", help="12 s instead of --seconds (for the test suite)")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
