@@ -331,3 +331,23 @@ def test_eval_people_modes_on_real_episodes(havln_data, capsys):
     assert "people checks (ground_truth)" in out and "TCR" in out
     with pytest.raises(SystemExit):
         main(["--policy", "forward", "--limit", "1", "--people", "everyone"])
+
+
+def test_a_person_beside_the_robot_is_remembered_outside_the_camera_view():
+    """The camera is blind beside the robot: a person seen ahead and then passed stays tracked for
+    max_unseen_s (a person in view who is not seen again is dropped after max_age_s)."""
+    cfg = PeopleConfig()
+    tr = PeopleTracker(cfg)
+    in_front = lambda xy: xy[:, 0] > 0.5  # noqa: E731 - a toy field of view: ahead of x = 0.5 m
+    det = Detection(2.0, -0.6, 1.7, 0.05, 0.5, 0.3, 80)
+    for k in range(5):
+        tr.update(0.1 * k, [det], (0.0, 0.0, 0.0), in_front)
+    # the robot walks 1.8 m forward: the standing person is now beside it, out of view, unseen
+    out = tr.update(2.0, [], (1.8, 0.0, 0.0), in_front)
+    assert len(out) == 1 and abs(out[0].x - 0.2) < 0.1 and abs(out[0].y + 0.6) < 0.1
+    assert tr.update(2.0 + cfg.max_unseen_s + 0.5, [], (1.8, 0.0, 0.0), in_front) == []
+    # someone in view who vanishes is dropped after max_age_s
+    tr2 = PeopleTracker(cfg)
+    for k in range(5):
+        tr2.update(0.1 * k, [det], (0.0, 0.0, 0.0), in_front)
+    assert tr2.update(0.4 + cfg.max_age_s + 0.1, [], (0.0, 0.0, 0.0), in_front) == []

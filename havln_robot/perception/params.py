@@ -76,7 +76,17 @@ PEOPLE_PARAMS = ParamSpec(
         Param("max_width_m", 1.0, "float", "widest person across the ray, m", min=0.1, max=3.0),
         Param("gate_m", 0.8, "float", "a detection farther than this from a track's prediction starts a new track, m", min=0.1, max=5.0),
         Param("min_hits", 2, "int", "frames a track needs before it is published", min=1, max=50),
-        Param("max_age_s", 0.6, "float", "a track is dropped this long after its last detection, s", min=0.05, max=10.0),
+        Param(
+            "max_age_s", 0.6, "float", "a track the sensors would see is dropped this long after its last detection, s", min=0.05, max=10.0
+        ),
+        Param(
+            "max_unseen_s",
+            4.0,
+            "float",
+            "a track outside the camera's view (beside/behind the robot) is kept this long after its last detection, s",
+            min=0.05,
+            max=60.0,
+        ),
         Param(
             "appearance_model",
             "",

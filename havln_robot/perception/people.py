@@ -62,7 +62,11 @@ class PeopleConfig:
         depth_stride: use every n-th depth pixel in both directions.
         gate_m: a detection farther than this from a track's prediction does not update it, m.
         min_hits: associated frames before a track is reported.
-        max_age_s: a track is dropped this long after its last detection, s.
+        max_age_s: a track is dropped this long after its last detection, s, while the sensors
+            would see it.
+        max_unseen_s: a track outside the sensors' view (beside or behind the robot, where the
+            camera is blind) is kept this long after its last detection, s: the person the robot
+            walked past is still there.
         accel_std: process noise, white acceleration std, m/s^2.
         meas_std_m: measurement noise std of a cluster centre, m.
         min_speed_mps: velocities below this are reported as 0, m/s: a standing person's jitter, and
@@ -88,6 +92,7 @@ class PeopleConfig:
     gate_m: float = 0.8
     min_hits: int = 2
     max_age_s: float = 0.6
+    max_unseen_s: float = 4.0
     accel_std: float = 2.0
     meas_std_m: float = 0.08
     min_speed_mps: float = 0.3
@@ -316,10 +321,21 @@ class PeopleTracker:
         self._tracks.clear()
         self._t = None
 
-    def update(self, t: float, detections: Sequence[Detection], pose: tuple[float, float, float] | None = None) -> list[Track]:
+    def update(
+        self,
+        t: float,
+        detections: Sequence[Detection],
+        pose: tuple[float, float, float] | None = None,
+        visible: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> list[Track]:
         """Advance to time ``t`` (s), fold in ``detections`` and return the confirmed tracks (base_link).
 
-        A ``t`` earlier than the previous call resets the tracker (a restarted sim clock).
+        Args:
+            t: frame time, s (earlier than the previous call: the tracker resets, a restarted sim clock).
+            detections: this frame's detections, base_link.
+            pose: odom pose of base_link (x, y m, yaw rad); None = unchanged.
+            visible: (N, 2) base_link points -> (N,) bool, where the sensors see; None = everywhere.
+                An unseen track inside it is dropped after ``max_age_s``, outside after ``max_unseen_s``.
         """
         from scipy.optimize import linear_sum_assignment
 
@@ -350,7 +366,20 @@ class PeopleTracker:
             if ci not in used:
                 self._tracks.append(_KF(self._next_id, float(z[ci, 0]), float(z[ci, 1]), t, cfg))
                 self._next_id += 1
-        self._tracks = [tr for tr in self._tracks if t - tr.last_seen <= cfg.max_age_s]
+        if visible is not None and self._tracks:
+            ox = np.array([tr.kf.x[:2] for tr in self._tracks]) - (px, py)
+            inside = np.asarray(visible(np.stack([c * ox[:, 0] + s * ox[:, 1], -s * ox[:, 0] + c * ox[:, 1]], axis=1)), dtype=bool)
+        else:
+            inside = np.ones(len(self._tracks), dtype=bool)
+        keep = []
+        for tr, vis in zip(self._tracks, inside.tolist(), strict=True):
+            unseen = t - tr.last_seen
+            if unseen > (cfg.max_age_s if vis else cfg.max_unseen_s):
+                continue
+            if unseen > cfg.max_age_s and math.hypot(tr.kf.x[2], tr.kf.x[3]) < cfg.min_speed_mps:
+                tr.kf.x[2:] = 0.0  # out of view and (nearly) still: hold the position, do not drift
+            keep.append(tr)
+        self._tracks = keep
         return self.tracks(t)
 
     def tracks(self, t: float) -> list[Track]:
@@ -487,11 +516,24 @@ class DepthPeopleTracker:
         self._pose = pose
 
     def step(self, t: float, rgb: np.ndarray | None, depth_m: np.ndarray | None, k: Intrinsics | None, mount: CameraMount) -> list[Track]:
-        """One frame at time ``t`` (s): detections from depth (and :attr:`cloud`), tracks out."""
+        """One frame at time ``t`` (s): detections from depth (and :attr:`cloud`), tracks out.
+
+        Without a LiDAR cloud only the camera's frustum (horizontal field of view, 0.3 m to
+        ``max_range_m`` from the camera) is seen: tracks outside it live ``max_unseen_s``."""
         dets = frame_detections(FrameInput(depth_m, k, mount, self.cloud, self.lidar_xy), self.cfg)
         if self.appearance is not None and rgb is not None and k is not None and dets:
             dets = confirm(dets, self.appearance.boxes(rgb), k, mount)
-        return self.tracker.update(t, dets, self._pose)
+        visible = None
+        if (self.cloud is None or not len(self.cloud)) and k is not None:
+            half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
+            rmax = self.cfg.max_range_m
+
+            def visible(xy: np.ndarray) -> np.ndarray:
+                dx, dy = xy[:, 0] - mount.x, xy[:, 1] - mount.y
+                r = np.hypot(dx, dy)
+                return (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= rmax)
+
+        return self.tracker.update(t, dets, self._pose, visible)
 
     def detect(self, rgb: np.ndarray, depth_m: np.ndarray, k: Intrinsics, mount: CameraMount) -> list[Person]:
         """PersonDetector: tracked people in base_link with ids and velocities."""
