@@ -83,7 +83,7 @@ PEOPLE_PARAMS = ParamSpec(
             "max_unseen_s",
             4.0,
             "float",
-            "a track outside the camera's view (beside/behind the robot) is kept this long after its last detection, s",
+            "a still person outside the camera's view (beside/behind the robot) is kept this long where last seen, s",
             min=0.05,
             max=60.0,
         ),

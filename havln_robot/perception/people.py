@@ -64,9 +64,10 @@ class PeopleConfig:
         min_hits: associated frames before a track is reported.
         max_age_s: a track is dropped this long after its last detection, s, while the sensors
             would see it.
-        max_unseen_s: a track outside the sensors' view (beside or behind the robot, where the
-            camera is blind) is kept this long after its last detection, s: the person the robot
-            walked past is still there.
+        max_unseen_s: a track of a still person (slower than ``min_speed_mps``) outside the sensors'
+            view (beside or behind the robot, where the camera is blind) is kept this long after
+            its last detection, at the place last seen, s: the person the robot walked past is
+            still there. Walkers are not remembered (their position would be a guess).
         accel_std: process noise, white acceleration std, m/s^2.
         meas_std_m: measurement noise std of a cluster centre, m.
         min_speed_mps: velocities below this are reported as 0, m/s: a standing person's jitter, and
@@ -374,10 +375,12 @@ class PeopleTracker:
         keep = []
         for tr, vis in zip(self._tracks, inside.tolist(), strict=True):
             unseen = t - tr.last_seen
-            if unseen > (cfg.max_age_s if vis else cfg.max_unseen_s):
-                continue
-            if unseen > cfg.max_age_s and math.hypot(tr.kf.x[2], tr.kf.x[3]) < cfg.min_speed_mps:
-                tr.kf.x[2:] = 0.0  # out of view and (nearly) still: hold the position, do not drift
+            if unseen > cfg.max_age_s:
+                # out of view and (nearly) still: remembered where last seen; a walker's constant-velocity
+                # guess would be metres off after seconds, so walkers are not remembered
+                if vis or unseen > cfg.max_unseen_s or math.hypot(tr.kf.x[2], tr.kf.x[3]) >= cfg.min_speed_mps:
+                    continue
+                tr.kf.x[2:] = 0.0
             keep.append(tr)
         self._tracks = keep
         return self.tracks(t)
