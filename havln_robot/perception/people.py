@@ -23,12 +23,15 @@ Pipeline, per frame
    does not look like people moving); detections are assigned to predicted tracks by the Hungarian
    method (``scipy.optimize.linear_sum_assignment``) on Euclidean distance, gated at ``gate_m``.
    A track is reported after ``min_hits`` associated frames and dropped ``max_age_s`` after its
-   last detection. Output positions and velocities are rotated into the current base_link.
+   last detection (a still person outside the sensors' view: ``max_unseen_s``, where last seen);
+   its velocity is reported after ``velocity_hits`` frames and above ``min_speed_mps``. Output
+   positions and velocities are rotated into the current base_link.
 
 Constants: the person shape limits default to adult anthropometry (standing stature 1.5-1.9 m,
 shoulder breadth 0.35-0.5 m; NASA-STD-3000 vol. 1 sec. 3, 5th-95th percentile) with margins for
-sensor noise and for people carrying things; the Kalman noise terms are tuned on ``havln-robot
-bench people`` (walking 0.5-1.5 m/s).
+sensor noise and for people carrying things; the Kalman noise terms are hand-picked for walking
+at 0.5-1.5 m/s (2 m/s^2 white acceleration, 8 cm measurement noise) and checked with
+``havln-robot bench people``, not fitted.
 """
 
 from __future__ import annotations
