@@ -152,3 +152,42 @@ def test_people_node_lidar_only_sees_a_person_behind_the_robot(ros_context):
         ex.shutdown()
         node.destroy_node()
         cam.destroy_node()
+
+
+def test_sim_node_people_source_detected_moves_the_truth_off_havln_people(ros_context):
+    """sim_node with people_source 'detected' (the sim profile's setting) publishes the true people on
+    havln/people_truth and nothing on havln/people, which people_node owns; bringup does not start
+    people_node when sim_node keeps the truth on havln/people."""
+    from havln_robot import config
+    from havln_robot.bringup import Bringup
+    from havln_robot.nodes.sim_node import SimNode
+    from havln_robot.paths import config_dir
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    params = {**SIM_NODE_PARAMS.defaults(), "scene_source": "builtin", "camera_enabled": False, "people_source": "detected"}
+    sim = SimNode(params=params, context=ros_context)
+    probe = Node("people_probe", context=ros_context)
+    got: dict[str, int] = {"havln/people": 0, "havln/people_truth": 0}
+    for t in got:
+        probe.create_subscription(PoseArray, t, lambda m, t=t: got.__setitem__(t, got[t] + 1), 10)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(sim)
+    ex.add_node(probe)
+    try:
+        assert _spin(ex, lambda: got["havln/people_truth"] >= 3, 20.0), got
+        assert got["havln/people"] == 0
+    finally:
+        ex.shutdown()
+        sim.destroy_node()
+        probe.destroy_node()
+    prof = config.load_profile(config_dir() / "sim.yaml", {"sim_node": {"people_source": "ground_truth"}})
+    assert "people_node" in prof.nodes  # the profile lists it ...
+    lines: list[str] = []
+    b = Bringup(config.Profile(prof.path, {k: prof.nodes[k] for k in ("sim_node", "people_node")}), log=lines.append, check_graph=False)
+    b.profile.nodes["sim_node"].update(scene_source="builtin", camera_enabled=False)
+    b.start()
+    try:
+        assert "people_node" not in b.nodes and "sim_node" in b.nodes  # ... bringup leaves it out
+        assert any("people_node not started" in ln for ln in lines)
+    finally:
+        b.shutdown()
