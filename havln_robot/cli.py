@@ -16,6 +16,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("havln_robot.demo:main", "run the whole stack on a real HA-R2R episode in the embedded simulator"),
     "launch": ("havln_robot.bringup:main", "start a profile's nodes in one process (config/sim.yaml, ...)"),
     "eval": ("havln_robot.eval:main", "evaluate a policy on HA-R2R/R2R episodes in the batch simulator"),
+    "sweep": (
+        "havln_robot.sweep:main",
+        "evaluate a grid of settings (policy, split, seed, people, camera FOV, motion limits): table + SR plot; --ray for a cluster",
+    ),
     "bench": (
         "havln_robot.bench:main",
         "benchmarks: bench sim | motion | policy | robot | console | perception | panorama; bench all --markdown = the README figures",

@@ -4,7 +4,9 @@ Usage::
 
     havln-robot eval --policy expert|forward[:OPTS]|random[:OPTS]|<checkpoint> --episodes FILE
                      [--connectivity DIR] [--scenes DIR] [--limit N] [--out DIR] [--seed S] [--populate N] [--heading-jitter-deg D]
-                     [--baseline FILE] [--instruction-index K]
+                     [--baseline FILE] [--instruction-index K] [--crowd N] [--hfov-deg H] [--vfov-deg V]
+                     [--people none|ground_truth|detected] [--max-linear-speed V] [--max-angular-speed W] [--odom-noise-scale K] [--latency-s L]
+                     [--ray auto|local|ADDRESS] [--workers N] [--resume]
 
 Policies:
 
@@ -12,14 +14,25 @@ Policies:
 * ``forward``, ``random`` (with options, e.g. ``forward:steps=8``) -- the policies without a
   checkpoint of :data:`havln_robot.policy.registry.BUILTINS` (VLN-CE semantics, the same as agent_node's):
   37 MOVE_FORWARD then STOP; i.i.d. actions with P(STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT) =
-  (0.02, 0.68, 0.15, 0.15), seeded per episode with ``--seed`` + the episode's index;
+  (0.02, 0.68, 0.15, 0.15), seeded per episode with :func:`episode_seed` (``--seed``, episode id);
 * anything else -- a checkpoint loaded with :func:`havln_robot.policy.registry.make_policy`; its
   observations are rendered by :class:`havln_robot.sim.render.Renderer` at 256x256, 90 deg HFOV
   (the VLN-CE sensor) for each of ``policy.views`` headings and preprocessed by
   :mod:`havln_robot.perception.preprocess`.
 
 People are placed by :meth:`Crowd.from_episode` with ``--seed`` (the same seed for every episode, as
-``havln-robot replay`` does, so replaying the written actions reproduces the results).
+``havln-robot replay`` does, so replaying the written actions reproduces the results). Everything
+else drawn per episode (the random policy, the heading jitter) is seeded by
+:func:`episode_seed` = a hash of (``--seed``, episode id): an episode's result does not depend on
+which other episodes run, in which order, or on which worker.
+
+Engines: serial in this process (default), or Ray tasks (``--ray local`` / ``--workers N``: a
+local Ray runtime on 127.0.0.1 with N CPUs; ``--ray auto`` / ``--ray ADDRESS``: an existing
+cluster; :mod:`havln_robot.cluster`, docs/scale.md). Both run :func:`run_job` per episode with
+torch limited to one thread, so their per-episode results are identical. With ``--out``, every
+finished episode is appended at once to ``results.partial.jsonl``; ``--resume`` continues a run
+from it (the finished episodes are not run again), and the ordered ``results.*`` files are written
+when the last episode is in.
 
 Outputs (``--out DIR``): ``results.jsonl`` and ``results.csv`` (one row per episode), ``actions.json``
 (a run file: episode id → action sequence obeying the format-v1 rules; ``havln-robot export --runs``
@@ -34,10 +47,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import math
+import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -50,10 +65,79 @@ from havln_robot.text import number_in, plural
 OBS_SIZE: int = 256
 """Rendered observation size (px, square) for checkpoint policies; 90 deg HFOV as the VLN-CE sensors."""
 OBS_HFOV_DEG: float = 90.0
+PARTIAL_NAME: str = "results.partial.jsonl"
+"""Per-episode results in completion order, appended as each episode finishes (``--out``; ``--resume`` reads it)."""
+PARTIAL_FORMAT: int = 1
+CRASH_HOOK_ENV: str = "HAVLN_EVAL_CRASH_DIR"
+"""Fault injection for the retry test: when set to a folder holding ``<episode_id>.crash``, the process
+evaluating that episode removes the file and exits at once (a worker dying mid-task)."""
 
 
 class EvalError(RuntimeError):
     """Evaluation cannot run; the one-line message says why and what to do."""
+
+
+def episode_seed(seed: int, episode_id: str) -> int:
+    """Per-episode seed: the first 4 bytes (little endian) of BLAKE2b-64 of ``"<seed>:<episode_id>"``.
+
+    Independent of the episode's position in the list, of the other episodes and of the worker that
+    runs it (the rule the Ray engine needs: results identical to the serial run).
+
+    Returns:
+        int in [0, 2**32).
+    """
+    h = hashlib.blake2b(f"{int(seed)}:{episode_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(h[:4], "little")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What one evaluation runs: every option that changes an episode's result (picklable, sent to workers).
+
+    Attributes:
+        policy: ``expert``, a builtin spec (``forward:steps=8``) or a checkpoint path / name in ``models/``.
+        connectivity_dir: folder of ``<scan>_connectivity.json`` (None: ``<data>/connectivity``).
+        scenes_dir: folder of the user's scan meshes ``<scan>/<scan>.glb`` (``--scenes``; None: procedural scenes).
+        seed: run seed (crowd placement; per-episode draws via :func:`episode_seed`).
+        populate: synthetic people per episode without people (R2R).
+        crowd: people per episode: None = the episode's own; N = at most the first N of them, and N
+            synthetic people for an episode without any (overrides ``populate``).
+        heading_jitter_deg: std of the panorama view-heading error, deg (see :func:`run_episode`).
+        hfov_deg, vfov_deg: camera field of view, deg (<= 90: the rendered 90 x 90 deg view is
+            blanked outside it, RGB and depth 0; a D435i colour camera is about 69 x 42 deg).
+        max_linear_speed, max_angular_speed: motion limits, m/s and rad/s (None: motion_node's
+            defaults). In the closed-loop world (issue 23) they are motion_node parameters of its
+            executor; in the open-loop world only the linear one applies, as the sim time per action
+            (0.25 m / speed, people move that long).
+        odom_noise_scale: factor on every odometry / IMU noise figure of the Go2 base model
+            (:class:`havln_robot.sim.robot.NoiseModel`; 0 = perfect odometry; None = its defaults).
+        latency_s: actuation latency of the base, s (None = the model's default).
+            The last two (and ``max_angular_speed``) need the closed-loop world; see :func:`closed_loop_world`.
+        people: people checks before each action, one of :data:`PEOPLE_MODES` (see :class:`PeopleShield`).
+        device: torch device of a checkpoint policy.
+    """
+
+    policy: str = "expert"
+    connectivity_dir: str | None = None
+    scenes_dir: str | None = None
+    seed: int = 0
+    populate: int = 0
+    crowd: int | None = None
+    heading_jitter_deg: float = 0.0
+    hfov_deg: float = OBS_HFOV_DEG
+    vfov_deg: float = OBS_HFOV_DEG
+    max_linear_speed: float | None = None
+    max_angular_speed: float | None = None
+    odom_noise_scale: float | None = None
+    latency_s: float | None = None
+    people: str = "none"
+    device: str = "cpu"
+
+    def key(self) -> dict:
+        """The options that decide results (device excluded), as a JSON-ready dict."""
+        d = asdict(self)
+        d.pop("device")
+        return d
 
 
 @dataclass
@@ -76,6 +160,27 @@ class EpisodeRecord:
         d["seconds"] = round(self.seconds, 4)
         d["people_waits"] = self.people_waits
         return d
+
+    @classmethod
+    def from_row(cls, row: dict, actions: list[str]) -> EpisodeRecord:
+        """Rebuild a record from :meth:`row` and its actions (a results / partial file line).
+
+        Raises:
+            KeyError, TypeError: the row lacks a field.
+        """
+        from havln_robot.sim.metrics import EpisodeMetrics
+
+        m = EpisodeMetrics(**{f.name: row[f.name] for f in fields(EpisodeMetrics) if f.name in row})
+        return cls(
+            str(row["episode_id"]),
+            row["scan"],
+            int(row["humans"]),
+            m,
+            list(actions),
+            float(row["seconds"]),
+            bool(row["floors_changed"]),
+            int(row.get("people_waits", 0)),
+        )
 
 
 # ---------------------------------------------------------------------------- people shield (issue 21)
@@ -209,9 +314,19 @@ class PeopleShield:
 class _Observer:
     """Renders :class:`havln_robot.policy.api.Observation` for a world (checkpoint policies)."""
 
-    def __init__(self, world, views: int, heading_jitter_deg: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        world,
+        views: int,
+        heading_jitter_deg: float = 0.0,
+        seed: int = 0,
+        hfov_deg: float = OBS_HFOV_DEG,
+        vfov_deg: float = OBS_HFOV_DEG,
+    ) -> None:
         from havln_robot.perception.preprocess import to_model_depth, to_model_rgb
         from havln_robot.sim.render import Renderer
+
+        self._keep = fov_mask(OBS_SIZE, OBS_SIZE, OBS_HFOV_DEG, hfov_deg, vfov_deg)
 
         self._rgb, self._depth = to_model_rgb, to_model_depth
         self.world = world
@@ -243,6 +358,9 @@ class _Observer:
         rgbs, depths = [], []
         for h in headings:
             rgb, depth = self.renderer.render((x, y, z, yaw + float(h)), self.world.camera_pitch, self.world.t)
+            if self._keep is not None:
+                rgb = np.where(self._keep[..., None], rgb, 0).astype(rgb.dtype)
+                depth = np.where(self._keep.reshape(self._keep.shape + (1,) * (depth.ndim - 2)), depth, 0).astype(depth.dtype)
             rgbs.append(self._rgb(rgb, OBS_HFOV_DEG))
             depths.append(self._depth(depth, OBS_HFOV_DEG))
         return Observation(np.stack(rgbs), np.stack(depths).astype(np.float32), headings.copy(), step)
@@ -256,9 +374,38 @@ class _Observer:
         self.renderer.close()
 
 
+def fov_mask(width: int, height: int, render_hfov_deg: float, hfov_deg: float, vfov_deg: float) -> np.ndarray | None:
+    """Pixels of a ``width`` x ``height`` pinhole image (square pixels, ``render_hfov_deg`` wide) inside a
+    narrower ``hfov_deg`` x ``vfov_deg`` field of view centred on the optical axis.
+
+    Returns:
+        (height, width) bool array, True = kept; None when the whole image is kept.
+
+    Raises:
+        ValueError: a field of view outside (0, 180) deg.
+    """
+    for name, v in (("hfov_deg", hfov_deg), ("vfov_deg", vfov_deg)):
+        if not (math.isfinite(v) and 0.0 < v < 180.0):
+            raise ValueError(f"{name} {v}: give a field of view in (0, 180) deg")
+    f = (width / 2.0) / math.tan(math.radians(render_hfov_deg) / 2.0)  # focal length, px
+    u = np.abs(np.arange(width) + 0.5 - width / 2.0)
+    v = np.abs(np.arange(height) + 0.5 - height / 2.0)
+    keep_u = u <= f * math.tan(math.radians(hfov_deg) / 2.0)
+    keep_v = v <= f * math.tan(math.radians(vfov_deg) / 2.0)
+    if keep_u.all() and keep_v.all():
+        return None
+    return keep_v[:, None] & keep_u[None, :]
+
+
 # ---------------------------------------------------------------------------- running
 def run_episode(
-    world, policy: str | object, seed: int = 0, heading_jitter_deg: float = 0.0, shield: PeopleShield | None = None
+    world,
+    policy: str | object,
+    seed: int = 0,
+    heading_jitter_deg: float = 0.0,
+    hfov_deg: float = OBS_HFOV_DEG,
+    vfov_deg: float = OBS_HFOV_DEG,
+    shield: PeopleShield | None = None,
 ) -> list[str]:
     """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
 
@@ -270,6 +417,8 @@ def run_episode(
         seed: default seed of a seeded builtin (``random``) whose spec gives none (and of the heading jitter).
         heading_jitter_deg: std of the view-heading error of panorama views, deg (0: exact headings;
             sweep-mode panoramas: the bench panorama's measured spread).
+        hfov_deg: camera horizontal field of view (deg); pixels of the 90 deg render outside it are 0.
+        vfov_deg: camera vertical field of view (deg), likewise.
         shield: people checks before each action (``eval --people``), or None.
     """
     observer = None
@@ -282,7 +431,7 @@ def run_episode(
     else:
         agent = policy
     if policy != "expert" and getattr(agent, "observes", True):
-        observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed)
+        observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
@@ -298,6 +447,217 @@ def run_episode(
     return list(world.actions)
 
 
+# ---------------------------------------------------------------------------- one episode (serial or a Ray task)
+@dataclass(frozen=True)
+class Job:
+    """One episode to evaluate: picklable, so the serial loop and Ray workers run the same thing.
+
+    Attributes:
+        index: position in the input list (results are written in this order).
+        episode: the :class:`~havln_robot.episodes.Episode`.
+        options: the :class:`EvalOptions`.
+        baseline: challenge baseline human collisions of this episode (TCR; 0 when none).
+        tag: caller's label (a sweep setting's key); not used by the evaluation.
+    """
+
+    index: int
+    episode: object
+    options: EvalOptions
+    baseline: int = 0
+    tag: str = ""
+
+
+_WORKER: dict = {"policies": {}, "scenes": {}, "threads": False}
+"""Per-process cache of a serial run or a Ray worker: loaded checkpoints and scenes (a worker keeps them between tasks)."""
+_SCENE_CACHE_SIZE = 4
+
+
+def _one_torch_thread(policy: str) -> None:
+    """torch.set_num_threads(1) once per process before a checkpoint policy runs (serial and Ray alike:
+    identical float reductions, and N workers on N cores do not oversubscribe them)."""
+    if _WORKER["threads"] or policy in RESERVED_NAMES or is_builtin(policy):
+        return
+    import torch
+
+    torch.set_num_threads(1)
+    _WORKER["threads"] = True
+
+
+def _policy_for(opts: EvalOptions):
+    if opts.policy in RESERVED_NAMES or is_builtin(opts.policy):
+        return opts.policy
+    key = (opts.policy, opts.device)
+    cache = _WORKER["policies"]
+    if key not in cache:
+        cache[key] = make_policy(opts.policy, device=opts.device)
+    return cache[key]
+
+
+def _scene_for(scan: str, connectivity_dir, scenes_dir=None):
+    from havln_robot.sim.mesh_scene import load_scene
+    from havln_robot.sim.scene import SceneError
+
+    key = (scan, str(connectivity_dir), str(scenes_dir))
+    cache = _WORKER["scenes"]
+    if key not in cache:
+        try:
+            scene = load_scene(scan, connectivity_dir, scenes_dir)
+        except SceneError as exc:
+            raise EvalError(str(exc)) from None
+        while len(cache) >= _SCENE_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = scene
+    return cache[key]
+
+
+def _crash_hook(episode_id: str) -> None:
+    d = os.environ.get(CRASH_HOOK_ENV)
+    if d:
+        f = Path(d) / f"{episode_id}.crash"
+        try:
+            f.unlink()
+        except FileNotFoundError:
+            return
+        os._exit(3)
+
+
+def run_job(job: Job) -> tuple[int, str, dict | str]:
+    """Evaluate one episode; the unit of work of the serial loop and of a Ray task.
+
+    Returns:
+        ``(job.index, job.tag, result)``: ``result`` is :meth:`EpisodeRecord.row` plus ``"actions"``,
+        or a string saying why the episode was skipped (its start is not on free space).
+
+    Raises:
+        EvalError: the episode's scene cannot be loaded.
+        PolicyError: the checkpoint cannot be loaded.
+    """
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.world import World, WorldError
+
+    ep, opts = job.episode, job.options
+    _crash_hook(ep.episode_id)
+    _one_torch_thread(opts.policy)
+    policy = _policy_for(opts)
+    t0 = time.perf_counter()
+    scene = _scene_for(ep.scan, opts.connectivity_dir, opts.scenes_dir)
+    populate = opts.populate if opts.crowd is None else opts.crowd
+    crowd = Crowd.from_episode(ep, scene, seed=opts.seed, populate=populate)
+    if opts.crowd is not None and len(crowd) > opts.crowd:
+        crowd = Crowd(crowd.humans[: opts.crowd], crowd.frame_rate)
+    try:
+        world = World(scene, ep, crowd, seed=opts.seed, action_dt=_action_dt(opts), baseline=job.baseline)
+    except WorldError as exc:
+        return job.index, job.tag, str(exc)
+    loop = loop_options(opts)
+    if loop:
+        world.loop_options = loop  # read when the world's closed loop starts, at its first step
+    zs = [p[2] for p in ep.reference_path]
+    shield = PeopleShield(world, opts.people) if opts.people != "none" else None
+    try:
+        actions = run_episode(
+            world,
+            policy,
+            seed=episode_seed(opts.seed, ep.episode_id),
+            heading_jitter_deg=opts.heading_jitter_deg,
+            hfov_deg=opts.hfov_deg,
+            vfov_deg=opts.vfov_deg,
+            shield=shield,
+        )
+    finally:
+        if shield is not None:
+            shield.close()
+    rec = EpisodeRecord(
+        ep.episode_id,
+        ep.scan,
+        len(crowd),
+        world.metrics(),
+        actions,
+        time.perf_counter() - t0,
+        max(zs) - min(zs) > 1.0,  # the reference path climbs/descends stairs
+        shield.waits if shield is not None else 0,
+    )
+    return job.index, job.tag, rec.row() | {"actions": actions}
+
+
+def closed_loop_world() -> bool:
+    """True when :class:`~havln_robot.sim.world.World` runs each action through motion_node's executor over
+    the noisy Go2 base (issue 23: ``World.loop`` / ``World.loop_options``); False for the open-loop world."""
+    from havln_robot.sim.world import World
+
+    return hasattr(World, "loop")
+
+
+#: Options that mean something only in the closed-loop world (flag → EvalOptions field).
+CLOSED_LOOP_ONLY: dict[str, str] = {
+    "--max-angular-speed": "max_angular_speed",
+    "--odom-noise-scale": "odom_noise_scale",
+    "--latency-s": "latency_s",
+}
+
+
+def _action_dt(opts: EvalOptions) -> float:
+    """Sim time per discrete action, s: the world's default, or 0.25 m / max_linear_speed in the open-loop world."""
+    from havln_robot.actions import ACTION_SPECS, MOVE_FORWARD
+    from havln_robot.sim.world import DEFAULT_ACTION_DT_S
+
+    if opts.max_linear_speed is None or closed_loop_world():
+        return DEFAULT_ACTION_DT_S
+    return float(ACTION_SPECS[MOVE_FORWARD].amount) / opts.max_linear_speed
+
+
+def noise_model(odom_noise_scale: float | None, latency_s: float | None):
+    """The Go2 base's :class:`~havln_robot.sim.robot.NoiseModel` with every odometry / gyro / accelerometer
+    figure times ``odom_noise_scale`` and the actuation latency ``latency_s`` (None: the model's defaults)."""
+    from dataclasses import replace
+
+    from havln_robot.sim.robot import NoiseModel
+
+    base = NoiseModel()
+    changes: dict[str, float] = {}
+    if odom_noise_scale is not None:
+        changes |= {f: getattr(base, f) * odom_noise_scale for f in base.__dataclass_fields__ if f != "latency_s"}
+    if latency_s is not None:
+        changes["latency_s"] = latency_s
+    return replace(base, **changes)
+
+
+def loop_options(opts: EvalOptions) -> dict:
+    """Keyword arguments of the closed-loop world's ``ClosedLoop`` for ``opts`` (``World.loop_options``);
+    {} when ``opts`` keep every default.
+
+    Raises:
+        EvalError: an option that needs the closed-loop world, in the open-loop one (names the flag).
+    """
+    closed = closed_loop_world()
+    if not closed:
+        for flag, field in CLOSED_LOOP_ONLY.items():
+            if getattr(opts, field) is not None:
+                raise EvalError(f"{flag} needs the closed-loop batch world (issue 23), which this build does not have; drop {flag}")
+        return {}
+    out: dict = {}
+    params = {k: getattr(opts, k) for k in ("max_linear_speed", "max_angular_speed") if getattr(opts, k) is not None}
+    if params:
+        out["params"] = params
+    if opts.odom_noise_scale is not None or opts.latency_s is not None:
+        out["noise"] = noise_model(opts.odom_noise_scale, opts.latency_s)
+    return out
+
+
+def make_jobs(episodes, options: EvalOptions, baselines: dict[str, int] | None = None, tag: str = "") -> list[Job]:
+    """One :class:`Job` per episode, in input order."""
+    baselines = baselines or {}
+    return [Job(i, ep, options, int(baselines.get(ep.episode_id, 0)), tag) for i, ep in enumerate(episodes)]
+
+
+def run_serial(jobs: list[Job], on_result=None) -> None:
+    """Run ``jobs`` in this process, grouped by scan (each scene loaded once); ``on_result(index, tag, result)`` per job."""
+    for job in sorted(jobs, key=lambda j: (j.episode.scan, j.index)):
+        out = run_job(job)
+        if on_result is not None:
+            on_result(*out)
+
+
 def evaluate(
     episodes,
     policy: str | object = "expert",
@@ -310,13 +670,13 @@ def evaluate(
     scenes_dir=None,
     people: str = "none",
 ) -> list[EpisodeRecord]:
-    """Evaluate ``policy`` on ``episodes`` (grouped by scan internally; results in input order).
+    """Evaluate ``policy`` on ``episodes`` serially (grouped by scan internally; results in input order).
 
     Args:
         episodes: :class:`~havln_robot.episodes.Episode` list.
-        policy: see :func:`run_episode`.
+        policy: see :func:`run_episode` (a spec string, or a ready :class:`~havln_robot.policy.api.Policy`).
         connectivity_dir: folder of connectivity files (default ``data_dir()/connectivity``).
-        seed: crowd seed (same for every episode) and random-policy seed.
+        seed: crowd seed (same for every episode); per-episode draws use :func:`episode_seed`.
         baselines: episode id → challenge baseline human collisions (missing = 0).
         populate: synthetic people per episode for episodes without people (R2R).
         on_result: called with each :class:`EpisodeRecord`.
@@ -328,49 +688,103 @@ def evaluate(
     Raises:
         EvalError: a scene cannot be loaded.
     """
-    from havln_robot.sim.humans import Crowd
-    from havln_robot.sim.mesh_scene import load_scene
-    from havln_robot.sim.scene import SceneError
-    from havln_robot.sim.world import World, WorldError
+    spec = policy if isinstance(policy, str) else f"<object {id(policy)}>"
+    opts = EvalOptions(
+        policy=spec,
+        connectivity_dir=None if connectivity_dir is None else str(connectivity_dir),
+        seed=seed,
+        populate=populate,
+        heading_jitter_deg=heading_jitter_deg,
+        scenes_dir=None if scenes_dir is None else str(scenes_dir),
+        people=people,
+    )
+    if not isinstance(policy, str):
+        _WORKER["policies"][(spec, opts.device)] = policy
+    out: dict[int, EpisodeRecord] = {}
 
-    baselines = baselines or {}
-    episodes = list(episodes)
-    out: list[tuple[int, EpisodeRecord]] = []
-    order = sorted(range(len(episodes)), key=lambda i: (episodes[i].scan, i))  # load each scene once
-    for k in order:
-        ep = episodes[k]
-        t0 = time.perf_counter()
-        try:
-            scene = load_scene(ep.scan, connectivity_dir, scenes_dir)
-        except SceneError as exc:
-            raise EvalError(str(exc)) from None
-        crowd = Crowd.from_episode(ep, scene, seed=seed, populate=populate)
-        try:
-            world = World(scene, ep, crowd, seed=seed, baseline=baselines.get(ep.episode_id, 0))
-        except WorldError as exc:
-            print(f"havln-robot eval: skipping episode {ep.episode_id}: {exc}", file=sys.stderr)
-            continue
-        zs = [p[2] for p in ep.reference_path]
-        shield = PeopleShield(world, people) if people != "none" else None
-        try:
-            actions = run_episode(world, policy, seed=seed + k, heading_jitter_deg=heading_jitter_deg, shield=shield)
-        finally:
-            if shield is not None:
-                shield.close()
-        rec = EpisodeRecord(
-            ep.episode_id,
-            ep.scan,
-            len(crowd),
-            world.metrics(),
-            actions,
-            time.perf_counter() - t0,
-            max(zs) - min(zs) > 1.0,  # the reference path climbs/descends stairs
-            shield.waits if shield is not None else 0,
-        )
-        out.append((k, rec))
+    def keep(index: int, _tag: str, res: dict | str) -> None:
+        if isinstance(res, str):
+            print(f"havln-robot eval: skipping episode {episodes[index].episode_id}: {res}", file=sys.stderr)
+            return
+        rec = EpisodeRecord.from_row(res, res["actions"])
+        out[index] = rec
         if on_result is not None:
             on_result(rec)
-    return [rec for _k, rec in sorted(out, key=lambda kr: kr[0])]
+
+    episodes = list(episodes)
+    try:
+        run_serial(make_jobs(episodes, opts, baselines), keep)
+    finally:
+        if not isinstance(policy, str):
+            _WORKER["policies"].pop((spec, opts.device), None)
+    return [out[k] for k in sorted(out)]
+
+
+# ---------------------------------------------------------------------------- partial results (resume)
+class PartialResults:
+    """``results.partial.jsonl``: a header line with the run's options, then one line per finished episode.
+
+    Lines: ``{"format": 1, "run": {...}}`` then :meth:`EpisodeRecord.row` + ``"actions"``, or
+    ``{"episode_id": ..., "skipped": reason}``. Appended and flushed line by line, so a killed run
+    loses at most the line being written (a torn last line is ignored on reading).
+
+    Args:
+        path: the file. run: the run's identity (:meth:`EvalOptions.key` and the episodes file);
+            a resumed file must have been written with the same.
+        resume: read the finished episodes of an existing file; False starts it afresh.
+
+    Raises:
+        EvalError: ``resume`` and the file was written by another run (names the differing option),
+            or it is not a partial results file.
+    """
+
+    def __init__(self, path: Path, run: dict, resume: bool) -> None:
+        self.path = Path(path)
+        self.done: dict[str, dict | str] = {}
+        if resume and self.path.is_file():
+            self._read(run)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("w") as fh:
+                fh.write(jsonio.dumps({"format": PARTIAL_FORMAT, "run": run}) + "\n")
+
+    def _read(self, run: dict) -> None:
+        import json
+
+        lines = self.path.read_text().splitlines()
+        try:
+            head = json.loads(lines[0]) if lines else {}
+        except ValueError:
+            head = {}
+        if head.get("format") != PARTIAL_FORMAT or not isinstance(head.get("run"), dict):
+            raise EvalError(f"--resume: {self.path} is not a partial results file of havln-robot eval; remove it or choose another --out")
+        old = head["run"]
+        diff = sorted(k for k in set(old) | set(run) if old.get(k) != run.get(k))
+        if diff:
+            k = diff[0]
+            raise EvalError(
+                f"--resume: {self.path} was written with {k}={old.get(k)!r}, this run has {k}={run.get(k)!r}; "
+                "give the same options or another --out"
+            )
+        good = [lines[0]]
+        for line in lines[1:]:
+            try:
+                row = json.loads(line)
+                eid = str(row["episode_id"])
+            except (ValueError, KeyError, TypeError):
+                continue  # the torn last line of a killed run
+            self.done[eid] = row.get("skipped") if "skipped" in row else row
+            good.append(line)
+        self.path.write_text("\n".join(good) + "\n")  # drop a torn line before appending
+
+    def add(self, episode_id: str, result: dict | str) -> None:
+        """Append one finished episode (a row with actions, or a skip reason) and flush it to disk."""
+        row = {"episode_id": episode_id, "skipped": result} if isinstance(result, str) else result
+        with self.path.open("a") as fh:
+            fh.write(jsonio.dumps(row) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.done[episode_id] = result
 
 
 def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) -> None:
@@ -390,7 +804,8 @@ def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) ->
     jsonio.write(out_dir / "summary.json", summary, newline=False, indent=2)
 
 
-def _default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:
+def default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:
+    """Collision baselines for TCR of an episodes file and why (see the module docstring): ``(episode id → baseline, reason)``."""
     from havln_robot.paths import data_dir
     from havln_robot.sim.metrics import load_collision_baseline
 
@@ -409,9 +824,10 @@ def _m(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f} m"
 
 
-def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
-    """Human-readable summary lines of an :class:`~havln_robot.sim.metrics.Aggregate`."""
-    eps = agg.n / seconds if seconds > 0 else float("inf")
+def format_summary(agg, seconds: float, steps: int, policy_name: str, ran: int | None = None) -> str:
+    """Human-readable summary lines of an :class:`~havln_robot.sim.metrics.Aggregate` (``ran``: episodes run in ``seconds``, default all)."""
+    ran = agg.n if ran is None else ran
+    eps = ran / seconds if seconds > 0 else float("inf")
     return "\n".join(
         [
             f"policy {policy_name}: {plural(agg.n, 'episode')}",
@@ -425,8 +841,61 @@ def format_summary(agg, seconds: float, steps: int, policy_name: str) -> str:
     )
 
 
+def run_engine(jobs: list[Job], target: tuple[str, int | None] | None, on_result, quiet: bool = False):
+    """Run ``jobs`` serially (``target`` None) or as Ray tasks, with one progress bar; returns a :class:`havln_robot.cluster.Outcome`.
+
+    Args:
+        jobs: the jobs still to run.
+        target: :func:`havln_robot.cluster.parse_target`'s result.
+        on_result: called with each :func:`run_job` result ``(index, tag, row | skip reason)`` in completion order.
+        quiet: no progress bar.
+
+    Raises:
+        ClusterError: Ray missing or unreachable. EvalError / PolicyError (serial engine): as :func:`run_job`.
+    """
+    from havln_robot import cluster
+
+    if not jobs:
+        return cluster.Outcome()
+    if target is None:
+        bar = cluster.progress_bar(len(jobs), 0, quiet)
+        out = cluster.Outcome()
+
+        def tick(*res) -> None:
+            on_result(res)
+            out.finished += 1
+            bar.update(1)
+
+        try:
+            run_serial(jobs, lambda *r: tick(*r))
+        finally:
+            bar.close()
+        return out
+    started = cluster.connect(target[0], target[1])
+    try:
+        cpus, nodes = cluster.cluster_size()
+        if not quiet:
+            print(f"  engine: {cluster.describe(target[0], started, cpus, nodes)}", file=sys.stderr)
+        bar = cluster.progress_bar(len(jobs), 0, quiet)
+
+        def got(res) -> None:
+            on_result(res)
+            bar.update(1)
+
+        try:  # submitted grouped by scan, so a worker tends to find the scene it loaded last
+            order = sorted(range(len(jobs)), key=lambda k: (jobs[k].episode.scan, k))
+            res = cluster.run_jobs(run_job, [jobs[k] for k in order], got)
+            res.failed = {order[k]: why for k, why in res.failed.items()}
+        finally:
+            bar.close()
+        return res
+    finally:
+        if started:
+            cluster.disconnect()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 2 bad input)."""
+    """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 1 some episodes failed, 2 bad input)."""
     ap = argparse.ArgumentParser(prog="havln-robot eval", description="Evaluate a policy on HA-R2R/R2R episodes in the batch simulator.")
     ap.add_argument("--policy", default="expert", help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/")
     ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
@@ -437,9 +906,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--limit", type=number_in(1, integer=True), help="evaluate only the first N episodes")
     ap.add_argument("--out", help="write results.jsonl/.csv, actions.json, summary.json here")
-    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="crowd and random-policy seed (default 0)")
+    ap.add_argument(
+        "--seed",
+        type=number_in(0, integer=True),
+        default=0,
+        help="crowd seed; per-episode draws use a hash of (seed, episode id) (default 0)",
+    )
     ap.add_argument(
         "--populate", type=number_in(0, 100, integer=True), default=0, help="synthetic people per episode without people (R2R); default 0"
+    )
+    ap.add_argument(
+        "--crowd",
+        type=number_in(0, 100, integer=True),
+        default=None,
+        help="people per episode: at most the first N of its own, N synthetic where it has none",
     )
     ap.add_argument("--baseline", help="collision_num_<split>.json for TCR baselines (default: see docs)")
     ap.add_argument(
@@ -452,6 +932,29 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="render panorama views at nominal + N(0, this) deg (clipped to 2 std), as sweep-mode frames are chosen; default 0",
     )
+    fov = number_in(0, OBS_HFOV_DEG, unit="deg", above=True)
+    ap.add_argument(
+        "--hfov-deg", type=fov, default=OBS_HFOV_DEG, help="camera horizontal field of view, deg (the render is 90; default 90)"
+    )
+    ap.add_argument("--vfov-deg", type=fov, default=OBS_HFOV_DEG, help="camera vertical field of view, deg (the render is 90; default 90)")
+    ap.add_argument(
+        "--max-linear-speed",
+        type=number_in(0.02, 3.8, unit="m/s"),
+        default=None,
+        help="motion limit, m/s (default motion_node's); open-loop world: sim time per action = 0.25 m / this",
+    )
+    ap.add_argument(
+        "--max-angular-speed", type=number_in(0.05, 4.0, unit="rad/s"), default=None, help="yaw-rate limit, rad/s (closed-loop world)"
+    )
+    ap.add_argument(
+        "--odom-noise-scale",
+        type=number_in(0, 100),
+        default=None,
+        help="factor on the Go2 base's odometry/IMU noise (0 = perfect; closed-loop world)",
+    )
+    ap.add_argument(
+        "--latency-s", type=number_in(0, 5, unit="s"), default=None, help="actuation latency of the Go2 base, s (closed-loop world)"
+    )
     ap.add_argument(
         "--people",
         choices=PEOPLE_MODES,
@@ -459,19 +962,34 @@ def main(argv: list[str] | None = None) -> int:
         help="people checks before each action: none (default), ground_truth (true people and velocities), "
         "detected (people_node's tracker on rendered depth only; slower)",
     )
-    ap.add_argument("-q", "--quiet", action="store_true", help="no per-episode progress")
+    ap.add_argument(
+        "--ray", default=None, metavar="auto|local|ADDRESS", help="run episodes as Ray tasks: local runtime, or a cluster (docs/scale.md)"
+    )
+    ap.add_argument(
+        "--workers", type=number_in(1, 4096, integer=True), default=None, help="Ray local with N CPUs (= --ray local; default: all cores)"
+    )
+    ap.add_argument("--resume", action="store_true", help=f"continue the run in --out from its {PARTIAL_NAME}")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
-    if args.seed < 0:
-        ap.error(f"--seed {args.seed}: give a seed >= 0")
-    if not (math.isfinite(args.heading_jitter_deg) and 0.0 <= args.heading_jitter_deg <= 10.0):
-        ap.error(f"--heading-jitter-deg {args.heading_jitter_deg}: give a standard deviation in [0, 10] deg")
-    if args.populate < 0:
-        ap.error(f"--populate {args.populate}: give a number of people >= 0")
+    if args.resume and not args.out:
+        ap.error("--resume needs --out (the folder of the run to continue)")
+    try:
+        from havln_robot.cluster import parse_target
+
+        target = parse_target(args.ray, args.workers)
+    except ValueError as exc:
+        ap.error(str(exc))
+    try:  # options of the closed-loop world: refused here, not in every episode
+        loop_options(EvalOptions(**{f: getattr(args, f) for f in CLOSED_LOOP_ONLY.values()}))
+    except EvalError as exc:
+        print(f"havln-robot eval: {exc}", file=sys.stderr)
+        return 2
     if args.out:
         from havln_robot.paths import prepare_out_dir
 
         prepare_out_dir(args.out, "--out")  # before the evaluation, so its results cannot be lost
 
+    from havln_robot.cluster import ClusterError
     from havln_robot.episodes import EpisodeError, load_episodes
     from havln_robot.paths import data_dir
     from havln_robot.sim.metrics import aggregate, load_collision_baseline
@@ -489,57 +1007,88 @@ def main(argv: list[str] | None = None) -> int:
         if args.baseline:
             baselines, why = load_collision_baseline(args.baseline), f"baseline from {args.baseline}"
         else:
-            baselines, why = _default_baseline(ep_file, episodes)
+            baselines, why = default_baseline(ep_file, episodes)
     except ValueError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
 
-    policy: str | object = args.policy
+    opts = EvalOptions(
+        policy=args.policy,
+        connectivity_dir=args.connectivity,
+        scenes_dir=args.scenes,
+        seed=args.seed,
+        populate=args.populate,
+        crowd=args.crowd,
+        heading_jitter_deg=args.heading_jitter_deg,
+        hfov_deg=args.hfov_deg,
+        vfov_deg=args.vfov_deg,
+        max_linear_speed=args.max_linear_speed,
+        max_angular_speed=args.max_angular_speed,
+        odom_noise_scale=args.odom_noise_scale,
+        latency_s=args.latency_s,
+        people=args.people,
+        device=args.device,
+    )
+    name = args.policy
     try:
         if is_builtin(args.policy):
             make_policy(args.policy)  # check the options now; each episode builds its own (seeded) copy
         elif args.policy not in RESERVED_NAMES:
-            policy = make_policy(args.policy, device=args.device)
+            _one_torch_thread(args.policy)
+            pol = _policy_for(opts)  # loads (and checks) the checkpoint once; serial episodes reuse it
+            name = getattr(pol, "name", args.policy)
     except Exception as exc:  # noqa: BLE001 - PolicyError and friends: one line, no traceback
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
-    name = args.policy if isinstance(policy, str) else getattr(policy, "name", args.policy)
     scenes = f"scan meshes from {args.scenes}" if args.scenes else "procedural scenes"
     print(
         f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr
     )
 
-    done = [0]
-
-    def progress(rec: EpisodeRecord) -> None:
-        done[0] += 1
-        if not args.quiet and (done[0] % 20 == 0 or done[0] == len(episodes)):
-            print(f"  {done[0]}/{len(episodes)} episodes", file=sys.stderr)
-
-    t0 = time.perf_counter()
+    jobs = make_jobs(episodes, opts, baselines)
+    run_id = opts.key() | {"episodes_file": str(ep_file.resolve()), "instruction_index": args.instruction_index, "baseline": why}
     try:
-        records = evaluate(
-            episodes,
-            policy,
-            args.connectivity,
-            args.seed,
-            baselines,
-            args.populate,
-            on_result=progress,
-            heading_jitter_deg=args.heading_jitter_deg,
-            scenes_dir=args.scenes,
-            people=args.people,
-        )
+        partial = PartialResults(Path(args.out) / PARTIAL_NAME, run_id, args.resume) if args.out else None
     except EvalError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
+    results: dict[int, dict | str] = {}
+    if partial is not None and partial.done:
+        index = {ep.episode_id: i for i, ep in enumerate(episodes)}
+        results = {index[e]: r for e, r in partial.done.items() if e in index}
+        print(f"  resuming: {plural(len(results), 'episode')} already in {partial.path}", file=sys.stderr)
+    todo = [j for j in jobs if j.index not in results]
+
+    def got(res) -> None:
+        k, _tag, row = res
+        results[k] = row
+        if partial is not None:
+            partial.add(episodes[k].episode_id, row)
+
+    t0 = time.perf_counter()
+    try:
+        outcome = run_engine(todo, target, got, args.quiet)
+    except (EvalError, ClusterError) as exc:
+        print(f"havln-robot eval: {exc}", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - t0
+    for k in sorted(results):
+        if isinstance(results[k], str):
+            print(f"havln-robot eval: skipping episode {episodes[k].episode_id}: {results[k]}", file=sys.stderr)
+    records = [EpisodeRecord.from_row(r, r["actions"]) for _k, r in sorted(results.items()) if not isinstance(r, str)]
+    if outcome.failed:
+        for k, reason in sorted(outcome.failed.items()):
+            print(f"havln-robot eval: episode {episodes[k].episode_id} failed: {reason}", file=sys.stderr)
+        keep = f"; the {plural(len(results), 'finished episode')} are in {partial.path}: rerun with --resume" if partial else ""
+        print(f"havln-robot eval: {plural(len(outcome.failed), 'episode')} failed{keep}", file=sys.stderr)
+        return 1
     if not records:
         print("havln-robot eval: no episode could be run", file=sys.stderr)
         return 2
     agg = aggregate([r.metrics for r in records], with_humans=[r.humans > 0 for r in records])
     steps = sum(len(r.actions) for r in records)
-    print(format_summary(agg, seconds, steps, name))
+    ran = len(todo)
+    print(format_summary(agg, seconds, steps, name, ran))
     multi = [r for r in records if r.floors_changed]
     if multi:
         ms = sum(r.metrics.success for r in multi) / len(multi)
@@ -552,12 +1101,16 @@ def main(argv: list[str] | None = None) -> int:
             "episodes_file": str(ep_file),
             "seed": args.seed,
             "seconds": seconds,
-            "episodes_per_s": len(records) / seconds,
-            "steps_per_s": steps / seconds,
+            "episodes_run": ran,
+            "episodes_per_s": ran / seconds if seconds > 0 else None,
+            "steps_per_s": steps / seconds if seconds > 0 else None,
             "baseline": why,
+            "engine": "serial" if target is None else f"ray {target[0]}",
             "scenes": f"mesh:{args.scenes}" if args.scenes else "procedural",
+            "options": opts.key(),
         }
         write_outputs(Path(args.out), records, summary)
+        partial.path.unlink(missing_ok=True)
         print(f"  wrote {args.out}/results.jsonl, results.csv, actions.json, summary.json")
     return 0
 

@@ -1,7 +1,7 @@
 """``havln-robot bench all [--markdown] [--quick] [--update-readme README.md]``: the README's figures.
 
 Runs every benchmark the README quotes, each in its own interpreter exactly as a user would type
-it (``havln-robot eval``, ``bench sim|motion|policy|perception|robot``, ``trial bench``,
+it (``havln-robot eval``, ``bench sim|motion|policy|perception|robot|scale``, ``trial bench``,
 ``export`` + ``replay``, and a timed ``validate`` of a full-size bundle), ``--repeats`` times for
 the speeds, and prints the figure tables with the machine (CPU model, cores, OS) and the date:
 
@@ -73,6 +73,7 @@ class Plan:
     robot: list[str] = field(default_factory=lambda: ["--trials", "20"])
     trial: list[str] = field(default_factory=list)
     people: list[str] = field(default_factory=list)
+    scale: list[str] = field(default_factory=lambda: ["--episodes", "12"])
 
     @classmethod
     def make(cls, quick: bool, repeats: int | None) -> Plan:
@@ -92,6 +93,7 @@ class Plan:
             robot=["--trials", "1"],
             trial=["--steps", "20"],
             people=["--quick", "--people", "4"],
+            scale=["--policy", "expert", "--episodes", "2"],
         )
 
 
@@ -299,6 +301,13 @@ def run_robot(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, An
 
 
 _TRIAL_MEDIAN = re.compile(r"median\s+([\d.]+)\s*ms")
+
+
+def run_scale(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """``bench scale``: eval throughput serial vs Ray 1 / 2 local workers, runtime start, overhead per episode (one run: ~3 min)."""
+    out = tmp / "scale.json"
+    _havln(["bench", "scale", *plan.scale, "--out", str(out)], 3600, log)
+    return json.loads(out.read_text())
 
 
 def run_trial(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
@@ -529,6 +538,18 @@ def markdown(fig: dict[str, Any]) -> str:
         )  # fmt: skip
     if rows:
         lines += ["**Trials and challenge**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    if isinstance(sc := fig.get("scale"), dict):
+        lines += [
+            f"**Scaling** (`havln-robot bench scale{' ' + ' '.join(plan.get('scale', [])) if plan.get('scale') else ''}`: "
+            f"the first {sc['episodes']} val_seen episodes of `{sc['policy']}` through `eval`'s engine; identical per-episode "
+            f"results in every run; Ray overhead {sc['overhead_s_per_episode']:+.2f} s per episode against serial)",
+            "",
+        ]
+        rows = [
+            [r["engine"], f"{r['episodes_per_s']:.3f} episodes/s", f"{r['speedup']:.2f}x", f"{r['start_s']:.1f} s" if r["workers"] else "–"]
+            for r in sc["runs"]
+        ]
+        lines += _table(["engine", "throughput", "speed-up", "runtime start (once per run)"], rows) + [""]
     skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
     if skipped:
         lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
@@ -549,13 +570,17 @@ PARTS = {
     "trial": False,
     "validate": True,
     "replay": True,
+    "scale": True,
 }
 
 
 def collect(plan: Plan, parts: Sequence[str], data: Path, log: Callable[[str], None]) -> dict[str, Any]:
     """Run the chosen parts; returns the figures (a part's value is its reason string when skipped)."""
     t0 = time.perf_counter()
-    fig: dict[str, Any] = {"machine": machine(), "plan": {"quick": plan.quick, "repeats": plan.repeats, "motion": plan.motion}}
+    fig: dict[str, Any] = {
+        "machine": machine(),
+        "plan": {"quick": plan.quick, "repeats": plan.repeats, "motion": plan.motion, "scale": plan.scale},
+    }
     have_data = (data / "ha_r2r_de" / "HA_val_seen.json").is_file() and (data / "connectivity").is_dir()
     with tempfile.TemporaryDirectory(prefix="havln_figures_") as d:
         tmp = Path(d)
