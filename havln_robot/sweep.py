@@ -38,7 +38,6 @@ import argparse
 import csv
 import hashlib
 import itertools
-import json
 import math
 import sys
 import time
@@ -50,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot import eval as ev
+from havln_robot import jsonio
 from havln_robot.text import number_in, plural
 
 Z95: float = 1.959963984540054
@@ -250,7 +250,7 @@ def parse_spec(doc: Any, where: str = "spec") -> Spec:
             raise SweepError(f"{where}: grid: {name}: give a list of values, e.g. {name}: [a, b]")
         if name in base:
             raise SweepError(f"{where}: grid: {name} is also in base; keep it in one of them")
-        if len({json.dumps(v, sort_keys=True, default=str) for v in vals}) != len(vals):
+        if len({repr(v) for v in vals}) != len(vals):
             raise SweepError(f"{where}: grid: {name}: a value is listed twice")
         axes.append((str(name), vals))
     settings = []
@@ -329,7 +329,7 @@ def cache_key(setting: Setting, limit: int | None, instruction_index: int, code:
         "code": code,
         "checkpoint_sha256": ckpt,
     }
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
+    return hashlib.sha256(jsonio.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def cache_dir() -> Path:
