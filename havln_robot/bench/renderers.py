@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot import jsonio
+
 BACKENDS = ("mujoco", "pyrender", "open3d")
 
 
@@ -125,10 +127,10 @@ def main(argv: list[str]) -> int:
     """Entry point of the per-backend subprocess (module docstring)."""
     backend, scenes, scan, conn, poses_json, w, h, hfov = argv
     if backend not in BACKENDS:
-        print(json.dumps({"backend": backend, "error": f"unknown backend; choose one of {BACKENDS}"}))
+        print(jsonio.dumps({"backend": backend, "error": f"unknown backend; choose one of {BACKENDS}"}))
         return 2
     poses = [tuple(p) for p in json.loads(Path(poses_json).read_text())]
-    print(json.dumps(measure(backend, scenes, scan, conn, poses, int(w), int(h), float(hfov))))
+    print(jsonio.dumps(measure(backend, scenes, scan, conn, poses, int(w), int(h), float(hfov)), nonfinite="null"))
     return 0
 
 

@@ -144,7 +144,7 @@ def compare_renderers(scene_ep: tuple[Any, Any], scenes_dir: str, conn: str, fra
     rows = []
     with tempfile.TemporaryDirectory(prefix="havln-bench-poses-") as td:
         poses = Path(td) / "poses.json"
-        poses.write_text(json.dumps(_poses(ep, frames)))
+        jsonio.write(poses, _poses(ep, frames), newline=False)
         for w, h, fov in ((256, 256, 90.0), (640, 480, 69.4)):
             for b in BACKENDS:
                 cmd = [

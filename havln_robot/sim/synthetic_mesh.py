@@ -18,12 +18,13 @@ Habitat convention habitat (x, y, z) = (map x, map z, -map y) (docs/sim.md, "Fra
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from havln_robot import jsonio
 
 #: Camera height (m) above the floor written into the synthetic graph's viewpoints (Matterport3D
 #: tripod heights in the HA-VLN connectivity files are ~1.3-1.6 m).
@@ -161,7 +162,7 @@ def write_connectivity(path: Path, viewpoints: dict[str, tuple[float, float, flo
             }
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
+    jsonio.write(path, out, newline=False)
     return path
 
 
@@ -324,7 +325,7 @@ def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS
         del e["distance"]  # let the loader measure the reference path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(eps))
+    jsonio.write(path, eps, newline=False)
     return path
 
 
