@@ -182,7 +182,7 @@ class Expert:
         dx, dy = FORWARD_STEP_M * math.cos(yaw), FORWARD_STEP_M * math.sin(yaw)
         if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
             return True
-        if w.scene.support(x + dx, y + dy, z, prefer=w._support) is None:
+        if w.scene.support(x + dx, y + dy, z, prefer=w._support, heading=(dx, dy)) is None:
             return True
         if len(w.crowd):
             rr = w.crowd.radii + w.robot_radius + 0.05

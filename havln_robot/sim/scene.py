@@ -62,6 +62,9 @@ DEFAULT_WALL_HEIGHT_M: float = 2.5
 #: Max |ground z - z_hint| (m) for a surface to support a body: covers stepping from the flat
 #: disc at the foot of steep stairs onto the ramp (1.1 m x slope <= 1), well below a storey (~2.5 m).
 SUPPORT_TOL_M: float = 1.2
+#: A body on one flight of stairs moves onto a flight meeting it at a landing once it is this much (m)
+#: nearer that flight's axis than its own (hysteresis against flip-flopping on the bisector).
+AXIS_MARGIN_M: float = 0.05
 #: Bump this when the build algorithm changes so stale cache files are rebuilt.
 _CACHE_VERSION = 5
 #: Number of segments per quarter circle for discs and buffers.
@@ -355,10 +358,18 @@ class Scene:
         self._walls: dict[int, np.ndarray] = {}
         self._floor_z = np.array([f.z for f in self.floors], dtype=np.float64)
         self._ramp_bounds = np.array([r.polygon.bounds for r in self.ramps], dtype=np.float64).reshape(-1, 4)
+        ends: dict[str, set[int]] = {}
+        for i, r in enumerate(self.ramps):
+            ends.setdefault(r.vp_a, set()).add(i)
+            ends.setdefault(r.vp_b, set()).add(i)
+        #: ramp index -> other ramps sharing an end viewpoint (flights meeting at a landing)
+        self._adjacent_ramps: list[frozenset[int]] = [
+            frozenset((ends.get(r.vp_a, set()) | ends.get(r.vp_b, set())) - {i}) for i, r in enumerate(self.ramps)
+        ]
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds"):
+        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds", "_adjacent_ramps"):
             state.pop(k, None)
         return state
 
@@ -541,7 +552,9 @@ class Scene:
         """Index of the floor whose height is nearest to ``z`` (m)."""
         return int(np.argmin(np.abs(self._floor_z - z)))
 
-    def support(self, x: float, y: float, z_hint: float, prefer: Support | None = None) -> Support | None:
+    def support(
+        self, x: float, y: float, z_hint: float, prefer: Support | None = None, heading: tuple[float, float] | None = None
+    ) -> Support | None:
         """The surface under map (x, y) for a body at height ``z_hint``, or ``None`` (no ground: a wall).
 
         Candidates are ramps whose corridor contains the point and floors whose own free space
@@ -555,6 +568,8 @@ class Scene:
         ``viewpoint_radius`` x slope (the disc is flat), hence the generous tolerance.
         """
         cands: list[tuple[bool, float, Support]] = []  # (linked to prefer, |dz|, support)
+        hx, hy = heading if heading is not None else (0.0, 0.0)
+        kept: Support | None = None
         linked = self._linked_floors(prefer) if prefer is not None else frozenset()
         rb = self._ramp_bounds
         hits = np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])) if len(rb) else ()
@@ -566,12 +581,23 @@ class Scene:
                 if d > SUPPORT_TOL_M:
                     continue
                 if prefer is not None and prefer.kind == "ramp" and prefer.index == int(i):
-                    return Support("ramp", int(i), z)
+                    kept = Support("ramp", int(i), z)
+                    continue
                 cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
+        if kept is not None:
+            # a body keeps its flight, except where it has crossed onto the footprint of a flight that
+            # meets it at a landing (switchback / spiral stairs): nearer that flight's axis, that flight is the ground
+            adj = self._adjacent_ramps[kept.index]
+            own_d = self._axis_distance(kept.index, x, y)
+            better = [c for c in cands if c[2].index in adj and self._axis_distance(c[2].index, x, y) < own_d - AXIS_MARGIN_M]
+            if not better:
+                return kept
+            return min(better, key=lambda c: self._axis_distance(c[2].index, x, y))[2]
         if prefer is not None and prefer.kind == "floor":
             entry = [c for c in cands if c[0] and c[1] <= RAMP_ENTRY_M]
             if entry:  # stepping onto linked stairs at their height: the stairs are the ground now
-                return min(entry, key=lambda c: c[1])[2]
+                # several flights leave one landing (spiral stairs): the body walks onto the one it moves along
+                return min(entry, key=lambda c: (-self._ramp_alignment(c[2].index, hx, hy), c[1]))[2]
             f = self.floors[prefer.index]
             if shapely.contains_xy(f.own, x, y):
                 z = f.height_at(x, y)
@@ -589,6 +615,22 @@ class Scene:
         if any(c[0] for c in cands):
             cands = [c for c in cands if c[0]]
         return min(cands, key=lambda c: c[1])[2]
+
+    def _axis_distance(self, i: int, x: float, y: float) -> float:
+        """Distance (m) in map xy from (x, y) to the axis segment of ramp ``i`` (between its two viewpoints)."""
+        r = self.ramps[i]
+        ax, ay = r.a[0], r.a[1]
+        dx, dy = r.b[0] - ax, r.b[1] - ay
+        ll = dx * dx + dy * dy
+        t = 0.0 if ll < 1e-12 else min(1.0, max(0.0, ((x - ax) * dx + (y - ay) * dy) / ll))
+        return math.hypot(x - ax - t * dx, y - ay - t * dy)
+
+    def _ramp_alignment(self, i: int, hx: float, hy: float) -> float:
+        """|cos| of the angle between ramp ``i``'s axis and the xy direction (hx, hy), rounded to 0.1 (0 without a direction)."""
+        r = self.ramps[i]
+        ax, ay = r.b[0] - r.a[0], r.b[1] - r.a[1]
+        n = math.hypot(ax, ay) * math.hypot(hx, hy)
+        return 0.0 if n < 1e-12 else round(abs(ax * hx + ay * hy) / n, 1)
 
     def ground_z(self, x: float, y: float, z_hint: float) -> float:
         """Ground height (m) at map (x, y) on the surface nearest to ``z_hint`` (floors: :meth:`Floor.height_at`; ramps linear).
