@@ -65,6 +65,11 @@ SUPPORT_TOL_M: float = 1.2
 #: A body on one flight of stairs moves onto a flight meeting it at a landing once it is this much (m)
 #: nearer that flight's axis than its own (hysteresis against flip-flopping on the bisector).
 AXIS_MARGIN_M: float = 0.05
+#: A body on one flight moves onto another linked flight that does not meet its own at a landing only
+#: within this height (m) of its ground: flights running side by side (a long graph edge over the
+#: flights it skips, split stairs up and down from one landing), never one stacked above or below
+#: (switchback flights are ~0.7 m or more apart; the same bound as ``geodesic.LEG_DZ_M``).
+FLIGHT_DZ_M: float = 0.5
 #: Bump this when the build algorithm changes so stale cache files are rebuilt.
 _CACHE_VERSION = 5
 #: Number of segments per quarter circle for discs and buffers.
@@ -358,6 +363,15 @@ class Scene:
         self._walls: dict[int, np.ndarray] = {}
         self._floor_z = np.array([f.z for f in self.floors], dtype=np.float64)
         self._ramp_bounds = np.array([r.polygon.bounds for r in self.ramps], dtype=np.float64).reshape(-1, 4)
+        skel: list[list[tuple[tuple[float, float], tuple[float, float]]]] = [[] for _ in self.floors]
+        for a, nbrs in self.neighbors.items():
+            va = self.viewpoints[a]
+            for b in nbrs:
+                vb = self.viewpoints[b]
+                if a < b and va.floor == vb.floor:
+                    skel[va.floor].append(((va.x, va.y), (vb.x, vb.y)))
+        #: floor index -> (E, 2, 2) its same-floor edges in map xy (m): the axes of its corridors
+        self._skeleton: list[np.ndarray] = [np.asarray(e, dtype=np.float64).reshape(-1, 2, 2) for e in skel]
         ends: dict[str, set[int]] = {}
         for i, r in enumerate(self.ramps):
             ends.setdefault(r.vp_a, set()).add(i)
@@ -369,7 +383,7 @@ class Scene:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds", "_adjacent_ramps"):
+        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds", "_adjacent_ramps", "_skeleton"):
             state.pop(k, None)
         return state
 
@@ -584,20 +598,20 @@ class Scene:
                     kept = Support("ramp", int(i), z)
                     continue
                 cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
-        if kept is not None:
-            # a body keeps its flight, except where it has crossed onto the footprint of a flight that
-            # meets it at a landing (switchback / spiral stairs): nearer that flight's axis, that flight is the ground
-            adj = self._adjacent_ramps[kept.index]
-            own_d = self._axis_distance(kept.index, x, y)
-            better = [c for c in cands if c[2].index in adj and self._axis_distance(c[2].index, x, y) < own_d - AXIS_MARGIN_M]
-            if not better:
-                return kept
-            return min(better, key=lambda c: self._axis_distance(c[2].index, x, y))[2]
         if prefer is not None and prefer.kind == "floor":
             entry = [c for c in cands if c[0] and c[1] <= RAMP_ENTRY_M]
-            if entry:  # stepping onto linked stairs at their height: the stairs are the ground now
-                # several flights leave one landing (spiral stairs): the body walks onto the one it moves along
-                return min(entry, key=lambda c: (-self._ramp_alignment(c[2].index, hx, hy), c[1]))[2]
+            if entry:
+                # stepping onto linked stairs at their height: the stairs are the ground now where the
+                # body is nearer the flight's axis than any corridor axis of its floor (a corridor that
+                # runs beside the top of a flight keeps the body on the floor); of several flights
+                # leaving one landing (spiral stairs), the one whose axis is nearest, then the one it
+                # moves along
+                skel = self._skeleton_distance(prefer.index, x, y)
+                ranked = sorted(
+                    (self._axis_distance(c[2].index, x, y), -self._ramp_alignment(c[2].index, hx, hy), c[1], c[2]) for c in entry
+                )
+                if ranked[0][0] < skel:
+                    return ranked[0][3]
             f = self.floors[prefer.index]
             if shapely.contains_xy(f.own, x, y):
                 z = f.height_at(x, y)
@@ -610,11 +624,47 @@ class Scene:
             d = abs(z - z_hint)
             if d <= SUPPORT_TOL_M:
                 cands.append((f.index in linked, d, Support("floor", f.index, z)))
+        if kept is not None:
+            return self._keep_or_cross(kept, cands, x, y)
         if not cands:
             return None
         if any(c[0] for c in cands):
             cands = [c for c in cands if c[0]]
         return min(cands, key=lambda c: c[1])[2]
+
+    def _keep_or_cross(self, kept: Support, cands: list[tuple[bool, float, Support]], x: float, y: float) -> Support:
+        """A body on flight ``kept`` (whose footprint still holds it) keeps it, unless it has crossed onto
+        another piece's footprint nearer that piece's axis by :data:`AXIS_MARGIN_M`: a flight meeting its
+        own at a landing (switchback / spiral stairs), or a linked flight or floor corridor within
+        :data:`FLIGHT_DZ_M` of its height (a long graph edge over the flights it skips, a corridor
+        leaving a landing beside a flight). Of those, the one whose axis is nearest is the ground.
+        """
+        adj = self._adjacent_ramps[kept.index]
+        own_d = self._axis_distance(kept.index, x, y) - AXIS_MARGIN_M
+        best, best_d = kept, own_d
+        for is_linked, dz, sup in cands:
+            if sup.kind == "ramp":
+                if not (sup.index in adj or (is_linked and dz <= FLIGHT_DZ_M)):
+                    continue
+                d = self._axis_distance(sup.index, x, y)
+            else:
+                if not (is_linked and dz <= FLIGHT_DZ_M):
+                    continue
+                d = self._skeleton_distance(sup.index, x, y)
+            if d < best_d:
+                best, best_d = sup, d
+        return best
+
+    def _skeleton_distance(self, k: int, x: float, y: float) -> float:
+        """Distance (m) in map xy from (x, y) to the nearest same-floor edge of floor ``k`` (inf when it has none)."""
+        seg = self._skeleton[k]
+        if len(seg) == 0:
+            return math.inf
+        a = seg[:, 0]
+        d = seg[:, 1] - a
+        ll = np.maximum((d * d).sum(axis=1), 1e-12)
+        t = np.clip(((x - a[:, 0]) * d[:, 0] + (y - a[:, 1]) * d[:, 1]) / ll, 0.0, 1.0)
+        return float(np.sqrt(((a[:, 0] + t * d[:, 0] - x) ** 2 + (a[:, 1] + t * d[:, 1] - y) ** 2).min()))
 
     def _axis_distance(self, i: int, x: float, y: float) -> float:
         """Distance (m) in map xy from (x, y) to the axis segment of ramp ``i`` (between its two viewpoints)."""
