@@ -584,6 +584,7 @@ class Scene:
         cands: list[tuple[bool, float, Support]] = []  # (linked to prefer, |dz|, support)
         hx, hy = heading if heading is not None else (0.0, 0.0)
         kept: Support | None = None
+        steep: list[tuple[bool, float, Support]] = []  # flights leaving the body's floor, beyond SUPPORT_TOL_M here
         linked = self._linked_floors(prefer) if prefer is not None else frozenset()
         rb = self._ramp_bounds
         hits = np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])) if len(rb) else ()
@@ -593,13 +594,15 @@ class Scene:
                 z = r.z_at(x, y)
                 d = abs(z - z_hint)
                 if d > SUPPORT_TOL_M:
+                    if prefer is not None and prefer.kind == "floor" and self._at_foot(int(i), prefer.index, x, y):
+                        steep.append((True, d, Support("ramp", int(i), z)))
                     continue
                 if prefer is not None and prefer.kind == "ramp" and prefer.index == int(i):
                     kept = Support("ramp", int(i), z)
                     continue
                 cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
         if prefer is not None and prefer.kind == "floor":
-            entry = [c for c in cands if c[0] and c[1] <= RAMP_ENTRY_M]
+            entry = [c for c in cands + steep if c[0] and c[2].kind == "ramp" and (c[1] <= RAMP_ENTRY_M or self._at_foot(c[2].index, prefer.index, x, y))]
             if entry:
                 # stepping onto linked stairs at their height: the stairs are the ground now where the
                 # body is nearer the flight's axis than any corridor axis of its floor (a corridor that
@@ -636,13 +639,14 @@ class Scene:
         """A body on flight ``kept`` (whose footprint still holds it) keeps it, unless it has crossed onto
         another piece's footprint nearer that piece's axis by :data:`AXIS_MARGIN_M`: a flight meeting its
         own at a landing (switchback / spiral stairs), or a linked flight or floor corridor within
-        :data:`FLIGHT_DZ_M` of its height (a long graph edge over the flights it skips, a corridor
+        :data:`FLIGHT_DZ_M` of its flight's height there (a long graph edge over the flights it skips, a corridor
         leaving a landing beside a flight). Of those, the one whose axis is nearest is the ground.
         """
         adj = self._adjacent_ramps[kept.index]
         own_d = self._axis_distance(kept.index, x, y) - AXIS_MARGIN_M
         best, best_d = kept, own_d
-        for is_linked, dz, sup in cands:
+        for is_linked, _dz, sup in cands:
+            dz = abs(sup.z - kept.z)  # against the ground the body would have on its own flight here
             if sup.kind == "ramp":
                 if not (sup.index in adj or (is_linked and dz <= FLIGHT_DZ_M)):
                     continue
@@ -654,6 +658,18 @@ class Scene:
             if d < best_d:
                 best, best_d = sup, d
         return best
+
+    def _at_foot(self, i: int, k: int, x: float, y: float) -> bool:
+        """True if ramp ``i`` leaves floor ``k`` at a viewpoint whose disc (``viewpoint_radius``) holds (x, y).
+
+        That disc is flat ground in the model but stairs in the house: a body on it over the flight's
+        footprint is on the flight, however steep (a flight rising 2.7 m per metre, gTV8FGcVJC9).
+        """
+        r = self.ramps[i]
+        for fl, (ex, ey, _ez) in ((r.floor_a, r.a), (r.floor_b, r.b)):
+            if fl == k and (x - ex) ** 2 + (y - ey) ** 2 <= self.viewpoint_radius**2:
+                return True
+        return False
 
     def _skeleton_distance(self, k: int, x: float, y: float) -> float:
         """Distance (m) in map xy from (x, y) to the nearest same-floor edge of floor ``k`` (inf when it has none)."""
