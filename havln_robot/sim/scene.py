@@ -70,6 +70,11 @@ AXIS_MARGIN_M: float = 0.05
 #: flights it skips, split stairs up and down from one landing), never one stacked above or below
 #: (switchback flights are ~0.7 m or more apart; the same bound as ``geodesic.LEG_DZ_M``).
 FLIGHT_DZ_M: float = 0.5
+#: ... and only onto a flight that rises alike: ground gradients (vectors, dz per m) at most this
+#: far apart. Split stairs up and down from one landing differ by 0.7 (VzqfbhrpDEA); a graph edge
+#: rising two storeys across a stairwell (slope 2.1) crossing a gentle flight differs by 2.0
+#: (b8cTxDM8gDG) and is not walked onto from the side.
+FLIGHT_GRADIENT_DIFF: float = 1.0
 #: Bump this when the build algorithm changes so stale cache files are rebuilt.
 _CACHE_VERSION = 5
 #: Number of segments per quarter circle for discs and buffers.
@@ -648,7 +653,7 @@ class Scene:
         for is_linked, _dz, sup in cands:
             dz = abs(sup.z - kept.z)  # against the ground the body would have on its own flight here
             if sup.kind == "ramp":
-                if not (sup.index in adj or (is_linked and dz <= FLIGHT_DZ_M)):
+                if not (sup.index in adj or (is_linked and dz <= FLIGHT_DZ_M and self._alike(kept.index, sup.index))):
                     continue
                 d = self._axis_distance(sup.index, x, y)
             else:
@@ -658,6 +663,19 @@ class Scene:
             if d < best_d:
                 best, best_d = sup, d
         return best
+
+    def _alike(self, i: int, j: int) -> bool:
+        """True if ramps ``i`` and ``j`` rise alike: their ground gradients (dz per m of map xy, as
+        vectors) differ by at most :data:`FLIGHT_GRADIENT_DIFF`."""
+        gi, gj = self._gradient(i), self._gradient(j)
+        return math.hypot(gi[0] - gj[0], gi[1] - gj[1]) <= FLIGHT_GRADIENT_DIFF
+
+    def _gradient(self, i: int) -> tuple[float, float]:
+        """Ground gradient of ramp ``i`` in map xy (dz/dx, dz/dy; dimensionless)."""
+        r = self.ramps[i]
+        dx, dy, dz = r.b[0] - r.a[0], r.b[1] - r.a[1], r.b[2] - r.a[2]
+        ll = dx * dx + dy * dy
+        return (0.0, 0.0) if ll < 1e-12 else (dz * dx / ll, dz * dy / ll)
 
     def _at_foot(self, i: int, k: int, x: float, y: float) -> bool:
         """True if ramp ``i`` leaves floor ``k`` at a viewpoint whose disc (``viewpoint_radius``) holds (x, y).
