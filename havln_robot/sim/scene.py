@@ -643,7 +643,8 @@ class Scene:
     def _keep_or_cross(self, kept: Support, cands: list[tuple[bool, float, Support]], x: float, y: float) -> Support:
         """A body on flight ``kept`` (whose footprint still holds it) keeps it, unless it has crossed onto
         another piece's footprint nearer that piece's axis by :data:`AXIS_MARGIN_M`: a flight meeting its
-        own at a landing (switchback / spiral stairs), or a linked flight or floor corridor within
+        own at a landing (switchback / spiral stairs), a corridor of the floor at either end of its
+        flight on that end viewpoint's disc (turning off the top of a steep flight), or a linked flight or floor corridor within
         :data:`FLIGHT_DZ_M` of its flight's height there (a long graph edge over the flights it skips, a corridor
         leaving a landing beside a flight). Of those, the one whose axis is nearest is the ground.
         """
@@ -657,7 +658,7 @@ class Scene:
                     continue
                 d = self._axis_distance(sup.index, x, y)
             else:
-                if not (is_linked and dz <= FLIGHT_DZ_M):
+                if not ((is_linked and dz <= FLIGHT_DZ_M) or self._at_foot(kept.index, sup.index, x, y)):
                     continue
                 d = self._skeleton_distance(sup.index, x, y)
             if d < best_d:
