@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|stairs|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """
@@ -16,6 +16,7 @@ BENCHES = {
     "people": "havln_robot.bench.people:main",
     "perception": "havln_robot.bench.perception:main",
     "panorama": "havln_robot.bench.panorama:main",
+    "stairs": "havln_robot.bench.stairs:main",
     "all": "havln_robot.figures:main",
 }
 

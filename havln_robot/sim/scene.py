@@ -577,14 +577,31 @@ class Scene:
         """The surface under map (x, y) for a body at height ``z_hint``, or ``None`` (no ground: a wall).
 
         Candidates are ramps whose corridor contains the point and floors whose own free space
-        contains it, with |ground z - z_hint| <= :data:`SUPPORT_TOL_M`. ``prefer`` (the surface the
-        body stands on now) is kept while it is a candidate -- so a body never hops onto another
-        surface whose footprint overlaps its own -- except that a body on a floor steps onto a
-        linked ramp whose height there is within :data:`RAMP_ENTRY_M` of ``z_hint``; otherwise candidates linked to ``prefer`` (see
-        :meth:`region`: near floors and their ramps) win over the others, and among those the one
-        nearest in height wins.
-        Entering a ramp from the disc at its foot can therefore change z by up to
-        ``viewpoint_radius`` x slope (the disc is flat), hence the generous tolerance.
+        contains it, with |ground z - z_hint| <= :data:`SUPPORT_TOL_M`. Which one is the ground
+        (issue 20: ramp corridors overlap at different heights on spiral, switchback and split
+        stairs; see docs/sim.md, "Which flight"):
+
+        * ``prefer`` a **floor**: the body steps onto a linked ramp within :data:`RAMP_ENTRY_M` of
+          ``z_hint`` -- or, on the disc of the viewpoint the ramp leaves this floor from, at any
+          height (steep flights) -- where it is nearer that ramp's axis than any same-floor edge of
+          its floor (nearest axis first, then the ramp best aligned with ``heading``); otherwise the
+          floor is kept while its own space contains the point;
+        * ``prefer`` a **ramp** whose corridor still contains the point: kept, unless the point is
+          :data:`AXIS_MARGIN_M` nearer the axis of a ramp meeting it at a landing, of a corridor of
+          a floor at its ends (on that end's disc) or within :data:`FLIGHT_DZ_M`, or of a linked
+          ramp within :data:`FLIGHT_DZ_M` that rises alike (:data:`FLIGHT_GRADIENT_DIFF`);
+        * otherwise candidates linked to ``prefer`` (see :meth:`region`: near floors and their
+          ramps) win over the others, and among those the one nearest in height wins.
+
+        Args:
+            x: map-frame x of the point (m).
+            y: map-frame y of the point (m).
+            z_hint: the body's current ground height (m).
+            prefer: the surface the body stands on now (None: a fresh query, e.g. an episode start).
+            heading: xy direction of the body's motion (any length; None: no preference).
+
+        Returns:
+            The :class:`Support` (kind, index, ground z in m), or None.
         """
         cands: list[tuple[bool, float, Support]] = []  # (linked to prefer, |dz|, support)
         hx, hy = heading if heading is not None else (0.0, 0.0)
@@ -607,7 +624,11 @@ class Scene:
                     continue
                 cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
         if prefer is not None and prefer.kind == "floor":
-            entry = [c for c in cands + steep if c[0] and c[2].kind == "ramp" and (c[1] <= RAMP_ENTRY_M or self._at_foot(c[2].index, prefer.index, x, y))]
+            entry = [
+                c
+                for c in cands + steep
+                if c[0] and c[2].kind == "ramp" and (c[1] <= RAMP_ENTRY_M or self._at_foot(c[2].index, prefer.index, x, y))
+            ]
             if entry:
                 # stepping onto linked stairs at their height: the stairs are the ground now where the
                 # body is nearer the flight's axis than any corridor axis of its floor (a corridor that

@@ -25,6 +25,7 @@ import math
 import random
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 import networkx as nx
 
@@ -108,7 +109,8 @@ def coverage_paths(scene: Scene, seed: int = 0, n_random: int = 2) -> list[tuple
     """Paths that cross every stairs edge of ``scene`` at least once, plus random shortest paths.
 
     Args:
-        scene: the scan's scene. seed: RNG seed (same seed and graph -> same paths).
+        scene: the scan's scene.
+        seed: RNG seed (same seed and graph -> same paths).
         n_random: random shortest paths to add first (>= 0).
 
     Returns:
@@ -121,7 +123,7 @@ def coverage_paths(scene: Scene, seed: int = 0, n_random: int = 2) -> list[tuple
     out: list[tuple[str, tuple[str, ...]]] = []
 
     def cover(p: tuple[str, ...]) -> None:
-        for a, b in zip(p, p[1:]):
+        for a, b in pairwise(p):
             todo.discard(_key(a, b))
 
     parts = [sorted(c) for c in nx.connected_components(g) if len(c) >= 2]
@@ -166,8 +168,10 @@ def path_episode(scene: Scene, path: tuple[str, ...], episode_id: str, yaw: floa
     """A discrete episode along ``path`` (viewpoint ids of ``scene``) starting with REP 103 ``yaw`` (rad)."""
     vp = scene.viewpoints
     pts = tuple((vp[v].x, vp[v].y, vp[v].z) for v in path)
-    length = sum(math.dist(p, q) for p, q in zip(pts, pts[1:]))
-    return Episode(episode_id, scene.name, "", ("",), pts[0], yaw, pts[-1], SUCCESS_RADIUS_M, pts, tuple(path), (), length, "stairs-coverage")
+    length = sum(math.dist(p, q) for p, q in pairwise(pts))
+    return Episode(
+        episode_id, scene.name, "", ("",), pts[0], yaw, pts[-1], SUCCESS_RADIUS_M, pts, tuple(path), (), length, "stairs-coverage"
+    )
 
 
 def walk(scene: Scene, seed: int = 0, n_random: int = 2) -> ScanReport:
@@ -191,7 +195,7 @@ def walk(scene: Scene, seed: int = 0, n_random: int = 2) -> ScanReport:
         while not w.done:
             w.step(ex.act())
         m = w.metrics()
-        crossed = tuple(sorted({_key(a, b) for a, b in zip(p, p[1:])} & stairs))
+        crossed = tuple(sorted({_key(a, b) for a, b in pairwise(p)} & stairs))
         if m.success:
             covered.update(crossed)
         results.append(PathResult(p, kind, bool(m.success), float(m.ne), int(m.steps), crossed))
