@@ -24,7 +24,10 @@ from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="havln-robot bench stairs", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="havln-robot bench stairs",
+        description="The expert on paths over every stairs edge of every scan (and, with --splits, on every split file); prints the slowest scans.",
+    )
     p.add_argument("--connectivity", default=None, help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
     p.add_argument("--random", type=int, default=2, help="random shortest paths per scan besides the stairs paths (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the paths and start headings (default 0)")
