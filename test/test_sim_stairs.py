@@ -105,9 +105,10 @@ def test_coverage_paths_cross_every_stairs_edge_and_are_deterministic():
     assert [k for k, _ in paths].count("random") == 2
 
 
+@pytest.mark.timeout(1800)  # ~40 s of CPU, but wall time on the shared 2-core machine follows its load
 def test_every_stairs_edge_of_every_scan_is_walked(havln_data, scene_cache, capsys):
-    """The all-scans stair test: every stairs edge of every scan in the data, plus 2 random shortest
-    paths per scan (seed 0); the expert reaches the goal on all. Prints the slowest scans."""
+    """The all-scans stair test: every stairs edge of every scan in the data, plus a random shortest
+    path per scan (seed 0); the expert reaches the goal on all. Prints the slowest scans."""
     conn = havln_data / "connectivity"
     scans = sorted(p.name[: -len("_connectivity.json")] for p in conn.glob("*_connectivity.json"))
     assert len(scans) >= 90
@@ -115,7 +116,7 @@ def test_every_stairs_edge_of_every_scan_is_walked(havln_data, scene_cache, caps
     reports, failures = [], []
     for scan in scans:
         t = time.perf_counter()
-        rep = walk(Scene.load(scan, conn, cache_dir=scene_cache), seed=0, n_random=2)
+        rep = walk(Scene.load(scan, conn, cache_dir=scene_cache), seed=0, n_random=1)
         reports.append((time.perf_counter() - t, rep))
         failures += [f"{scan} {'>'.join(v[:6] for v in r.path)}: NE {r.ne:.2f} m after {r.steps} actions" for r in rep.failures]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
