@@ -32,6 +32,7 @@ REPORTED = {
     "flight rising 2.7 m per metre entered from the side of its top disc": ("gTV8FGcVJC9", "d244cf", "86746a", "2eb93a", "888920"),
     "edge rising two storeys across a stairwell crossing a gentle flight": ("b8cTxDM8gDG", "a1be4f", "0c171e", "ebd302", "af419f"),
     "hairpin at the top of a short flight": ("ZMojNkEp431", "d179f4", "718e7b", "8ae042", "42913b"),
+    "goal 0.2 m from a near-vertical flight: no STOP 1 m above it": ("gTV8FGcVJC9", "86746a", "2eb93a", "888920", "943dfb", "4c17b8"),
     "inverted V over a near-vertical edge": ("gTV8FGcVJC9", "74fab5", "494d1e", "2eb93a", "888920", "943dfb", "4c17b8"),
 }
 

@@ -38,6 +38,9 @@ from havln_robot.geometry import wrap_angle
 
 STOP_DIST_M: float = 0.3
 """Stop when the goal is this close in xy (m); below the 3 m success radius by far, so NE stays small."""
+GOAL_DZ_M: float = 0.5
+"""... and within this height (m) of it: on a flight rising 2.4 m over 0.6 m the goal can lie 0.2 m
+away in xy and 1 m below (gTV8FGcVJC9); the scorer's walkable legs allow 0.5 m (geodesic.LEG_DZ_M)."""
 LOOKAHEAD_M: float = 0.6
 """Pure-pursuit carrot distance along the plan (m)."""
 DETOUR_LOOKAHEAD_M: float = 0.3
@@ -164,7 +167,7 @@ class Expert:
         x, y, z, yaw = w.pose
         gx, gy, gz = w.episode.goal_position
         dgoal = math.hypot(gx - x, gy - y)
-        if dgoal < STOP_DIST_M and abs(gz - z) < 1.0:
+        if dgoal < STOP_DIST_M and abs(gz - z) < GOAL_DZ_M:
             return STOP
         # progress bookkeeping (distance to goal along nothing fancy: plain xy+z)
         d3 = w.distance_to_goal()
