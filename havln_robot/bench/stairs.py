@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from havln_robot.text import number_in
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -29,12 +31,16 @@ def _parser() -> argparse.ArgumentParser:
         description="The expert on paths over every stairs edge of every scan (and, with --splits, on every split file); prints the slowest scans.",
     )
     p.add_argument("--connectivity", default=None, help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
-    p.add_argument("--random", type=int, default=2, help="random shortest paths per scan besides the stairs paths (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the paths and start headings (default 0)")
+    p.add_argument(
+        "--random", type=number_in(0, integer=True), default=2, help="random shortest paths per scan besides the stairs paths (default 2)"
+    )
+    p.add_argument("--seed", type=number_in(integer=True), default=0, help="seed of the paths and start headings (default 0)")
     p.add_argument("--scans", nargs="*", default=None, help="only these scan ids (default: every scan of --connectivity)")
-    p.add_argument("--slowest", type=int, default=5, help="slowest scans to list (default 5)")
+    p.add_argument("--slowest", type=number_in(0, integer=True), default=5, help="slowest scans to list (default 5)")
     p.add_argument("--splits", action="store_true", help="also run the expert on every split file of the data folder")
-    p.add_argument("--min-success", type=float, default=99.9, help="success %% below which the exit code is 1 (default 99.9)")
+    p.add_argument(
+        "--min-success", type=number_in(0, 100, unit="%"), default=99.9, help="success %% below which the exit code is 1 (default 99.9)"
+    )
     p.add_argument("--cache", default=None, help="scene cache folder (default: a temporary folder)")
     return p
 
@@ -103,9 +109,6 @@ def main(argv: list[str]) -> int:
     conn = resolve(args.connectivity) if args.connectivity else data / "connectivity"
     if not conn.is_dir():
         print(f"bench stairs: no connectivity folder at {conn}; pass --connectivity DIR or run `havln-robot data fetch`", file=sys.stderr)
-        return 2
-    if args.random < 0:
-        print("bench stairs: --random must be >= 0", file=sys.stderr)
         return 2
     scans = args.scans or sorted(p.name[: -len("_connectivity.json")] for p in conn.glob("*_connectivity.json"))
     missing = [s for s in scans if not (conn / f"{s}_connectivity.json").is_file()]
