@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "bench": (
         "havln_robot.bench:main",
-        "benchmarks: bench sim | motion | policy | robot | console | perception | panorama; bench all --markdown = the README figures",
+        "benchmarks: bench sim | motion | policy | robot | console | perception | panorama | stairs; bench all --markdown = the README figures",
     ),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
     "replay": ("havln_robot.ros.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),

@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|scale|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|scale|stairs|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """
@@ -17,6 +17,7 @@ BENCHES = {
     "perception": "havln_robot.bench.perception:main",
     "panorama": "havln_robot.bench.panorama:main",
     "scale": "havln_robot.bench.scale:main",
+    "stairs": "havln_robot.bench.stairs:main",
     "all": "havln_robot.figures:main",
 }
 

@@ -11,6 +11,9 @@ Each call of :meth:`Expert.act`:
 2. **Pure pursuit** along the plan (initially the reference path): the carrot is the plan point
    :data:`LOOKAHEAD_M` beyond the robot's projection on the plan (projection only moves forward,
    within a few segments, so stairs that pass above other floors do not confuse it).
+   The carrot never passes a **hairpin** (a plan vertex turning back by more than
+   :data:`HAIRPIN_DEG`) before the robot has reached it: on switchback and spiral stairs the two
+   legs overlap, and cutting the corner would put the robot on the other flight.
 3. Turn toward the carrot when the heading error exceeds :data:`ALIGN_TOL_RAD` (7.5 deg, half a
    15-deg turn); otherwise MOVE_FORWARD.
 4. **Blocked** (the next forward step would touch a wall, touch a person now or in
@@ -35,6 +38,9 @@ from havln_robot.geometry import wrap_angle
 
 STOP_DIST_M: float = 0.3
 """Stop when the goal is this close in xy (m); below the 3 m success radius by far, so NE stays small."""
+GOAL_DZ_M: float = 0.5
+"""... and within this height (m) of it: on a flight rising 2.4 m over 0.6 m the goal can lie 0.2 m
+away in xy and 1 m below (gTV8FGcVJC9); the scorer's walkable legs allow 0.5 m (geodesic.LEG_DZ_M)."""
 LOOKAHEAD_M: float = 0.6
 """Pure-pursuit carrot distance along the plan (m)."""
 DETOUR_LOOKAHEAD_M: float = 0.3
@@ -49,6 +55,11 @@ REJOIN_M: float = 3.0
 """Replan to the plan point this far (m, arc length) beyond the robot's projection."""
 LOOK_AHEAD_S: float = 1.0
 """People are also avoided where they will be this far in the future (s)."""
+HAIRPIN_DEG: float = 90.0
+"""A plan vertex where the path turns by more than this (deg, xy) is a hairpin: the carrot stops there
+until the robot reaches it (switchback landings; cutting the corner puts the robot on the other flight)."""
+HAIRPIN_REACH_M: float = 0.25
+"""A hairpin vertex is reached within this xy distance (m): one forward step, 0.25 m."""
 STUCK_STEPS: int = 40
 """Actions without progress after which the expert gives up (STOP)."""
 MAX_WAIT_STEPS: int = 60
@@ -93,6 +104,11 @@ class Expert:
         self._detour_end = 0.0
         self._seg = 0
         self._s = 0.0
+        # plan vertices where the path turns back by more than HAIRPIN_DEG in xy (hairpins, switchback landings)
+        d = np.diff(self.plan[:, :2], axis=0)
+        n = np.linalg.norm(d, axis=1)
+        cos = np.einsum("ij,ij->i", d[:-1], d[1:]) / np.maximum(n[:-1] * n[1:], 1e-12) if len(d) > 1 else np.zeros(0)
+        self._hairpins = [i + 1 for i in np.flatnonzero(cos < math.cos(math.radians(HAIRPIN_DEG)))]
 
     # ------------------------------------------------------------------ plan geometry
     def _project(self, x: float, y: float, z: float) -> float:
@@ -112,6 +128,21 @@ class Expert:
         if best_s >= self._s:
             self._s, self._seg = best_s, best_i
         return self._s
+
+    def _hairpin_clamp(self, s: float, s_carrot: float, x: float, y: float) -> float:
+        """Arc length of the carrot: ``s_carrot``, or the first hairpin vertex between ``s`` and it that
+        the robot has not reached yet (within :data:`HAIRPIN_REACH_M`). A reached one moves the
+        projection past it (on a hairpin the two legs overlap in xy, so the projection alone would stall)."""
+        for i in self._hairpins:
+            ci = float(self._cum[i])
+            if ci <= s + 1e-9:
+                continue
+            if ci > s_carrot:
+                break
+            if math.hypot(self.plan[i, 0] - x, self.plan[i, 1] - y) > HAIRPIN_REACH_M:
+                return ci
+            self._s, self._seg = ci, min(i, len(self.plan) - 2)
+        return s_carrot
 
     def _point_at(self, s: float) -> np.ndarray:
         s = min(max(s, 0.0), self._cum[-1])
@@ -136,7 +167,7 @@ class Expert:
         x, y, z, yaw = w.pose
         gx, gy, gz = w.episode.goal_position
         dgoal = math.hypot(gx - x, gy - y)
-        if dgoal < STOP_DIST_M and abs(gz - z) < 1.0:
+        if dgoal < STOP_DIST_M and abs(gz - z) < GOAL_DZ_M:
             return STOP
         # progress bookkeeping (distance to goal along nothing fancy: plain xy+z)
         d3 = w.distance_to_goal()
@@ -151,7 +182,8 @@ class Expert:
         if s >= total - 0.05 and dgoal < 1.0:
             return STOP
         look = DETOUR_LOOKAHEAD_M if s < self._detour_end else LOOKAHEAD_M
-        carrot = self._point_at(s + look)
+        carrot = self._point_at(self._hairpin_clamp(s, s + look, x, y))
+        s = self._s
         if math.hypot(carrot[0] - x, carrot[1] - y) < 0.05:
             carrot = self._point_at(total)
         desired = math.atan2(carrot[1] - y, carrot[0] - x)
@@ -182,7 +214,7 @@ class Expert:
         dx, dy = FORWARD_STEP_M * math.cos(yaw), FORWARD_STEP_M * math.sin(yaw)
         if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
             return True
-        if w.scene.support(x + dx, y + dy, z, prefer=w._support) is None:
+        if w.scene.support(x + dx, y + dy, z, prefer=w._support, heading=(dx, dy)) is None:
             return True
         if len(w.crowd):
             rr = w.crowd.radii + w.robot_radius + 0.05

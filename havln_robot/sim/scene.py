@@ -62,6 +62,19 @@ DEFAULT_WALL_HEIGHT_M: float = 2.5
 #: Max |ground z - z_hint| (m) for a surface to support a body: covers stepping from the flat
 #: disc at the foot of steep stairs onto the ramp (1.1 m x slope <= 1), well below a storey (~2.5 m).
 SUPPORT_TOL_M: float = 1.2
+#: A body on one flight of stairs moves onto a flight meeting it at a landing once it is this much (m)
+#: nearer that flight's axis than its own (hysteresis against flip-flopping on the bisector).
+AXIS_MARGIN_M: float = 0.05
+#: A body on one flight moves onto another linked flight that does not meet its own at a landing only
+#: within this height (m) of its ground: flights running side by side (a long graph edge over the
+#: flights it skips, split stairs up and down from one landing), never one stacked above or below
+#: (switchback flights are ~0.7 m or more apart; the same bound as ``geodesic.LEG_DZ_M``).
+FLIGHT_DZ_M: float = 0.5
+#: ... and only onto a flight that rises alike: ground gradients (vectors, dz per m) at most this
+#: far apart. Split stairs up and down from one landing differ by 0.7 (VzqfbhrpDEA); a graph edge
+#: rising two storeys across a stairwell (slope 2.1) crossing a gentle flight differs by 2.0
+#: (b8cTxDM8gDG) and is not walked onto from the side.
+FLIGHT_GRADIENT_DIFF: float = 1.0
 #: Bump this when the build algorithm changes so stale cache files are rebuilt.
 _CACHE_VERSION = 5
 #: Number of segments per quarter circle for discs and buffers.
@@ -355,10 +368,27 @@ class Scene:
         self._walls: dict[int, np.ndarray] = {}
         self._floor_z = np.array([f.z for f in self.floors], dtype=np.float64)
         self._ramp_bounds = np.array([r.polygon.bounds for r in self.ramps], dtype=np.float64).reshape(-1, 4)
+        skel: list[list[tuple[tuple[float, float], tuple[float, float]]]] = [[] for _ in self.floors]
+        for a, nbrs in self.neighbors.items():
+            va = self.viewpoints[a]
+            for b in nbrs:
+                vb = self.viewpoints[b]
+                if a < b and va.floor == vb.floor:
+                    skel[va.floor].append(((va.x, va.y), (vb.x, vb.y)))
+        #: floor index -> (E, 2, 2) its same-floor edges in map xy (m): the axes of its corridors
+        self._skeleton: list[np.ndarray] = [np.asarray(e, dtype=np.float64).reshape(-1, 2, 2) for e in skel]
+        ends: dict[str, set[int]] = {}
+        for i, r in enumerate(self.ramps):
+            ends.setdefault(r.vp_a, set()).add(i)
+            ends.setdefault(r.vp_b, set()).add(i)
+        #: ramp index -> other ramps sharing an end viewpoint (flights meeting at a landing)
+        self._adjacent_ramps: list[frozenset[int]] = [
+            frozenset((ends.get(r.vp_a, set()) | ends.get(r.vp_b, set())) - {i}) for i, r in enumerate(self.ramps)
+        ]
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds"):
+        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds", "_adjacent_ramps", "_skeleton"):
             state.pop(k, None)
         return state
 
@@ -541,20 +571,42 @@ class Scene:
         """Index of the floor whose height is nearest to ``z`` (m)."""
         return int(np.argmin(np.abs(self._floor_z - z)))
 
-    def support(self, x: float, y: float, z_hint: float, prefer: Support | None = None) -> Support | None:
+    def support(
+        self, x: float, y: float, z_hint: float, prefer: Support | None = None, heading: tuple[float, float] | None = None
+    ) -> Support | None:
         """The surface under map (x, y) for a body at height ``z_hint``, or ``None`` (no ground: a wall).
 
         Candidates are ramps whose corridor contains the point and floors whose own free space
-        contains it, with |ground z - z_hint| <= :data:`SUPPORT_TOL_M`. ``prefer`` (the surface the
-        body stands on now) is kept while it is a candidate -- so a body never hops onto another
-        surface whose footprint overlaps its own -- except that a body on a floor steps onto a
-        linked ramp whose height there is within :data:`RAMP_ENTRY_M` of ``z_hint``; otherwise candidates linked to ``prefer`` (see
-        :meth:`region`: near floors and their ramps) win over the others, and among those the one
-        nearest in height wins.
-        Entering a ramp from the disc at its foot can therefore change z by up to
-        ``viewpoint_radius`` x slope (the disc is flat), hence the generous tolerance.
+        contains it, with |ground z - z_hint| <= :data:`SUPPORT_TOL_M`. Which one is the ground
+        (issue 20: ramp corridors overlap at different heights on spiral, switchback and split
+        stairs; see docs/sim.md, "Which flight"):
+
+        * ``prefer`` a **floor**: the body steps onto a linked ramp within :data:`RAMP_ENTRY_M` of
+          ``z_hint`` -- or, on the disc of the viewpoint the ramp leaves this floor from, at any
+          height (steep flights) -- where it is nearer that ramp's axis than any same-floor edge of
+          its floor (nearest axis first, then the ramp best aligned with ``heading``); otherwise the
+          floor is kept while its own space contains the point;
+        * ``prefer`` a **ramp** whose corridor still contains the point: kept, unless the point is
+          :data:`AXIS_MARGIN_M` nearer the axis of a ramp meeting it at a landing, of a corridor of
+          a floor at its ends (on that end's disc) or within :data:`FLIGHT_DZ_M`, or of a linked
+          ramp within :data:`FLIGHT_DZ_M` that rises alike (:data:`FLIGHT_GRADIENT_DIFF`);
+        * otherwise candidates linked to ``prefer`` (see :meth:`region`: near floors and their
+          ramps) win over the others, and among those the one nearest in height wins.
+
+        Args:
+            x: map-frame x of the point (m).
+            y: map-frame y of the point (m).
+            z_hint: the body's current ground height (m).
+            prefer: the surface the body stands on now (None: a fresh query, e.g. an episode start).
+            heading: xy direction of the body's motion (any length; None: no preference).
+
+        Returns:
+            The :class:`Support` (kind, index, ground z in m), or None.
         """
         cands: list[tuple[bool, float, Support]] = []  # (linked to prefer, |dz|, support)
+        hx, hy = heading if heading is not None else (0.0, 0.0)
+        kept: Support | None = None
+        steep: list[tuple[bool, float, Support]] = []  # flights leaving the body's floor, beyond SUPPORT_TOL_M here
         linked = self._linked_floors(prefer) if prefer is not None else frozenset()
         rb = self._ramp_bounds
         hits = np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])) if len(rb) else ()
@@ -564,14 +616,31 @@ class Scene:
                 z = r.z_at(x, y)
                 d = abs(z - z_hint)
                 if d > SUPPORT_TOL_M:
+                    if prefer is not None and prefer.kind == "floor" and self._at_foot(int(i), prefer.index, x, y):
+                        steep.append((True, d, Support("ramp", int(i), z)))
                     continue
                 if prefer is not None and prefer.kind == "ramp" and prefer.index == int(i):
-                    return Support("ramp", int(i), z)
+                    kept = Support("ramp", int(i), z)
+                    continue
                 cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
         if prefer is not None and prefer.kind == "floor":
-            entry = [c for c in cands if c[0] and c[1] <= RAMP_ENTRY_M]
-            if entry:  # stepping onto linked stairs at their height: the stairs are the ground now
-                return min(entry, key=lambda c: c[1])[2]
+            entry = [
+                c
+                for c in cands + steep
+                if c[0] and c[2].kind == "ramp" and (c[1] <= RAMP_ENTRY_M or self._at_foot(c[2].index, prefer.index, x, y))
+            ]
+            if entry:
+                # stepping onto linked stairs at their height: the stairs are the ground now where the
+                # body is nearer the flight's axis than any corridor axis of its floor (a corridor that
+                # runs beside the top of a flight keeps the body on the floor); of several flights
+                # leaving one landing (spiral stairs), the one whose axis is nearest, then the one it
+                # moves along
+                skel = self._skeleton_distance(prefer.index, x, y)
+                ranked = sorted(
+                    (self._axis_distance(c[2].index, x, y), -self._ramp_alignment(c[2].index, hx, hy), c[1], c[2]) for c in entry
+                )
+                if ranked[0][0] < skel:
+                    return ranked[0][3]
             f = self.floors[prefer.index]
             if shapely.contains_xy(f.own, x, y):
                 z = f.height_at(x, y)
@@ -584,11 +653,90 @@ class Scene:
             d = abs(z - z_hint)
             if d <= SUPPORT_TOL_M:
                 cands.append((f.index in linked, d, Support("floor", f.index, z)))
+        if kept is not None:
+            return self._keep_or_cross(kept, cands, x, y)
         if not cands:
             return None
         if any(c[0] for c in cands):
             cands = [c for c in cands if c[0]]
         return min(cands, key=lambda c: c[1])[2]
+
+    def _keep_or_cross(self, kept: Support, cands: list[tuple[bool, float, Support]], x: float, y: float) -> Support:
+        """A body on flight ``kept`` (whose footprint still holds it) keeps it, unless it has crossed onto
+        another piece's footprint nearer that piece's axis by :data:`AXIS_MARGIN_M`: a flight meeting its
+        own at a landing (switchback / spiral stairs), a corridor of the floor at either end of its
+        flight on that end viewpoint's disc (turning off the top of a steep flight), or a linked flight or floor corridor within
+        :data:`FLIGHT_DZ_M` of its flight's height there (a long graph edge over the flights it skips, a corridor
+        leaving a landing beside a flight). Of those, the one whose axis is nearest is the ground.
+        """
+        adj = self._adjacent_ramps[kept.index]
+        own_d = self._axis_distance(kept.index, x, y) - AXIS_MARGIN_M
+        best, best_d = kept, own_d
+        for is_linked, _dz, sup in cands:
+            dz = abs(sup.z - kept.z)  # against the ground the body would have on its own flight here
+            if sup.kind == "ramp":
+                if not (sup.index in adj or (is_linked and dz <= FLIGHT_DZ_M and self._alike(kept.index, sup.index))):
+                    continue
+                d = self._axis_distance(sup.index, x, y)
+            else:
+                if not ((is_linked and dz <= FLIGHT_DZ_M) or self._at_foot(kept.index, sup.index, x, y)):
+                    continue
+                d = self._skeleton_distance(sup.index, x, y)
+            if d < best_d:
+                best, best_d = sup, d
+        return best
+
+    def _alike(self, i: int, j: int) -> bool:
+        """True if ramps ``i`` and ``j`` rise alike: their ground gradients (dz per m of map xy, as
+        vectors) differ by at most :data:`FLIGHT_GRADIENT_DIFF`."""
+        gi, gj = self._gradient(i), self._gradient(j)
+        return math.hypot(gi[0] - gj[0], gi[1] - gj[1]) <= FLIGHT_GRADIENT_DIFF
+
+    def _gradient(self, i: int) -> tuple[float, float]:
+        """Ground gradient of ramp ``i`` in map xy (dz/dx, dz/dy; dimensionless)."""
+        r = self.ramps[i]
+        dx, dy, dz = r.b[0] - r.a[0], r.b[1] - r.a[1], r.b[2] - r.a[2]
+        ll = dx * dx + dy * dy
+        return (0.0, 0.0) if ll < 1e-12 else (dz * dx / ll, dz * dy / ll)
+
+    def _at_foot(self, i: int, k: int, x: float, y: float) -> bool:
+        """True if ramp ``i`` leaves floor ``k`` at a viewpoint whose disc (``viewpoint_radius``) holds (x, y).
+
+        That disc is flat ground in the model but stairs in the house: a body on it over the flight's
+        footprint is on the flight, however steep (a flight rising 2.7 m per metre, gTV8FGcVJC9).
+        """
+        r = self.ramps[i]
+        for fl, (ex, ey, _ez) in ((r.floor_a, r.a), (r.floor_b, r.b)):
+            if fl == k and (x - ex) ** 2 + (y - ey) ** 2 <= self.viewpoint_radius**2:
+                return True
+        return False
+
+    def _skeleton_distance(self, k: int, x: float, y: float) -> float:
+        """Distance (m) in map xy from (x, y) to the nearest same-floor edge of floor ``k`` (inf when it has none)."""
+        seg = self._skeleton[k]
+        if len(seg) == 0:
+            return math.inf
+        a = seg[:, 0]
+        d = seg[:, 1] - a
+        ll = np.maximum((d * d).sum(axis=1), 1e-12)
+        t = np.clip(((x - a[:, 0]) * d[:, 0] + (y - a[:, 1]) * d[:, 1]) / ll, 0.0, 1.0)
+        return float(np.sqrt(((a[:, 0] + t * d[:, 0] - x) ** 2 + (a[:, 1] + t * d[:, 1] - y) ** 2).min()))
+
+    def _axis_distance(self, i: int, x: float, y: float) -> float:
+        """Distance (m) in map xy from (x, y) to the axis segment of ramp ``i`` (between its two viewpoints)."""
+        r = self.ramps[i]
+        ax, ay = r.a[0], r.a[1]
+        dx, dy = r.b[0] - ax, r.b[1] - ay
+        ll = dx * dx + dy * dy
+        t = 0.0 if ll < 1e-12 else min(1.0, max(0.0, ((x - ax) * dx + (y - ay) * dy) / ll))
+        return math.hypot(x - ax - t * dx, y - ay - t * dy)
+
+    def _ramp_alignment(self, i: int, hx: float, hy: float) -> float:
+        """|cos| of the angle between ramp ``i``'s axis and the xy direction (hx, hy), rounded to 0.1 (0 without a direction)."""
+        r = self.ramps[i]
+        ax, ay = r.b[0] - r.a[0], r.b[1] - r.a[1]
+        n = math.hypot(ax, ay) * math.hypot(hx, hy)
+        return 0.0 if n < 1e-12 else round(abs(ax * hx + ay * hy) / n, 1)
 
     def ground_z(self, x: float, y: float, z_hint: float) -> float:
         """Ground height (m) at map (x, y) on the surface nearest to ``z_hint`` (floors: :meth:`Floor.height_at`; ramps linear).

@@ -265,7 +265,7 @@ class World:
         for i in range(1, n + 1):
             si = s * i / n
             px, py = x0 + si * dx, y0 + si * dy
-            cand = self.scene.support(px, py, z, prefer=sup)
+            cand = self.scene.support(px, py, z, prefer=sup, heading=(dx, dy))
             if cand is None:
                 ground_lost = True
                 break

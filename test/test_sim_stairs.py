@@ -1,0 +1,135 @@
+"""Every staircase walkable (issue 20, part 1): the expert walks every stairs edge of every scan.
+
+Costs: the all-scans test ~1,030 paths, ~56,000 actions and 90 scene builds into a temporary
+cache: CPU time printed with the slowest scans (wall time on the shared 2-core machine depends on
+its load: 138 s at load average 26); each reported-case test under 1.5 s (8 start headings); the
+synthetic switchback tests ~1 s each and need no data.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from itertools import pairwise
+
+import pytest
+
+from havln_robot.sim.expert import Expert
+from havln_robot.sim.scene import Scene, Viewpoint
+from havln_robot.sim.stairs import coverage_paths, path_episode, stairs_edges, walk
+from havln_robot.sim.world import World
+
+#: Start yaws tried on each reported path (rad): off the 15-degree turn grid and on it.
+YAWS = [k * math.pi / 4 + 0.3927 * (k % 2) for k in range(8)]
+
+#: Paths the expert did not finish before the fix (viewpoint id prefixes), one per kind found.
+REPORTED = {
+    "spiral: the robot stepped onto the flight going down from the landing": ("pRbA3pwrgk9", "c32798", "160544", "b9356a", "873e49"),
+    "switchback: the robot stayed on the first flight's footprint": ("5ZKStnWn8Zo", "34918a", "8ebbd5", "be6e13", "b2ff92"),
+    "corridor beside the top of a flight: the robot walked down it": ("oLBMNvg9in8", "131f20", "58f552", "d51cce", "4a800c"),
+    "split stairs up and down from one landing, long edge over them": ("VzqfbhrpDEA", "f4ccaa", "0bd601", "511c85", "8a992c"),
+    "corridor leaving a landing beside a flight": ("PX4nDJXEHrG", "ae8b8f", "eaa924", "95d84f", "bd0a6c"),
+    "flight rising 2.7 m per metre entered from the side of its top disc": ("gTV8FGcVJC9", "d244cf", "86746a", "2eb93a", "888920"),
+    "edge rising two storeys across a stairwell crossing a gentle flight": ("b8cTxDM8gDG", "a1be4f", "0c171e", "ebd302", "af419f"),
+    "hairpin at the top of a short flight": ("ZMojNkEp431", "d179f4", "718e7b", "8ae042", "42913b"),
+    "goal 0.2 m from a near-vertical flight: no STOP 1 m above it": ("gTV8FGcVJC9", "86746a", "2eb93a", "888920", "943dfb", "4c17b8"),
+    "inverted V over a near-vertical edge": ("gTV8FGcVJC9", "74fab5", "494d1e", "2eb93a", "888920", "943dfb", "4c17b8"),
+}
+
+
+def _run(scene: Scene, ids: tuple[str, ...], yaw: float):
+    w = World(scene, path_episode(scene, ids, "t", yaw), seed=0)
+    ex = Expert(w)
+    while not w.done:
+        w.step(ex.act())
+    return w
+
+
+@pytest.fixture(scope="module")
+def scene_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("scenes")
+
+
+@pytest.mark.parametrize("kind", sorted(REPORTED))
+def test_reported_staircases_are_walked_from_every_start_heading(kind, havln_data, scene_cache):
+    scan, *prefixes = REPORTED[kind]
+    scene = Scene.load(scan, havln_data / "connectivity", cache_dir=scene_cache)
+    ids = tuple(next(v for v in scene.viewpoints if v.startswith(p)) for p in prefixes)
+    assert any((a, b) in set(stairs_edges(scene)) or (b, a) in set(stairs_edges(scene)) for a, b in pairwise(ids))
+    for yaw in YAWS:
+        w = _run(scene, ids, yaw)
+        m = w.metrics()
+        assert m.success, f"{kind}: yaw {math.degrees(yaw):.0f} deg: NE {m.ne:.2f} m after {m.steps} actions, pose {w.pose}"
+        assert m.collisions_static == 0
+        goal_z = scene.viewpoints[ids[-1]].z
+        assert abs(w.pose[2] - goal_z) < 0.5, f"{kind}: ended at z {w.pose[2]:.2f}, goal floor at {goal_z:.2f}"
+
+
+def _switchback() -> Scene:
+    """Two storeys 2.6 m apart joined by a switchback: a flight east to a landing, a flight back west 0.9 m beside it."""
+    pts = {
+        "a0": (-2.0, 0.0, 0.0),
+        "a1": (0.0, 0.0, 0.0),
+        "s1": (1.0, 0.0, 0.65),  # first flight, two graph edges
+        "land": (2.0, 0.45, 1.3),  # landing
+        "s2": (1.0, 0.9, 1.95),  # second flight, back west beside the first
+        "b1": (0.0, 0.9, 2.6),
+        "b0": (-2.0, 2.5, 2.6),
+    }
+    vps = {k: Viewpoint(k, x, y, z) for k, (x, y, z) in pts.items()}
+    edges = [("a0", "a1"), ("a1", "s1"), ("s1", "land"), ("land", "s2"), ("s2", "b1"), ("b1", "b0")]
+    return Scene("switchback", vps, edges)
+
+
+@pytest.mark.parametrize("direction", ["up", "down"])
+def test_synthetic_switchback_is_walked_both_ways(direction):
+    scene = _switchback()
+    ids = ("a0", "a1", "s1", "land", "s2", "b1", "b0")
+    if direction == "down":
+        ids = ids[::-1]
+    for yaw in YAWS:
+        w = _run(scene, ids, yaw)
+        m = w.metrics()
+        assert m.success and m.ne < 1.0 and m.collisions_static == 0, (
+            f"{direction}, yaw {math.degrees(yaw):.0f}: NE {m.ne:.2f} m, {m.steps} actions, pose {w.pose}"
+        )
+        assert abs(w.pose[2] - scene.viewpoints[ids[-1]].z) < 0.3
+
+
+def test_coverage_paths_cross_every_stairs_edge_and_are_deterministic():
+    scene = _switchback()
+    paths = coverage_paths(scene, seed=3, n_random=2)
+    assert paths == coverage_paths(scene, seed=3, n_random=2)
+    crossed = {tuple(sorted(e)) for _k, p in paths for e in pairwise(p)}
+    assert set(stairs_edges(scene)) <= crossed
+    assert len(stairs_edges(scene)) == 4
+    assert [k for k, _ in paths].count("random") == 2
+
+
+@pytest.mark.timeout(1800)  # ~40 s of CPU, but wall time on the shared 2-core machine follows its load
+def test_every_stairs_edge_of_every_scan_is_walked(havln_data, scene_cache, capsys):
+    """The all-scans stair test: every stairs edge of every scan in the data, plus a random shortest
+    path per scan (seed 0); the expert reaches the goal on all. Prints the slowest scans."""
+    conn = havln_data / "connectivity"
+    scans = sorted(p.name[: -len("_connectivity.json")] for p in conn.glob("*_connectivity.json"))
+    assert len(scans) >= 90
+    t0, c0 = time.perf_counter(), time.process_time()
+    reports, failures = [], []
+    for scan in scans:
+        t = time.perf_counter()
+        rep = walk(Scene.load(scan, conn, cache_dir=scene_cache), seed=0, n_random=1)
+        reports.append((time.perf_counter() - t, rep))
+        failures += [f"{scan} {'>'.join(v[:6] for v in r.path)}: NE {r.ne:.2f} m after {r.steps} actions" for r in rep.failures]
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    n_paths = sum(len(r.results) for _, r in reports)
+    n_stairs = sum(r.stairs_edges for _, r in reports)
+    with capsys.disabled():
+        print(
+            f"\nstairs coverage: {len(scans)} scans, {n_stairs} stairs edges, {n_paths} paths, "
+            f"{sum(r.steps for _, r in reports)} actions, {wall:.1f} s wall, {cpu:.1f} s CPU; slowest scans:"
+        )
+        for sec, r in sorted(reports, key=lambda t: -t[0])[:5]:
+            print(f"  {r.scan}  {sec:5.1f} s  {len(r.results):3d} paths  {r.steps:5d} actions  {r.stairs_edges:3d} stairs edges")
+    assert not failures, f"{len(failures)} of {n_paths} paths failed: " + "; ".join(failures[:10])
+    for _, r in reports:
+        assert r.covered == r.stairs_edges, f"{r.scan}: {r.covered} of {r.stairs_edges} stairs edges walked"
