@@ -224,10 +224,13 @@ def record_trial_bag(context: Any, tmp: Path, overrides: dict[str, Any] | None =
         "platform": "sim", "region": "kitchen", "db_path": str(tmp / "trials.db"), "mcap_dir": str(tmp / "mcap"),
         "auto_start": True, "auto_end": False, "auto_judge": False, "record_mcap": True, "mcap_record_camera": True,
         "mcap_image_stride": 1, "mcap_image_max_rate_hz": 0.0, "mcap_image_format": "jpeg", "poll_period": 0.2,
+        "mcap_color": "raw",  # every topic a bag can hold, colour included (the default records none)
     }  # fmt: skip
     params.update(overrides or {})
     p = TRIAL_LOGGER_PARAMS.validate(params)
     msgs = sample_messages(depth_encoding=depth_encoding)
+    if p["mcap_color"] == "none":  # the privacy default (issue 21): the logger does not even subscribe to colour
+        msgs.pop("color")
     sensor = {"odom", "imu", "color", "depth", "info"}
     node = TrialLoggerNode(params=p, context=context)
     io = Node("bag_test_io", context=context)

@@ -235,10 +235,16 @@ def test_gazebo_profile_bag_decodes_everywhere(ros_context, tmp_path):
     over = {k: v for k, v in prof.items() if k.startswith("mcap_") or k.endswith("_topic")}
     over.update(mcap_dir=str(tmp_path / "mcap"), mcap_image_stride=1, mcap_image_max_rate_hz=0.0, use_sim_time=False)
     over = {k: v for k, v in over.items() if k != "use_sim_time"}
+    from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
+
+    over.setdefault("mcap_color", TRIAL_LOGGER_PARAMS.defaults()["mcap_color"])  # as the profile runs it
     t0 = time.monotonic()
     bag, published, _ = record_trial_bag(ros_context, tmp_path, over, depth_encoding="32FC1")
     check_foxglove(foxglove_read(sorted(bag.glob("*.mcap"))), published)
     check_rosbags(bag, published)
+    if over["mcap_color"] == "none":
+        colour = "/" + over.get("color_topic", TRIAL_LOGGER_PARAMS.defaults()["color_topic"]).lstrip("/")
+        assert not any(t.startswith(colour) for t in published), "no colour frames in a bag by default (bystanders' faces)"
     assert time.monotonic() - t0 < 60
 
 
