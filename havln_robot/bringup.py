@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import os
 import signal
 import sys
@@ -560,13 +559,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--namespace", default=None, help="start every node in this namespace (as go2.launch.py namespace:=NS)")
     args = ap.parse_args(argv)
-    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        # nan ran forever, 0 and negative values stopped the nodes as soon as they had started
-        print(
-            f"havln-robot launch: --duration {args.duration:g}: give a number of seconds > 0, or leave it out to run until Ctrl-C",
-            file=sys.stderr,
-        )
-        return 2
     try:
         overrides = parse_set(args.set)
         profile = load_profile(args.profile, overrides, namespace=args.namespace)

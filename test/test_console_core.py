@@ -284,8 +284,9 @@ def test_console_command_refuses_an_unsafe_bind_with_one_line(capsys):
     assert console_app.main(["--host", "0.0.0.0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "SSH tunnel" in err[0] and err[0].startswith("havln-robot console: ")
-    assert console_app.main(["--port", "99999"]) == 2
-    assert "port" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        console_app.main(["--port", "99999"])
+    assert exc.value.code == 2 and "argument --port: '99999' is out of range" in capsys.readouterr().err
 
 
 def test_absent_holder_pauses_once_per_absence():

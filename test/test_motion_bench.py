@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from havln_robot.bench import main as bench_main
 
 
@@ -35,6 +37,7 @@ def test_bench_motion_without_noise_is_near_exact(tmp_path):
 
 
 def test_bench_motion_bad_arguments(capsys):
-    assert bench_main(["motion", "-n", "0"]) == 2
-    assert "--n must be" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        bench_main(["motion", "-n", "0"])
+    assert exc.value.code == 2 and "argument -n/--n: '0' is out of range: give a number at least 1" in capsys.readouterr().err
     assert bench_main(["motion", "--config", "/nonexistent.yaml"]) == 2

@@ -284,9 +284,6 @@ def main(argv: list[str]) -> int:
         from havln_robot.paths import check_out_file
 
         check_out_file(args.json, "--json")
-    if args.n < 1 or args.physics_dt <= 0 or args.latency < 0 or args.odom_hz <= 0 or args.imu_hz <= 0 or args.noise_scale < 0:
-        print("bench motion: --n must be >= 1, --physics-dt/--odom-hz/--imu-hz > 0, --latency >= 0", file=sys.stderr)
-        return 2
     try:
         params = _profile_params(args.config)
     except ConfigError as exc:
