@@ -260,7 +260,7 @@ class PeopleShield:
             last = self.tracker.tracker.last_t
             if last is not None and t <= last:
                 continue
-            _, depth = self.renderer.render((x, y, z, yaw), 0.0, t)
+            _, depth = self.renderer.render(w.camera_pose, 0.0, t)  # the camera on the drawn floor
             self._clock["t"] = t
             self.tracker.set_pose((x, y, yaw))
             tracks = self.tracker.step(t, None, depth, self.renderer.intrinsics, self.mount)
@@ -354,7 +354,7 @@ class _Observer:
         if self.jitter > 0 and n > 1:
             e = np.clip(self._rng.normal(0.0, self.jitter, n), -2 * self.jitter, 2 * self.jitter)
             headings = (((headings + e) + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
-        x, y, z, yaw = self.world.pose
+        x, y, z, yaw = self.world.camera_pose  # z on the drawn floor (World.camera_pose)
         rgbs, depths = [], []
         for h in headings:
             rgb, depth = self.renderer.render((x, y, z, yaw + float(h)), self.world.camera_pitch, self.world.t)

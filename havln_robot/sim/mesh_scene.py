@@ -248,6 +248,8 @@ class MeshScene(Scene):
     (F, H, W) bool per floor, ``ground_grid`` (F, H, W) float32 m (NaN: no floor surface).
     """
 
+    flat_floors = False  # the mesh's own surfaces are drawn, at the heights the body stands on
+
     @classmethod
     def from_files(
         cls,

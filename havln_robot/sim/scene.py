@@ -233,7 +233,11 @@ class Scene:
         neighbors: id → ids of viewpoints joined by an ``unobstructed`` edge.
         wall_height: m, for rendering (default 2.5).
         corridor_width, viewpoint_radius: build parameters (m).
+        flat_floors: the renderer draws each floor flat at its nominal :attr:`Floor.z` (True for
+            procedural scenes; a mesh scene draws its own surfaces).
     """
+
+    flat_floors: bool = True
 
     def __init__(
         self,

@@ -181,6 +181,23 @@ class World:
         return (self._x, self._y, self._z, self._yaw)
 
     @property
+    def camera_pose(self) -> tuple[float, float, float, float]:
+        """Pose (x, y, z, yaw) at which to render the robot's camera: :attr:`pose` with z on the
+        ground the renderer draws.
+
+        A procedural scene draws each floor flat at its nominal height (:attr:`Floor.z`), while the
+        body stands on :meth:`Floor.height_at` (a blend of viewpoint heights that can differ by a
+        few dm: 0.32 m at the start of val_seen episode 5593). A camera placed on the body's z sees
+        the drawn floor as an obstacle that tall in every direction, and motion_node refuses every
+        step ("blocked before start: ... depth points 0.03 m ahead", issue 23). On a drawn flat
+        floor z is therefore the floor's nominal height; on stairs (drawn sloped) and on mesh
+        scenes (which draw their own surfaces) it is the body's z.
+        """
+        if self._support.kind == "floor" and self.scene.flat_floors:
+            return (self._x, self._y, float(self.scene.floors[self._support.index].z), self._yaw)
+        return self.pose
+
+    @property
     def floor(self) -> int:
         """Index of the floor nearest to the robot's height."""
         return self.scene.floor_index(self._z)
