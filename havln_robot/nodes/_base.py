@@ -153,6 +153,17 @@ class HavlnNode(Node):
                 del self._parameter_overrides[name]
                 self._empty_lists.add(name)
 
+    def _now(self) -> float:
+        """This node's clock now, s (sim time under ``use_sim_time``)."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _warn_once(self, key: str, text: str) -> None:
+        """Log ``text`` as a warning the first time ``key`` is seen (a lasting condition warns once)."""
+        warned = self.__dict__.setdefault("_warned", set())
+        if key not in warned:
+            warned.add(key)
+            self.get_logger().warning(text)
+
     def on_clock_jump_back(self, reset: Callable[[float, float], None]) -> None:
         """Call ``reset(new_t, jump_s)`` when this node's clock jumps backwards.
 

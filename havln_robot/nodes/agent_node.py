@@ -126,10 +126,6 @@ class AgentNode(HavlnNode):
             f"policy {getattr(self.policy, 'name', '?')} ({self.policy.views} view(s) per step); waiting for {p['instruction_topic']}"
         )
 
-    # --- time ------------------------------------------------------------------------------------
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
     # --- callbacks (store and notify only) --------------------------------------------------------
     def _on_instruction(self, msg: String) -> None:
         text = msg.data.strip()

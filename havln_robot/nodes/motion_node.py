@@ -130,14 +130,6 @@ class MotionNode(HavlnNode):
             self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
-    def _warn_once(self, key: str, text: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            self.get_logger().warning(text)
-
     def _stamp_time(self, stamp: Any, now: float, name: str) -> float:
         """The time (our clock) a message refers to: its header stamp when the stamp is on our
         clock (not in the future, at most 5 s old), else ``now`` (receipt time; warns once about the

@@ -77,14 +77,6 @@ class PeopleNode(HavlnNode):
             self.create_subscription(PointCloud2, p["cloud_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
         self.on_clock_jump_back(lambda _t, _j: self.core.tracker.reset())
 
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
-    def _warn_once(self, key: str, text: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            self.get_logger().warning(text)
-
     def _on_odom(self, msg: Odometry) -> None:
         ps = msg.pose.pose
         o = ps.orientation
