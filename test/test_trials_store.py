@@ -304,3 +304,28 @@ def test_cli_flow(tmp_path, capsys):
     assert cli.main(["--db", db, "end", "--success"]) == 2
     assert "no running or unjudged trial" in capsys.readouterr().err
     assert cli.main(["--db", db, "show", "7"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"goal_x": 1e308, "goal_y": 1e308}, "goal_x: 1e+308 m is beyond 10000 m"),
+        ({"goal_x": 1.0, "goal_y": -2e4}, "goal_y: -20000 m is beyond"),
+        ({"goal_radius": 1e9}, "goal_radius: must be > 0 and <= 100 m"),
+        ({"start_map_x": 5e6}, "start_map_x"),
+    ],
+)
+def test_absurd_goal_or_start_is_refused_by_the_store_too(tmp_path, fields, needle):
+    """The CLI's bound on --goal (QA: `trial start --goal 1e308 1e308` overflowed the report) holds for
+    every writer: plan files and trial_logger_node go through the store's validation."""
+    with TrialStore(tmp_path / "t.db") as st, pytest.raises(TrialError, match=needle.replace("+", r"\+")):
+        st.start_trial("go2", "office", **fields)
+
+
+def test_plan_file_with_an_absurd_goal_is_refused_before_anything_is_imported(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("goal: [4.0, 1.0]", "goal: [4.0e+308, 1.0]"))
+    with pytest.raises((TrialError, ValueError), match="goal"):
+        name, _, planned = load_plan(plan)
+        with TrialStore(tmp_path / "t.db") as st:
+            st.import_plan(name, planned)

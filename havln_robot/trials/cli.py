@@ -36,6 +36,8 @@ from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import (
     DEFAULT_PROFILE,
     GOAL_FRAMES,
+    MAX_GOAL_RADIUS_M,
+    MAX_TRIAL_DISTANCE_M,
     PLATFORMS,
     NeedsMigration,
     PlannedTrial,
@@ -365,9 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--people", type=number_in(0, 10000, integer=True), help="number of people present (0 = without people)")
     p.add_argument("--instance", help="which room of that type (free text)")
     p.add_argument("--instruction", help="the navigation instruction given to the robot")
-    p.add_argument("--goal", type=number_in(-10000.0, 10000.0, unit="m"), nargs=2, metavar=("X", "Y"), help="goal position, metres")
+    p.add_argument(
+        "--goal",
+        type=number_in(-MAX_TRIAL_DISTANCE_M, MAX_TRIAL_DISTANCE_M, unit="m"),
+        nargs=2,
+        metavar=("X", "Y"),
+        help="goal position, metres",
+    )
     p.add_argument("--goal-frame", choices=GOAL_FRAMES, help="frame of --goal (default start: x forward, y left of the start pose)")
-    p.add_argument("--goal-radius", type=number_in(0, 100, unit="m", above=True), help="success radius, m (default 3.0)")
+    p.add_argument("--goal-radius", type=number_in(0, MAX_GOAL_RADIUS_M, unit="m", above=True), help="success radius, m (default 3.0)")
     p.add_argument("--operator", help="who runs the trial (free text)")
     p.add_argument("--episode-id", help="HA-R2R / challenge episode id the trial reproduces, if any")
     p.add_argument("--scan", help="Matterport3D scan id (simulated trials)")
@@ -380,7 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--failure", action="store_true", help="the robot did not reach the goal")
     g.add_argument("--abort", action="store_true", help="aborted (not counted in the success rate)")
     p.add_argument("--reason", default="", help="why (free text, shown in the report)")
-    p.add_argument("--ne", type=number_in(0, 10000, unit="m"), help="navigation error measured on site, metres (overrides odometry)")
+    p.add_argument(
+        "--ne", type=number_in(0, MAX_TRIAL_DISTANCE_M, unit="m"), help="navigation error measured on site, metres (overrides odometry)"
+    )
     p.add_argument("--id", type=number_in(1, integer=True), help="trial id (default: running or latest unjudged trial)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier verdict")
     p.add_argument("--force", action="store_true", help="record --success although NE >= the success radius (marked as forced)")

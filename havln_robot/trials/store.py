@@ -69,6 +69,12 @@ DEFAULT_PROFILE = "go2"
 
 SCHEMA_VERSION = 3
 
+MAX_GOAL_RADIUS_M: float = 100.0
+"""Largest success radius (m) a trial accepts (HA-VLN uses 3.0)."""
+MAX_TRIAL_DISTANCE_M: float = 10_000.0
+"""Largest |coordinate| of a trial's goal or start (m) accepted from the CLI, a plan file or a node:
+a building-scale bound (10 km) far above any indoor trial; absurd values (1e308) overflow reports."""
+
 
 def default_db_path(profile: str = DEFAULT_PROFILE) -> Path:
     """The trial store of a deployment profile: one store per profile, never shared by two.
@@ -312,11 +318,16 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
                 raise TrialError(f"{pre}{key}: expected a number in metres/radians, got {out[key]!r}") from None
             if not math.isfinite(v):
                 raise TrialError(f"{pre}{key}: expected a finite number, got {out[key]!r}")
+            if not key.endswith(("yaw", "radius")) and abs(v) > MAX_TRIAL_DISTANCE_M:
+                # a goal 1e308 m away overflowed the report's arithmetic (the CLI has the same bound)
+                raise TrialError(f"{pre}{key}: {v:g} m is beyond {MAX_TRIAL_DISTANCE_M:g} m of the start; give metres, not millimetres")
             out[key] = v
         elif key in out:
             out[key] = None if key != "goal_radius" else SUCCESS_RADIUS_M
-    if out.get("goal_radius") is not None and out["goal_radius"] <= 0:
-        raise TrialError(f"{pre}goal_radius: must be > 0 m (HA-VLN success radius is 3.0), got {out['goal_radius']!r}")
+    if out.get("goal_radius") is not None and not 0 < out["goal_radius"] <= MAX_GOAL_RADIUS_M:
+        raise TrialError(
+            f"{pre}goal_radius: must be > 0 and <= {MAX_GOAL_RADIUS_M:g} m (HA-VLN success radius is 3.0), got {out['goal_radius']!r}"
+        )
     if "goal_frame" in out:
         gf = out["goal_frame"] or None
         if gf is not None and gf not in GOAL_FRAMES:
@@ -882,8 +893,8 @@ class TrialStore:
                 ne_m = float(ne_m)
             except (TypeError, ValueError):
                 raise TrialError(f"ne: expected a distance in metres, got {ne_m!r}") from None
-            if not math.isfinite(ne_m) or ne_m < 0:
-                raise TrialError(f"ne: expected a distance >= 0 m, got {ne_m!r}")
+            if not math.isfinite(ne_m) or not 0 <= ne_m <= MAX_TRIAL_DISTANCE_M:
+                raise TrialError(f"ne: expected a distance from 0 to {MAX_TRIAL_DISTANCE_M:g} m, got {ne_m!r}")
             ne_source = ne_source or "operator"
         with self._tx() as db:
             row = self._require(db, trial_id)
