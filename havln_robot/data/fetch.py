@@ -20,12 +20,11 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from havln_robot.data.registry import FILES, GROUPS, VOCAB_COMMIT, DataFile, file_sha256, select, vocab_problem
-from havln_robot.paths import data_dir_and_origin, fetch_dest_default, prepare_out_dir
+from havln_robot.paths import atomic_output, data_dir_and_origin, fetch_dest_default, prepare_out_dir
 
 #: Seconds pooch waits for a server to answer (connect and each read).
 HTTP_TIMEOUT_S = 60.0
@@ -91,18 +90,11 @@ def _copy_verified(src: Path, dest: Path, entry: DataFile) -> None:
         OSError: reading or writing failed.
         ValueError: the copy's sha256 differs from the registry.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    try:
+    with atomic_output(dest) as tmp:  # the one atomic-write rule (paths.atomic_output)
         shutil.copyfile(src, tmp)
         got = file_sha256(tmp)
         if got != entry.sha256:
             raise ValueError(f"sha256 of the mirror's copy is {got[:12]}..., expected {entry.sha256[:12]}...")
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _download(url: str, dest: Path, entry: DataFile) -> None:
