@@ -354,7 +354,7 @@ class _Observer:
         if self.jitter > 0 and n > 1:
             e = np.clip(self._rng.normal(0.0, self.jitter, n), -2 * self.jitter, 2 * self.jitter)
             headings = (((headings + e) + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
-        x, y, z, yaw = self.world.pose
+        x, y, z, yaw = getattr(self.world, "camera_pose", self.world.pose)
         rgbs, depths = [], []
         for h in headings:
             rgb, depth = self.renderer.render((x, y, z, yaw + float(h)), self.world.camera_pitch, self.world.t)

@@ -236,7 +236,7 @@ def rollout(
             instr = model.encode_instruction(torch.as_tensor(tokens)[None])
             h = model.init_state(1)
     for t in range(cfg.max_decisions):
-        pano = renderer.panorama(world.pose, getattr(world, "camera_pitch", 0.0), world.t)
+        pano = renderer.panorama(getattr(world, "camera_pose", world.pose), getattr(world, "camera_pitch", 0.0), world.t)
         hum = world.human_positions()
         hum = np.asarray(hum, dtype=np.float64)[:, :2] if len(hum) else None
         e_choice, e_steps = expert.decide(world.pose, headings, cfg.max_steps, blocked, hum)

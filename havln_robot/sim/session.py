@@ -195,8 +195,9 @@ class SimSession:
         return self.base.pitch + self.virtual_pitch
 
     def view(self) -> tuple[tuple[float, float, float, float], float, float]:
-        """What the camera sees now: (true pose (x, y, z, yaw), camera pitch rad, sim time s)."""
-        return self.world.pose, self.camera_pitch, self.world.t
+        """What the camera sees now: (true pose (x, y, z, yaw) with z on the drawn ground
+        (:attr:`World.camera_pose`), camera pitch rad, sim time s)."""
+        return self.world.camera_pose, self.camera_pitch, self.world.t
 
     def humans(self) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """People now: positions (M, 3) map frame m, headings (M,) rad, ids."""
