@@ -450,7 +450,7 @@ class Executor:
         cfg = self.cfg
         if cfg.min_step <= 0:
             return None
-        safe = math.floor((hz.distance_m - cfg.front_margin) * 100.0 + 1e-6) / 100.0
+        safe = math.floor((hz.distance_m - cfg.front_margin - 1e-3) * 100.0) / 100.0  # whole cm, strictly inside
         if safe < cfg.min_step or safe >= A.FORWARD_STEP_M:
             return None
         if self._hazard(obs, safe) is not None:
@@ -714,18 +714,20 @@ class Executor:
         in flight (actuation latency) or happened after the measurement (sensor delay).
         """
         lat = self.cfg.latency_s
-        h = list(self._cmd_hist)
+        h = self._cmd_hist
         v = w = 0.0
-        for i, (ti, vi, wi) in enumerate(h):
-            te = h[i + 1][0] if i + 1 < len(h) else t
-            if te <= ti:
-                continue
-            part = (te + lat) - max(ti + lat, t_meas)
-            if part <= 0:
-                continue
-            part = min(part, te - ti)
-            v += vi * part
-            w += wi * part
+        te = t
+        # newest first: commands replaced before t_meas - latency contribute nothing, nor do older ones
+        for i in range(len(h) - 1, -1, -1):
+            ti, vi, wi = h[i]
+            if te + lat <= t_meas:
+                break
+            if te > ti:
+                part = min((te + lat) - max(ti + lat, t_meas), te - ti)
+                if part > 0:
+                    v += vi * part
+                    w += wi * part
+            te = ti
         return v, w
 
     def _progress(self, odom: Pose2D, imu_yaw: float) -> tuple[float, float, float, float]:

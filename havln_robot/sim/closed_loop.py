@@ -18,8 +18,9 @@ Obstacle points: analytic walls, one shared rule
 ------------------------------------------------
 motion_node builds obstacle points from the rendered depth image (plus 3 s of memory);
 rendering 640x480 depth at 50 Hz is far too slow for batch. Batch samples the walls instead:
-the boundary of the free space the robot stands in (:meth:`Scene.region`, the same polygons the
-renderer extrudes into walls and the contact model collides with) every :data:`WALL_SAMPLE_M`
+the faces of the walls around the free space the robot stands in (the boundary of :meth:`Scene.region`,
+the polygons the contact model collides with, moved inwards by half the renderer's
+``WALL_THICKNESS_M``: the face the camera sees) every :data:`WALL_SAMPLE_M`
 within :data:`VIEW_RANGE_M` of the robot, in base_link of the TRUE pose (as the camera sees
 them). Each sample carries the number of depth points the camera would return from that wall
 patch (:func:`wall_weights`: columns x rows of a ``depth_stride``-strided 640x480 D435i image
@@ -39,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,7 +51,8 @@ from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import Obstacles, Person
 from havln_robot.records import PARTIAL_DETAIL, ActionResult, CollisionRecord
-from havln_robot.sim.robot import D435I_HFOV_DEG, BaseLimits, NoiseModel, NoisyBase
+from havln_robot.sim.robot import D435I_HFOV_DEG, BaseLimits, NoiseModel, NoisyBase, base_config
+from havln_robot.sim.scene import WALL_THICKNESS_M
 
 #: Spacing of the analytic wall samples along the free-space boundary, m (2 cm: finer than the
 #: 5 cm obstacle-memory grid of motion_node, coarser than a depth pixel at 1 m).
@@ -129,13 +132,42 @@ class ClosedLoopStep:
         return bool(self.result is not None and self.result.is_refused)
 
 
+def sim_profile(path: str | Path | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The live sim graph's ``motion_node`` and ``sim_node`` parameters from a profile
+    (default ``config/sim.yaml``), each merged over its spec's defaults and validated; cached.
+
+    Raises:
+        ClosedLoopError: the file cannot be read or a value is refused (one line naming it).
+    """
+    from havln_robot.params import ConfigError
+    from havln_robot.paths import config_dir
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    f = Path(path) if path is not None else config_dir() / "sim.yaml"
+    key = str(f)
+    if key not in _PROFILES:
+        try:
+            secs = parse_file(f)
+            motion = MOTION_PARAMS.validate(merged(matching(secs, node_fqn("motion_node"))), f"{f}: motion_node")
+            sim = SIM_NODE_PARAMS.validate(merged(matching(secs, node_fqn("sim_node"))), f"{f}: sim_node")
+        except ConfigError as exc:
+            raise ClosedLoopError(str(exc)) from None
+        _PROFILES[key] = (motion, sim)
+    motion, sim = _PROFILES[key]
+    return dict(motion), dict(sim)
+
+
+_PROFILES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
 def motion_params(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """motion_node's parameters: the defaults with ``overrides`` (validated by the spec).
+    """motion_node's parameters of the live sim graph (:func:`sim_profile`) with ``overrides``.
 
     Raises:
         ClosedLoopError: an unknown key or a bad value (the message names it).
     """
-    p = MOTION_PARAMS.defaults()
+    p = sim_profile()[0]
     for k, v in (overrides or {}).items():
         if k not in p:
             raise ClosedLoopError(f"motion parameter {k!r} does not exist (see config/sim.yaml's motion_node section)")
@@ -149,9 +181,9 @@ class ClosedLoop:
     Args:
         world: the episode's world (reset to the start by :meth:`reset`).
         seed: noise seed (odometry scale/drift, gyro noise and bias, accel noise), as sim_node's ``seed``.
-        params: motion_node parameter overrides (default: :data:`MOTION_PARAMS` defaults = config/sim.yaml).
-        noise: the base's error model (default :class:`NoiseModel` = sim_node's defaults); ``NoiseModel.none()`` = perfect.
-        limits: the base's limits (default :class:`BaseLimits` = sim_node's defaults).
+        params: motion_node parameter overrides over config/sim.yaml's motion_node section (:func:`sim_profile`).
+        noise: the base's error model (default: config/sim.yaml's sim_node section, :func:`base_config`); ``NoiseModel.none()`` = perfect.
+        limits: the base's limits (default: the same section).
         physics_dt: base/world step, s (default one control period of motion_node, 1 / control_rate_hz;
             sim_node steps at 100 Hz: pass 0.01 for that).
         settle_s: idle time at the start of an episode (gyro bias learning), s.
@@ -187,7 +219,11 @@ class ClosedLoop:
         if not self.physics_dt > 0 or self.physics_dt > self.period + 1e-12:
             raise ClosedLoopError(f"physics_dt: {physics_dt} s must be > 0 and <= the control period {self.period:g} s")
         self.settle_s = float(settle_s)
-        self.base = NoisyBase(world, limits or BaseLimits(), noise if noise is not None else NoiseModel(), seed=self.seed)
+        if limits is None or noise is None:  # sim_node's base model from the same profile
+            lim0, noise0 = base_config(sim_profile()[1])
+            limits = limits or lim0
+            noise = noise if noise is not None else noise0
+        self.base = NoisyBase(world, limits, noise, seed=self.seed)
         self._walls: dict[tuple[str, int], np.ndarray] = {}
         self.reset(reset_world)
 
@@ -229,14 +265,16 @@ class ClosedLoop:
 
     # ------------------------------------------------------------------ obstacles
     def _wall_segments(self) -> np.ndarray:
-        """(K, 2, 2) boundary segments (map xy, m) of the free space under the robot (cached per support)."""
+        """(K, 2, 2) segments (map xy, m) of the drawn wall faces around the free space under the robot (cached per support)."""
         sup = self.world._support
         key = (sup.kind, sup.index)
         segs = self._walls.get(key)
         if segs is None:
             import shapely
 
-            region = self.world.scene.region(sup)
+            # the renderer draws each wall WALL_THICKNESS_M thick, centred on the free-space boundary:
+            # the face the camera sees stands half of it inside the free space
+            region = self.world.scene.region(sup).buffer(-WALL_THICKNESS_M / 2.0, quad_segs=4, join_style="mitre")
             out = []
             for ring in shapely.get_parts(shapely.boundary(region)):
                 for line in shapely.get_parts(ring):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -389,3 +390,28 @@ class NoisyBase:
         im.yaw = (im.yaw + gyro[2] * dt + math.pi) % (2 * math.pi) - math.pi
         im.pitch = body_pitch
         im.roll = 0.0
+
+
+def base_config(p: Mapping[str, Any]) -> tuple[BaseLimits, NoiseModel]:
+    """:class:`BaseLimits` and :class:`NoiseModel` from sim_node parameters (``noise_enabled`` false = no noise)."""
+    limits = BaseLimits(
+        max_linear_mps=float(p.get("max_linear_speed", 1.0)),
+        max_angular_rps=float(p.get("max_angular_speed", 2.0)),
+        max_linear_accel_mps2=float(p.get("max_linear_accel", 2.0)),
+        max_angular_accel_rps2=float(p.get("max_angular_accel", 6.0)),
+        max_pitch_rad=math.radians(float(p.get("max_body_pitch_deg", 43.0))),
+    )
+    if not p.get("noise_enabled", True):
+        return limits, NoiseModel.none()
+    keys = (
+        "latency_s",
+        "odom_scale_std",
+        "odom_trans_noise",
+        "odom_yaw_noise",
+        "odom_yaw_per_m",
+        "gyro_noise_std",
+        "gyro_bias_std",
+        "accel_noise_std",
+    )
+    defaults = NoiseModel()
+    return limits, NoiseModel(**{k: float(p.get(k, getattr(defaults, k))) for k in keys})
