@@ -116,7 +116,9 @@ def test_analytic_walls_give_the_rendered_depths_verdict(start, yaw):
     verdicts = []
     for obs in (_rendered_obstacles(w, params), loop.obstacles()):
         obs.people = []
-        verdicts.append(forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points))
+        verdicts.append(
+            forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        )
     rendered, analytic = verdicts
     assert (rendered is None) == (analytic is None), (rendered, analytic)
     if rendered is not None:

@@ -77,8 +77,15 @@ def _live_replay(eid: str, actions: list[str], episodes_file: Path, seed: int, r
 
     sets = [f"sim_node.seed={seed}", f"sim_node.real_time_factor={rtf:g}"]
     res = replay_ros(
-        [eid], {eid: actions}, {}, target="embedded", episodes_file=episodes_file, action_timeout_s=120.0, sets=sets,
-        progress=False, log=lambda s: None,
+        [eid],
+        {eid: actions},
+        {},
+        target="embedded",
+        episodes_file=episodes_file,
+        action_timeout_s=120.0,
+        sets=sets,
+        progress=False,
+        log=lambda s: None,
     )
     r = res[0]
     m = r.metrics
@@ -92,8 +99,21 @@ _ROW = re.compile(r"^\s+(\S+)\s+(success|failure|aborted|timeout|\?)\s+([-\d.nan
 def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path) -> Outcome:
     """One live episode of the model through ``havln-robot demo`` (own interpreter; its summary row parsed)."""
     exe = Path(sys.executable).with_name("havln-robot")
-    cmd = [str(exe) if exe.is_file() else "havln-robot", "demo", "--episode-id", eid, "--episodes-file", str(episodes_file),
-           "--seed", str(seed), "--quiet", "--out", str(out), "--policy", policy]
+    cmd = [
+        str(exe) if exe.is_file() else "havln-robot",
+        "demo",
+        "--episode-id",
+        eid,
+        "--episodes-file",
+        str(episodes_file),
+        "--seed",
+        str(seed),
+        "--quiet",
+        "--out",
+        str(out),
+        "--policy",
+        policy,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     for line in p.stdout.splitlines():
         m = _ROW.match(line)
@@ -143,7 +163,10 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def print_table(summary: list[dict[str, Any]], file: Any = None) -> None:
     """The side-by-side table (markdown-compatible)."""
     file = file or sys.stdout
-    print("| input | episodes | SR batch | SR live | ΔSR | NE batch [m] | NE live [m] | ΔNE | collisions b / l | refusals b / l | outcome agreement |", file=file)
+    print(
+        "| input | episodes | SR batch | SR live | ΔSR | NE batch [m] | NE live [m] | ΔNE | collisions b / l | refusals b / l | outcome agreement |",
+        file=file,
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", file=file)
     for s in summary:
         print(

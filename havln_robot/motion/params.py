@@ -132,7 +132,14 @@ MOTION_PARAMS = ParamSpec(
             min=0.0,
             max=2.0,
         ),
-        Param("front_margin_m", 0.10, "float", "free space required beyond the end of a forward step, m: braking from 0.3 m/s at 0.6 m/s^2 (0.075) + 50 ms latency (0.015) + depth noise (0.01); docs/motion.md Margins", min=0.0, max=2.0),
+        Param(
+            "front_margin_m",
+            0.10,
+            "float",
+            "free space required beyond the end of a forward step, m: braking from 0.3 m/s at 0.6 m/s^2 (0.075) + 50 ms latency (0.015) + depth noise (0.01); docs/motion.md Margins",
+            min=0.0,
+            max=2.0,
+        ),
         Param(
             "min_partial_step_m",
             0.05,

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported: the renderer's CameraInfo)
-from havln_robot.sim.scene import WALL_THICKNESS_M
 from havln_robot.sim.robot import D435I_HFOV_DEG, D435I_MAX_RANGE_M, D435I_MIN_RANGE_M, GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
+from havln_robot.sim.scene import WALL_THICKNESS_M
 
 
 def _probe_gl(backend: str) -> bool:

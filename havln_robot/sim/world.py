@@ -28,7 +28,7 @@ needs); people are checked for contact at ``CONTACT_SUBSTEP_S`` intervals inside
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import shapely
@@ -36,10 +36,10 @@ import shapely
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError
 from havln_robot.episodes import Episode
 from havln_robot.geometry import wrap_angle
+from havln_robot.sim.closed_loop import ClosedLoop, ClosedLoopStep
 from havln_robot.sim.geodesic import GoalDistance, Walkable
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
-from havln_robot.sim.closed_loop import ClosedLoop, ClosedLoopStep
 from havln_robot.sim.robot import GO2_RADIUS_M
 from havln_robot.sim.scene import Scene, Support
 
