@@ -571,7 +571,10 @@ def markdown(fig: dict[str, Any]) -> str:
             for s in ag["summary"]
         ]  # fmt: skip
         lines += [f"**Batch vs live** (`havln-robot bench agreement --episodes {ag['episodes']}`)", ""]
-        lines += _table(["input", "episodes", "SR batch", "SR live", "ΔSR", "NE batch", "NE live", "collisions b / l", "refusals b / l", "agreement"], arows)
+        lines += _table(
+            ["input", "episodes", "SR batch", "SR live", "ΔSR", "NE batch", "NE live", "collisions b / l", "refusals b / l", "agreement"],
+            arows,
+        )
         lines += [""]
     skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
     if skipped:

@@ -225,6 +225,10 @@ class ClosedLoop:
             noise = noise if noise is not None else noise0
         self.base = NoisyBase(world, limits, noise, seed=self.seed)
         self._walls: dict[tuple[str, int], np.ndarray] = {}
+        self._cam_xy = (float(self.params["camera_x_m"]), float(self.params["camera_y_m"]))
+        sim = sim_profile()[1]
+        self._camera_hz = float(sim["camera_rate_hz"])
+        self._people_hz = float(sim["ground_truth_rate_hz"])
         self.reset(reset_world)
 
     # ------------------------------------------------------------------ state
@@ -362,31 +366,38 @@ class ClosedLoop:
         Wall points: see the module docstring (weights from :func:`wall_weights`). People: every
         person on the robot's floor within 10 m (sim_node's ``people_range_m``), as ``havln/people``.
         """
+        pts, weights = self._wall_obstacles()
+        return Obstacles(points=pts, people=self._people(), weights=weights)
+
+    def _wall_obstacles(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N, 2) wall / terrain points in base_link of the TRUE pose and their (N,) depth-point weights."""
+        x, y, _, yaw = self.world.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        P = self._pts_world
+        if P is None or not len(P):
+            return np.zeros((0, 2), np.float64), np.zeros(0)
+        dx, dy = P[:, 0] - x, P[:, 1] - y
+        bx, by = c * dx + s * dy, -s * dx + c * dy
+        near = bx * bx + by * by <= VIEW_RANGE_M * VIEW_RANGE_M
+        pts = np.stack([bx[near], by[near]], axis=1)
+        cam = np.hypot(pts[:, 0] - self._cam_xy[0], pts[:, 1] - self._cam_xy[1])
+        weights = wall_weights(cam, WALL_SAMPLE_M, self.params)
+        terrain = self._pts_dz[near] > 0
+        if terrain.any():  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
+            weights[terrain] = wall_weights(cam[terrain], TERRAIN_CELL_M, self.params) * 0.25
+        return pts, weights
+
+    def _people(self) -> list[Person]:
         w = self.world
+        crowd = w.crowd
+        if not len(crowd):
+            return []
         x, y, z, yaw = w.pose
         c, s = math.cos(yaw), math.sin(yaw)
-        pts = np.zeros((0, 2), np.float64)
-        weights = np.zeros(0)
-        P = self._pts_world
-        if P is not None and len(P):
-            dx, dy = P[:, 0] - x, P[:, 1] - y
-            bx, by = c * dx + s * dy, -s * dx + c * dy
-            near = np.hypot(bx, by) <= VIEW_RANGE_M
-            pts = np.stack([bx[near], by[near]], axis=1)
-            cam = np.hypot(pts[:, 0] - float(self.params["camera_x_m"]), pts[:, 1] - float(self.params["camera_y_m"]))
-            weights = wall_weights(cam, WALL_SAMPLE_M, self.params)
-            terrain = self._pts_dz[near] > 0
-            if terrain.any():  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
-                weights[terrain] = wall_weights(cam[terrain], TERRAIN_CELL_M, self.params) * 0.25
-        people: list[Person] = []
-        crowd = w.crowd
-        if len(crowd):
-            p = crowd.positions(w.t)
-            dx, dy = p[:, 0] - x, p[:, 1] - y
-            ok = (np.abs(p[:, 2] - z) < 1.0) & (np.hypot(dx, dy) <= 10.0)
-            for k in np.flatnonzero(ok):
-                people.append(Person(float(c * dx[k] + s * dy[k]), float(-s * dx[k] + c * dy[k]), int(crowd.ids[k])))
-        return Obstacles(points=pts, people=people, weights=weights)
+        p = crowd.positions(w.t)
+        dx, dy = p[:, 0] - x, p[:, 1] - y
+        ok = (np.abs(p[:, 2] - z) < 1.0) & (np.hypot(dx, dy) <= 10.0)
+        return [Person(float(c * dx[k] + s * dy[k]), float(-s * dx[k] + c * dy[k]), int(crowd.ids[k])) for k in np.flatnonzero(ok)]
 
     # ------------------------------------------------------------------ actions
     def step(self, action: str) -> ClosedLoopStep:
@@ -420,14 +431,25 @@ class ClosedLoop:
             self.base.command(*tick.cmd)
             results, cols = list(tick.results), list(tick.collisions)
             next_tick = t0 + self.period
+            obs = self.obstacles()
+            cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
+            next_cam, next_people = t0 + cam_period, t0 + people_period
             while not results and w.t - t0 < MAX_ACTION_S:
                 c = self._physics()
                 if contact is None and c is not None:
                     contact = c
                 if w.t + 1e-9 >= next_tick:
                     next_tick += self.period
+                    # as live: a new depth frame at the camera rate, havln/people at the ground-truth rate
+                    if w.t + 1e-9 >= next_cam:
+                        next_cam += cam_period
+                        obs = Obstacles(points=None, people=obs.people, weights=None)
+                        obs.points, obs.weights = self._wall_obstacles()
+                    if w.t + 1e-9 >= next_people:
+                        next_people += people_period
+                        obs = Obstacles(points=obs.points, people=self._people(), weights=obs.weights)
                     a = self.base.imu.accel
-                    tick = ex.update(w.t, self._odom, self.gyro.yaw, self.obstacles(), accel=(float(a[0]), float(a[1])))
+                    tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
                     self.base.command(*tick.cmd)
                     results += tick.results
                     cols += tick.collisions

@@ -284,9 +284,9 @@ class NoisyBase:
             raise ValueError(f"cmd_vel: non-finite command v={v} w={w} pitch_rate={pitch_rate}; send finite numbers")
         L = self.limits
         cmd = (
-            float(np.clip(v, -L.max_linear_mps, L.max_linear_mps)),
-            float(np.clip(w, -L.max_angular_rps, L.max_angular_rps)),
-            float(np.clip(pitch_rate, -L.max_pitch_rate_rps, L.max_pitch_rate_rps)),
+            max(-L.max_linear_mps, min(L.max_linear_mps, float(v))),
+            max(-L.max_angular_rps, min(L.max_angular_rps, float(w))),
+            max(-L.max_pitch_rate_rps, min(L.max_pitch_rate_rps, float(pitch_rate))),
         )
         self._queue.append((float(self.world.t) + self.noise.latency_s, *cmd))
 
@@ -323,7 +323,7 @@ class NoisyBase:
         self.v = _approach(self.v, tv, L.max_linear_accel_mps2 * dt)
         self.w = _approach(self.w, tw, L.max_angular_accel_rps2 * dt)
         self.pitch_rate = tp
-        self.pitch = float(np.clip(self.pitch + tp * dt, -L.max_pitch_rad, L.max_pitch_rad))
+        self.pitch = max(-L.max_pitch_rad, min(L.max_pitch_rad, self.pitch + tp * dt))
 
         x0, y0, _, yaw0 = self.world.pose
         contact = self.world.move(self.v * dt, self.w * dt, dt)
