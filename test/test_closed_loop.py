@@ -155,3 +155,25 @@ def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "| reference | 2 |" in out and "outcome agreement" in out
     assert out.count(" | live ") == 2
+
+
+def test_live_side_can_be_read_back_from_a_recorded_run(tmp_path):
+    from havln_robot.bench.agreement import read_live_log, summarize
+
+    log = tmp_path / "agreement.log"
+    log.write_text(
+        "[INFO] [1] [sim_node]: sim: episode 711\n"
+        "  episode    711 reference batch failure NE  8.14 coll 0 refused 33 (82 actions) | live failure NE  7.66 coll 0 refused 2 "
+        "(47 actions) aborted: depth image went stale while moving; robot stopped\n"
+        "  episode   5593 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  0.34 coll 1 refused 0 (42 actions)\n"
+        "  episode   6757 model     batch success NE  0.13 coll 0 refused 0 (59 actions)\n"
+    )
+    rec = read_live_log(log)
+    assert set(rec) == {("711", "reference"), ("5593", "expert")}
+    r = rec[("711", "reference")]
+    assert (r.success, r.ne, r.refused, r.actions) == (False, 7.66, 2, 47) and r.note.startswith("aborted")
+    rows = [
+        {"kind": "expert", "batch": {"success": True, "ne": 0.26, "collisions": 0, "refused": 0}, "live": vars(rec[("5593", "expert")])}
+    ]
+    (s,) = summarize(rows)
+    assert s["agree"] == 1.0 and s["d_sr"] == 0.0 and s["coll_live"] == 1

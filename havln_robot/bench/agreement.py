@@ -126,6 +126,27 @@ def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path
     return Outcome(False, math.nan, 0, 0, 0, f"demo exit {p.returncode}: {tail[0][:160]}")
 
 
+_LINE = re.compile(
+    r"^\s+episode\s+(\S+)\s+(\S+)\s+batch .*\| live (success|failure) NE\s+(\S+) coll (\d+) refused (\d+) \((\d+) actions\)\s*(.*)$"
+)
+
+
+def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
+    """Live outcomes from the per-episode lines an earlier ``bench agreement`` printed (its log file):
+    (episode id, input kind) -> :class:`Outcome`. Lets the batch side be re-run on a recorded live run.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    out: dict[tuple[str, str], Outcome] = {}
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        m = _LINE.match(line)
+        if m:
+            eid, kind, res, ne, coll, ref, n, note = m.groups()
+            out[(eid, kind)] = Outcome(res == "success", float(ne), int(coll), int(ref), int(n), note.strip())
+    return out
+
+
 def _mean(xs: list[float]) -> float:
     xs = [x for x in xs if math.isfinite(x)]
     return sum(xs) / len(xs) if xs else math.nan
@@ -192,6 +213,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--policy", default="models/small_panoramic.pt", help="the model input (default the shipped model)")
     ap.add_argument("--real-time-factor", type=float, default=1.0, help="sim_node real_time_factor for the live replays (default 1)")
     ap.add_argument("--batch-only", action="store_true", help="only the batch side (fast; no table)")
+    ap.add_argument(
+        "--live-log",
+        default=None,
+        help="take the live side from the per-episode lines of an earlier run's output (episodes it lacks are left out)",
+    )
     ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
@@ -219,6 +245,14 @@ def main(argv: list[str]) -> int:
     from havln_robot.sim.scene import Scene
 
     eps = load_episodes(ep_file, conn, limit=args.episodes)
+    recorded: dict[tuple[str, str], Outcome] | None = None
+    if args.live_log:
+        try:
+            recorded = read_live_log(Path(args.live_log))
+        except OSError as exc:
+            print(f"bench agreement: --live-log: cannot read {args.live_log} ({exc.strerror})", file=sys.stderr)
+            return 2
+        eps = [e for e in eps if any((e.episode_id, k) in recorded for k in kinds)]
     policy = None
     if "model" in kinds:
         from havln_robot.policy.registry import make_policy
@@ -238,6 +272,8 @@ def main(argv: list[str]) -> int:
     for ep in eps:
         scene = scenes.get(ep.scan) or scenes.setdefault(ep.scan, Scene.load(ep.scan, conn))
         for kind in kinds:
+            if recorded is not None and (ep.episode_id, kind) not in recorded:
+                continue
             t0 = time.perf_counter()
             if kind == "reference":
                 seq = follow_reference(ep)
@@ -249,7 +285,9 @@ def main(argv: list[str]) -> int:
             t_batch += time.perf_counter() - t0
             n_batch_actions += b.actions
             row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None}
-            if not args.batch_only:
+            if recorded is not None:
+                row["live"] = asdict(recorded[(ep.episode_id, kind)])
+            elif not args.batch_only:
                 if kind == "model":
                     lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
                 else:

@@ -68,6 +68,11 @@ TERRAIN_CELL_M = 0.05
 #: Terrain is sampled this far from base_link, m: the forward corridor ends at 0.35 + 0.25 + 0.10 m.
 TERRAIN_REACH_M = 0.75
 
+#: Radius of what the depth camera sees of a person inside the obstacle height band, m: the two
+#: drawn legs (capsules of radius 0.085 m, 0.08 m either side of the centre, 0.1-0.86 m high;
+#: ``havln_robot.sim.render.build_mjcf``), whose outer envelope is 0.165 m from the centre.
+PERSON_DEPTH_RADIUS_M = 0.165
+
 #: Depth image of sim_node's camera (config/sim.yaml: 640 x 480 px, 69.4 deg HFOV, square pixels).
 CAMERA_WIDTH_PX = 640
 
@@ -385,7 +390,35 @@ class ClosedLoop:
         terrain = self._pts_dz[near] > 0
         if terrain.any():  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
             weights[terrain] = wall_weights(cam[terrain], TERRAIN_CELL_M, self.params) * 0.25
+        legs = self._person_points()
+        if len(legs):  # people are in the depth image too (their legs inside the height band)
+            lc = np.hypot(legs[:, 0] - self._cam_xy[0], legs[:, 1] - self._cam_xy[1])
+            pts = np.concatenate([pts, legs])
+            weights = np.concatenate([weights, wall_weights(lc, WALL_SAMPLE_M, self.params)])
         return pts, weights
+
+    def _person_points(self) -> np.ndarray:
+        """(N, 2) base_link points on the near half of each person's leg envelope (:data:`PERSON_DEPTH_RADIUS_M`)."""
+        w = self.world
+        crowd = w.crowd
+        if not len(crowd):
+            return np.zeros((0, 2))
+        x, y, z, yaw = w.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        p = crowd.positions(w.t)
+        dx, dy = p[:, 0] - x, p[:, 1] - y
+        bx, by = c * dx + s * dy, -s * dx + c * dy
+        ok = (np.abs(p[:, 2] - z) < 1.0) & (np.hypot(bx, by) <= VIEW_RANGE_M + PERSON_DEPTH_RADIUS_M)
+        if not ok.any():
+            return np.zeros((0, 2))
+        r = PERSON_DEPTH_RADIUS_M
+        n = max(4, int(math.ceil(math.pi * r / WALL_SAMPLE_M)))
+        out = []
+        for k in np.flatnonzero(ok):
+            toward = math.atan2(-by[k], -bx[k])  # the side facing the robot
+            a = toward + np.linspace(-math.pi / 2, math.pi / 2, n)
+            out.append(np.stack([bx[k] + r * np.cos(a), by[k] + r * np.sin(a)], axis=1))
+        return np.concatenate(out)
 
     def _people(self) -> list[Person]:
         w = self.world
