@@ -56,7 +56,8 @@ def test_expert_reaches_ha_val_seen_goals(havln_data):
 
     eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", limit=6)
     res = run_episodes(eps, Vocabulary.load(), SmallConfig(), None, 1.0)
-    assert sum(bool(r.metrics.success) for r in res) >= 5
+    # in the closed-loop world (issue 23) motion_node refuses stairs and personal space: 3 of these 6 succeed
+    assert sum(bool(r.metrics.success) for r in res) >= 3
     s = res[0].sample
     n = SmallConfig().views
     assert s.views.shape[1:] == (n, 4, 24, 24) and s.views.dtype == np.uint8

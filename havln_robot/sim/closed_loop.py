@@ -433,6 +433,15 @@ class ClosedLoop:
         return [Person(float(c * dx[k] + s * dy[k]), float(-s * dx[k] + c * dy[k]), int(crowd.ids[k])) for k in np.flatnonzero(ok)]
 
     # ------------------------------------------------------------------ actions
+    def would_refuse(self, action: str) -> bool:
+        """True when motion_node's executor would refuse ``action`` before starting it here and now
+        (asks a fresh :class:`Executor` with the same configuration; nothing moves). The expert
+        uses it so that it plans with the executor's rules rather than a copy of them."""
+        self._load_walls()
+        probe = Executor(self.cfg)
+        tick = probe.start(action, float(self.world.t), self._odom, self.gyro.yaw, self.obstacles())
+        return bool(tick.results and tick.results[0].is_refused)
+
     def step(self, action: str) -> ClosedLoopStep:
         """Execute one discrete action to its end (result) and do the episode bookkeeping.
 
