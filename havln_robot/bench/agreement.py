@@ -108,8 +108,7 @@ def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path
         str(episodes_file),
         "--seed",
         str(seed),
-        "--quiet",
-        "--out",
+        "--out",  # not --quiet: the per-step lines carry the "refused before start" notes counted below
         str(out),
         "--policy",
         policy,
