@@ -50,11 +50,16 @@ def scene_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("scenes")
 
 
-@pytest.mark.xfail(
+#: Reported staircases the closed-loop world still walks (issue 23): the others are refused by
+#: motion_node's depth rule (the rising steps lie in its obstacle band; docs/motion.md Known limits).
+CLOSED_LOOP_WALKS = {"edge rising two storeys across a stairwell crossing a gentle flight", "hairpin at the top of a short flight"}
+_REFUSED = pytest.mark.xfail(
     strict=True,
-    reason="issue 23 left undone: World.step now runs motion_node's executor, whose depth rule refuses stairs (the rising steps lie in its obstacle band); the stairs geometry of issue 20 is walkable only by the contact model (docs/motion.md Known limits)",
+    reason="issue 23 left undone: World.step runs motion_node's executor, whose depth rule refuses these stairs",
 )
-@pytest.mark.parametrize("kind", sorted(REPORTED))
+
+
+@pytest.mark.parametrize("kind", [k if k in CLOSED_LOOP_WALKS else pytest.param(k, marks=_REFUSED) for k in sorted(REPORTED)])
 def test_reported_staircases_are_walked_from_every_start_heading(kind, havln_data, scene_cache):
     scan, *prefixes = REPORTED[kind]
     scene = Scene.load(scan, havln_data / "connectivity", cache_dir=scene_cache)
