@@ -625,6 +625,10 @@ def collect(plan: Plan, parts: Sequence[str], data: Path, log: Callable[[str], N
             elif part == "replay":
                 fig[part] = run_replay(plan, data, sub, log)
             elif part == "agreement":
+                if plan.quick:  # live ROS episodes: minutes; the suite runs it in test_closed_loop
+                    fig[part] = "skipped with --quick (live episodes take minutes; test/test_closed_loop.py runs two)"
+                    log(f"[{part}] {fig[part]}")
+                    continue
                 fig[part] = run_agreement(plan, data, sub, log)
             else:
                 fig[part] = globals()[f"run_{part}"](plan, sub, log)

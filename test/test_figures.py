@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# the quick run steps the closed-loop batch world (issue 23): minutes, not seconds, on the loaded 2-core VM
+pytestmark = pytest.mark.timeout(1500)
+
 from havln_robot.figures import BEGIN, END, PARTS, FiguresError, span, update_readme
 from havln_robot.paths import REPO_ROOT, data_dir
 
@@ -102,8 +105,7 @@ def test_data_parts_run_or_say_why(quick: dict) -> None:
             assert 0 <= r["sr_pct"] <= r["success_pct"] <= 100 and r["ne_median_m"] >= 0
         assert 0 <= float(fig["replay"]["sr"]) <= 1
         assert fig["validate"]["episodes"] == {"val_seen": 778, "val_unseen": 1839}
-        ag = {r["kind"]: r for r in fig["agreement"]["summary"]}
-        assert list(ag) == ["reference"] and ag["reference"]["n"] == 2 and 0 <= ag["reference"]["agree"] <= 1
+        assert "skipped with --quick" in fig["agreement"]
 
 
 def test_readme_copy_gets_the_tables_between_the_markers(quick: dict) -> None:
