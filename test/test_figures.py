@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-# the quick run steps the closed-loop batch world (issue 23): minutes, not seconds, on the loaded 2-core VM
-pytestmark = pytest.mark.timeout(1500)
-
 from havln_robot.figures import BEGIN, END, PARTS, FiguresError, span, update_readme
 from havln_robot.paths import REPO_ROOT, data_dir
+
+# the quick run steps the closed-loop batch world (issue 23): minutes, not seconds, on the loaded 2-core VM
+pytestmark = pytest.mark.timeout(1500)
 
 
 @pytest.fixture(scope="module")
