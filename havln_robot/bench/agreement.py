@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from havln_robot.text import number_in
+
 KINDS = ("reference", "expert", "model")
 TARGET_DSR = 0.05
 TARGET_AGREE = 0.90
@@ -206,11 +208,13 @@ def print_table(summary: list[dict[str, Any]], file: Any = None) -> None:
 def main(argv: list[str]) -> int:
     """Run the agreement benchmark; 0 = printed (1 with ``--check`` when a target is missed), 2 = bad input / no data."""
     ap = argparse.ArgumentParser(prog="havln-robot bench agreement", description=__doc__.split("\n\n")[0].replace("``", ""))
-    ap.add_argument("--episodes", type=int, default=40, help="first N HA-R2R val_seen episodes (default 40)")
+    ap.add_argument("--episodes", type=number_in(1, 340, integer=True), default=40, help="first N HA-R2R val_seen episodes (default 40)")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"inputs, comma list of {', '.join(KINDS)} (default all)")
-    ap.add_argument("--seed", type=int, default=0, help="people and noise seed, the same in both worlds (default 0)")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="people and noise seed, the same in both worlds (default 0)")
     ap.add_argument("--policy", default="models/small_panoramic.pt", help="the model input (default the shipped model)")
-    ap.add_argument("--real-time-factor", type=float, default=1.0, help="sim_node real_time_factor for the live replays (default 1)")
+    ap.add_argument(
+        "--real-time-factor", type=number_in(0.05, 20.0), default=1.0, help="sim_node real_time_factor for the live replays (default 1)"
+    )
     ap.add_argument("--batch-only", action="store_true", help="only the batch side (fast; no table)")
     ap.add_argument(
         "--live-log",
@@ -229,9 +233,6 @@ def main(argv: list[str]) -> int:
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
         print(f"bench agreement: --kinds: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(KINDS)}", file=sys.stderr)
-        return 2
-    if args.episodes < 1 or not args.real_time_factor > 0:
-        print("bench agreement: --episodes must be >= 1 and --real-time-factor > 0", file=sys.stderr)
         return 2
     data = data_dir()
     ep_file = data / "ha_r2r_de" / "HA_val_seen.json"
