@@ -607,13 +607,16 @@ def _action_dt(opts: EvalOptions) -> float:
 
 
 def noise_model(odom_noise_scale: float | None, latency_s: float | None):
-    """The Go2 base's :class:`~havln_robot.sim.robot.NoiseModel` with every odometry / gyro / accelerometer
-    figure times ``odom_noise_scale`` and the actuation latency ``latency_s`` (None: the model's defaults)."""
+    """The Go2 base's :class:`~havln_robot.sim.robot.NoiseModel` of the closed-loop world's default
+    (config/sim.yaml's sim_node section, as :class:`~havln_robot.sim.closed_loop.ClosedLoop` uses it) with
+    every odometry / gyro / accelerometer figure times ``odom_noise_scale`` and the actuation latency
+    ``latency_s`` (None: that default's)."""
     from dataclasses import replace
 
-    from havln_robot.sim.robot import NoiseModel
+    from havln_robot.sim.closed_loop import sim_profile
+    from havln_robot.sim.robot import base_config
 
-    base = NoiseModel()
+    base = base_config(sim_profile()[1])[1]  # the closed loop's default: config/sim.yaml's sim_node noise
     changes: dict[str, float] = {}
     if odom_noise_scale is not None:
         changes |= {f: getattr(base, f) * odom_noise_scale for f in base.__dataclass_fields__ if f != "latency_s"}

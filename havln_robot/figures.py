@@ -59,6 +59,7 @@ class Plan:
         episodes: val_seen episodes for ``eval`` (None = all 340).
         model_episodes: episodes for the shipped model (None = all; it runs at ~0.5 episode/s).
         replay_episodes: episodes for ``export --follow-reference`` + ``replay``.
+        agreement_episodes: val_seen episodes of ``bench agreement`` (batch vs live graph; hours at 40).
     """
 
     quick: bool = False
@@ -66,6 +67,7 @@ class Plan:
     episodes: int | None = None
     model_episodes: int | None = None
     replay_episodes: int = 100
+    agreement_episodes: int = 40
     sim: list[str] = field(default_factory=list)
     motion: list[str] = field(default_factory=lambda: ["--ros-estop", "50"])
     policy: list[str] = field(default_factory=list)
@@ -86,6 +88,7 @@ class Plan:
             episodes=2,
             model_episodes=2,
             replay_episodes=2,
+            agreement_episodes=2,
             sim=["--scans", "1", "--frames", "3", "--steps", "200", "--node-seconds", "0"],
             motion=["-n", "3", "--estop", "3"],
             policy=["--steps", "2"],
@@ -382,6 +385,17 @@ def run_replay(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None]) ->
     return dict(_same(runs, "replay SR/NE/TCR/CR"), episodes=plan.replay_episodes, seconds=secs)
 
 
+def run_agreement(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """``bench agreement``: batch vs the live graph on the same inputs (``--quick``: the reference files only)."""
+    out = tmp / "agreement.json"
+    args = ["bench", "agreement", "--episodes", str(plan.agreement_episodes), "--json", str(out)]
+    if plan.quick:
+        args += ["--kinds", "reference", "--real-time-factor", "2"]
+    _havln(args, 6 * 3600, log)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    return {"episodes": plan.agreement_episodes, "summary": doc["summary"]}
+
+
 # --- Markdown -----------------------------------------------------------------------------------------
 
 
@@ -550,6 +564,18 @@ def markdown(fig: dict[str, Any]) -> str:
             for r in sc["runs"]
         ]
         lines += _table(["engine", "throughput", "speed-up", "runtime start (once per run)"], rows) + [""]
+    if isinstance(ag := fig.get("agreement"), dict) and ag["summary"]:
+        arows = [
+            [s["kind"], s["n"], f"{s['sr_batch']:.3f}", f"{s['sr_live']:.3f}", f"{s['d_sr']:+.3f}", f"{s['ne_batch']:.2f}", f"{s['ne_live']:.2f}",
+             f"{s['coll_batch']} / {s['coll_live']}", f"{s['ref_batch']} / {s['ref_live']}", f"{100 * s['agree']:.0f} %"]
+            for s in ag["summary"]
+        ]  # fmt: skip
+        lines += [f"**Batch vs live** (`havln-robot bench agreement --episodes {ag['episodes']}`)", ""]
+        lines += _table(
+            ["input", "episodes", "SR batch", "SR live", "ΔSR", "NE batch", "NE live", "collisions b / l", "refusals b / l", "agreement"],
+            arows,
+        )
+        lines += [""]
     skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
     if skipped:
         lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
@@ -571,6 +597,7 @@ PARTS = {
     "validate": True,
     "replay": True,
     "scale": True,
+    "agreement": True,
 }
 
 
@@ -597,6 +624,12 @@ def collect(plan: Plan, parts: Sequence[str], data: Path, log: Callable[[str], N
                 fig[part] = run_eval(plan, data, sub, log)
             elif part == "replay":
                 fig[part] = run_replay(plan, data, sub, log)
+            elif part == "agreement":
+                if plan.quick:  # live ROS episodes: minutes; the suite runs it in test_closed_loop
+                    fig[part] = "skipped with --quick (live episodes take minutes; test/test_closed_loop.py runs two)"
+                    log(f"[{part}] {fig[part]}")
+                    continue
+                fig[part] = run_agreement(plan, data, sub, log)
             else:
                 fig[part] = globals()[f"run_{part}"](plan, sub, log)
             log(f"  ({time.perf_counter() - t:.0f} s)")

@@ -94,6 +94,10 @@ CONTACT_SOURCES = ("stall", "jolt")
 #: A wire distance at or below this (m, the 4-decimal resolution) counts as touching.
 _TOUCH_M = 5e-4
 
+#: Detail prefix of a MOVE_FORWARD that moved as far as was safe instead of the full 0.25 m
+#: (outcome ``ok``; the executed distance is ``distance_odom_m``; docs/motion.md "Margins").
+PARTIAL_DETAIL = "partial step"
+
 
 # --- value helpers ----------------------------------------------------------------------------------
 
@@ -279,8 +283,10 @@ class ActionResult:
     @property
     def is_partial(self) -> bool:
         """True when a started MOVE_FORWARD / TURN_* ended short of its step (e.g. stopped by a
-        person) and was not reverted: the robot stands somewhere between start and target."""
-        if self.is_refused or self.reverted or self.outcome == Outcome.OK:
+        person, or a partial step that stopped short of a wall, :data:`PARTIAL_DETAIL`) and was not reverted: the robot stands somewhere between start and target."""
+        if self.is_refused or self.reverted:
+            return False
+        if self.outcome == Outcome.OK and not self.detail.startswith(PARTIAL_DETAIL):
             return False
         full = step_amount(self.action)
         return self.action in (A.MOVE_FORWARD, A.TURN_LEFT, A.TURN_RIGHT) and 0.0 < self.executed_amount() < 0.95 * full

@@ -19,6 +19,9 @@ import pytest
 from havln_robot.figures import BEGIN, END, PARTS, FiguresError, span, update_readme
 from havln_robot.paths import REPO_ROOT, data_dir
 
+# the quick run steps the closed-loop batch world (issue 23): minutes, not seconds, on the loaded 2-core VM
+pytestmark = pytest.mark.timeout(1500)
+
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict:
@@ -96,11 +99,13 @@ def test_data_parts_run_or_say_why(quick: dict) -> None:
     if have:
         rows = {r["policy"]: r for r in fig["eval"]["rows"]}
         assert list(rows) == ["expert", "forward", "random", "small_panoramic"]
-        assert rows["expert"]["success_pct"] == 100.0 and rows["expert"]["episodes"] == 2
+        # closed-loop world (issue 23): of the first two val_seen episodes motion_node refuses 711's stairs
+        assert rows["expert"]["success_pct"] == 50.0 and rows["expert"]["episodes"] == 2
         for r in rows.values():
             assert 0 <= r["sr_pct"] <= r["success_pct"] <= 100 and r["ne_median_m"] >= 0
         assert 0 <= float(fig["replay"]["sr"]) <= 1
         assert fig["validate"]["episodes"] == {"val_seen": 778, "val_unseen": 1839}
+        assert "skipped with --quick" in fig["agreement"]
 
 
 def test_readme_copy_gets_the_tables_between_the_markers(quick: dict) -> None:

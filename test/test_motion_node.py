@@ -206,8 +206,8 @@ def test_lost_odometry_aborts(rig):
 
 
 def test_depth_wall_blocks_forward_and_is_logged(rig):
-    node, base, spin = rig(require_depth=True, camera_z_m=0.35)
-    base.wall_m = 0.4
+    node, base, spin = rig(require_depth=True, camera_z_m=0.35, min_partial_step_m=0.0)  # refuse, no partial step
+    base.wall_m = 0.3  # 0.25 m ahead of the nose: inside the 0.25 m step + 0.10 m front margin
     assert spin(lambda: node._depth is not None and node._k is not None)
     base.send("MOVE_FORWARD")
     assert spin(lambda: len(base.results) >= 1)

@@ -86,14 +86,17 @@ def test_floor_only_is_free():
     assert forward_hazard(Obstacles(pts), FP, 0.25, 0.15, 0.05, 0.45, 12) is None
 
 
-def test_wall_at_04m_blocks_move_forward_and_wall_at_2m_does_not():
+def test_wall_within_the_margin_blocks_a_nearer_one_gives_a_partial_step_and_at_2m_nothing():
     ex = Executor(MotionConfig())
-    near = ex.start(A.MOVE_FORWARD, 0.0, (0, 0, 0), 0.0, Obstacles(points(render_depth(wall_m=0.4))))
+    near = ex.start(A.MOVE_FORWARD, 0.0, (0, 0, 0), 0.0, Obstacles(points(render_depth(wall_m=0.2))))
     (r,) = near.results
     assert r.outcome == "collision" and "blocked before start" in r.detail and not ex.busy
     (c,) = near.collisions
     assert c.type == "static" and c.source == "depth" and c.motion_state == "blocked"
-    assert c.distance_m == pytest.approx(0.30 + 0.4 - 0.35, abs=0.01)  # wall to the nose
+    assert c.distance_m == pytest.approx(0.30 + 0.2 - 0.35, abs=0.01)  # wall to the nose: 0.15 m, step + margin needs 0.35
+    # wall 0.35 m ahead of the nose: a 0.24 m step keeps the 0.10 m front margin (issue 23: partial, not refused)
+    part = Executor(MotionConfig()).start(A.MOVE_FORWARD, 0.0, (0, 0, 0), 0.0, Obstacles(points(render_depth(wall_m=0.4))))
+    assert not part.results and part.cmd[0] > 0
     far = ex.start(A.MOVE_FORWARD, 0.0, (0, 0, 0), 0.0, Obstacles(points(render_depth(wall_m=2.0))))
     assert not far.results and ex.busy and far.cmd[0] > 0
 

@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|scale|stairs|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|scale|stairs|agreement|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """
@@ -18,6 +18,7 @@ BENCHES = {
     "panorama": "havln_robot.bench.panorama:main",
     "scale": "havln_robot.bench.scale:main",
     "stairs": "havln_robot.bench.stairs:main",
+    "agreement": "havln_robot.bench.agreement:main",
     "all": "havln_robot.figures:main",
 }
 

@@ -42,7 +42,7 @@ from havln_robot import actions as A
 from havln_robot.geometry import wrap_angle
 from havln_robot.motion.checks import StallDetector, jolt_check, slip_check
 from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forecast_hazard, forward_hazard, turn_hazard
-from havln_robot.records import BLOCKED_DETAIL, BLOCKED_STATE, ActionResult, CollisionRecord, Outcome
+from havln_robot.records import BLOCKED_DETAIL, BLOCKED_STATE, PARTIAL_DETAIL, ActionResult, CollisionRecord, Outcome
 
 #: Action outcomes (the values of :class:`havln_robot.records.Outcome`).
 OUTCOMES = tuple(o.value for o in Outcome)
@@ -133,7 +133,7 @@ class MotionConfig:
     stall_rad: float = math.radians(1.0)
     jolt_accel: float = 15.0
     footprint: Footprint = field(default_factory=Footprint)
-    front_margin: float = 0.15
+    front_margin: float = 0.10
     side_margin: float = 0.05
     turn_margin: float = 0.03
     personal_space: float = 0.45
@@ -141,6 +141,9 @@ class MotionConfig:
     require_depth: bool = True
     min_points: int = 12
     revert: bool = True
+    min_step: float = 0.05
+    """Shortest partial MOVE_FORWARD, m: a step whose full length would enter the front margin moves
+    as far as is safe when that is at least this much (else it is refused). 0 = never partial."""
     chain_heading: float = math.radians(2.0)
     sweep_yaw_tol: float = math.radians(0.15)
     forecast_margin_s: float = 1.0
@@ -184,6 +187,7 @@ class MotionConfig:
             require_depth=p["require_depth"],
             min_points=p["min_obstacle_points"],
             revert=p["revert"],
+            min_step=p["min_partial_step_m"],
             chain_heading=math.radians(p["chain_heading_deg"]),
             sweep_yaw_tol=math.radians(p["sweep_yaw_tolerance_deg"]),
             forecast_margin_s=p.get("forecast_margin_s", 1.0),
@@ -420,13 +424,38 @@ class Executor:
             )
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [])
         hz = self._hazard(obstacles or Obstacles(), target if forward else yaw_aim)
+        partial = ""
+        if hz is not None and forward and hz.source == "depth":
+            safe = self._partial_step(obstacles or Obstacles(), hz)
+            if safe is not None:
+                partial = (
+                    f"{PARTIAL_DETAIL} {safe:.2f} of {target:.2f} m: an obstacle {hz.distance_m:.2f} m ahead of the footprint "
+                    f"(front margin {self.cfg.front_margin:.2f} m)"
+                )
+                target, hz = safe, None
+                self._a.target = self._a.goal = target
         if hz is not None:
             col = self._collision(t, odom, hz, BLOCKED_STATE)
             self._a.outcome, self._a.detail = Outcome.COLLISION.value, f"{BLOCKED_DETAIL}: {hz.detail}"
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [col])
+        self._a.detail = partial
         self.phase = Phase.MOVING if forward else Phase.TURNING
         self._last_t = t
         return self.update(t, odom, imu_yaw, obstacles=obstacles)
+
+    def _partial_step(self, obs: Obstacles, hz: Hazard) -> float | None:
+        """The longest forward step (m, whole cm) that keeps ``front_margin`` to the obstacle behind
+        ``hz`` and passes every check of :func:`forward_hazard`; None when it is shorter than
+        ``min_step`` (then the step is refused)."""
+        cfg = self.cfg
+        if cfg.min_step <= 0:
+            return None
+        safe = math.floor((hz.distance_m - cfg.front_margin - 1e-3) * 100.0) / 100.0  # whole cm, strictly inside
+        if safe < cfg.min_step or safe >= A.FORWARD_STEP_M:
+            return None
+        if self._hazard(obs, safe) is not None:
+            return None
+        return safe
 
     def stop(self, t: float, reason: str = "preempted by STOP", odom: Pose2D | None = None, imu_yaw: float | None = None) -> Tick:
         """STOP / e-stop: zero velocity now and hold it; abort a running action (outcome aborted).
@@ -617,7 +646,8 @@ class Executor:
                 a.outcome = "ok"
                 if abs(err) > tol:
                     unit = f"{err:.3f} m" if a.forward else f"{math.degrees(err):.2f} deg"
-                    a.detail = f"settled {unit} from target after {cfg.max_corrections} corrections"
+                    note = f"settled {unit} from target after {cfg.max_corrections} corrections"
+                    a.detail = f"{a.detail}; {note}" if a.detail else note
             return self._end_now(t, odom, imu_yaw)
         return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
 
@@ -684,18 +714,20 @@ class Executor:
         in flight (actuation latency) or happened after the measurement (sensor delay).
         """
         lat = self.cfg.latency_s
-        h = list(self._cmd_hist)
+        h = self._cmd_hist
         v = w = 0.0
-        for i, (ti, vi, wi) in enumerate(h):
-            te = h[i + 1][0] if i + 1 < len(h) else t
-            if te <= ti:
-                continue
-            part = (te + lat) - max(ti + lat, t_meas)
-            if part <= 0:
-                continue
-            part = min(part, te - ti)
-            v += vi * part
-            w += wi * part
+        te = t
+        # newest first: commands replaced before t_meas - latency contribute nothing, nor do older ones
+        for i in range(len(h) - 1, -1, -1):
+            ti, vi, wi = h[i]
+            if te + lat <= t_meas:
+                break
+            if te > ti:
+                part = min((te + lat) - max(ti + lat, t_meas), te - ti)
+                if part > 0:
+                    v += vi * part
+                    w += wi * part
+            te = ti
         return v, w
 
     def _progress(self, odom: Pose2D, imu_yaw: float) -> tuple[float, float, float, float]:

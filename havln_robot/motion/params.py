@@ -132,7 +132,23 @@ MOTION_PARAMS = ParamSpec(
             min=0.0,
             max=2.0,
         ),
-        Param("front_margin_m", 0.15, "float", "free space required beyond the end of a forward step, m", min=0.0, max=2.0),
+        Param(
+            "front_margin_m",
+            0.10,
+            "float",
+            "free space required beyond the end of a forward step, m: braking from 0.3 m/s at 0.6 m/s^2 (0.075) + 50 ms latency (0.015) + depth noise (0.01); docs/motion.md Margins",
+            min=0.0,
+            max=2.0,
+        ),
+        Param(
+            "min_partial_step_m",
+            0.05,
+            "float",
+            "a MOVE_FORWARD whose 0.25 m would enter front_margin moves as far as is safe when that is at least this, m "
+            "(0 = refuse instead; docs/motion.md 'Margins')",
+            min=0.0,
+            max=0.25,
+        ),
         Param("side_margin_m", 0.05, "float", "free space required beside the footprint, m", min=0.0, max=2.0),
         Param("turn_margin_m", 0.03, "float", "free space required around the footprint swept by a turn, m", min=0.0, max=2.0),
         Param(

@@ -92,10 +92,22 @@ class Obstacles:
         points: (N, 2) float array of obstacle points (x, y), m, already filtered to the blocking
             height band; ``None`` when no fresh depth image is available.
         people: detected people.
+        weights: optional (N,) float array: how many depth points each entry of ``points`` stands
+            for (the batch simulator's analytic wall samples, :mod:`havln_robot.sim.closed_loop`,
+            weigh each sample by the depth pixels the camera would return there); ``None`` = one
+            point each (a depth image). Every count against ``min_points`` uses these weights, so
+            the same rule judges rendered depth and analytic walls.
     """
 
     points: np.ndarray | None = None
     people: list[Person] = field(default_factory=list)
+    weights: np.ndarray | None = None
+
+    def count(self, mask: np.ndarray) -> float:
+        """Depth points selected by the boolean ``mask`` over :attr:`points` (weighted when :attr:`weights` is set)."""
+        if self.weights is None:
+            return float(np.count_nonzero(mask))
+        return float(self.weights[mask].sum())
 
 
 @dataclass(frozen=True)
@@ -204,9 +216,10 @@ def forward_hazard(
             )
         else:
             inside = (px >= hl - 0.05) & (px <= hl + reach + front_margin) & (np.abs(py) <= hw + side_margin)
-        if int(inside.sum()) >= min_points:
+        n_in = obs.count(inside)
+        if n_in >= min_points:
             gap = float(max(0.0, px[inside].min() - hl))
-            hazards.append(Hazard("static", "depth", gap, None, f"{int(inside.sum())} depth points {gap:.2f} m ahead of the footprint"))
+            hazards.append(Hazard("static", "depth", gap, None, f"{n_in:,.0f} depth points {gap:.2f} m ahead of the footprint"))
     for p in obs.people:
         x, y = p.x * sgn, p.y
         now = float(fp.distance(x, y))
@@ -250,9 +263,10 @@ def turn_hazard(obs: Obstacles, fp: Footprint, angle: float, margin: float, pers
             rx, ry = c * px + s * py, -s * px + c * py  # point in the body frame rotated by a
             hit |= (np.abs(rx) <= hl + margin) & (np.abs(ry) <= hw + margin)
         hit &= ~body
-        if int(hit.sum()) >= min_points:
+        n_hit = obs.count(hit)
+        if n_hit >= min_points:
             gap = float(_rect_distance(px[hit], py[hit], -hl, hl, hw).min())
-            hazards.append(Hazard("static", "depth", gap, None, f"{int(hit.sum())} depth points inside the swept footprint"))
+            hazards.append(Hazard("static", "depth", gap, None, f"{n_hit:,.0f} depth points inside the swept footprint"))
     for p in obs.people:
         now = float(_rect_distance(np.array([p.x]), np.array([p.y]), -hl, hl, hw)[0])
         best = now

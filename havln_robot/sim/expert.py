@@ -203,14 +203,39 @@ class Expert:
             if not self._blocked(x, y, z, yaw):
                 return MOVE_FORWARD
         self._wait += 1
+        away = self._turn_away(x, y, z, yaw)
+        if away is not None:  # inside a person's personal space: the executor refuses every step towards them
+            return away
         if self._wait > MAX_WAIT_STEPS:
             self._wait = 0
             return MOVE_FORWARD  # give up waiting: push on (a contact is counted if it happens)
         self._pending = [LOOK_DOWN]
         return LOOK_UP
 
+    def _turn_away(self, x: float, y: float, z: float, yaw: float) -> str | None:
+        """TURN_LEFT/RIGHT away from the nearest person when they stand ahead within the executor's
+        personal space (+ 0.2 m) of the footprint, else None."""
+        w = self.world
+        if not len(w.crowd):
+            return None
+        p = w.crowd.positions(w.t)
+        same = np.abs(p[:, 2] - z) < 1.0
+        if not same.any():
+            return None
+        d = np.where(same, np.hypot(p[:, 0] - x, p[:, 1] - y), np.inf)
+        k = int(np.argmin(d))
+        cfg = w.loop.cfg
+        if d[k] > cfg.footprint.half_width + cfg.personal_space + 0.2:
+            return None
+        bearing = wrap_angle(math.atan2(p[k, 1] - y, p[k, 0] - x) - yaw)
+        if abs(bearing) > math.radians(100):
+            return None
+        return TURN_RIGHT if bearing > 0 else TURN_LEFT
+
     def _blocked(self, x: float, y: float, z: float, yaw: float) -> bool:
         w = self.world
+        if w.loop.would_refuse(MOVE_FORWARD):  # motion_node's own rules (depth clearance, personal space)
+            return True
         dx, dy = FORWARD_STEP_M * math.cos(yaw), FORWARD_STEP_M * math.sin(yaw)
         if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
             return True
@@ -235,7 +260,8 @@ class Expert:
         total = self._cum[-1]
         region = w.scene.eroded(w._support, w.robot_radius)
         hum = self._human_points()
-        rr = w.robot_radius + 0.3 + HUMAN_MARGIN_M
+        # centre distance to keep: the executor's personal space from the footprint, or body contact + margin
+        rr = max(w.robot_radius + 0.3 + HUMAN_MARGIN_M, w.loop.cfg.footprint.half_width + w.loop.cfg.personal_space + HUMAN_MARGIN_M)
         target = None
         s = s0 + REJOIN_M
         while True:

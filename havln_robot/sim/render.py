@@ -35,6 +35,7 @@ import numpy as np
 
 from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported: the renderer's CameraInfo)
 from havln_robot.sim.robot import D435I_HFOV_DEG, D435I_MAX_RANGE_M, D435I_MIN_RANGE_M, GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
+from havln_robot.sim.scene import WALL_THICKNESS_M
 
 
 def _probe_gl(backend: str) -> bool:
@@ -128,7 +129,6 @@ SHIRT_PALETTE: tuple[tuple[float, float, float], ...] = (
 )
 SKIN = (0.87, 0.68, 0.55)
 TROUSERS = (0.18, 0.20, 0.28)
-WALL_THICKNESS_M = 0.08
 FLOOR_TILE_M = 2.0
 """The floor texture repeats every 2 m."""
 HUMAN_HEIGHT_M = 1.7

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -283,9 +284,9 @@ class NoisyBase:
             raise ValueError(f"cmd_vel: non-finite command v={v} w={w} pitch_rate={pitch_rate}; send finite numbers")
         L = self.limits
         cmd = (
-            float(np.clip(v, -L.max_linear_mps, L.max_linear_mps)),
-            float(np.clip(w, -L.max_angular_rps, L.max_angular_rps)),
-            float(np.clip(pitch_rate, -L.max_pitch_rate_rps, L.max_pitch_rate_rps)),
+            max(-L.max_linear_mps, min(L.max_linear_mps, float(v))),
+            max(-L.max_angular_rps, min(L.max_angular_rps, float(w))),
+            max(-L.max_pitch_rate_rps, min(L.max_pitch_rate_rps, float(pitch_rate))),
         )
         self._queue.append((float(self.world.t) + self.noise.latency_s, *cmd))
 
@@ -322,7 +323,7 @@ class NoisyBase:
         self.v = _approach(self.v, tv, L.max_linear_accel_mps2 * dt)
         self.w = _approach(self.w, tw, L.max_angular_accel_rps2 * dt)
         self.pitch_rate = tp
-        self.pitch = float(np.clip(self.pitch + tp * dt, -L.max_pitch_rad, L.max_pitch_rad))
+        self.pitch = max(-L.max_pitch_rad, min(L.max_pitch_rad, self.pitch + tp * dt))
 
         x0, y0, _, yaw0 = self.world.pose
         contact = self.world.move(self.v * dt, self.w * dt, dt)
@@ -389,3 +390,28 @@ class NoisyBase:
         im.yaw = (im.yaw + gyro[2] * dt + math.pi) % (2 * math.pi) - math.pi
         im.pitch = body_pitch
         im.roll = 0.0
+
+
+def base_config(p: Mapping[str, Any]) -> tuple[BaseLimits, NoiseModel]:
+    """:class:`BaseLimits` and :class:`NoiseModel` from sim_node parameters (``noise_enabled`` false = no noise)."""
+    limits = BaseLimits(
+        max_linear_mps=float(p.get("max_linear_speed", 1.0)),
+        max_angular_rps=float(p.get("max_angular_speed", 2.0)),
+        max_linear_accel_mps2=float(p.get("max_linear_accel", 2.0)),
+        max_angular_accel_rps2=float(p.get("max_angular_accel", 6.0)),
+        max_pitch_rad=math.radians(float(p.get("max_body_pitch_deg", 43.0))),
+    )
+    if not p.get("noise_enabled", True):
+        return limits, NoiseModel.none()
+    keys = (
+        "latency_s",
+        "odom_scale_std",
+        "odom_trans_noise",
+        "odom_yaw_noise",
+        "odom_yaw_per_m",
+        "gyro_noise_std",
+        "gyro_bias_std",
+        "accel_noise_std",
+    )
+    defaults = NoiseModel()
+    return limits, NoiseModel(**{k: float(p.get(k, getattr(defaults, k))) for k in keys})

@@ -53,6 +53,9 @@ NEAR_FLOOR_DZ_M: float = 1.0
 #: A body on a floor steps onto a linked ramp whose ground is within this height (m) of its own.
 RAMP_ENTRY_M: float = 0.3
 #: Default corridor width (m) along ``unobstructed`` edges (issue #3: "default ~1.2 m").
+WALL_THICKNESS_M: float = 0.08
+"""Walls are drawn this thick, centred on the free-space boundary (renderer), so the face a camera
+sees stands half of it inside the free space (the batch obstacle points use that face)."""
 DEFAULT_CORRIDOR_WIDTH_M: float = 1.2
 #: Default radius (m) of the free disc around each viewpoint. 1.1 m holds a 0.3 m person offset
 #: from the path by robot radius + person radius + margin (see havln_robot.sim.humans).

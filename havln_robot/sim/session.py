@@ -19,7 +19,7 @@ import numpy as np
 from havln_robot.episodes import Episode, EpisodeError, builtin_episode, load_episodes
 from havln_robot.paths import resolve
 from havln_robot.sim.humans import Crowd
-from havln_robot.sim.robot import BaseLimits, NoiseModel, NoisyBase, StepOutcome
+from havln_robot.sim.robot import BaseLimits, NoiseModel, NoisyBase, StepOutcome, base_config  # noqa: F401 (re-exported for sim_node)
 from havln_robot.sim.scene import Scene, SceneError
 from havln_robot.sim.world import World, WorldError
 from havln_robot.text import plural
@@ -115,31 +115,6 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
     return Opened(
         scene, ep, f"episode {ep.episode_id} ({where}) of {Path(ep_file).name}, scan {ep.scan}, {plural(len(ep.humans), 'person')}"
     )
-
-
-def base_config(p: Mapping[str, Any]) -> tuple[BaseLimits, NoiseModel]:
-    """:class:`BaseLimits` and :class:`NoiseModel` from sim_node parameters (``noise_enabled`` false = no noise)."""
-    limits = BaseLimits(
-        max_linear_mps=float(p.get("max_linear_speed", 1.0)),
-        max_angular_rps=float(p.get("max_angular_speed", 2.0)),
-        max_linear_accel_mps2=float(p.get("max_linear_accel", 2.0)),
-        max_angular_accel_rps2=float(p.get("max_angular_accel", 6.0)),
-        max_pitch_rad=math.radians(float(p.get("max_body_pitch_deg", 43.0))),
-    )
-    if not p.get("noise_enabled", True):
-        return limits, NoiseModel.none()
-    keys = (
-        "latency_s",
-        "odom_scale_std",
-        "odom_trans_noise",
-        "odom_yaw_noise",
-        "odom_yaw_per_m",
-        "gyro_noise_std",
-        "gyro_bias_std",
-        "accel_noise_std",
-    )
-    defaults = NoiseModel()
-    return limits, NoiseModel(**{k: float(p.get(k, getattr(defaults, k))) for k in keys})
 
 
 class SimSession:

@@ -1,8 +1,11 @@
 """The simulated world of one episode: robot body, people, collisions, ground truth (pure Python).
 
-:class:`World` holds the TRUE robot pose in the map frame and steps it either by discrete
-actions (batch mode: :meth:`World.step`, 0.25 m / 15 deg / 30 deg tilt, as VLN-CE) or by small
-continuous motions (:meth:`World.move`, used by sim_node's noisy base at its control rate).
+:class:`World` holds the TRUE robot pose in the map frame and moves it by small continuous
+motions (:meth:`World.move`), which the noisy Go2 base (:class:`havln_robot.sim.robot.NoisyBase`)
+drives at its physics rate -- in sim_node, and in batch mode through
+:class:`havln_robot.sim.closed_loop.ClosedLoop`, which :meth:`World.step` wraps: a discrete action
+(0.25 m / 15 deg / 30 deg tilt) is executed by motion_node's own executor, never by rules of
+this module.
 
 Collisions (as HA-VLN counts them: overlapping radii) -- the robot is a disc of
 ``robot_radius`` (default :data:`havln_robot.sim.robot.GO2_RADIUS_M`):
@@ -17,21 +20,23 @@ Collisions (as HA-VLN counts them: overlapping radii) -- the robot is a disc of
   :data:`CONTACT_RELEASE_M` (so pushing against the same wall or person, or a person passing
   through the robot, counts 1). Counts are kept by type in :attr:`World.collisions`.
 
-Sim time advances by ``dt`` in :meth:`move` and by ``action_dt`` (default 0.5 s) per discrete
-action other than STOP; people are checked for contact at ``CONTACT_SUBSTEP_S`` intervals inside it.
+Sim time advances by ``dt`` in :meth:`move` (a discrete action takes as long as the executor
+needs); people are checked for contact at ``CONTACT_SUBSTEP_S`` intervals inside it.
+``action_dt`` is only the expert's look-ahead for people (about one action).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import shapely
 
-from havln_robot.actions import ACTION_SPECS, ACTIONS, MAX_ACTIONS, ActionError, ActionKind
+from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError
 from havln_robot.episodes import Episode
 from havln_robot.geometry import wrap_angle
+from havln_robot.sim.closed_loop import ClosedLoop, ClosedLoopStep
 from havln_robot.sim.geodesic import GoalDistance, Walkable
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
@@ -81,26 +86,6 @@ class Contact:
     new: bool
     motion_state: str = ""
     source: str = "robot"
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """Outcome of one discrete action.
-
-    Attributes:
-        action: the literal. moved_m: forward distance achieved (m). rotated_rad: yaw change.
-        contact: first collision event of the step, or None. contacts: all of them.
-        done: episode over. reason: "stop" | "budget" | "". pose: (x, y, z, yaw) after the step.
-    """
-
-    action: str
-    moved_m: float
-    rotated_rad: float
-    contact: Contact | None
-    done: bool
-    reason: str
-    pose: tuple[float, float, float, float]
-    contacts: tuple[Contact, ...] = field(default_factory=tuple)
 
 
 class World:
@@ -174,6 +159,9 @@ class World:
         self._wall_contact = False
         self.trajectory: list[tuple[float, float, float]] = [(self._x, self._y, self._z)]
         self._goal_distance: GoalDistance | None = getattr(self, "_goal_distance", None)
+        self._loop: ClosedLoop | None = None
+        if not hasattr(self, "loop_options"):
+            self.loop_options: dict = {}
 
     @property
     def pose(self) -> tuple[float, float, float, float]:
@@ -373,53 +361,29 @@ class World:
         return out
 
     # ------------------------------------------------------------------ discrete actions
-    def step(self, action: str) -> StepResult:
-        """Execute one discrete action (batch mode).
+    @property
+    def loop(self) -> ClosedLoop:
+        """This episode's :class:`~havln_robot.sim.closed_loop.ClosedLoop` (motion_node's executor
+        over the noisy Go2 base, seeded with :attr:`seed`); created at the first :meth:`step` after
+        a :meth:`reset`. Set :attr:`loop_options` (ClosedLoop keyword arguments) before it to change
+        the noise model or motion parameters."""
+        if self._loop is None:
+            self._loop = ClosedLoop(self, seed=self.seed, reset_world=False, **self.loop_options)
+        return self._loop
 
-        Dispatches on the action table (:data:`havln_robot.actions.ACTION_TABLE`): TRANSLATE moves
-        ``amount`` m (MOVE_FORWARD 0.25 m, cut at contact); ROTATE turns ``amount`` rad (TURN_LEFT/RIGHT
-        +/-15 deg); TILT changes the camera pitch by ``amount`` rad (LOOK_UP/DOWN +/-30 deg, clamped to
-        +/-60 deg); STOP ends the episode. Every action except STOP
-        advances time by ``action_dt``. After ``max_actions`` actions the episode ends ("budget").
-        Stepping a finished episode changes nothing and returns ``done=True``.
+    def step(self, action: str) -> ClosedLoopStep:
+        """Execute one discrete action (batch mode) exactly as the live graph does: through
+        :meth:`ClosedLoop.step` (motion_node's executor ticked at its control rate against the noisy
+        base; refusals, partial steps, reverts, odometry drift). A thin wrapper: this class keeps no
+        action semantics of its own. STOP ends the episode; the 500th action ends it ("budget");
+        stepping a finished episode changes nothing and returns ``done=True``.
 
         Raises:
             ActionError: ``action`` is not one of the six literals.
         """
-        if action not in ACTION_SPECS:
+        if action not in ACTIONS:
             raise ActionError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
-        if self.done:
-            return StepResult(action, 0.0, 0.0, None, True, self.reason, self.pose)
-        self.actions.append(action)
-        x0, y0, yaw0 = self._x, self._y, self._yaw
-        t_end = self.t + self.action_dt
-        contacts: list[Contact] = []
-        spec = ACTION_SPECS[action]
-        if spec.kind is ActionKind.STOP:
-            self.stopped = True
-            self.done, self.reason = True, "stop"
-        elif spec.kind is ActionKind.TRANSLATE:
-            contacts = self._move(spec.amount, 0.0, self.action_dt)
-        elif spec.kind is ActionKind.ROTATE:
-            contacts = self._move(0.0, spec.amount, self.action_dt)
-        elif spec.kind is ActionKind.TILT:
-            self.camera_pitch = max(-MAX_PITCH_RAD, min(MAX_PITCH_RAD, self.camera_pitch + spec.amount))
-            contacts = self._move(0.0, 0.0, self.action_dt)
-        if spec.kind is not ActionKind.STOP:
-            self.t = t_end
-        if not self.done and len(self.actions) >= self.max_actions:
-            self.done, self.reason = True, "budget"
-        moved = math.hypot(self._x - x0, self._y - y0)
-        return StepResult(
-            action,
-            moved,
-            wrap_angle(self._yaw - yaw0),
-            contacts[0] if contacts else None,
-            self.done,
-            self.reason,
-            self.pose,
-            tuple(contacts),
-        )
+        return self.loop.step(action)
 
     def metrics(self) -> EpisodeMetrics:
         """Ground-truth metrics now (see :mod:`havln_robot.sim.metrics`); success needs STOP."""

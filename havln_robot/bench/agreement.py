@@ -1,0 +1,319 @@
+"""``havln-robot bench agreement``: does the batch simulator predict the live graph?
+
+The same inputs go through the batch simulator (``World.step`` = :class:`havln_robot.sim.closed_loop.ClosedLoop`:
+motion_node's executor over the noisy Go2 base, in-process) and through the live ROS graph
+(sim_node + motion_node over loopback DDS, ``havln-robot replay --backend ros``; for the model,
+sim_node + motion_node + agent_node, ``havln-robot demo``), on the first ``--episodes`` HA-R2R
+val_seen episodes, with the same seed (people and noise):
+
+* ``reference``: the reference-following action file (``export --follow-reference``), open loop;
+* ``expert``: the action file the expert wrote in batch (``eval --policy expert``), open loop;
+* ``model``: the shipped model (``models/small_panoramic.pt``), closed loop in both worlds.
+
+Prints one line per episode and input as it finishes, then per input SR, NE, collisions and
+refusals for batch and live side by side with the difference and the per-episode outcome
+agreement (success/failure equal). Targets (issue 23): |SR_batch - SR_live| <= 0.05 and
+agreement >= 90 %. A live episode takes minutes (the model's panoramas are 10 s sweeps each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from havln_robot.text import number_in
+
+KINDS = ("reference", "expert", "model")
+TARGET_DSR = 0.05
+TARGET_AGREE = 0.90
+
+
+@dataclass
+class Outcome:
+    """One episode of one input in one world: success, NE (m, walkable), collisions (human + static), refusals, actions."""
+
+    success: bool
+    ne: float
+    collisions: int
+    refused: int
+    actions: int
+    note: str = ""
+
+
+def _batch_replay(ep: Any, scene: Any, actions: list[str], seed: int) -> Outcome:
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.world import World
+
+    w = World(scene, ep, Crowd.from_episode(ep, scene, seed), seed=seed)
+    n = 0
+    for a in actions:
+        n += 1
+        if w.step(a).done:
+            break
+    m = w.metrics()
+    return Outcome(bool(m.success), float(m.ne), int(m.collisions_human + m.collisions_static), w.loop.refused if n else 0, n)
+
+
+def _batch_policy(ep: Any, scene: Any, policy: Any, seed: int) -> tuple[Outcome, list[str]]:
+    from havln_robot.eval import run_episode
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.world import World
+
+    w = World(scene, ep, Crowd.from_episode(ep, scene, seed), seed=seed)
+    actions = run_episode(w, policy, seed=seed)
+    m = w.metrics()
+    return Outcome(bool(m.success), float(m.ne), int(m.collisions_human + m.collisions_static), w.loop.refused, len(actions)), actions
+
+
+def _live_replay(eid: str, actions: list[str], episodes_file: Path, seed: int, rtf: float) -> Outcome:
+    from havln_robot.ros.replay import replay_ros
+
+    sets = [f"sim_node.seed={seed}", f"sim_node.real_time_factor={rtf:g}"]
+    res = replay_ros(
+        [eid],
+        {eid: actions},
+        {},
+        target="embedded",
+        episodes_file=episodes_file,
+        action_timeout_s=120.0,
+        sets=sets,
+        progress=False,
+        log=lambda s: None,
+    )
+    r = res[0]
+    m = r.metrics
+    coll = int((m.collisions_human or 0) + (m.collisions_static or 0))
+    return Outcome(bool(m.success), float(m.ne), coll, int(r.refused), int(r.actions or 0), r.note)
+
+
+_ROW = re.compile(r"^\s+(\S+)\s+(success|failure|aborted|timeout|\?)\s+([-\d.naninf]+)\s+(\d+|\?)\s+(\d+|\?)/(\d+|\?)")
+
+
+def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path) -> Outcome:
+    """One live episode of the model through ``havln-robot demo`` (own interpreter; its summary row parsed)."""
+    exe = Path(sys.executable).with_name("havln-robot")
+    cmd = [
+        str(exe) if exe.is_file() else "havln-robot",
+        "demo",
+        "--episode-id",
+        eid,
+        "--episodes-file",
+        str(episodes_file),
+        "--seed",
+        str(seed),
+        "--out",  # not --quiet: the per-step lines carry the "refused before start" notes counted below
+        str(out),
+        "--policy",
+        policy,
+    ]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    for line in p.stdout.splitlines():
+        m = _ROW.match(line)
+        if m and m.group(1) == eid:
+            ch, cs = m.group(5), m.group(6)
+            coll = (int(ch) if ch.isdigit() else 0) + (int(cs) if cs.isdigit() else 0)
+            refused = p.stdout.count("refused before start")
+            return Outcome(m.group(2) == "success", float(m.group(3)), coll, refused, int(m.group(4)) if m.group(4).isdigit() else 0)
+    tail = (p.stdout + p.stderr).strip().splitlines()[-1:] or ["no output"]
+    return Outcome(False, math.nan, 0, 0, 0, f"demo exit {p.returncode}: {tail[0][:160]}")
+
+
+_LINE = re.compile(
+    r"^\s+episode\s+(\S+)\s+(\S+)\s+batch .*\| live (success|failure) NE\s+(\S+) coll (\d+) refused (\d+) \((\d+) actions\)\s*(.*)$"
+)
+
+
+def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
+    """Live outcomes from the per-episode lines an earlier ``bench agreement`` printed (its log file):
+    (episode id, input kind) -> :class:`Outcome`. Lets the batch side be re-run on a recorded live run.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    out: dict[tuple[str, str], Outcome] = {}
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        m = _LINE.match(line)
+        if m:
+            eid, kind, res, ne, coll, ref, n, note = m.groups()
+            out[(eid, kind)] = Outcome(res == "success", float(ne), int(coll), int(ref), int(n), note.strip())
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    xs = [x for x in xs if math.isfinite(x)]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per input kind: n, SR/NE/collisions/refusals batch and live, differences, outcome agreement."""
+    out = []
+    for kind in KINDS:
+        rs = [r for r in rows if r["kind"] == kind and r.get("live") is not None]
+        if not rs:
+            continue
+        b = [r["batch"] for r in rs]
+        lv = [r["live"] for r in rs]
+        sr_b, sr_l = _mean([float(x["success"]) for x in b]), _mean([float(x["success"]) for x in lv])
+        out.append(
+            {
+                "kind": kind,
+                "n": len(rs),
+                "sr_batch": sr_b,
+                "sr_live": sr_l,
+                "d_sr": sr_b - sr_l,
+                "ne_batch": _mean([x["ne"] for x in b]),
+                "ne_live": _mean([x["ne"] for x in lv]),
+                "coll_batch": sum(x["collisions"] for x in b),
+                "coll_live": sum(x["collisions"] for x in lv),
+                "ref_batch": sum(x["refused"] for x in b),
+                "ref_live": sum(x["refused"] for x in lv),
+                "agree": _mean([float(x["success"] == y["success"]) for x, y in zip(b, lv, strict=True)]),
+            }
+        )
+    return out
+
+
+def print_table(summary: list[dict[str, Any]], file: Any = None) -> None:
+    """The side-by-side table (markdown-compatible)."""
+    file = file or sys.stdout
+    print(
+        "| input | episodes | SR batch | SR live | ΔSR | NE batch [m] | NE live [m] | ΔNE | collisions b / l | refusals b / l | outcome agreement |",
+        file=file,
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", file=file)
+    for s in summary:
+        print(
+            f"| {s['kind']} | {s['n']} | {s['sr_batch']:.3f} | {s['sr_live']:.3f} | {s['d_sr']:+.3f} | {s['ne_batch']:.2f} | {s['ne_live']:.2f} | "
+            f"{s['ne_batch'] - s['ne_live']:+.2f} | {s['coll_batch']} / {s['coll_live']} | {s['ref_batch']} / {s['ref_live']} | {100 * s['agree']:.0f} % |",
+            file=file,
+        )
+    for s in summary:
+        ok = abs(s["d_sr"]) <= TARGET_DSR + 1e-9 and s["agree"] >= TARGET_AGREE - 1e-9
+        print(
+            f"{s['kind']}: |ΔSR| {abs(s['d_sr']):.3f} (target <= {TARGET_DSR}), agreement {100 * s['agree']:.0f} % "
+            f"(target >= {100 * TARGET_AGREE:.0f} %): {'within' if ok else 'MISSED'}",
+            file=file,
+        )
+
+
+def main(argv: list[str]) -> int:
+    """Run the agreement benchmark; 0 = printed (1 with ``--check`` when a target is missed), 2 = bad input / no data."""
+    ap = argparse.ArgumentParser(prog="havln-robot bench agreement", description=__doc__.split("\n\n")[0].replace("``", ""))
+    ap.add_argument("--episodes", type=number_in(1, 340, integer=True), default=40, help="first N HA-R2R val_seen episodes (default 40)")
+    ap.add_argument("--kinds", default=",".join(KINDS), help=f"inputs, comma list of {', '.join(KINDS)} (default all)")
+    ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="people and noise seed, the same in both worlds (default 0)")
+    ap.add_argument("--policy", default="models/small_panoramic.pt", help="the model input (default the shipped model)")
+    ap.add_argument(
+        "--real-time-factor", type=number_in(0.05, 20.0), default=1.0, help="sim_node real_time_factor for the live replays (default 1)"
+    )
+    ap.add_argument("--batch-only", action="store_true", help="only the batch side (fast; no table)")
+    ap.add_argument(
+        "--live-log",
+        default=None,
+        help="take the live side from the per-episode lines of an earlier run's output (episodes it lacks are left out)",
+    )
+    ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = ap.parse_args(argv)
+    from havln_robot import jsonio
+    from havln_robot.paths import check_out_file, data_dir
+
+    if args.json:
+        check_out_file(args.json, "--json")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        print(f"bench agreement: --kinds: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(KINDS)}", file=sys.stderr)
+        return 2
+    data = data_dir()
+    ep_file = data / "ha_r2r_de" / "HA_val_seen.json"
+    conn = data / "connectivity"
+    if not ep_file.is_file() or not conn.is_dir():
+        print(f"bench agreement: needs the HA-VLN data ({ep_file}); run 'havln-robot data fetch' or set HAVLN_DATA", file=sys.stderr)
+        return 2
+    from havln_robot.challenge.replay import follow_reference
+    from havln_robot.episodes import load_episodes
+    from havln_robot.sim.scene import Scene
+
+    eps = load_episodes(ep_file, conn, limit=args.episodes)
+    recorded: dict[tuple[str, str], Outcome] | None = None
+    if args.live_log:
+        try:
+            recorded = read_live_log(Path(args.live_log))
+        except OSError as exc:
+            print(f"bench agreement: --live-log: cannot read {args.live_log} ({exc.strerror})", file=sys.stderr)
+            return 2
+        eps = [e for e in eps if any((e.episode_id, k) in recorded for k in kinds)]
+    policy = None
+    if "model" in kinds:
+        from havln_robot.policy.registry import make_policy
+
+        policy = make_policy(args.policy, seed=args.seed)
+    rows: list[dict[str, Any]] = []
+    t_batch = 0.0
+    n_batch_actions = 0
+    tmp = Path(tempfile.mkdtemp(prefix="havln_agreement_"))
+    print(
+        f"bench agreement: {len(eps)} val_seen episodes, inputs {', '.join(kinds)}, seed {args.seed}; "
+        f"batch = World.step (ClosedLoop: motion_node's executor), live = sim_node + motion_node{' + agent_node' if 'model' in kinds else ''} "
+        f"over loopback DDS (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, real_time_factor {args.real_time_factor:g})",
+        flush=True,
+    )
+    scenes: dict[str, Any] = {}
+    for ep in eps:
+        scene = scenes.get(ep.scan) or scenes.setdefault(ep.scan, Scene.load(ep.scan, conn))
+        for kind in kinds:
+            if recorded is not None and (ep.episode_id, kind) not in recorded:
+                continue
+            t0 = time.perf_counter()
+            if kind == "reference":
+                seq = follow_reference(ep)
+                b = _batch_replay(ep, scene, seq, args.seed)
+            elif kind == "expert":
+                b, seq = _batch_policy(ep, scene, "expert", args.seed)
+            else:
+                b, seq = _batch_policy(ep, scene, policy, args.seed)
+            t_batch += time.perf_counter() - t0
+            n_batch_actions += b.actions
+            row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None}
+            if recorded is not None:
+                row["live"] = asdict(recorded[(ep.episode_id, kind)])
+            elif not args.batch_only:
+                if kind == "model":
+                    lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
+                else:
+                    lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
+                row["live"] = asdict(lv)
+            rows.append(row)
+            lvs = row["live"]
+            print(
+                f"  episode {ep.episode_id:>6} {kind:<9} batch {'success' if b.success else 'failure'} NE {b.ne:5.2f} "
+                f"coll {b.collisions} refused {b.refused} ({b.actions} actions)"
+                + (
+                    f" | live {'success' if lvs['success'] else 'failure'} NE {lvs['ne']:5.2f} coll {lvs['collisions']} "
+                    f"refused {lvs['refused']} ({lvs['actions']} actions){' ' + lvs['note'] if lvs['note'] else ''}"
+                    if lvs
+                    else ""
+                ),
+                flush=True,
+            )
+    speed = n_batch_actions / t_batch if t_batch > 0 else math.nan
+    print(f"batch: {n_batch_actions} actions in {t_batch:.1f} s ({speed:.0f} actions/s incl. rendering for the model)")
+    summary = summarize(rows)
+    if summary:
+        print()
+        print_table(summary)
+    if args.json:
+        jsonio.write(Path(args.json), {"rows": rows, "summary": summary, "batch_actions_per_s": speed}, newline=False, indent=2)
+    if args.check and any(abs(s["d_sr"]) > TARGET_DSR + 1e-9 or s["agree"] < TARGET_AGREE - 1e-9 for s in summary):
+        return 1
+    return 0

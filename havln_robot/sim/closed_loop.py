@@ -1,0 +1,520 @@
+"""The batch simulator's one action stepper: motion_node's executor in closed loop, without ROS.
+
+:class:`ClosedLoop` executes one discrete HA-VLN action the way the live graph does: it ticks the
+SAME :class:`havln_robot.motion.executor.Executor` (configured from motion_node's parameters,
+:data:`havln_robot.motion.params.MOTION_PARAMS`) at motion_node's ``control_rate_hz`` against the
+SAME noisy Go2 base that sim_node runs (:class:`havln_robot.sim.robot.NoisyBase` over a
+:class:`havln_robot.sim.world.World`: actuation latency, acceleration limits, odometry scale
+error and random-walk drift, gyro noise and bias, seeded per episode), and feeds it the SAME
+kinds of input: odometry (the believed pose), the IMU yaw through
+:class:`havln_robot.motion.checks.GyroYaw`, the horizontal IMU acceleration (jolt check),
+and :class:`havln_robot.motion.safety.Obstacles` (wall points + people in base_link). Every
+safety rule (clearance corridor, turn sweep, personal space, contact, stall, slip, revert,
+partial step) is therefore the executor's own: there is no second copy of the action semantics
+or of the safety rules in the batch path. ``eval``, ``replay --backend batch``, training data
+and ``bench sim`` all step through :meth:`ClosedLoop.step`.
+
+Obstacle points: analytic walls, one shared rule
+------------------------------------------------
+motion_node builds obstacle points from the rendered depth image (plus 3 s of memory);
+rendering 640x480 depth at 50 Hz is far too slow for batch. Batch samples the walls instead:
+the faces of the walls around the free space the robot stands in (the boundary of :meth:`Scene.region`,
+the polygons the contact model collides with, moved inwards by half the renderer's
+``WALL_THICKNESS_M``: the face the camera sees) every :data:`WALL_SAMPLE_M`
+within :data:`VIEW_RANGE_M` of the robot, in base_link of the TRUE pose (as the camera sees
+them). Each sample carries the number of depth points the camera would return from that wall
+patch (:func:`wall_weights`: columns x rows of a ``depth_stride``-strided 640x480 D435i image
+over the ``obstacle_min_height_m``..``obstacle_max_height_m`` band), so the ``min_obstacle_points``
+threshold of :func:`~havln_robot.motion.safety.forward_hazard` / ``turn_hazard`` counts the same
+thing in both worlds (:attr:`Obstacles.weights`). The remaining difference: batch sees every
+wall within range (a perfect obstacle memory) where the live camera sees its 69.4 deg field of
+view plus what it remembered for 3 s; ``test/test_closed_loop.py`` checks the two point sets
+against each other on rendered depth.
+
+Determinism: one episode's run depends only on the world's seed (people) and the stepper's seed
+(noise); the same seeds replay the same poses bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from havln_robot import actions as A
+from havln_robot.motion.checks import GyroYaw
+from havln_robot.motion.executor import Executor, MotionConfig
+from havln_robot.motion.params import MOTION_PARAMS
+from havln_robot.motion.safety import Obstacles, Person
+from havln_robot.records import PARTIAL_DETAIL, ActionResult, CollisionRecord
+from havln_robot.sim.robot import D435I_HFOV_DEG, BaseLimits, NoiseModel, NoisyBase, base_config
+from havln_robot.sim.scene import WALL_THICKNESS_M
+
+#: Spacing of the analytic wall samples along the free-space boundary, m (2 cm: finer than the
+#: 5 cm obstacle-memory grid of motion_node, coarser than a depth pixel at 1 m).
+WALL_SAMPLE_M = 0.02
+
+#: Walls farther than this from base_link are not sampled, m: a 0.25 m step plus the 0.35 m half
+#: body plus the front margin needs < 0.8 m; a turning 0.70 x 0.31 m body sweeps 0.38 m.
+VIEW_RANGE_M = 1.2
+
+#: Grid of the terrain samples (stairs, split levels), m.
+TERRAIN_CELL_M = 0.05
+
+#: Terrain is sampled this far from base_link, m: the forward corridor ends at 0.35 + 0.25 + 0.10 m.
+TERRAIN_REACH_M = 0.75
+
+#: Radius of what the depth camera sees of a person inside the obstacle height band, m: the two
+#: drawn legs (capsules of radius 0.085 m, 0.08 m either side of the centre, 0.1-0.86 m high;
+#: ``havln_robot.sim.render.build_mjcf``), whose outer envelope is 0.165 m from the centre.
+PERSON_DEPTH_RADIUS_M = 0.165
+
+#: Depth image of sim_node's camera (config/sim.yaml: 640 x 480 px, 69.4 deg HFOV, square pixels).
+CAMERA_WIDTH_PX = 640
+
+#: The longest an action may take in batch before the stepper gives up, s of sim time (the
+#: executor's own timeout ends every action well before: 2.5 x minimum + 1 s).
+MAX_ACTION_S = 60.0
+
+
+class ClosedLoopError(ValueError):
+    """An action literal or a parameter the stepper cannot use; the message names it."""
+
+
+def wall_weights(dist_m: np.ndarray, spacing_m: float, params: Mapping[str, Any]) -> np.ndarray:
+    """Depth points a strided depth image holds from a wall patch ``spacing_m`` wide at ``dist_m``.
+
+    Columns: ``spacing_m * f / (d * stride)``; rows: ``band * f / (d * stride)`` with the
+    focal length ``f = (640 / 2) / tan(69.4 deg / 2)`` px of sim_node's camera and
+    ``band = obstacle_max_height_m - obstacle_min_height_m`` (walls are taller than the band).
+
+    Args:
+        dist_m: (N,) distance from the camera, m (clipped to >= ``depth_min_m``).
+        spacing_m: sample spacing along the wall, m.
+        params: motion_node parameters (depth_stride, obstacle_*_height_m, depth_min_m).
+
+    Returns:
+        (N,) float64 point counts.
+    """
+    f = (CAMERA_WIDTH_PX / 2.0) / math.tan(math.radians(D435I_HFOV_DEG) / 2.0)
+    stride = float(params["depth_stride"])
+    band = float(params["obstacle_max_height_m"]) - float(params["obstacle_min_height_m"])
+    d = np.maximum(np.asarray(dist_m, dtype=np.float64), max(float(params["depth_min_m"]), 0.05))
+    return (spacing_m * f / (d * stride)) * (band * f / (d * stride))
+
+
+@dataclass
+class ClosedLoopStep:
+    """What one discrete action did in the batch world.
+
+    Attributes:
+        action: the literal.
+        result: the executor's :class:`ActionResult` (None for a finished episode).
+        collisions: the executor's collision records (blocked starts, contacts).
+        contact: the first world contact during the action (:class:`havln_robot.sim.world.Contact`) or None.
+        done, reason: the episode ended ("stop" | "budget").
+        pose: TRUE pose after the action (x, y, z, yaw; map frame, m / rad).
+        moved_m: true distance moved, m. rotated_rad: true yaw change, rad.
+    """
+
+    action: str
+    result: ActionResult | None
+    collisions: list[CollisionRecord] = field(default_factory=list)
+    contact: Any = None
+    done: bool = False
+    reason: str = ""
+    pose: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    moved_m: float = 0.0
+    rotated_rad: float = 0.0
+
+    @property
+    def refused(self) -> bool:
+        """True when the executor started nothing (blocked before the start, rejected, unsupported)."""
+        return bool(self.result is not None and self.result.is_refused)
+
+
+def sim_profile(path: str | Path | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The live sim graph's ``motion_node`` and ``sim_node`` parameters from a profile
+    (default ``config/sim.yaml``), each merged over its spec's defaults and validated; cached.
+
+    Raises:
+        ClosedLoopError: the file cannot be read or a value is refused (one line naming it).
+    """
+    from havln_robot.params import ConfigError
+    from havln_robot.paths import config_dir
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    f = Path(path) if path is not None else config_dir() / "sim.yaml"
+    key = str(f)
+    if key not in _PROFILES:
+        try:
+            secs = parse_file(f)
+            motion = MOTION_PARAMS.validate(merged(matching(secs, node_fqn("motion_node"))), f"{f}: motion_node")
+            sim = SIM_NODE_PARAMS.validate(merged(matching(secs, node_fqn("sim_node"))), f"{f}: sim_node")
+        except ConfigError as exc:
+            raise ClosedLoopError(str(exc)) from None
+        _PROFILES[key] = (motion, sim)
+    motion, sim = _PROFILES[key]
+    return dict(motion), dict(sim)
+
+
+_PROFILES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def motion_params(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """motion_node's parameters of the live sim graph (:func:`sim_profile`) with ``overrides``.
+
+    Raises:
+        ClosedLoopError: an unknown key or a bad value (the message names it).
+    """
+    p = sim_profile()[0]
+    for k, v in (overrides or {}).items():
+        if k not in p:
+            raise ClosedLoopError(f"motion parameter {k!r} does not exist (see config/sim.yaml's motion_node section)")
+        p[k] = v
+    return p
+
+
+class ClosedLoop:
+    """Executes discrete actions on a :class:`World` through motion_node's executor (module docstring).
+
+    Args:
+        world: the episode's world (reset to the start by :meth:`reset`).
+        seed: noise seed (odometry scale/drift, gyro noise and bias, accel noise), as sim_node's ``seed``.
+        params: motion_node parameter overrides over config/sim.yaml's motion_node section (:func:`sim_profile`).
+        noise: the base's error model (default: config/sim.yaml's sim_node section, :func:`base_config`); ``NoiseModel.none()`` = perfect.
+        limits: the base's limits (default: the same section).
+        physics_dt: base/world step, s (default one control period of motion_node, 1 / control_rate_hz;
+            sim_node steps at 100 Hz: pass 0.01 for that).
+        settle_s: idle time at the start of an episode (gyro bias learning), s.
+        reset_world: reset the world at construction (False: it is at its start already; World.loop).
+
+    Attributes:
+        base: the :class:`NoisyBase` (``base.odom`` = the believed pose, odom frame).
+        executor: the :class:`Executor`.
+        results: every :class:`ActionResult` of the episode; refusals / partial steps counted in
+            :attr:`refused` and :attr:`partial`.
+
+    Raises:
+        ClosedLoopError: bad parameters.
+    """
+
+    def __init__(
+        self,
+        world: Any,
+        seed: int = 0,
+        params: Mapping[str, Any] | None = None,
+        noise: NoiseModel | None = None,
+        limits: BaseLimits | None = None,
+        physics_dt: float | None = None,
+        settle_s: float = 0.5,
+        reset_world: bool = True,
+    ) -> None:
+        self.world = world
+        self.seed = int(seed)
+        self.params = motion_params(params)
+        self.cfg = MotionConfig.from_params(self.params)
+        self.period = 1.0 / float(self.params["control_rate_hz"])
+        self.physics_dt = float(physics_dt) if physics_dt is not None else self.period
+        if not self.physics_dt > 0 or self.physics_dt > self.period + 1e-12:
+            raise ClosedLoopError(f"physics_dt: {physics_dt} s must be > 0 and <= the control period {self.period:g} s")
+        self.settle_s = float(settle_s)
+        if limits is None or noise is None:  # sim_node's base model from the same profile
+            lim0, noise0 = base_config(sim_profile()[1])
+            limits = limits or lim0
+            noise = noise if noise is not None else noise0
+        self.base = NoisyBase(world, limits, noise, seed=self.seed)
+        self._walls: dict[tuple[str, int], np.ndarray] = {}
+        self._cam_xy = (float(self.params["camera_x_m"]), float(self.params["camera_y_m"]))
+        sim = sim_profile()[1]
+        self._camera_hz = float(sim["camera_rate_hz"])
+        self._people_hz = float(sim["ground_truth_rate_hz"])
+        self.reset(reset_world)
+
+    # ------------------------------------------------------------------ state
+    def reset(self, world: bool = True) -> None:
+        """Robot at the episode start (``world``: reset the world too), odometry and IMU at zero,
+        noise redrawn from the seed, executor idle."""
+        if world:
+            self.world.reset()
+        self.base.reset(self.seed)
+        self.executor = Executor(self.cfg)
+        self.gyro = GyroYaw(float(self.params["gyro_bias_time_s"]))
+        self.results: list[ActionResult] = []
+        self.refused = 0
+        self.partial = 0
+        self._odom = (0.0, 0.0, 0.0)
+        self._pts_world: np.ndarray | None = None
+        self._pts_dz = np.zeros(0)
+        self._sense()
+        for _ in range(int(round(self.settle_s / self.physics_dt))):
+            self._physics()
+
+    @property
+    def odom(self) -> tuple[float, float, float]:
+        """The BELIEVED pose: odometry (x, y, yaw) in the odom frame (m, rad), as motion_node sees it."""
+        return self._odom
+
+    def _sense(self) -> None:
+        t = float(self.world.t)
+        still = self.executor.stationary(t) and abs(self.base.odom.v) < 0.02
+        self.gyro.add_orientation(t, float(self.base.imu.yaw), stationary=still)
+        o = self.base.odom
+        self._odom = (o.x, o.y, o.yaw)
+
+    def _physics(self) -> Any:
+        out = self.base.step(self.physics_dt)
+        self._sense()
+        return out.contact
+
+    # ------------------------------------------------------------------ obstacles
+    def _wall_segments(self) -> np.ndarray:
+        """(K, 2, 2) segments (map xy, m) of the drawn wall faces around the free space under the robot (cached per support)."""
+        sup = self.world._support
+        key = (sup.kind, sup.index)
+        segs = self._walls.get(key)
+        if segs is None:
+            import shapely
+
+            # the renderer draws each wall WALL_THICKNESS_M thick, centred on the free-space boundary:
+            # the face the camera sees stands half of it inside the free space
+            region = self.world.scene.region(sup).buffer(-WALL_THICKNESS_M / 2.0, quad_segs=4, join_style="mitre")
+            out = []
+            for ring in shapely.get_parts(shapely.boundary(region)):
+                for line in shapely.get_parts(ring):
+                    c = np.asarray(shapely.get_coordinates(line), dtype=np.float64)
+                    if len(c) >= 2:
+                        out.append(np.stack([c[:-1], c[1:]], axis=1))
+            segs = np.concatenate(out, axis=0) if out else np.zeros((0, 2, 2))
+            self._walls[key] = segs
+        return segs
+
+    def _load_walls(self) -> None:
+        """Sample the walls within :data:`VIEW_RANGE_M` + a step of the TRUE position (map frame) with their weights."""
+        x, y, _, _ = self.world.pose
+        segs = self._wall_segments()
+        reach = VIEW_RANGE_M + A.FORWARD_STEP_M
+        if not len(segs):
+            self._pts_world, self._pts_dz = np.zeros((0, 2)), np.zeros(0)
+            return
+        a, b = segs[:, 0], segs[:, 1]
+        ab = b - a
+        L2 = np.maximum((ab**2).sum(1), 1e-12)
+        s = np.clip(((x - a[:, 0]) * ab[:, 0] + (y - a[:, 1]) * ab[:, 1]) / L2, 0.0, 1.0)
+        d = np.hypot(a[:, 0] + s * ab[:, 0] - x, a[:, 1] + s * ab[:, 1] - y)
+        near = d <= reach
+        pts = []
+        for (ax, ay), (bx, by) in segs[near]:
+            n = max(1, int(math.ceil(math.hypot(bx - ax, by - ay) / WALL_SAMPLE_M)))
+            u = (np.arange(n) + 0.5) / n
+            pts.append(np.stack([ax + u * (bx - ax), ay + u * (by - ay)], axis=1))
+        P = np.concatenate(pts) if pts else np.zeros((0, 2))
+        keep = np.hypot(P[:, 0] - x, P[:, 1] - y) <= reach
+        self._pts_world = P[keep]
+        self._pts_dz = np.zeros(len(self._pts_world))
+        tp, tw = self._terrain_points()
+        if len(tp):
+            self._pts_world = np.concatenate([self._pts_world, tp])
+            self._pts_dz = np.concatenate([self._pts_dz, tw])
+
+    def _terrain_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """Ground the camera sees inside the obstacle height band: stairs rising ahead, a split level
+        higher than the one the robot stands on (map xy, m; and the rise of each cell, m).
+
+        The renderer draws floors flat at :attr:`Floor.z` and stairs sloped; motion_node judges depth
+        points by their height above the ground under the robot (``obstacle_min_height_m`` ..
+        ``obstacle_max_height_m``), so rising ground ahead is an obstacle to it -- the same rule
+        applies here. Sampled on a :data:`TERRAIN_CELL_M` grid around the robot, only where stairs
+        or another floor are within reach (elsewhere the ground is flat)."""
+        w, scene = self.world, self.world.scene
+        x, y, _, _ = w.pose
+        z0 = w.camera_pose[2]
+        sup = w._support
+        reach = TERRAIN_REACH_M
+        rb = scene._ramp_bounds
+        near_ramp = sup.kind == "ramp" or (
+            len(rb) and bool(((rb[:, 0] <= x + reach) & (x - reach <= rb[:, 2]) & (rb[:, 1] <= y + reach) & (y - reach <= rb[:, 3])).any())
+        )
+        if not near_ramp and not (sup.kind == "floor" and len(scene.near_floors(sup.index)) > 1):
+            return np.zeros((0, 2)), np.zeros(0)
+        lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
+        cache = scene.__dict__.setdefault("_terrain_cache", {})  # (support, z0 cm, ix, iy) -> drawn ground rise or None
+        c = TERRAIN_CELL_M
+        n = int(math.ceil(reach / c))
+        ix0, iy0 = int(round(x / c)), int(round(y / c))
+        zkey = (sup.kind, sup.index, int(round(z0 * 100)))
+        pts, rise = [], []
+        for i in range(ix0 - n, ix0 + n + 1):
+            for j in range(iy0 - n, iy0 + n + 1):
+                px, py = i * c, j * c
+                if (px - x) ** 2 + (py - y) ** 2 > reach * reach:
+                    continue
+                key = (*zkey, i, j)
+                dz = cache.get(key, False)
+                if dz is False:
+                    s2 = scene.support(px, py, z0, prefer=sup)
+                    dz = None if s2 is None else (float(scene.floors[s2.index].z) if s2.kind == "floor" else float(s2.z)) - z0
+                    cache[key] = dz
+                if dz is not None and lo <= dz <= hi:
+                    pts.append((px, py))
+                    rise.append(dz)
+        return (np.asarray(pts, dtype=np.float64).reshape(-1, 2), np.asarray(rise, dtype=np.float64))
+
+    def obstacles(self) -> Obstacles:
+        """What motion_node would know now: wall points and people in base_link of the TRUE pose.
+
+        Wall points: see the module docstring (weights from :func:`wall_weights`). People: every
+        person on the robot's floor within 10 m (sim_node's ``people_range_m``), as ``havln/people``.
+        """
+        pts, weights = self._wall_obstacles()
+        return Obstacles(points=pts, people=self._people(), weights=weights)
+
+    def _wall_obstacles(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N, 2) wall / terrain points in base_link of the TRUE pose and their (N,) depth-point weights."""
+        x, y, _, yaw = self.world.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        P = self._pts_world
+        if P is None or not len(P):
+            return np.zeros((0, 2), np.float64), np.zeros(0)
+        dx, dy = P[:, 0] - x, P[:, 1] - y
+        bx, by = c * dx + s * dy, -s * dx + c * dy
+        near = bx * bx + by * by <= VIEW_RANGE_M * VIEW_RANGE_M
+        pts = np.stack([bx[near], by[near]], axis=1)
+        cam = np.hypot(pts[:, 0] - self._cam_xy[0], pts[:, 1] - self._cam_xy[1])
+        weights = wall_weights(cam, WALL_SAMPLE_M, self.params)
+        terrain = self._pts_dz[near] > 0
+        if terrain.any():  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
+            weights[terrain] = wall_weights(cam[terrain], TERRAIN_CELL_M, self.params) * 0.25
+        legs = self._person_points()
+        if len(legs):  # people are in the depth image too (their legs inside the height band)
+            lc = np.hypot(legs[:, 0] - self._cam_xy[0], legs[:, 1] - self._cam_xy[1])
+            pts = np.concatenate([pts, legs])
+            weights = np.concatenate([weights, wall_weights(lc, WALL_SAMPLE_M, self.params)])
+        return pts, weights
+
+    def _person_points(self) -> np.ndarray:
+        """(N, 2) base_link points on the near half of each person's leg envelope (:data:`PERSON_DEPTH_RADIUS_M`)."""
+        w = self.world
+        crowd = w.crowd
+        if not len(crowd):
+            return np.zeros((0, 2))
+        x, y, z, yaw = w.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        p = crowd.positions(w.t)
+        dx, dy = p[:, 0] - x, p[:, 1] - y
+        bx, by = c * dx + s * dy, -s * dx + c * dy
+        ok = (np.abs(p[:, 2] - z) < 1.0) & (np.hypot(bx, by) <= VIEW_RANGE_M + PERSON_DEPTH_RADIUS_M)
+        if not ok.any():
+            return np.zeros((0, 2))
+        r = PERSON_DEPTH_RADIUS_M
+        n = max(4, int(math.ceil(math.pi * r / WALL_SAMPLE_M)))
+        out = []
+        for k in np.flatnonzero(ok):
+            toward = math.atan2(-by[k], -bx[k])  # the side facing the robot
+            a = toward + np.linspace(-math.pi / 2, math.pi / 2, n)
+            out.append(np.stack([bx[k] + r * np.cos(a), by[k] + r * np.sin(a)], axis=1))
+        return np.concatenate(out)
+
+    def _people(self) -> list[Person]:
+        w = self.world
+        crowd = w.crowd
+        if not len(crowd):
+            return []
+        x, y, z, yaw = w.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        p = crowd.positions(w.t)
+        dx, dy = p[:, 0] - x, p[:, 1] - y
+        ok = (np.abs(p[:, 2] - z) < 1.0) & (np.hypot(dx, dy) <= 10.0)
+        return [Person(float(c * dx[k] + s * dy[k]), float(-s * dx[k] + c * dy[k]), int(crowd.ids[k])) for k in np.flatnonzero(ok)]
+
+    # ------------------------------------------------------------------ actions
+    def would_refuse(self, action: str) -> bool:
+        """True when motion_node's executor would refuse ``action`` before starting it here and now
+        (asks a fresh :class:`Executor` with the same configuration; nothing moves). The expert
+        uses it so that it plans with the executor's rules rather than a copy of them."""
+        self._load_walls()
+        probe = Executor(self.cfg)
+        tick = probe.start(action, float(self.world.t), self._odom, self.gyro.yaw, self.obstacles())
+        return bool(tick.results and tick.results[0].is_refused)
+
+    def step(self, action: str) -> ClosedLoopStep:
+        """Execute one discrete action to its end (result) and do the episode bookkeeping.
+
+        The action counts against the world's 500-action budget; STOP ends the episode. LOOK_UP /
+        LOOK_DOWN set the world's camera pitch from the executor's virtual pitch.
+
+        Raises:
+            ClosedLoopError: ``action`` is not one of the six HA-VLN literals.
+        """
+        w = self.world
+        if action not in A.ACTIONS:
+            raise ClosedLoopError(f"unknown action {action!r}; expected one of {', '.join(A.ACTIONS)}")
+        if w.done:
+            return ClosedLoopStep(action, None, [], None, True, w.reason, w.pose)
+        w.actions.append(action)
+        x0, y0, _, yaw0 = w.pose
+        ex = self.executor
+        t0 = float(w.t)
+        contact = None
+        if action == A.STOP:
+            tick = ex.stop(t0, "STOP", self._odom, self.gyro.yaw)
+            self.base.command(*tick.cmd)
+            results, cols = list(tick.results), list(tick.collisions)
+            w.stopped = True
+            w.done, w.reason = True, "stop"
+        else:
+            self._load_walls()
+            tick = ex.start(action, t0, self._odom, self.gyro.yaw, self.obstacles())
+            self.base.command(*tick.cmd)
+            results, cols = list(tick.results), list(tick.collisions)
+            next_tick = t0 + self.period
+            obs = self.obstacles()
+            cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
+            next_cam, next_people = t0 + cam_period, t0 + people_period
+            while not results and w.t - t0 < MAX_ACTION_S:
+                c = self._physics()
+                if contact is None and c is not None:
+                    contact = c
+                if w.t + 1e-9 >= next_tick:
+                    next_tick += self.period
+                    # as live: a new depth frame at the camera rate, havln/people at the ground-truth rate
+                    if w.t + 1e-9 >= next_cam:
+                        next_cam += cam_period
+                        obs = Obstacles(points=None, people=obs.people, weights=None)
+                        obs.points, obs.weights = self._wall_obstacles()
+                    if w.t + 1e-9 >= next_people:
+                        next_people += people_period
+                        obs = Obstacles(points=obs.points, people=self._people(), weights=obs.weights)
+                    a = self.base.imu.accel
+                    tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
+                    self.base.command(*tick.cmd)
+                    results += tick.results
+                    cols += tick.collisions
+            if not results:  # pragma: no cover - the executor's timeout ends every action first
+                results = list(ex.abort(w.t, f"batch: no result after {MAX_ACTION_S:g} s").results)
+            w.camera_pitch = float(ex.pitch)
+        res = results[-1] if action == A.STOP or len(results) == 1 else results[0]
+        self.results.append(res)
+        if res.is_refused and action != A.STOP:
+            self.refused += 1
+        if action == A.MOVE_FORWARD and res.detail.startswith(PARTIAL_DETAIL):
+            self.partial += 1
+        if not w.done and len(w.actions) >= w.max_actions:
+            w.done, w.reason = True, "budget"
+        x1, y1, _, yaw1 = w.pose
+        return ClosedLoopStep(
+            action,
+            res,
+            cols,
+            contact,
+            w.done,
+            w.reason,
+            w.pose,
+            math.hypot(x1 - x0, y1 - y0),
+            (yaw1 - yaw0 + math.pi) % (2 * math.pi) - math.pi,
+        )

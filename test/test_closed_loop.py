@@ -1,0 +1,179 @@
+"""One world model (issue 23): World.step = motion_node's Executor in closed loop over the noisy base,
+the shared safety rule on analytic walls, partial steps, the camera on the drawn floor, bench agreement.
+
+Costs (2 loaded cores): the builtin-scene tests ~1-3 s each; the rendered-depth checks ~5 s; the
+data tests ~10 s; the live agreement check (two episodes through sim_node + motion_node) ~1-3 min.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from havln_robot.actions import FORWARD_STEP_M
+from havln_robot.episodes import Episode
+from havln_robot.motion.executor import Executor, MotionConfig
+from havln_robot.motion.safety import CameraMount, Footprint, Obstacles, depth_to_points, forward_hazard, obstacle_points
+from havln_robot.records import PARTIAL_DETAIL
+from havln_robot.sim.closed_loop import ClosedLoop, sim_profile
+from havln_robot.sim.humans import Crowd
+from havln_robot.sim.robot import NoiseModel
+from havln_robot.sim.scene import Scene
+from havln_robot.sim.world import World
+
+
+def _episode(start=(3.5, 0.0, 0.0), yaw=0.0, goal=(6.0, 4.0, 0.0)):
+    return Episode("t1", "builtin", "go", ("go",), start, yaw, goal, 3.0, (start, goal), (), (), 8.0, "test")
+
+
+def test_world_step_ticks_the_executor_and_the_believed_pose_drifts():
+    """Same seed -> bit-identical run; the odometry (believed) pose drifts from the true one; a
+    perfect base (NoiseModel.none) keeps them together."""
+    poses, odoms = [], []
+    for _ in range(2):
+        w = World(Scene.builtin(), _episode(start=(2.0, 0.0, 0.0)), Crowd([]), seed=3)
+        for a in ["MOVE_FORWARD"] * 5 + ["TURN_LEFT"] * 3 + ["TURN_RIGHT"] * 3 + ["MOVE_FORWARD"] * 2:
+            r = w.step(a)
+            assert r.result is not None and r.result.action == a and r.result.outcome == "ok"
+        poses.append(w.pose)
+        odoms.append(w.loop.odom)
+    assert poses[0] == poses[1] and odoms[0] == odoms[1]
+    x, y, _, yaw = poses[0]
+    ox, oy, oyaw = odoms[0]
+    # odom starts at the start pose (2, 0, yaw 0): believed vs true
+    drift = math.hypot(ox + 2.0 - x, oy - y)
+    assert drift > 1e-3  # 1 % odometry scale std + random walk over ~2 m
+    w = World(Scene.builtin(), _episode(start=(2.0, 0.0, 0.0)), Crowd([]), seed=3)
+    w.loop_options = {"noise": NoiseModel.none()}
+    for _ in range(6):
+        w.step("MOVE_FORWARD")
+    ox, oy, _ = w.loop.odom
+    assert math.hypot(ox + 2.0 - w.pose[0], oy - w.pose[1]) < 1e-9
+    assert w.pose[0] - 2.0 == pytest.approx(6 * FORWARD_STEP_M, abs=6 * MotionConfig().pos_tol)
+
+
+def test_forward_into_a_wall_moves_as_far_as_is_safe_then_refuses_without_contact():
+    """Facing the hallway wall: full steps, then one partial step (reported with its distance), then
+    refusals; the disc never touches the wall."""
+    w = World(Scene.builtin(), _episode(yaw=math.pi / 2), Crowd([]), seed=0)
+    results = [w.step("MOVE_FORWARD").result for _ in range(6)]
+    partial = [r for r in results if r.detail.startswith(PARTIAL_DETAIL)]
+    refused = [r for r in results if r.is_refused]
+    assert len(partial) == 1 and partial[0].is_partial and 0.05 <= partial[0].distance_odom_m < FORWARD_STEP_M - 0.02
+    assert refused and results.index(refused[0]) > results.index(partial[0])
+    assert w.collisions == {"human": 0, "static": 0}
+    assert w.loop.refused == len(refused) and w.loop.partial == 1
+
+
+def test_executor_partial_step_keeps_the_front_margin():
+    cfg = MotionConfig(footprint=Footprint(0.70, 0.31), front_margin=0.10, min_step=0.05, require_depth=True)
+    wall = np.array([[0.35 + 0.27, y] for y in np.linspace(-0.3, 0.3, 40)], np.float32)
+    ex = Executor(cfg)
+    tick = ex.start("MOVE_FORWARD", 0.0, (0.0, 0.0, 0.0), 0.0, Obstacles(points=wall))
+    assert not tick.results and ex.busy and ex._a.target == pytest.approx(0.16)  # 0.27 gap - 0.10 margin, whole cm below
+    ex2 = Executor(cfg)
+    near = wall.copy()
+    near[:, 0] = 0.35 + 0.12  # 0.02 m after the margin: shorter than min_step -> refused
+    r = ex2.start("MOVE_FORWARD", 0.0, (0.0, 0.0, 0.0), 0.0, Obstacles(points=near)).results[0]
+    assert r.is_refused and r.outcome == "collision"
+
+
+def test_weighted_points_count_as_that_many_depth_points():
+    pts = np.array([[0.5, 0.0]], np.float32)
+    fp = Footprint(0.70, 0.31)
+    assert forward_hazard(Obstacles(points=pts), fp, 0.25, 0.1, 0.05, 0.45, 12) is None
+    hz = forward_hazard(Obstacles(points=pts, weights=np.array([40.0])), fp, 0.25, 0.1, 0.05, 0.45, 12)
+    assert hz is not None and hz.distance_m == pytest.approx(0.15)
+
+
+def _rendered_obstacles(world, params):
+    from havln_robot.camera import Intrinsics
+    from havln_robot.sim.render import Renderer
+
+    r = Renderer(world.scene, world.crowd, width=640, height=480, hfov_deg=69.4)
+    try:
+        _, depth = r.render(world.camera_pose, 0.0, world.t)
+    finally:
+        r.close()
+    k = Intrinsics.from_hfov(640, 480, 69.4)
+    mount = CameraMount(params["camera_x_m"], params["camera_y_m"], params["camera_z_m"], 0.0)
+    xyz = depth_to_points(depth.astype(np.float32), k, mount, params["depth_stride"], params["depth_min_m"], params["depth_max_m"])
+    return Obstacles(points=obstacle_points(xyz, params["obstacle_min_height_m"], params["obstacle_max_height_m"]))
+
+
+@pytest.mark.parametrize(("start", "yaw"), [((3.5, 0.25, 0.0), math.pi / 2), ((3.5, 0.0, 0.0), 0.0), ((2.0, 0.0, 0.0), math.pi / 2)])
+def test_analytic_walls_give_the_rendered_depths_verdict(start, yaw):
+    """One rule, two point sources: forward_hazard on rendered depth and on the analytic walls agree
+    (blocked or free; the gap within 5 cm: the renderer extends each wall's ends by 8 cm so that
+    corners close, which narrows doorways) at a wall, in the open and at a doorway."""
+    params = sim_profile()[0]
+    cfg = MotionConfig.from_params(params)
+    w = World(Scene.builtin(), _episode(start=start, yaw=yaw), Crowd([]), seed=0)
+    loop = ClosedLoop(w, seed=0, reset_world=False)
+    loop._load_walls()
+    verdicts = []
+    for obs in (_rendered_obstacles(w, params), loop.obstacles()):
+        obs.people = []
+        verdicts.append(
+            forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        )
+    rendered, analytic = verdicts
+    assert (rendered is None) == (analytic is None), (rendered, analytic)
+    if rendered is not None:
+        assert rendered.distance_m == pytest.approx(analytic.distance_m, abs=0.05)
+
+
+def test_the_camera_stands_on_the_drawn_floor(havln_data):
+    """val_seen 5593 starts 0.32 m below its floor's drawn height: a camera at the body's z saw the
+    drawn floor as a 0.32 m obstacle in every direction and motion_node refused every step."""
+    from havln_robot.episodes import load_episodes
+
+    ep = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", limit=1)[0]
+    assert ep.episode_id == "5593"
+    scene = Scene.load(ep.scan, havln_data / "connectivity")
+    w = World(scene, ep, Crowd([]), seed=0)
+    params = sim_profile()[0]
+    cfg = MotionConfig.from_params(params)
+    obs = _rendered_obstacles(w, params)
+    assert forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points) is None
+    assert w.step("MOVE_FORWARD").result.outcome == "ok"
+
+
+def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys):
+    """The done-check on two episodes: reference-following files through batch and through
+    sim_node + motion_node (own ROS domain); the table prints, live refusals are counted."""
+    pytest.importorskip("rclpy")
+    pytest.importorskip("havln_robot.nodes.sim_node")
+    import os
+
+    from havln_robot.bench.agreement import main
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(int(os.environ.get("ROS_DOMAIN_ID", "40")) + 1))
+    assert main(["--episodes", "2", "--kinds", "reference", "--real-time-factor", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| reference | 2 |" in out and "outcome agreement" in out
+    assert out.count(" | live ") == 2
+
+
+def test_live_side_can_be_read_back_from_a_recorded_run(tmp_path):
+    from havln_robot.bench.agreement import read_live_log, summarize
+
+    log = tmp_path / "agreement.log"
+    log.write_text(
+        "[INFO] [1] [sim_node]: sim: episode 711\n"
+        "  episode    711 reference batch failure NE  8.14 coll 0 refused 33 (82 actions) | live failure NE  7.66 coll 0 refused 2 "
+        "(47 actions) aborted: depth image went stale while moving; robot stopped\n"
+        "  episode   5593 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  0.34 coll 1 refused 0 (42 actions)\n"
+        "  episode   6757 model     batch success NE  0.13 coll 0 refused 0 (59 actions)\n"
+    )
+    rec = read_live_log(log)
+    assert set(rec) == {("711", "reference"), ("5593", "expert")}
+    r = rec[("711", "reference")]
+    assert (r.success, r.ne, r.refused, r.actions) == (False, 7.66, 2, 47) and r.note.startswith("aborted")
+    rows = [
+        {"kind": "expert", "batch": {"success": True, "ne": 0.26, "collisions": 0, "refused": 0}, "live": vars(rec[("5593", "expert")])}
+    ]
+    (s,) = summarize(rows)
+    assert s["agree"] == 1.0 and s["d_sr"] == 0.0 and s["coll_live"] == 1
