@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from havln_robot.motion.safety import CameraMount, Intrinsics, ObstacleMemory, ViewRegion, depth_to_points, obstacle_points
+from havln_robot.motion.safety import (
+    CameraMount,
+    Intrinsics,
+    ObstacleMemory,
+    ViewRegion,
+    blind_zone_m,
+    depth_to_points,
+    obstacle_points,
+)
 
 Pose2D = tuple[float, float, float]  # x m, y m, yaw rad (odom frame)
 
@@ -28,6 +36,8 @@ class TrackerConfig:
         stride: use every n-th depth pixel (``depth_stride``).
         min_m, max_m: valid depth range, m (``depth_min_m``, ``depth_max_m``).
         min_height_m, max_height_m: obstacle heights above the ground, m.
+        step_m: climbable step height, m (``max_step_height_m``; stairs and ramps are terrain,
+            :func:`~havln_robot.motion.safety.climbable_mask`); None = every point in the band blocks.
         memory_s: how long points stay remembered, s (0 = no memory).
         depth_timeout_s: a depth frame older than this is not used, s.
     """
@@ -37,6 +47,7 @@ class TrackerConfig:
     max_m: float = 4.0
     min_height_m: float = 0.05
     max_height_m: float = 1.0
+    step_m: float | None = None
     memory_s: float = 0.0
     depth_timeout_s: float = 0.5
 
@@ -49,6 +60,7 @@ class TrackerConfig:
             max_m=p["depth_max_m"],
             min_height_m=p["obstacle_min_height_m"],
             max_height_m=p["obstacle_max_height_m"],
+            step_m=p["max_step_height_m"] if p["max_step_height_m"] > 0 else None,
             memory_s=p["obstacle_memory_s"],
             depth_timeout_s=p["depth_timeout_s"],
         )
@@ -136,7 +148,9 @@ class ObstacleTracker:
                 xyz = depth_to_points(depth_m, k, mount, cfg.stride, cfg.min_m, cfg.max_m)
                 if self.on_frame is not None:
                     self.on_frame(depth_m, mount)
-                pts3 = obstacle_points(xyz, cfg.min_height_m, cfg.max_height_m, keep_z=True)
+                pts3 = obstacle_points(
+                    xyz, cfg.min_height_m, cfg.max_height_m, keep_z=True, step_m=cfg.step_m, blind_m=blind_zone_m(k, mount)
+                )
                 self._cache = (key, pitch, np.ascontiguousarray(pts3[:, :2]))
                 if odom is not None and cfg.memory_s > 0:
                     view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m)

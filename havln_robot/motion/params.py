@@ -177,6 +177,15 @@ MOTION_PARAMS = ParamSpec(
         Param("obstacle_min_height_m", 0.06, "float", "points lower than this above the ground are floor, m", min=0.0, max=2.0),
         Param("obstacle_max_height_m", 0.6, "float", "points higher than this do not block the robot, m", min=0.05, max=5.0),
         Param(
+            "max_step_height_m",
+            0.16,
+            "float",
+            "ground rising by at most this per 5 cm (stairs, ramps, sills) is terrain the Go2 climbs, not an obstacle, m "
+            "(Go2 specification ~0.16 m); 0 = every point in the height band blocks",
+            min=0.0,
+            max=0.5,
+        ),
+        Param(
             "obstacle_memory_s",
             3.0,
             "float",

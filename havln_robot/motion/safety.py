@@ -171,10 +171,134 @@ def depth_to_points(
     return np.stack([x, y, zz], axis=1).astype(np.float32)
 
 
-def obstacle_points(points: np.ndarray, min_height: float, max_height: float, keep_z: bool = False) -> np.ndarray:
-    """The points whose height lies in ``[min_height, max_height]`` (m), i.e. that block the body:
-    (N, 2) xy, or (N, 3) xyz with ``keep_z``."""
+#: Ground grid of the climbable-terrain rule, m (5 cm: a D435i depth pixel at stride 4 covers
+#: 1.7 cm at 2 m, so a wall's 5 cm column holds its whole height; a 32 deg stair slope rises 3 cm
+#: across one cell). Shared by motion_node (rendered / real depth) and the batch simulator's
+#: analytic terrain (:mod:`havln_robot.sim.closed_loop`).
+TERRAIN_CELL_M = 0.05
+
+#: The Go2's climbable step, m: Unitree's Go2 specification gives a maximum climbing (step)
+#: height of about 0.15-0.16 m; motion_node's ``max_step_height_m`` (default 0.16).
+GO2_MAX_STEP_M = 0.16
+
+#: The Go2's climbable slope, rad: Unitree's Go2 specification gives a maximum climbing angle of
+#: about 40 deg. Used only for ground the camera cannot see (the blind zone under its field of
+#: view): a surface first seen there is taken as reachable when no steeper than this.
+GO2_MAX_SLOPE_RAD = math.radians(40.0)
+
+_NEIGHBOURS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
+
+
+def blind_zone_m(k: Intrinsics, mount: CameraMount) -> float:
+    """Distance ahead of base_link within which the camera cannot see the ground, m: where the
+    lower edge of the image meets the floor (``inf`` when the lower edge looks at or above the
+    horizon). A level D435i at 0.41 m (config/sim.yaml) sees the floor from 1.36 m on."""
+    lower = math.atan2(max(float(k.height) - 1.0 - k.cy, 0.0), k.fy) - mount.pitch  # below the horizon, rad
+    if lower <= 1e-6:
+        return math.inf
+    return mount.x + mount.z / math.tan(lower)
+
+
+def climbable_mask(
+    points: np.ndarray,
+    step_m: float,
+    cell_m: float = TERRAIN_CELL_M,
+    blind_m: float = 0.0,
+    max_slope_rad: float = GO2_MAX_SLOPE_RAD,
+) -> np.ndarray:
+    """Which points lie on ground the robot can walk onto (stairs, ramps, sills), not on obstacles.
+
+    The rule (one implementation for depth images and the batch simulator's analytic terrain):
+    the points are binned into ``cell_m`` ground cells; a cell is *ground* when it holds no
+    vertical face taller than a step (``max z - min z <= step_m``) and it is reachable from the
+    floor the robot stands on (cells whose top is at most ``step_m`` above it) through
+    8-neighbouring ground cells whose tops differ by at most ``step_m`` each. A staircase or
+    ramp rises a few cm per cell and is ground all the way up; a wall, a person's leg or a
+    furniture face spans more than a step inside one cell and stays an obstacle; a horizontal
+    edge hanging in the air (a bench seat, a table apron) seen beyond visible floor is not
+    reachable and stays one too. The ground under the camera's field of view is not seen
+    (``blind_m``, :func:`blind_zone_m`): a step-free cell first seen within two cells of it is
+    taken as reachable when it is no higher than a ``max_slope_rad`` climb from base_link (the
+    foot of a staircase seen from 0.3 m before it).
+
+    Args:
+        points: (N, 3) x, y, z in base_link, z above the ground under the robot, m (all valid
+            depth points, floor included: they seed the floor cells).
+        step_m: the largest step the body climbs, m (:data:`GO2_MAX_STEP_M`).
+        cell_m: grid cell, m.
+        blind_m: ground closer than this to base_link is not seen by the camera, m (0 = all seen,
+            as the batch simulator's analytic terrain).
+        max_slope_rad: climbable slope for the blind zone's seeds, rad (:data:`GO2_MAX_SLOPE_RAD`).
+
+    Returns:
+        (N,) bool, True where the point's cell is climbable ground.
+    """
+    n = len(points)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    ij = np.floor(np.asarray(points[:, :2], dtype=np.float64) / cell_m).astype(np.int64)
+    lo = ij.min(axis=0)
+    ij -= lo
+    shape = tuple(int(v) + 1 for v in ij.max(axis=0))
+    flat = ij[:, 0] * shape[1] + ij[:, 1]
+    z = np.asarray(points[:, 2], dtype=np.float64)
+    top = np.full(shape[0] * shape[1], -np.inf)
+    bottom = np.full(shape[0] * shape[1], np.inf)
+    np.maximum.at(top, flat, z)
+    np.minimum.at(bottom, flat, z)
+    top, bottom = top.reshape(shape), bottom.reshape(shape)
+    seen = np.isfinite(top)
+    flat_cell = seen & (top - bottom <= step_m)
+    ground = flat_cell & (top <= step_m)
+    if blind_m > 0:
+        ci = (np.arange(shape[0]) + lo[0] + 0.5) * cell_m
+        cj = (np.arange(shape[1]) + lo[1] + 0.5) * cell_m
+        r = np.hypot(ci[:, None], cj[None, :])
+        reach = min(blind_m, 1e6) + 2.0 * cell_m
+        ground |= flat_cell & (r <= reach) & (top <= step_m + math.tan(max_slope_rad) * r)
+    cand = flat_cell & ~ground
+    if cand.any():
+        pad_top = np.pad(np.where(seen, top, np.nan), 1, constant_values=np.nan)
+        h, w = shape
+        while True:
+            pg = np.pad(ground, 1)
+            grow = np.zeros(shape, dtype=bool)
+            for di, dj in _NEIGHBOURS:
+                nb = pg[1 + di : 1 + di + h, 1 + dj : 1 + dj + w]
+                nt = pad_top[1 + di : 1 + di + h, 1 + dj : 1 + dj + w]
+                with np.errstate(invalid="ignore"):
+                    grow |= nb & (np.abs(top - nt) <= step_m)
+            grow &= cand
+            if not grow.any():
+                break
+            ground |= grow
+            cand &= ~grow
+    return ground.reshape(-1)[flat]
+
+
+def obstacle_points(
+    points: np.ndarray,
+    min_height: float,
+    max_height: float,
+    keep_z: bool = False,
+    step_m: float | None = None,
+    blind_m: float = 0.0,
+) -> np.ndarray:
+    """The points that block the body: height in ``[min_height, max_height]`` (m) and, with
+    ``step_m``, not on climbable ground (:func:`climbable_mask`: stairs and ramps the Go2 walks
+    up are terrain, not obstacles). (N, 2) xy, or (N, 3) xyz with ``keep_z``.
+
+    Args:
+        points: (N, 3) base_link points (z above the ground under the robot), m, e.g. from
+            :func:`depth_to_points` (floor points included).
+        min_height, max_height: the blocking height band, m.
+        keep_z: keep the z column.
+        step_m: the climbable step height, m; None = every point in the band blocks.
+        blind_m: the camera's blind zone, m (:func:`blind_zone_m`; :func:`climbable_mask`).
+    """
     m = (points[:, 2] >= min_height) & (points[:, 2] <= max_height)
+    if step_m is not None and m.any():
+        m &= ~climbable_mask(points, step_m, blind_m=blind_m)
     return np.ascontiguousarray(points[m, : 3 if keep_z else 2])
 
 
@@ -450,6 +574,12 @@ class ViewRegion:
         return near & (np.hypot(dx, dy) <= self.max_range) & (np.abs(np.arctan2(dy, dx)) <= self.half_hfov)
 
 
+#: Most depth points one remembered 5 cm cell stands for (a wall 1 m away fills a cell's column
+#: with ~360 points of a stride-4 640x480 image; 50 keeps a remembered wall above
+#: ``min_obstacle_points`` without letting memory outweigh the current frame).
+MEMORY_CELL_MAX_POINTS = 50
+
+
 class ObstacleMemory:
     """Short-term memory of obstacle points in the odom frame.
 
@@ -473,12 +603,21 @@ class ObstacleMemory:
         """Forget everything."""
         self._cells.clear()
 
-    def add(self, t: float, points_base: np.ndarray, pose: tuple[float, float, float], view: ViewRegion | None = None) -> None:
+    def add(
+        self,
+        t: float,
+        points_base: np.ndarray,
+        pose: tuple[float, float, float],
+        view: ViewRegion | None = None,
+        weights: np.ndarray | None = None,
+    ) -> None:
         """Remember ``points_base`` ((N, 2) xy or (N, 3) xyz in base_link, m) seen at time ``t`` from
         odom pose ``pose`` (x, y, yaw).
 
         Remembered points inside ``view`` (where the camera would have seen them) that this frame
-        did not see again are forgotten: the obstacle has moved away.
+        did not see again are forgotten: the obstacle has moved away. ``weights`` ((N,) depth
+        points each entry stands for, :attr:`Obstacles.weights`; None = one each) set the cells'
+        point counts (the batch simulator's weighted wall samples).
         """
         x, y, th = pose
         if view is not None and self._cells:
@@ -500,23 +639,36 @@ class ObstacleMemory:
         iy = np.floor(wy / self.cell_m).astype(np.int64)
         key = ix * 1_000_003 + iy  # one int64 per cell: 1-D unique is much faster than axis=0
         ukey, first, inv, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+        if weights is not None:
+            counts = np.rint(np.bincount(inv.ravel(), weights=np.asarray(weights, dtype=np.float64), minlength=len(ukey))).astype(np.int64)
         cells = np.stack([ix[first], iy[first]], axis=1)
         zs = points_base[:, 2] if points_base.shape[1] > 2 else np.zeros(len(points_base))
         ztop = np.full(len(ukey), -np.inf)
         np.maximum.at(ztop, inv.ravel(), zs)
         for (i, j), k, n, zt in zip(cells.tolist(), first.tolist(), counts.tolist(), ztop.tolist(), strict=True):
-            self._cells[(i, j)] = (float(wx[k]), float(wy[k]), t, min(int(n), 50), float(zt))
+            if n > 0:
+                self._cells[(i, j)] = (float(wx[k]), float(wy[k]), t, min(int(n), MEMORY_CELL_MAX_POINTS), float(zt))
 
-    def points(self, t: float, pose: tuple[float, float, float]) -> np.ndarray:
-        """Remembered points younger than ``keep_s`` as (N, 2) float32 in the base_link of ``pose``."""
+    def cells(self, t: float, pose: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Remembered cells younger than ``keep_s``: ((K, 2) float64 points in the base_link of
+        ``pose``, m; (K,) float64 depth points each stands for). Older cells are dropped."""
         old = [k for k, v in self._cells.items() if t - v[2] > self.keep_s]
         for k in old:
             del self._cells[k]
         if not self._cells:
-            return np.zeros((0, 2), np.float32)
+            return np.zeros((0, 2)), np.zeros(0)
         vals = list(self._cells.values())
-        a = np.repeat(np.array([(v[0], v[1]) for v in vals], dtype=np.float64), [v[3] for v in vals], axis=0)
+        a = np.array([(v[0], v[1]) for v in vals], dtype=np.float64)
+        n = np.array([v[3] for v in vals], dtype=np.float64)
         x, y, th = pose
         c, s = math.cos(th), math.sin(th)
         dx, dy = a[:, 0] - x, a[:, 1] - y
-        return np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1).astype(np.float32)
+        return np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1), n
+
+    def points(self, t: float, pose: tuple[float, float, float]) -> np.ndarray:
+        """Remembered points younger than ``keep_s`` as (N, 2) float32 in the base_link of ``pose``
+        (each cell repeated by its point count, :meth:`cells`)."""
+        pts, n = self.cells(t, pose)
+        if not len(pts):
+            return np.zeros((0, 2), np.float32)
+        return np.repeat(pts, n.astype(np.int64), axis=0).astype(np.float32)

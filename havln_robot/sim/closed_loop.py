@@ -49,7 +49,8 @@ from havln_robot import actions as A
 from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.motion.safety import Obstacles, Person
+from havln_robot.motion.safety import TERRAIN_CELL_M as SAFETY_TERRAIN_CELL_M
+from havln_robot.motion.safety import CameraMount, ObstacleMemory, Obstacles, Person, ViewRegion, climbable_mask
 from havln_robot.records import PARTIAL_DETAIL, ActionResult, CollisionRecord
 from havln_robot.sim.robot import D435I_HFOV_DEG, BaseLimits, NoiseModel, NoisyBase, base_config
 from havln_robot.sim.scene import WALL_THICKNESS_M
@@ -62,8 +63,8 @@ WALL_SAMPLE_M = 0.02
 #: body plus the front margin needs < 0.8 m; a turning 0.70 x 0.31 m body sweeps 0.38 m.
 VIEW_RANGE_M = 1.2
 
-#: Grid of the terrain samples (stairs, split levels), m.
-TERRAIN_CELL_M = 0.05
+#: Grid of the terrain samples (stairs, split levels), m: motion_node's climbable-terrain grid.
+TERRAIN_CELL_M = SAFETY_TERRAIN_CELL_M
 
 #: Terrain is sampled this far from base_link, m: the forward corridor ends at 0.35 + 0.25 + 0.10 m.
 TERRAIN_REACH_M = 0.75
@@ -232,6 +233,10 @@ class ClosedLoop:
         self._walls: dict[tuple[str, int], np.ndarray] = {}
         self._cam_xy = (float(self.params["camera_x_m"]), float(self.params["camera_y_m"]))
         sim = sim_profile()[1]
+        from havln_robot.camera import Intrinsics
+
+        self._intrinsics = Intrinsics.from_hfov(int(sim["camera_width"]), int(sim["camera_height"]), float(sim["camera_hfov_deg"]))
+        self._views: dict[float, ViewRegion] = {}
         self._camera_hz = float(sim["camera_rate_hz"])
         self._people_hz = float(sim["ground_truth_rate_hz"])
         self.reset(reset_world)
@@ -251,6 +256,8 @@ class ClosedLoop:
         self._odom = (0.0, 0.0, 0.0)
         self._pts_world: np.ndarray | None = None
         self._pts_dz = np.zeros(0)
+        self._walls_key: tuple[Any, ...] | None = None
+        self.memory = ObstacleMemory(keep_s=float(self.params["obstacle_memory_s"]))
         self._sense()
         for _ in range(int(round(self.settle_s / self.physics_dt))):
             self._physics()
@@ -297,6 +304,13 @@ class ClosedLoop:
     def _load_walls(self) -> None:
         """Sample the walls within :data:`VIEW_RANGE_M` + a step of the TRUE position (map frame) with their weights."""
         x, y, _, _ = self.world.pose
+        sup = self.world._support
+        # the samples depend on the support, the position and the ground height only: a turn, a
+        # look or the expert's would_refuse at the same spot reuses them (1 mm / 1 cm keys)
+        key = (sup.kind, sup.index, int(round(x * 1000)), int(round(y * 1000)), int(round(self.world.camera_pose[2] * 100)))
+        if key == self._walls_key:
+            return
+        self._walls_key = key
         segs = self._wall_segments()
         reach = VIEW_RANGE_M + A.FORWARD_STEP_M
         if not len(segs):
@@ -328,9 +342,13 @@ class ClosedLoop:
 
         The renderer draws floors flat at :attr:`Floor.z` and stairs sloped; motion_node judges depth
         points by their height above the ground under the robot (``obstacle_min_height_m`` ..
-        ``obstacle_max_height_m``), so rising ground ahead is an obstacle to it -- the same rule
-        applies here. Sampled on a :data:`TERRAIN_CELL_M` grid around the robot, only where stairs
-        or another floor are within reach (elsewhere the ground is flat)."""
+        ``obstacle_max_height_m``) and drops the ground it can climb
+        (:func:`~havln_robot.motion.safety.climbable_mask`: stairs and ramps rising at most
+        ``max_step_height_m`` per cell, reachable from its floor) -- the same two rules apply here,
+        on the analytic ground heights (the batch world sees all the ground: no blind zone). What
+        remains is a face taller than a step (a split level's edge). Sampled on a
+        :data:`TERRAIN_CELL_M` grid around the robot, only where stairs or another floor are within
+        reach (elsewhere the ground is flat)."""
         w, scene = self.world, self.world.scene
         x, y, _, _ = w.pose
         z0 = w.camera_pose[2]
@@ -343,59 +361,111 @@ class ClosedLoop:
         if not near_ramp and not (sup.kind == "floor" and len(scene.near_floors(sup.index)) > 1):
             return np.zeros((0, 2)), np.zeros(0)
         lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
-        cache = scene.__dict__.setdefault("_terrain_cache", {})  # (support, z0 cm, ix, iy) -> drawn ground rise or None
+        # (support, z0 in 10 cm, ix, iy) -> absolute drawn ground height, m, or None (no ground): the
+        # ground's z0 only picks among overlapping surfaces (flights a storey apart), so a coarse key
+        # lets a walk up a flight reuse the cells it saw a step before
+        cache = scene.__dict__.setdefault("_terrain_cache", {})
         c = TERRAIN_CELL_M
         n = int(math.ceil(reach / c))
         ix0, iy0 = int(round(x / c)), int(round(y / c))
-        zkey = (sup.kind, sup.index, int(round(z0 * 100)))
-        pts, rise = [], []
+        zb = int(round(z0 * 10))
+        zq = zb / 10.0
+        zkey = (sup.kind, sup.index, zb)
+        pts, height = [], []
+        r2 = reach * reach
         for i in range(ix0 - n, ix0 + n + 1):
+            px = i * c
+            dx2 = (px - x) ** 2
             for j in range(iy0 - n, iy0 + n + 1):
-                px, py = i * c, j * c
-                if (px - x) ** 2 + (py - y) ** 2 > reach * reach:
+                py = j * c
+                if dx2 + (py - y) ** 2 > r2:
                     continue
                 key = (*zkey, i, j)
-                dz = cache.get(key, False)
-                if dz is False:
-                    s2 = scene.support(px, py, z0, prefer=sup)
-                    dz = None if s2 is None else (float(scene.floors[s2.index].z) if s2.kind == "floor" else float(s2.z)) - z0
-                    cache[key] = dz
-                if dz is not None and lo <= dz <= hi:
+                h = cache.get(key, False)
+                if h is False:
+                    s2 = scene.support(px, py, zq, prefer=sup)
+                    h = None if s2 is None else (float(scene.floors[s2.index].z) if s2.kind == "floor" else float(s2.z))
+                    cache[key] = h
+                if h is not None:
                     pts.append((px, py))
-                    rise.append(dz)
-        return (np.asarray(pts, dtype=np.float64).reshape(-1, 2), np.asarray(rise, dtype=np.float64))
+                    height.append(h)
+        rise = [h - z0 for h in height]
+        if not pts:
+            return np.zeros((0, 2)), np.zeros(0)
+        P, dz = np.asarray(pts, dtype=np.float64).reshape(-1, 2), np.asarray(rise, dtype=np.float64)
+        band = (dz >= lo) & (dz <= hi)
+        step = float(self.params["max_step_height_m"])
+        if step > 0 and band.any():  # motion_node's climbable-terrain rule on the same ground cells
+            # binned in the map frame (each sample is one TERRAIN_CELL_M cell; no blind zone here,
+            # so the rule does not need base_link coordinates); heights above the robot's ground
+            band &= ~climbable_mask(np.stack([P[:, 0] + 0.5 * c, P[:, 1] + 0.5 * c, dz], axis=1), step, cell_m=c)
+        return P[band], dz[band]
 
     def obstacles(self) -> Obstacles:
-        """What motion_node would know now: wall points and people in base_link of the TRUE pose.
-
-        Wall points: see the module docstring (weights from :func:`wall_weights`). People: every
-        person on the robot's floor within 10 m (sim_node's ``people_range_m``), as ``havln/people``.
-        """
-        pts, weights = self._wall_obstacles()
+        """What motion_node would know now, without a new depth frame: the points the camera sees
+        from the TRUE pose plus the remembered ones (nothing is added to the memory), and the
+        people. See :meth:`_frame`."""
+        pts, weights = self._frame(remember=False)
         return Obstacles(points=pts, people=self._people(), weights=weights)
 
-    def _wall_obstacles(self) -> tuple[np.ndarray, np.ndarray]:
-        """(N, 2) wall / terrain points in base_link of the TRUE pose and their (N,) depth-point weights."""
+    def _view(self) -> ViewRegion:
+        """motion_node's :class:`ViewRegion` for the current camera pitch (mount pitch plus the
+        executor's virtual pitch when ``virtual_pitch_tilts_depth``)."""
+        p = self.params
+        pitch = math.radians(float(p["camera_pitch_deg"])) + (float(self.executor.pitch) if p["virtual_pitch_tilts_depth"] else 0.0)
+        key = round(pitch, 6)
+        v = self._views.get(key)
+        if v is None:
+            mount = CameraMount(float(p["camera_x_m"]), float(p["camera_y_m"]), float(p["camera_z_m"]), pitch)
+            k = self._intrinsics
+            v = ViewRegion.from_camera(k, k.width, k.height, mount, float(p["obstacle_min_height_m"]), float(p["depth_max_m"]))
+            self._views[key] = v
+        return v
+
+    def _frame(self, remember: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """One depth frame as motion_node's :class:`~havln_robot.motion.obstacles.ObstacleTracker`
+        turns it into obstacles: the wall / terrain / leg samples inside the camera's view
+        (:class:`ViewRegion` of the TRUE pose: horizontal field of view, depth range, the blind zone
+        under the image for low ground), remembered in the SAME :class:`ObstacleMemory` (odom frame,
+        moved by the BELIEVED pose, forgotten after ``obstacle_memory_s`` or when in view and not
+        seen again), returned with the remembered cells, as live.
+
+        Returns:
+            ((N, 2) base_link points, m; (N,) depth points each stands for).
+        """
         x, y, _, yaw = self.world.pose
         c, s = math.cos(yaw), math.sin(yaw)
+        top = float(self.params["obstacle_max_height_m"])
         P = self._pts_world
         if P is None or not len(P):
-            return np.zeros((0, 2), np.float64), np.zeros(0)
-        dx, dy = P[:, 0] - x, P[:, 1] - y
-        bx, by = c * dx + s * dy, -s * dx + c * dy
-        near = bx * bx + by * by <= VIEW_RANGE_M * VIEW_RANGE_M
-        pts = np.stack([bx[near], by[near]], axis=1)
-        cam = np.hypot(pts[:, 0] - self._cam_xy[0], pts[:, 1] - self._cam_xy[1])
+            bx = by = z = np.zeros(0)
+        else:
+            dx, dy = P[:, 0] - x, P[:, 1] - y
+            bx, by = c * dx + s * dy, -s * dx + c * dy
+            z = np.where(self._pts_dz > 0, self._pts_dz, top)
+        cam = np.hypot(bx - self._cam_xy[0], by - self._cam_xy[1])
         weights = wall_weights(cam, WALL_SAMPLE_M, self.params)
-        terrain = self._pts_dz[near] > 0
+        terrain = self._pts_dz > 0
         if terrain.any():  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
             weights[terrain] = wall_weights(cam[terrain], TERRAIN_CELL_M, self.params) * 0.25
         legs = self._person_points()
         if len(legs):  # people are in the depth image too (their legs inside the height band)
             lc = np.hypot(legs[:, 0] - self._cam_xy[0], legs[:, 1] - self._cam_xy[1])
-            pts = np.concatenate([pts, legs])
+            bx, by = np.concatenate([bx, legs[:, 0]]), np.concatenate([by, legs[:, 1]])
+            z = np.concatenate([z, np.full(len(legs), top)])
             weights = np.concatenate([weights, wall_weights(lc, WALL_SAMPLE_M, self.params)])
-        return pts, weights
+        view = self._view()
+        seen = view.contains(bx, by, z)
+        pts = np.stack([bx[seen], by[seen]], axis=1)
+        w = weights[seen]
+        if float(self.params["obstacle_memory_s"]) <= 0:
+            return pts, w
+        if remember:
+            self.memory.add(float(self.world.t), np.stack([bx[seen], by[seen], z[seen]], axis=1), self._odom, view, weights=w)
+        mp, mn = self.memory.cells(float(self.world.t), self._odom)
+        if len(mp):
+            pts, w = np.concatenate([pts, mp]), np.concatenate([w, mn])
+        return pts, w
 
     def _person_points(self) -> np.ndarray:
         """(N, 2) base_link points on the near half of each person's leg envelope (:data:`PERSON_DEPTH_RADIUS_M`)."""
@@ -469,11 +539,12 @@ class ClosedLoop:
             w.done, w.reason = True, "stop"
         else:
             self._load_walls()
-            tick = ex.start(action, t0, self._odom, self.gyro.yaw, self.obstacles())
+            pts, wts = self._frame()  # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
+            obs = Obstacles(points=pts, people=self._people(), weights=wts)
+            tick = ex.start(action, t0, self._odom, self.gyro.yaw, obs)
             self.base.command(*tick.cmd)
             results, cols = list(tick.results), list(tick.collisions)
             next_tick = t0 + self.period
-            obs = self.obstacles()
             cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
             next_cam, next_people = t0 + cam_period, t0 + people_period
             while not results and w.t - t0 < MAX_ACTION_S:
@@ -486,7 +557,7 @@ class ClosedLoop:
                     if w.t + 1e-9 >= next_cam:
                         next_cam += cam_period
                         obs = Obstacles(points=None, people=obs.people, weights=None)
-                        obs.points, obs.weights = self._wall_obstacles()
+                        obs.points, obs.weights = self._frame()
                     if w.t + 1e-9 >= next_people:
                         next_people += people_period
                         obs = Obstacles(points=obs.points, people=self._people(), weights=obs.weights)
