@@ -209,6 +209,9 @@ def main(argv: list[str]) -> int:
     """Run the agreement benchmark; 0 = printed (1 with ``--check`` when a target is missed), 2 = bad input / no data."""
     ap = argparse.ArgumentParser(prog="havln-robot bench agreement", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("--episodes", type=number_in(1, 340, integer=True), default=40, help="first N HA-R2R val_seen episodes (default 40)")
+    ap.add_argument(
+        "--offset", type=number_in(0, 339, integer=True), default=0, help="skip the first N val_seen episodes (split a run over processes)"
+    )
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"inputs, comma list of {', '.join(KINDS)} (default all)")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="people and noise seed, the same in both worlds (default 0)")
     ap.add_argument("--policy", default="models/small_panoramic.pt", help="the model input (default the shipped model)")
@@ -244,7 +247,7 @@ def main(argv: list[str]) -> int:
     from havln_robot.episodes import load_episodes
     from havln_robot.sim.scene import Scene
 
-    eps = load_episodes(ep_file, conn, limit=args.episodes)
+    eps = load_episodes(ep_file, conn, limit=args.offset + args.episodes)[args.offset :]
     recorded: dict[tuple[str, str], Outcome] | None = None
     if args.live_log:
         try:

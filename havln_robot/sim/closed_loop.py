@@ -82,6 +82,20 @@ CAMERA_WIDTH_PX = 640
 MAX_ACTION_S = 60.0
 
 
+def _crosses(ax: float, ay: float, bx: float, by: float, segs: np.ndarray) -> bool:
+    """True when the segment a-b (map xy, m) properly crosses any of ``segs`` ((K, 2, 2) map xy)."""
+    p, q = segs[:, 0], segs[:, 1]
+
+    def orient(ux, uy, vx, vy, wx, wy):
+        return (vx - ux) * (wy - uy) - (vy - uy) * (wx - ux)
+
+    d1 = orient(ax, ay, bx, by, p[:, 0], p[:, 1])
+    d2 = orient(ax, ay, bx, by, q[:, 0], q[:, 1])
+    d3 = orient(p[:, 0], p[:, 1], q[:, 0], q[:, 1], ax, ay)
+    d4 = orient(p[:, 0], p[:, 1], q[:, 0], q[:, 1], bx, by)
+    return bool(np.any((d1 * d2 < 0) & (d3 * d4 < 0)))
+
+
 class ClosedLoopError(ValueError):
     """An action literal or a parameter the stepper cannot use; the message names it."""
 
@@ -167,6 +181,31 @@ def sim_profile(path: str | Path | None = None) -> tuple[dict[str, Any], dict[st
 _PROFILES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
+def people_profile(path: str | Path | None = None) -> dict[str, Any]:
+    """The live sim graph's ``people_node`` parameters (default ``config/sim.yaml``), merged over
+    their spec's defaults and validated; cached.
+
+    Raises:
+        ClosedLoopError: the file cannot be read or a value is refused (one line naming it).
+    """
+    from havln_robot.params import ConfigError
+    from havln_robot.paths import config_dir
+    from havln_robot.perception.params import PEOPLE_PARAMS
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+
+    f = Path(path) if path is not None else config_dir() / "sim.yaml"
+    key = str(f)
+    if key not in _PEOPLE:
+        try:
+            _PEOPLE[key] = PEOPLE_PARAMS.validate(merged(matching(parse_file(f), node_fqn("people_node"))), f"{f}: people_node")
+        except ConfigError as exc:
+            raise ClosedLoopError(str(exc)) from None
+    return dict(_PEOPLE[key])
+
+
+_PEOPLE: dict[str, dict[str, Any]] = {}
+
+
 def motion_params(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """motion_node's parameters of the live sim graph (:func:`sim_profile`) with ``overrides``.
 
@@ -238,6 +277,15 @@ class ClosedLoop:
         self._intrinsics = Intrinsics.from_hfov(int(sim["camera_width"]), int(sim["camera_height"]), float(sim["camera_hfov_deg"]))
         self._views: dict[float, ViewRegion] = {}
         self._camera_hz = float(sim["camera_rate_hz"])
+        # people as motion_node receives them: sim_node's truth ('ground_truth') or people_node's
+        # tracks ('detected', config/sim.yaml): the SAME Kalman tracker fed with the people the
+        # camera sees (:meth:`_detect_people`)
+        self._people_detected = str(sim["people_source"]) == "detected"
+        self._people_cfg = None
+        if self._people_detected:
+            from havln_robot.perception.people import PeopleConfig
+
+            self._people_cfg = PeopleConfig.from_params(people_profile())
         self._people_hz = float(sim["ground_truth_rate_hz"])
         self.reset(reset_world)
 
@@ -258,6 +306,12 @@ class ClosedLoop:
         self._pts_dz = np.zeros(0)
         self._walls_key: tuple[Any, ...] | None = None
         self.memory = ObstacleMemory(keep_s=float(self.params["obstacle_memory_s"]))
+        self._tracks: list[Person] = []
+        self._tracker = None
+        if self._people_cfg is not None:
+            from havln_robot.perception.people import PeopleTracker
+
+            self._tracker = PeopleTracker(self._people_cfg)
         self._sense()
         for _ in range(int(round(self.settle_s / self.physics_dt))):
             self._physics()
@@ -454,6 +508,8 @@ class ClosedLoop:
             bx, by = np.concatenate([bx, legs[:, 0]]), np.concatenate([by, legs[:, 1]])
             z = np.concatenate([z, np.full(len(legs), top)])
             weights = np.concatenate([weights, wall_weights(lc, WALL_SAMPLE_M, self.params)])
+        if remember:
+            self._detect_people()
         view = self._view()
         seen = view.contains(bx, by, z)
         pts = np.stack([bx[seen], by[seen]], axis=1)
@@ -490,7 +546,61 @@ class ClosedLoop:
             out.append(np.stack([bx[k] + r * np.cos(a), by[k] + r * np.sin(a)], axis=1))
         return np.concatenate(out)
 
+    def _detect_people(self) -> None:
+        """One people_node frame: every person on the robot's floor whose centre the camera sees
+        (horizontal field of view, 0.3 m to ``max_range_m`` from the camera, as
+        :class:`~havln_robot.perception.people.DepthPeopleTracker` judges visibility) is a
+        detection at its true centre; the SAME :class:`~havln_robot.perception.people.PeopleTracker`
+        (odom frame, believed pose) confirms, keeps and drops tracks as live."""
+        if self._tracker is None:
+            return
+        from havln_robot.perception.people import Detection
+
+        w = self.world
+        k = self._intrinsics
+        half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
+        rmax = float(self._people_cfg.max_range_m)
+        mx, my = self._cam_xy
+
+        def visible(xy: np.ndarray) -> np.ndarray:
+            dx, dy = xy[:, 0] - mx, xy[:, 1] - my
+            r = np.hypot(dx, dy)
+            return (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= rmax)
+
+        dets = []
+        if len(w.crowd):
+            x, y, z, yaw = w.pose
+            c, s = math.cos(yaw), math.sin(yaw)
+            p = w.crowd.positions(w.t)
+            dx, dy = p[:, 0] - x, p[:, 1] - y
+            bxy = np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1)
+            ok = (np.abs(p[:, 2] - z) < 1.0) & visible(bxy)
+            # the whole body inside the image: a person cut by the image edge is a fragment the
+            # detector's width test rejects (half a shoulder breadth, 0.25 m, inside the edge)
+            rng = np.hypot(bxy[:, 0] - mx, bxy[:, 1] - my)
+            bearing = np.abs(np.arctan2(bxy[:, 1] - my, bxy[:, 0] - mx))
+            ok &= bearing + np.arctan2(0.25, np.maximum(rng, 0.3)) <= half
+            if ok.any():  # behind a wall of the robot's floor: not in the depth image
+                segs = self._wall_segments()
+                if len(segs):
+                    cx, cy = x + c * mx - s * my, y + s * mx + c * my
+                    for i in np.flatnonzero(ok):
+                        ok[i] = not _crosses(cx, cy, float(p[i, 0]), float(p[i, 1]), segs)
+            P = self._pts_world
+            if ok.any() and P is not None and len(P):
+                # the detector clusters depth on a cell_m grid (8-connected): legs closer to a wall
+                # than their envelope plus ~1.5 cells merge with it into one cluster too wide to be
+                # a person -- people_node misses a person standing against a wall or in a door frame
+                wall = P[self._pts_dz <= 0]
+                if len(wall):
+                    d = np.hypot(p[:, None, 0] - wall[None, :, 0], p[:, None, 1] - wall[None, :, 1]).min(axis=1)
+                    ok &= d > PERSON_DEPTH_RADIUS_M + 1.5 * float(self._people_cfg.cell_m)
+            dets = [Detection(float(bxy[i, 0]), float(bxy[i, 1]), 1.7, 0.0, 0.45, 0.3, 100) for i in np.flatnonzero(ok)]
+        self._tracks = [tr.person() for tr in self._tracker.update(float(w.t), dets, self._odom, visible)]
+
     def _people(self) -> list[Person]:
+        if self._tracker is not None:
+            return list(self._tracks)
         w = self.world
         crowd = w.crowd
         if not len(crowd):
@@ -503,13 +613,30 @@ class ClosedLoop:
         return [Person(float(c * dx[k] + s * dy[k]), float(-s * dx[k] + c * dy[k]), int(crowd.ids[k])) for k in np.flatnonzero(ok)]
 
     # ------------------------------------------------------------------ actions
-    def would_refuse(self, action: str) -> bool:
+    def would_refuse(self, action: str, yaw_offset: float = 0.0) -> bool:
         """True when motion_node's executor would refuse ``action`` before starting it here and now
         (asks a fresh :class:`Executor` with the same configuration; nothing moves). The expert
-        uses it so that it plans with the executor's rules rather than a copy of them."""
+        uses it so that it plans with the executor's rules rather than a copy of them.
+
+        Args:
+            action: an HA-VLN literal.
+            yaw_offset: ask as if the robot had first turned by this much (rad, CCW +): what it
+                knows now, in the turned base_link (the expert's search for a free heading).
+        """
         self._load_walls()
+        obs = self.obstacles()
+        if yaw_offset:
+            c, s = math.cos(yaw_offset), math.sin(yaw_offset)
+            pts = obs.points
+            if pts is not None and len(pts):
+                pts = np.stack([c * pts[:, 0] + s * pts[:, 1], -s * pts[:, 0] + c * pts[:, 1]], axis=1)
+            people = [
+                Person(c * p.x + s * p.y, -s * p.x + c * p.y, p.human_id, c * p.vx + s * p.vy, -s * p.vx + c * p.vy) for p in obs.people
+            ]
+            obs = Obstacles(points=pts, people=people, weights=obs.weights)
+        x, y, th = self._odom
         probe = Executor(self.cfg)
-        tick = probe.start(action, float(self.world.t), self._odom, self.gyro.yaw, self.obstacles())
+        tick = probe.start(action, float(self.world.t), (x, y, th + yaw_offset), self.gyro.yaw + yaw_offset, obs)
         return bool(tick.results and tick.results[0].is_refused)
 
     def step(self, action: str) -> ClosedLoopStep:

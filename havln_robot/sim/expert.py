@@ -90,6 +90,7 @@ class Expert:
         self._since_best = 0
         self._wait = 0
         self._pending: list[str] = []
+        self._commit: float | None = None
         self.replans = 0
 
     def _set_plan(self, pts: np.ndarray) -> None:
@@ -187,6 +188,14 @@ class Expert:
         if math.hypot(carrot[0] - x, carrot[1] - y) < 0.05:
             carrot = self._point_at(total)
         desired = math.atan2(carrot[1] - y, carrot[0] - x)
+        if self._commit is not None:  # a heading chosen to get round a refusal: turn to it, step once
+            cerr = wrap_angle(self._commit - yaw)
+            if abs(cerr) > ALIGN_TOL_RAD:
+                return TURN_LEFT if cerr > 0 else TURN_RIGHT
+            self._commit = None
+            if not self._blocked(x, y, z, yaw):
+                self._wait = 0
+                return MOVE_FORWARD
         err = wrap_angle(desired - yaw)
         if abs(err) > ALIGN_TOL_RAD:
             return TURN_LEFT if err > 0 else TURN_RIGHT
@@ -197,11 +206,17 @@ class Expert:
         if self._replan(x, y, z):
             self.replans += 1
             carrot = self._point_at(self._project(x, y, z) + DETOUR_LOOKAHEAD_M)
-            err = wrap_angle(math.atan2(carrot[1] - y, carrot[0] - x) - yaw)
+            head = math.atan2(carrot[1] - y, carrot[0] - x)
+            err = wrap_angle(head - yaw)
             if abs(err) > ALIGN_TOL_RAD:
+                self._commit = head  # hold it: the pursuit would turn straight back (a turn-left/right loop)
                 return TURN_LEFT if err > 0 else TURN_RIGHT
             if not self._blocked(x, y, z, yaw):
                 return MOVE_FORWARD
+        free = self._free_heading(x, y, z, yaw, desired)
+        if free is not None:
+            self._commit = free
+            return TURN_LEFT if wrap_angle(free - yaw) > 0 else TURN_RIGHT
         self._wait += 1
         away = self._turn_away(x, y, z, yaw)
         if away is not None:  # inside a person's personal space: the executor refuses every step towards them
@@ -211,6 +226,25 @@ class Expert:
             return MOVE_FORWARD  # give up waiting: push on (a contact is counted if it happens)
         self._pending = [LOOK_DOWN]
         return LOOK_UP
+
+    def _free_heading(self, x: float, y: float, z: float, yaw: float, desired: float) -> float | None:
+        """The heading nearest ``desired`` (in 15-deg turns from ``yaw``, within +-90 deg of it) in which
+        a MOVE_FORWARD would neither be refused by the executor (:meth:`ClosedLoop.would_refuse`
+        after the turn) nor touch a wall; None when there is none (then the expert waits)."""
+        w = self.world
+        turn = math.radians(15.0)
+        offs = [k * turn for k in range(-12, 13) if k]
+        offs.sort(key=lambda o: abs(wrap_angle(yaw + o - desired)))
+        for o in offs:
+            h = wrap_angle(yaw + o)
+            if abs(wrap_angle(h - desired)) > math.radians(90.0) + 1e-6:
+                break
+            dx, dy = FORWARD_STEP_M * math.cos(h), FORWARD_STEP_M * math.sin(h)
+            if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
+                continue
+            if not w.loop.would_refuse(MOVE_FORWARD, yaw_offset=o):
+                return h
+        return None
 
     def _turn_away(self, x: float, y: float, z: float, yaw: float) -> str | None:
         """TURN_LEFT/RIGHT away from the nearest person when they stand ahead within the executor's
