@@ -285,7 +285,9 @@ class ClosedLoop:
         if self._people_detected:
             from havln_robot.perception.people import PeopleConfig
 
-            self._people_cfg = PeopleConfig.from_params(people_profile())
+            pp = people_profile()
+            self._people_cfg = PeopleConfig.from_params(pp)
+            self._people_period = 1.0 / float(pp["rate_hz"])
         self._people_hz = float(sim["ground_truth_rate_hz"])
         self.reset(reset_world)
 
@@ -308,6 +310,7 @@ class ClosedLoop:
         self.memory = ObstacleMemory(keep_s=float(self.params["obstacle_memory_s"]))
         self._tracks: list[Person] = []
         self._tracker = None
+        self._next_people_frame = -math.inf
         if self._people_cfg is not None:
             from havln_robot.perception.people import PeopleTracker
 
@@ -508,7 +511,9 @@ class ClosedLoop:
             bx, by = np.concatenate([bx, legs[:, 0]]), np.concatenate([by, legs[:, 1]])
             z = np.concatenate([z, np.full(len(legs), top)])
             weights = np.concatenate([weights, wall_weights(lc, WALL_SAMPLE_M, self.params)])
-        if remember:
+        if remember and self._tracker is not None and float(self.world.t) + 1e-9 >= self._next_people_frame:
+            # people_node processes at most rate_hz frames per second (config/sim.yaml: 15 of the camera's 30)
+            self._next_people_frame = float(self.world.t) + self._people_period
             self._detect_people()
         view = self._view()
         seen = view.contains(bx, by, z)
@@ -554,6 +559,8 @@ class ClosedLoop:
         (odom frame, believed pose) confirms, keeps and drops tracks as live."""
         if self._tracker is None:
             return
+        if not len(self.world.crowd) and not self._tracks:
+            return  # nobody to see, nothing tracked: people_node publishes an empty list
         from havln_robot.perception.people import Detection
 
         w = self.world
