@@ -177,3 +177,53 @@ def test_live_side_can_be_read_back_from_a_recorded_run(tmp_path):
     ]
     (s,) = summarize(rows)
     assert s["agree"] == 1.0 and s["d_sr"] == 0.0 and s["coll_live"] == 1
+
+
+def test_batch_sees_only_what_the_camera_sees_and_remembers_it():
+    """Obstacles in batch are what motion_node's ObstacleTracker would hold: the samples inside the
+    camera's view (none behind the robot) plus the SAME ObstacleMemory (3 s, odom frame). Before,
+    batch saw every wall within 1.2 m -- a perfect memory that refused steps the live robot took."""
+    w = World(Scene.builtin(), _episode(start=(3.5, 0.0, 0.0), yaw=math.pi / 2), Crowd([]), seed=0)
+    loop = w.loop
+    loop._load_walls()
+    assert len(loop._pts_world) > 100
+    pts = loop.obstacles().points
+    assert len(pts) and not (pts[:, 0] < 0.0).any()  # nothing behind base_link: the camera looks forward
+    w.step("MOVE_FORWARD")  # frames taken while moving are remembered
+    cells = len(loop.memory._cells)
+    assert cells > 0
+    for _ in range(3):  # turn 45 deg (2.1 s): the wall leaves the view but stays remembered (3 s)
+        w.step("TURN_LEFT")
+    pts, n = loop.memory.cells(w.t, loop.odom)
+    assert len(pts) and (pts[:, 1] < -0.2).any()  # the wall that was ahead is now on the right
+    t_end = w.t + 3.5
+    while w.t < t_end:  # turning back and forth away from it: the remembered wall expires
+        w.step("TURN_LEFT")
+        w.step("TURN_RIGHT")
+    pts, _ = loop.memory.cells(w.t, loop.odom)
+    assert not (pts[:, 1] < -0.3).any() if len(pts) else True
+
+
+@pytest.mark.parametrize(
+    ("where", "seen"),
+    [("in the open ahead", True), ("against the wall ahead", False), ("behind the robot", False), ("behind a wall", False)],
+)
+def test_batch_people_are_the_people_node_tracks(where, seen):
+    """config/sim.yaml feeds motion_node from people_node (people_source: detected); batch runs the
+    SAME PeopleTracker on the people the camera would detect: inside the image whole, not merged
+    with a wall (val_seen 139: a person standing in a door frame was refused around in batch from
+    ground truth while people_node never detected them live), not behind a wall."""
+    from havln_robot.sim.humans import SimHuman
+
+    pos = {  # the builtin hallway runs along x, its walls' faces at y = +-0.66 m
+        "in the open ahead": (5.3, 0.0, 0.0),
+        "against the wall ahead": (5.3, 0.45, 0.0),
+        "behind the robot": (1.8, 0.0, 0.0),
+        "behind a wall": (7.0, 1.6, 0.0),
+    }[where]
+    w = World(Scene.builtin(), _episode(start=(3.5, 0.0, 0.0), yaw=0.0), Crowd([SimHuman(7, "standing", pos, pos)]), seed=0)
+    assert w.loop._tracker is not None  # the shipped sim profile
+    w.step("TURN_LEFT")
+    w.step("TURN_RIGHT")  # frames over ~1.4 s: min_hits reached for a seen person
+    people = w.loop._people()
+    assert bool(people) == seen, (where, people)

@@ -287,7 +287,7 @@ def main(argv: list[str]) -> int:
                 b, seq = _batch_policy(ep, scene, policy, args.seed)
             t_batch += time.perf_counter() - t0
             n_batch_actions += b.actions
-            row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None}
+            row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None, "actions": list(seq)}
             if recorded is not None:
                 row["live"] = asdict(recorded[(ep.episode_id, kind)])
             elif not args.batch_only:

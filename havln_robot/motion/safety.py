@@ -192,7 +192,7 @@ _NEIGHBOURS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, 
 def blind_zone_m(k: Intrinsics, mount: CameraMount) -> float:
     """Distance ahead of base_link within which the camera cannot see the ground, m: where the
     lower edge of the image meets the floor (``inf`` when the lower edge looks at or above the
-    horizon). A level D435i at 0.41 m (config/sim.yaml) sees the floor from 1.36 m on."""
+    horizon). A level D435i at 0.41 m (config/sim.yaml, 640x480) sees the floor from 1.10 m on."""
     lower = math.atan2(max(float(k.height) - 1.0 - k.cy, 0.0), k.fy) - mount.pitch  # below the horizon, rad
     if lower <= 1e-6:
         return math.inf

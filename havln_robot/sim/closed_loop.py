@@ -82,6 +82,15 @@ CAMERA_WIDTH_PX = 640
 MAX_ACTION_S = 60.0
 
 
+def _segment_distance(x: float, y: float, segs: np.ndarray) -> float:
+    """Distance from (x, y) to the nearest of ``segs`` ((K, 2, 2) map xy), m."""
+    a, b = segs[:, 0], segs[:, 1]
+    ab = b - a
+    L2 = np.maximum((ab**2).sum(1), 1e-12)
+    t = np.clip(((x - a[:, 0]) * ab[:, 0] + (y - a[:, 1]) * ab[:, 1]) / L2, 0.0, 1.0)
+    return float(np.hypot(a[:, 0] + t * ab[:, 0] - x, a[:, 1] + t * ab[:, 1] - y).min())
+
+
 def _crosses(ax: float, ay: float, bx: float, by: float, segs: np.ndarray) -> bool:
     """True when the segment a-b (map xy, m) properly crosses any of ``segs`` ((K, 2, 2) map xy)."""
     p, q = segs[:, 0], segs[:, 1]
@@ -593,15 +602,15 @@ class ClosedLoop:
                     cx, cy = x + c * mx - s * my, y + s * mx + c * my
                     for i in np.flatnonzero(ok):
                         ok[i] = not _crosses(cx, cy, float(p[i, 0]), float(p[i, 1]), segs)
-            P = self._pts_world
-            if ok.any() and P is not None and len(P):
+            if ok.any():
                 # the detector clusters depth on a cell_m grid (8-connected): legs closer to a wall
                 # than their envelope plus ~1.5 cells merge with it into one cluster too wide to be
                 # a person -- people_node misses a person standing against a wall or in a door frame
-                wall = P[self._pts_dz <= 0]
-                if len(wall):
-                    d = np.hypot(p[:, None, 0] - wall[None, :, 0], p[:, None, 1] - wall[None, :, 1]).min(axis=1)
-                    ok &= d > PERSON_DEPTH_RADIUS_M + 1.5 * float(self._people_cfg.cell_m)
+                segs = self._wall_segments()
+                if len(segs):
+                    near = PERSON_DEPTH_RADIUS_M + 1.5 * float(self._people_cfg.cell_m)
+                    for i in np.flatnonzero(ok):
+                        ok[i] = _segment_distance(float(p[i, 0]), float(p[i, 1]), segs) > near
             dets = [Detection(float(bxy[i, 0]), float(bxy[i, 1]), 1.7, 0.0, 0.45, 0.3, 100) for i in np.flatnonzero(ok)]
         self._tracks = [tr.person() for tr in self._tracker.update(float(w.t), dets, self._odom, visible)]
 
