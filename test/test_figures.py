@@ -99,8 +99,7 @@ def test_data_parts_run_or_say_why(quick: dict) -> None:
     if have:
         rows = {r["policy"]: r for r in fig["eval"]["rows"]}
         assert list(rows) == ["expert", "forward", "random", "small_panoramic"]
-        # closed-loop world (issue 23): of the first two val_seen episodes motion_node refuses 711's stairs
-        assert rows["expert"]["success_pct"] == 50.0 and rows["expert"]["episodes"] == 2
+        assert rows["expert"]["success_pct"] == 100.0 and rows["expert"]["episodes"] == 2
         for r in rows.values():
             assert 0 <= r["sr_pct"] <= r["success_pct"] <= 100 and r["ne_median_m"] >= 0
         assert 0 <= float(fig["replay"]["sr"]) <= 1

@@ -38,11 +38,6 @@ def test_expert_succeeds_on_single_floor_episodes_in_the_closed_loop_world(val_s
         validate_sequence(r.actions)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 23 left undone: inside the executor's personal space (0.45 m from the footprint) every step towards "
-    "the person is refused, and the expert's detour and its turn-away oscillate (docs/sim.md Limits)",
-)
 def test_expert_goes_around_a_person_standing_on_the_path():
     from havln_robot.episodes import Episode
     from havln_robot.sim.humans import SimHuman

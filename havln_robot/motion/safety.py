@@ -291,7 +291,8 @@ def obstacle_points(
     Args:
         points: (N, 3) base_link points (z above the ground under the robot), m, e.g. from
             :func:`depth_to_points` (floor points included).
-        min_height, max_height: the blocking height band, m.
+        min_height: lowest blocking height above the ground, m.
+        max_height: highest blocking height above the ground, m.
         keep_z: keep the z column.
         step_m: the climbable step height, m; None = every point in the band blocks.
         blind_m: the camera's blind zone, m (:func:`blind_zone_m`; :func:`climbable_mask`).
