@@ -26,10 +26,15 @@ them). Each sample carries the number of depth points the camera would return fr
 patch (:func:`wall_weights`: columns x rows of a ``depth_stride``-strided 640x480 D435i image
 over the ``obstacle_min_height_m``..``obstacle_max_height_m`` band), so the ``min_obstacle_points``
 threshold of :func:`~havln_robot.motion.safety.forward_hazard` / ``turn_hazard`` counts the same
-thing in both worlds (:attr:`Obstacles.weights`). The remaining difference: batch sees every
-wall within range (a perfect obstacle memory) where the live camera sees its 69.4 deg field of
-view plus what it remembered for 3 s; ``test/test_closed_loop.py`` checks the two point sets
-against each other on rendered depth.
+thing in both worlds (:attr:`Obstacles.weights`). Stairs and split levels are sampled as ground
+cells through motion_node's climbable-terrain rule (:func:`~havln_robot.motion.safety.climbable_mask`).
+At the camera rate the samples inside the camera's :class:`~havln_robot.motion.safety.ViewRegion`
+(field of view, range, the blind zone under the image) are one depth frame, remembered in the
+SAME :class:`~havln_robot.motion.safety.ObstacleMemory` as live (odom frame, believed pose, 3 s):
+:meth:`ClosedLoop._frame`. People reach the executor as people_node's tracks (config/sim.yaml
+``people_source: detected``): the SAME :class:`~havln_robot.perception.people.PeopleTracker` fed
+with the people the camera would detect (:meth:`ClosedLoop._detect_people`).
+``test/test_closed_loop.py`` checks the point sets against rendered depth.
 
 Determinism: one episode's run depends only on the world's seed (people) and the stepper's seed
 (noise); the same seeds replay the same poses bit for bit.
