@@ -227,3 +227,14 @@ def test_batch_people_are_the_people_node_tracks(where, seen):
     w.step("TURN_RIGHT")  # frames over ~1.4 s: min_hits reached for a seen person
     people = w.loop._people()
     assert bool(people) == seen, (where, people)
+
+
+def test_bench_agreement_offset_splits_a_run_over_processes(havln_data, capsys):
+    """--offset N skips the first N val_seen episodes (a 40-episode live run split over ROS domains)."""
+    from havln_robot.bench.agreement import main
+    from havln_robot.episodes import load_episodes
+
+    third = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", havln_data / "connectivity", limit=3)[2]
+    assert main(["--offset", "2", "--episodes", "1", "--kinds", "reference", "--batch-only"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  episode")]
+    assert len(lines) == 1 and lines[0].split()[1] == third.episode_id

@@ -277,9 +277,9 @@ def test_sweep_2x2_on_ray_writes_table_plot_and_caches(havln_data, ray_local, tm
     assert [(r["policy"], r["people"]) for r in rows] == [("expert", "0"), ("expert", "1"), ("forward", "0"), ("forward", "1")]
     assert all(r["n"] == "3" for r in rows)
     sr = {(r["policy"], r["people"]): float(r["sr"]) for r in rows}
-    # closed-loop world (issue 23): motion_node refuses the stairs of val_seen 711, so the expert makes 2 of 3
-    assert sr[("expert", "0")] == pytest.approx(2 / 3) and sr[("forward", "0")] == 0.0
-    assert float(rows[0]["sr_lo"]) < 2 / 3 < float(rows[0]["sr_hi"]) < 1.0  # Wilson interval of 2/3
+    # closed-loop world (issue 23): the expert walks all 3, 711's stairs included (climbable-terrain rule)
+    assert sr[("expert", "0")] == 1.0 and sr[("forward", "0")] == 0.0
+    assert float(rows[0]["sr_lo"]) < 1.0 == float(rows[0]["sr_hi"])  # Wilson interval of 3/3
     assert (out / "sweep.md").read_text().count("\n| ") == 2 + 4 and (out / "sweep_sr.png").stat().st_size > 10_000
     # the same settings again come from the cache (serial engine: Ray is not even needed)
     assert sweep.main([str(spec), "--out", str(out), "-q"]) == 0

@@ -23,10 +23,9 @@ def val_seen(havln_data):
 
 
 def test_expert_succeeds_on_single_floor_episodes_in_the_closed_loop_world(val_seen, havln_data):
-    """The expert through motion_node's executor (World.step = ClosedLoop): single-floor episodes
-    succeed but for a person standing in the way (the executor refuses to enter personal space and
-    the expert does not replan around refusals). Stairs are refused by motion_node's depth rule
-    (the rising stairs lie in the obstacle height band), in batch as live: docs/sim.md Limits."""
+    """The expert through motion_node's executor (World.step = ClosedLoop) on single-floor episodes:
+    it plans with the executor's refusals (would_refuse) and looks for a free heading when refused;
+    a few may still fail next to people (personal space). Stairs: test_sim_stairs.py."""
     flat = [e for e in val_seen[::30] if max(p[2] for p in e.reference_path) - min(p[2] for p in e.reference_path) <= 1.0]
     recs = evaluate(flat, "expert", havln_data / "connectivity", seed=0)
     assert len(recs) == len(flat)
