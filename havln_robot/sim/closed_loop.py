@@ -166,6 +166,33 @@ class ClosedLoopStep:
         return bool(self.result is not None and self.result.is_refused)
 
 
+def _node_params(path: str | Path | None, node: str) -> dict[str, Any]:
+    """One node's section of a profile (default ``config/sim.yaml``) merged over its spec's defaults
+    and validated; cached per file and node.
+
+    Raises:
+        ClosedLoopError: the file cannot be read or a value is refused (one line naming it).
+    """
+    from havln_robot.params import ConfigError
+    from havln_robot.paths import config_dir
+    from havln_robot.perception.params import PEOPLE_PARAMS
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    f = Path(path) if path is not None else config_dir() / "sim.yaml"
+    key = (str(f), node)
+    if key not in _PROFILES:
+        spec = {"motion_node": MOTION_PARAMS, "sim_node": SIM_NODE_PARAMS, "people_node": PEOPLE_PARAMS}[node]
+        try:
+            _PROFILES[key] = spec.validate(merged(matching(parse_file(f), node_fqn(node))), f"{f}: {node}")
+        except ConfigError as exc:
+            raise ClosedLoopError(str(exc)) from None
+    return dict(_PROFILES[key])
+
+
+_PROFILES: dict[tuple[str, str], dict[str, Any]] = {}
+
+
 def sim_profile(path: str | Path | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The live sim graph's ``motion_node`` and ``sim_node`` parameters from a profile
     (default ``config/sim.yaml``), each merged over its spec's defaults and validated; cached.
@@ -173,26 +200,7 @@ def sim_profile(path: str | Path | None = None) -> tuple[dict[str, Any], dict[st
     Raises:
         ClosedLoopError: the file cannot be read or a value is refused (one line naming it).
     """
-    from havln_robot.params import ConfigError
-    from havln_robot.paths import config_dir
-    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
-    from havln_robot.sim.params import SIM_NODE_PARAMS
-
-    f = Path(path) if path is not None else config_dir() / "sim.yaml"
-    key = str(f)
-    if key not in _PROFILES:
-        try:
-            secs = parse_file(f)
-            motion = MOTION_PARAMS.validate(merged(matching(secs, node_fqn("motion_node"))), f"{f}: motion_node")
-            sim = SIM_NODE_PARAMS.validate(merged(matching(secs, node_fqn("sim_node"))), f"{f}: sim_node")
-        except ConfigError as exc:
-            raise ClosedLoopError(str(exc)) from None
-        _PROFILES[key] = (motion, sim)
-    motion, sim = _PROFILES[key]
-    return dict(motion), dict(sim)
-
-
-_PROFILES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    return _node_params(path, "motion_node"), _node_params(path, "sim_node")
 
 
 def people_profile(path: str | Path | None = None) -> dict[str, Any]:
@@ -202,22 +210,7 @@ def people_profile(path: str | Path | None = None) -> dict[str, Any]:
     Raises:
         ClosedLoopError: the file cannot be read or a value is refused (one line naming it).
     """
-    from havln_robot.params import ConfigError
-    from havln_robot.paths import config_dir
-    from havln_robot.perception.params import PEOPLE_PARAMS
-    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
-
-    f = Path(path) if path is not None else config_dir() / "sim.yaml"
-    key = str(f)
-    if key not in _PEOPLE:
-        try:
-            _PEOPLE[key] = PEOPLE_PARAMS.validate(merged(matching(parse_file(f), node_fqn("people_node"))), f"{f}: people_node")
-        except ConfigError as exc:
-            raise ClosedLoopError(str(exc)) from None
-    return dict(_PEOPLE[key])
-
-
-_PEOPLE: dict[str, dict[str, Any]] = {}
+    return _node_params(path, "people_node")
 
 
 def motion_params(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
