@@ -498,6 +498,21 @@ def confirm(dets: Sequence[Detection], boxes: np.ndarray, k: Intrinsics, mount: 
     return keep
 
 
+def camera_frustum(k: Intrinsics, camera_xy: tuple[float, float], max_range_m: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Where the depth camera sees people: (N, 2) base_link points -> (N,) bool, inside the
+    horizontal field of view of ``k`` and 0.3 m to ``max_range_m`` from the camera at ``camera_xy``
+    (base_link, m). Shared by :class:`DepthPeopleTracker` and the batch simulator's people."""
+    half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
+    mx, my = float(camera_xy[0]), float(camera_xy[1])
+
+    def visible(xy: np.ndarray) -> np.ndarray:
+        dx, dy = xy[:, 0] - mx, xy[:, 1] - my
+        r = np.hypot(dx, dy)
+        return (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= max_range_m)
+
+    return visible
+
+
 class DepthPeopleTracker:
     """The shipped :class:`~havln_robot.motion.safety.PersonDetector`: depth clusters + Kalman tracks.
 
@@ -531,13 +546,7 @@ class DepthPeopleTracker:
             dets = confirm(dets, self.appearance.boxes(rgb), k, mount)
         visible = None
         if (self.cloud is None or not len(self.cloud)) and k is not None:
-            half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
-            rmax = self.cfg.max_range_m
-
-            def visible(xy: np.ndarray) -> np.ndarray:
-                dx, dy = xy[:, 0] - mount.x, xy[:, 1] - mount.y
-                r = np.hypot(dx, dy)
-                return (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= rmax)
+            visible = camera_frustum(k, (mount.x, mount.y), self.cfg.max_range_m)
 
         return self.tracker.update(t, dets, self._pose, visible)
 

@@ -568,18 +568,13 @@ class ClosedLoop:
             return
         if not len(self.world.crowd) and not self._tracks:
             return  # nobody to see, nothing tracked: people_node publishes an empty list
-        from havln_robot.perception.people import Detection
+        from havln_robot.perception.people import Detection, camera_frustum
 
         w = self.world
         k = self._intrinsics
         half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
-        rmax = float(self._people_cfg.max_range_m)
         mx, my = self._cam_xy
-
-        def visible(xy: np.ndarray) -> np.ndarray:
-            dx, dy = xy[:, 0] - mx, xy[:, 1] - my
-            r = np.hypot(dx, dy)
-            return (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= rmax)
+        visible = camera_frustum(k, self._cam_xy, float(self._people_cfg.max_range_m))
 
         dets = []
         if len(w.crowd):
