@@ -153,7 +153,7 @@ class ObstacleTracker:
                 )
                 self._cache = (key, pitch, np.ascontiguousarray(pts3[:, :2]))
                 if odom is not None and cfg.memory_s > 0:
-                    view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m)
+                    view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m, cfg.min_m)
                     self.memory.add(self._frame_t, pts3, odom, view)
         if self._cache is None or self._cache[0] != key:
             return None

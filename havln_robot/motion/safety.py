@@ -546,8 +546,9 @@ class ViewRegion:
     """Ground area (base_link) where the depth camera sees obstacles of at least ``min_height``.
 
     Built with :meth:`from_camera`. A point is visible when it lies inside the horizontal field of
-    view, beyond the blind distance (where the lower image edge reaches ``min_height``) and
-    within ``max_range`` of the camera.
+    view, beyond the blind distance (where the lower image edge reaches ``min_height``), at least
+    ``min_range`` ahead of the camera (its min-Z: nearer, a D435i returns no depth, so a hole there
+    says nothing about what is there) and within ``max_range`` of the camera.
     """
 
     mount: CameraMount
@@ -555,23 +556,28 @@ class ViewRegion:
     blind_m: float
     max_range: float
     tan_down: float = 0.0
+    min_range: float = 0.0
 
     @classmethod
-    def from_camera(cls, k: Intrinsics, width: int, height: int, mount: CameraMount, min_height: float, max_range: float) -> ViewRegion:
-        """From intrinsics, image size (px), mount, smallest obstacle height (m) and depth range (m)."""
+    def from_camera(
+        cls, k: Intrinsics, width: int, height: int, mount: CameraMount, min_height: float, max_range: float, min_range: float = 0.0
+    ) -> ViewRegion:
+        """From intrinsics, image size (px), mount, smallest obstacle height (m) and depth range
+        ``min_range`` .. ``max_range`` (m; motion_node's ``depth_min_m`` / ``depth_max_m``)."""
         half_h = math.atan2(min(k.cx, width - 1 - k.cx), k.fx)
         down = math.atan2(height - 1 - k.cy, k.fy) - mount.pitch  # lower image edge below horizontal, rad
         blind = (mount.z - min_height) / math.tan(down) if down > 1e-3 else math.inf
-        return cls(mount, half_h, max(0.0, blind), max_range, math.tan(down) if down > 1e-3 else 0.0)
+        return cls(mount, half_h, max(0.0, blind), max_range, math.tan(down) if down > 1e-3 else 0.0, max(0.0, float(min_range)))
 
     def contains(self, x: np.ndarray, y: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask of the base_link points (x, y) inside the region; with heights ``z`` (m
-        above the ground) a taller point is visible closer than ``blind_m``."""
+        above the ground) a taller point is visible closer than ``blind_m``. Points less than
+        ``min_range`` ahead of the camera (along base_link x) are never visible."""
         dx, dy = np.asarray(x) - self.mount.x, np.asarray(y) - self.mount.y
         if z is None or self.tan_down <= 0:
-            near = dx >= self.blind_m
+            near = dx >= max(self.blind_m, self.min_range)
         else:
-            near = dx >= np.maximum(self.mount.z - np.asarray(z), 0.0) / self.tan_down
+            near = dx >= np.maximum(np.maximum(self.mount.z - np.asarray(z), 0.0) / self.tan_down, self.min_range)
         return near & (np.hypot(dx, dy) <= self.max_range) & (np.abs(np.arctan2(dy, dx)) <= self.half_hfov)
 
 

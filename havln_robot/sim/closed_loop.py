@@ -482,7 +482,9 @@ class ClosedLoop:
         if v is None:
             mount = CameraMount(float(p["camera_x_m"]), float(p["camera_y_m"]), float(p["camera_z_m"]), pitch)
             k = self._intrinsics
-            v = ViewRegion.from_camera(k, k.width, k.height, mount, float(p["obstacle_min_height_m"]), float(p["depth_max_m"]))
+            v = ViewRegion.from_camera(
+                k, k.width, k.height, mount, float(p["obstacle_min_height_m"]), float(p["depth_max_m"]), float(p["depth_min_m"])
+            )
             self._views[key] = v
         return v
 
