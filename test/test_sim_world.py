@@ -185,3 +185,28 @@ def test_random_walks_never_overlap_a_wall(havln_data):
             steps += 1
             blocked += c is not None and c.kind == "static"
     assert steps > 2000 and blocked > 50  # the walks did hit walls
+
+
+def test_human_contact_fraction_is_the_same_for_few_and_many_people():
+    """The plain-float path for small crowds (speed) gives exactly the vectorised path's answer:
+    the first fraction of a move at which the body touches a person, whom, and how far."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    scene = Scene.builtin()
+    touched = 0
+    for trial in range(300):
+        m = int(rng.integers(1, 7))
+        people = [
+            SimHuman(k, "standing", p, p, radius=float(rng.uniform(0.15, 0.35)))
+            for k, p in enumerate((float(rng.uniform(2.0, 5.0)), float(rng.uniform(-1.5, 1.5)), float(rng.choice([0.0, 0.0, 3.0]))) for _ in range(m))
+        ]
+        w = World(scene, _episode(start=(3.5, 0.0, 0.0)), Crowd(people))
+        p = w.crowd.positions(w.t)
+        x0, y0 = float(rng.uniform(2.5, 4.5)), float(rng.uniform(-1.0, 1.0))
+        dx, dy = float(rng.uniform(-0.6, 0.6)), float(rng.uniform(-0.6, 0.6))
+        few = w._human_fraction_few(p, x0, y0, dx, dy)
+        many = w._human_fraction_many(p, x0, y0, dx, dy)
+        assert few == many, (trial, few, many)
+        touched += few[1] is not None
+    assert touched >= 30  # the draws do reach people

@@ -307,6 +307,12 @@ class World:
         if len(self.crowd) == 0:
             return 1.0, None, math.inf
         p = self.crowd.positions(self.t)
+        if len(p) <= 8:
+            return self._human_fraction_few(p, x0, y0, dx, dy)
+        return self._human_fraction_many(p, x0, y0, dx, dy)
+
+    def _human_fraction_many(self, p: np.ndarray, x0: float, y0: float, dx: float, dy: float) -> tuple[float, int | None, float]:
+        """:meth:`_human_fraction` vectorised over the people ``p`` ((M, 3) map positions, m)."""
         rr = self.crowd.radii + self.robot_radius
         cx, cy = x0 - p[:, 0], y0 - p[:, 1]
         same = np.abs(p[:, 2] - self._z) < 1.0
@@ -328,6 +334,34 @@ class World:
         if s[k] >= 1.0:
             return 1.0, None, math.inf
         return float(s[k]), self.crowd.ids[k], float(math.sqrt(max(0.0, c[k] + rr[k] ** 2)))
+
+    def _human_fraction_few(self, p: np.ndarray, x0: float, y0: float, dx: float, dy: float) -> tuple[float, int | None, float]:
+        """:meth:`_human_fraction` for a few people, in plain floats (the same operations in the same
+        order, so the same IEEE results; numpy's per-call overhead dominates a crowd of <= 8)."""
+        a = dx * dx + dy * dy
+        best, kbest, cbest = 1.0, -1, 0.0
+        for k, ((px, py, pz), rad) in enumerate(zip(p.tolist(), self.crowd.radii.tolist(), strict=True)):
+            if not abs(pz - self._z) < 1.0:
+                continue
+            rr = rad + self.robot_radius
+            cx, cy = x0 - px, y0 - py
+            b = 2.0 * (dx * cx + dy * cy)
+            c = cx * cx + cy * cy - rr * rr
+            s = 1.0
+            if c < 0:
+                if b < 0:
+                    s = 0.0
+            else:
+                disc = b * b - 4 * a * c
+                if disc >= 0 and a > 0:
+                    s1 = (-b - math.sqrt(max(disc, 0.0))) / (2 * a)
+                    if 0 <= s1 <= 1:
+                        s = max(0.0, s1 - 1e-4 / math.sqrt(a))
+            if s < best:
+                best, kbest, cbest = s, k, c + rr * rr
+        if kbest < 0 or best >= 1.0:
+            return 1.0, None, math.inf
+        return float(best), self.crowd.ids[kbest], float(math.sqrt(max(0.0, cbest)))
 
     def _touch_human(self, hid: int, dist: float, source: str, t: float | None = None) -> Contact:
         new = hid not in self._human_contacts
