@@ -89,5 +89,7 @@ def test_gazebo_depth_camera_clips_no_nearer_than_motion_node_looks():
 
     sdf = (Path(__file__).resolve().parents[1] / "gazebo" / "go2_base.sdf").read_text()
     near = [float(m) for m in re.findall(r"<depth_camera><clip><near>([0-9.]+)</near>", sdf)]
-    motion = next(v["ros__parameters"] for k, v in yaml.safe_load((CONFIG / "gazebo.yaml").read_text()).items() if k.endswith("motion_node"))
+    motion = next(
+        v["ros__parameters"] for k, v in yaml.safe_load((CONFIG / "gazebo.yaml").read_text()).items() if k.endswith("motion_node")
+    )
     assert near and motion["depth_min_m"] >= max(near) - 1e-9

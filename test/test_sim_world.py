@@ -199,7 +199,9 @@ def test_human_contact_fraction_is_the_same_for_few_and_many_people():
         m = int(rng.integers(1, 7))
         people = [
             SimHuman(k, "standing", p, p, radius=float(rng.uniform(0.15, 0.35)))
-            for k, p in enumerate((float(rng.uniform(2.0, 5.0)), float(rng.uniform(-1.5, 1.5)), float(rng.choice([0.0, 0.0, 3.0]))) for _ in range(m))
+            for k, p in enumerate(
+                (float(rng.uniform(2.0, 5.0)), float(rng.uniform(-1.5, 1.5)), float(rng.choice([0.0, 0.0, 3.0]))) for _ in range(m)
+            )
         ]
         w = World(scene, _episode(start=(3.5, 0.0, 0.0)), Crowd(people))
         p = w.crowd.positions(w.t)
