@@ -238,3 +238,22 @@ def test_bench_agreement_offset_splits_a_run_over_processes(havln_data, capsys):
     assert main(["--offset", "2", "--episodes", "1", "--kinds", "reference", "--batch-only"]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  episode")]
     assert len(lines) == 1 and lines[0].split()[1] == third.episode_id
+
+
+def test_batch_camera_returns_nothing_nearer_than_min_z_and_the_memory_keeps_the_wall():
+    """sim_node publishes no depth nearer than its min-Z (0.2 m); batch frames hold no wall samples
+    there either, and what was seen from further away stays remembered (motion_node's ViewRegion
+    starts at ``depth_min_m``), so a step towards the wall is refused instead of driven."""
+    w = World(Scene.builtin(), _episode(yaw=math.pi / 2), Crowd([]), seed=0)
+    for _ in range(6):
+        w.step("MOVE_FORWARD")
+    loop = w.loop
+    cam_x, near = float(loop.params["camera_x_m"]), float(loop.params["depth_min_m"])
+    assert near >= 0.2
+    ahead = lambda p: (p[:, 0] - cam_x < near) & (np.abs(p[:, 1]) < 0.1) & (p[:, 0] > 0)  # noqa: E731
+    remembered = loop.obstacles().points
+    assert ahead(remembered).any()  # the wall ahead is nearer than min-Z, and known
+    assert loop.would_refuse("MOVE_FORWARD")
+    loop.memory.clear()
+    fresh = loop.obstacles().points
+    assert not ahead(fresh).any()  # the camera alone does not see it
