@@ -187,9 +187,10 @@ def test_random_walks_never_overlap_a_wall(havln_data):
     assert steps > 2000 and blocked > 50  # the walks did hit walls
 
 
-def test_human_contact_fraction_is_the_same_for_few_and_many_people():
-    """The plain-float path for small crowds (speed) gives exactly the vectorised path's answer:
-    the first fraction of a move at which the body touches a person, whom, and how far."""
+def test_human_contact_fraction_is_where_the_swept_disc_first_touches_a_person():
+    """The contact fraction against a brute-force sweep of the robot's disc along the move: the
+    first of 20,000 samples closer than the two radii to a person on the robot's floor (people on
+    another floor never count); the person and the start distance returned are that person's."""
     import numpy as np
 
     rng = np.random.default_rng(7)
@@ -207,8 +208,23 @@ def test_human_contact_fraction_is_the_same_for_few_and_many_people():
         p = w.crowd.positions(w.t)
         x0, y0 = float(rng.uniform(2.5, 4.5)), float(rng.uniform(-1.0, 1.0))
         dx, dy = float(rng.uniform(-0.6, 0.6)), float(rng.uniform(-0.6, 0.6))
-        few = w._human_fraction_few(p, x0, y0, dx, dy)
-        many = w._human_fraction_many(p, x0, y0, dx, dy)
-        assert few == many, (trial, few, many)
-        touched += few[1] is not None
+        s, hid, dist = w._human_fraction(x0, y0, dx, dy)
+        u = np.linspace(0.0, 1.0, 20001)
+        same = np.abs(p[:, 2] - w._z) < 1.0
+        d = np.hypot(x0 + u[:, None] * dx - p[None, :, 0], y0 + u[:, None] * dy - p[None, :, 1])
+        rr = w.crowd.radii + w.robot_radius
+        inside = (d < rr[None, :]) & same[None, :]
+        start_in = inside[0]
+        # a person already touched blocks only a move towards them
+        leaving = start_in & (d[1] > d[0])
+        hit = inside & ~leaving[None, :]
+        if not hit.any():
+            assert (s, hid, dist) == (1.0, None, math.inf), trial
+            continue
+        first = int(np.argmax(hit.any(axis=1)))
+        k = int(np.argmax(hit[first]))
+        # the fraction backs off 0.1 mm from the touch; the samples are 1/20,000 of the move apart
+        assert u[first] - 1e-4 / math.hypot(dx, dy) - 1e-4 <= s <= u[first] + 1e-9, trial
+        assert hid == w.crowd.ids[k] and dist == pytest.approx(float(d[0, k]), abs=1e-9), trial
+        touched += 1
     assert touched >= 30  # the draws do reach people

@@ -429,40 +429,34 @@ class ClosedLoop:
         # ground's z0 only picks among overlapping surfaces (flights a storey apart), so a coarse key
         # lets a walk up a flight reuse the cells it saw a step before
         cache = scene.__dict__.setdefault("_terrain_cache", {})
-        blocks = scene.__dict__.setdefault("_terrain_blocks", {})
         c = TERRAIN_CELL_M
         n = int(math.ceil(reach / c))
         ix0, iy0 = int(round(x / c)), int(round(y / c))
         zb = int(round(z0 * 10))
         zq = zb / 10.0
         zkey = (sup.kind, sup.index, zb)
-        # the (2n+1)^2 cells around (ix0, iy0) with ground, as arrays (i-major, as visited): a robot
-        # standing or turning on one cell reuses them; the circle below picks the ones within reach
-        block = blocks.get((*zkey, ix0, iy0))
-        if block is None:
-            cells, hs = [], []
-            for i in range(ix0 - n, ix0 + n + 1):
-                for j in range(iy0 - n, iy0 + n + 1):
-                    key = (*zkey, i, j)
-                    h = cache.get(key, False)
-                    if h is False:
-                        px, py = i * c, j * c
-                        s2 = scene.support(px, py, zq, prefer=sup)
-                        h = None if s2 is None else (float(scene.floors[s2.index].z) if s2.kind == "floor" else float(s2.z))
-                        cache[key] = h
-                    if h is not None:
-                        cells.append((i, j))
-                        hs.append(h)
-            ij = np.asarray(cells, dtype=np.int64).reshape(-1, 2)
-            block = (ij[:, 0] * c, ij[:, 1] * c, np.asarray(hs, dtype=np.float64))
-            if len(blocks) > 256:  # ~17 kB each
-                blocks.clear()
-            blocks[(*zkey, ix0, iy0)] = block
-        bx_, by_, bh = block
-        inside = (bx_ - x) ** 2 + (by_ - y) ** 2 <= reach * reach
-        if not inside.any():
+        pts, height = [], []
+        r2 = reach * reach
+        for i in range(ix0 - n, ix0 + n + 1):
+            px = i * c
+            dx2 = (px - x) ** 2
+            for j in range(iy0 - n, iy0 + n + 1):
+                py = j * c
+                if dx2 + (py - y) ** 2 > r2:
+                    continue
+                key = (*zkey, i, j)
+                h = cache.get(key, False)
+                if h is False:
+                    s2 = scene.support(px, py, zq, prefer=sup)
+                    h = None if s2 is None else (float(scene.floors[s2.index].z) if s2.kind == "floor" else float(s2.z))
+                    cache[key] = h
+                if h is not None:
+                    pts.append((px, py))
+                    height.append(h)
+        rise = [h - z0 for h in height]
+        if not pts:
             return np.zeros((0, 2)), np.zeros(0)
-        P, dz = np.stack([bx_[inside], by_[inside]], axis=1), bh[inside] - z0
+        P, dz = np.asarray(pts, dtype=np.float64).reshape(-1, 2), np.asarray(rise, dtype=np.float64)
         band = (dz >= lo) & (dz <= hi)
         step = float(self.params["max_step_height_m"])
         if step > 0 and band.any():  # motion_node's climbable-terrain rule on the same ground cells
