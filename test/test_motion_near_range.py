@@ -93,3 +93,42 @@ def test_gazebo_depth_camera_clips_no_nearer_than_motion_node_looks():
         v["ros__parameters"] for k, v in yaml.safe_load((CONFIG / "gazebo.yaml").read_text()).items() if k.endswith("motion_node")
     )
     assert near and motion["depth_min_m"] >= max(near) - 1e-9
+
+
+def _tracker() -> ObstacleTracker:
+    tr = ObstacleTracker(TrackerConfig(stride=2, min_m=MIN_Z, max_m=4.0, min_height_m=0.06, max_height_m=0.6, memory_s=3.0), MOUNT)
+    tr.intrinsics = K
+    return tr
+
+
+def _remembered_near(tr: ObstacleTracker, t: float, x: float) -> bool:
+    pts = tr.points(t, (0.0, 0.0, 0.0), 0.0)
+    return bool(len(pts) and (np.abs(pts[:, 0] - x) < 0.06).any())
+
+
+def test_a_hole_in_the_depth_image_is_no_evidence_that_an_obstacle_left():
+    """The same kind as min-Z: a dark or shiny post returns no depth (0) although it is in range;
+    the memory keeps it -- only a reading that reaches past a cell frees it."""
+    tr = _tracker()
+    seen = wall_depth(0.6, half_width=0.15)
+    hole = seen.copy()
+    hole[seen == np.float32(0.6)] = 0.0  # the post's pixels: no return
+    tr.add_depth(0.0, lambda: seen, K.width, K.height)
+    assert _remembered_near(tr, 0.01, MOUNT.x + 0.6)
+    tr.add_depth(0.1, lambda: hole, K.width, K.height)
+    assert _remembered_near(tr, 0.11, MOUNT.x + 0.6)
+
+
+def test_an_obstacle_hidden_behind_a_nearer_one_stays_remembered():
+    """A person stepping between the robot and a remembered post hides it; the post is not gone."""
+    tr = _tracker()
+    post = wall_depth(1.2, half_width=0.1)
+    tr.add_depth(0.0, lambda: post, K.width, K.height)
+    assert _remembered_near(tr, 0.01, MOUNT.x + 1.2)
+    v, u = np.mgrid[0 : K.height, 0 : K.width].astype(np.float64)
+    dy = -(u - K.cx) / K.fx
+    hidden = post.copy()
+    legs = np.abs(0.5 * dy) <= 0.2  # a body 0.5 m ahead, 0.4 m wide, taller than the camera
+    hidden[legs] = 0.5
+    tr.add_depth(0.1, lambda: hidden, K.width, K.height)
+    assert _remembered_near(tr, 0.11, MOUNT.x + 1.2)

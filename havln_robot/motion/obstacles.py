@@ -21,6 +21,7 @@ from havln_robot.motion.safety import (
     ObstacleMemory,
     ViewRegion,
     blind_zone_m,
+    depth_free_space,
     depth_to_points,
     obstacle_points,
 )
@@ -154,7 +155,7 @@ class ObstacleTracker:
                 self._cache = (key, pitch, np.ascontiguousarray(pts3[:, :2]))
                 if odom is not None and cfg.memory_s > 0:
                     view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m, cfg.min_m)
-                    self.memory.add(self._frame_t, pts3, odom, view)
+                    self.memory.add(self._frame_t, pts3, odom, view, free=depth_free_space(depth_m, k, mount, cfg.min_m))
         if self._cache is None or self._cache[0] != key:
             return None
         pts = self._cache[2]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -169,6 +170,62 @@ def depth_to_points(
     zz = sn * cx_ + c * cz_ + mount.z
     y = cy_ + mount.y
     return np.stack([x, y, zz], axis=1).astype(np.float32)
+
+
+#: Heights above the ground (m) at which a remembered cell is looked for in a depth image: the
+#: lowest obstacle band, a knee, the band's top. A ray through a low one that reaches past the cell
+#: usually ends on the floor behind it -- the usual evidence that a cell is free again.
+FREE_SPACE_PROBE_HEIGHTS_M = (0.08, 0.3, 0.55)
+
+
+def depth_free_space(
+    depth_m: np.ndarray, k: Intrinsics, mount: CameraMount, min_m: float, margin_m: float = 0.05
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Free-space evidence from a depth image: which ground-frame points the camera saw THROUGH.
+
+    A point counts as seen-through when, at one of :data:`FREE_SPACE_PROBE_HEIGHTS_M` above its
+    ground position, it projects inside the image onto a VALID depth reading (finite, above
+    ``min_m``) that reaches at least ``margin_m`` short of it along the optical axis. No reading
+    (min-Z, a dark or shiny surface, nothing within range: 0 / NaN), a nearer reading (something in
+    front, e.g. a person) or a point outside the image is no evidence: the obstacle may still be
+    there. Readings at or beyond ``depth_max_m`` are long rays and do count.
+
+    Args:
+        depth_m: (H, W) depth along the optical axis, m; 0 / NaN = no reading.
+        k: intrinsics of ``depth_m``.
+        mount: the camera pose (with the total pitch).
+        min_m: readings at or below this are invalid, m (motion_node's ``depth_min_m``).
+        margin_m: how far short of the point a reading may end and still pass it, m.
+
+    Returns:
+        ``free(points)``: (N, 2+) base_link ground-frame points (x, y[, z]) -> (N,) bool.
+    """
+    d = np.asarray(depth_m, dtype=np.float32)
+    h, w = d.shape
+    c, sn = math.cos(mount.pitch), math.sin(mount.pitch)
+
+    def free(points: np.ndarray) -> np.ndarray:
+        pts = np.asarray(points, dtype=np.float64)
+        out = np.zeros(len(pts), dtype=bool)
+        if not len(pts):
+            return out
+        dx, dy = pts[:, 0] - mount.x, pts[:, 1] - mount.y
+        for hz in FREE_SPACE_PROBE_HEIGHTS_M:
+            dz = hz - mount.z
+            zo = c * dx + sn * dz  # along the optical axis (inverse of depth_to_points)
+            up = -sn * dx + c * dz
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = np.rint(k.cx - k.fx * dy / zo)
+                v = np.rint(k.cy - k.fy * up / zo)
+            ok = (zo > 1e-3) & (u >= 0) & (u <= w - 1) & (v >= 0) & (v <= h - 1)
+            if not ok.any():
+                continue
+            r = np.zeros(len(pts), dtype=np.float32)
+            r[ok] = d[v[ok].astype(np.int64), u[ok].astype(np.int64)]
+            out |= ok & np.isfinite(r) & (r > min_m) & (r >= zo - margin_m)
+        return out
+
+    return free
 
 
 #: Ground grid of the climbable-terrain rule, m (5 cm: a D435i depth pixel at stride 4 covers
@@ -617,14 +674,20 @@ class ObstacleMemory:
         pose: tuple[float, float, float],
         view: ViewRegion | None = None,
         weights: np.ndarray | None = None,
+        free: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
         """Remember ``points_base`` ((N, 2) xy or (N, 3) xyz in base_link, m) seen at time ``t`` from
         odom pose ``pose`` (x, y, yaw).
 
-        Remembered points inside ``view`` (where the camera would have seen them) that this frame
-        did not see again are forgotten: the obstacle has moved away. ``weights`` ((N,) depth
-        points each entry stands for, :attr:`Obstacles.weights`; None = one each) set the cells'
-        point counts (the batch simulator's weighted wall samples).
+        A remembered cell is forgotten only on evidence that it is free now: it lies inside
+        ``view`` (where the camera would have seen it), this frame did not see it again, and --
+        with ``free`` (:func:`depth_free_space` of this frame) -- the camera measured past it.
+        A hole in the depth image (nearer than min-Z, a dark or shiny surface) or something in
+        front of it is no such evidence. Without ``free`` every cell in view counts as measured:
+        right for a complete frame (the batch simulator's analytic walls, which has no holes and
+        sees every wall in view). ``weights`` ((N,) depth points each entry stands for,
+        :attr:`Obstacles.weights`; None = one each) set the cells' point counts (the batch
+        simulator's weighted wall samples).
         """
         x, y, th = pose
         if view is not None and self._cells:
@@ -633,7 +696,10 @@ class ObstacleMemory:
             hz = np.array([self._cells[k][4] for k in keys], dtype=np.float64)
             c, s = math.cos(th), math.sin(th)
             dx, dy = old[:, 0] - x, old[:, 1] - y
-            seen = view.contains(c * dx + s * dy, -s * dx + c * dy, hz)
+            bx, by = c * dx + s * dy, -s * dx + c * dy
+            seen = view.contains(bx, by, hz)
+            if free is not None and seen.any():
+                seen &= free(np.stack([bx, by], axis=1))
             for k, gone in zip(keys, seen.tolist(), strict=True):
                 if gone:
                     del self._cells[k]
