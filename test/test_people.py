@@ -351,3 +351,31 @@ def test_a_person_beside_the_robot_is_remembered_outside_the_camera_view():
     for k in range(5):
         tr2.update(0.1 * k, [det], (0.0, 0.0, 0.0), in_front)
     assert tr2.update(0.4 + cfg.max_age_s + 0.1, [], (0.0, 0.0, 0.0), in_front) == []
+
+
+def test_a_person_hidden_in_view_is_not_seen_to_be_gone():
+    """Issue 23's kind (not seen is not gone): a still person 2 m ahead whom someone nearer hides,
+    or who stands in a depth hole, stays tracked for max_unseen_s; one the depth image now
+    measures past (the floor behind where they stood) is dropped after max_age_s."""
+    from havln_robot.motion.safety import depth_free_space
+    from havln_robot.perception.people import camera_frustum
+
+    k = Intrinsics.from_hfov(320, 240, 69.4)
+    mount = CameraMount(0.3, 0.0, 0.4125, 0.0)
+    v, u = np.mgrid[0 : k.height, 0 : k.width].astype(np.float64)
+    dz = -(v - k.cy) / k.fy
+    floor = np.where(dz < 0, mount.z / np.maximum(-dz, 1e-9), 0.0).astype(np.float32)
+    floor[floor > 10] = 0.0
+    occluded = floor.copy()
+    occluded[np.abs(-(u - k.cx) / k.fx * 0.8) <= 0.4] = 0.8  # someone 0.8 m ahead, 0.8 m wide
+    hole = np.zeros_like(floor)  # no return at all (a dazzled or covered camera)
+    cfg = PeopleConfig()
+    det = Detection(2.3, 0.0, 1.7, 0.05, 0.5, 0.3, 80)
+    kept = {}
+    for name, depth in (("floor", floor), ("occluded", occluded), ("hole", hole)):
+        tr = PeopleTracker(cfg)
+        for i in range(5):
+            tr.update(0.1 * i, [det], (0.0, 0.0, 0.0))
+        visible = camera_frustum(k, (mount.x, mount.y), cfg.max_range_m, depth_free_space(depth, k, mount, 0.1))
+        kept[name] = len(tr.update(0.4 + cfg.max_age_s + 0.1, [], (0.0, 0.0, 0.0), visible))
+    assert kept == {"floor": 0, "occluded": 1, "hole": 1}

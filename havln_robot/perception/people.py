@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from havln_robot.camera import Intrinsics
-from havln_robot.motion.safety import CameraMount, Person, depth_to_points
+from havln_robot.motion.safety import CameraMount, Person, depth_free_space, depth_to_points
 
 
 @dataclass(frozen=True)
@@ -498,17 +498,30 @@ def confirm(dets: Sequence[Detection], boxes: np.ndarray, k: Intrinsics, mount: 
     return keep
 
 
-def camera_frustum(k: Intrinsics, camera_xy: tuple[float, float], max_range_m: float) -> Callable[[np.ndarray], np.ndarray]:
+#: Depth readings at or below this are no reading for the free-space test, m (``depth_to_points``'s
+#: default: frame_detections reads depth from 0.1 m).
+PEOPLE_DEPTH_MIN_M = 0.1
+
+
+def camera_frustum(
+    k: Intrinsics, camera_xy: tuple[float, float], max_range_m: float, free: Callable[[np.ndarray], np.ndarray] | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
     """Where the depth camera sees people: (N, 2) base_link points -> (N,) bool, inside the
     horizontal field of view of ``k`` and 0.3 m to ``max_range_m`` from the camera at ``camera_xy``
-    (base_link, m). Shared by :class:`DepthPeopleTracker` and the batch simulator's people."""
+    (base_link, m), and -- with ``free`` -- where the camera measured past the point
+    (:func:`~havln_robot.motion.safety.depth_free_space`): a person hidden behind someone or
+    something, or standing in a depth hole, is not seen to be gone, so the tracker keeps them.
+    Shared by :class:`DepthPeopleTracker` and the batch simulator's people."""
     half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
     mx, my = float(camera_xy[0]), float(camera_xy[1])
 
     def visible(xy: np.ndarray) -> np.ndarray:
         dx, dy = xy[:, 0] - mx, xy[:, 1] - my
         r = np.hypot(dx, dy)
-        return (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= max_range_m)
+        out = (np.abs(np.arctan2(dy, dx)) <= half) & (r >= 0.3) & (r <= max_range_m)
+        if free is not None and out.any():
+            out &= np.asarray(free(xy), dtype=bool)
+        return out
 
     return visible
 
@@ -540,13 +553,15 @@ class DepthPeopleTracker:
         """One frame at time ``t`` (s): detections from depth (and :attr:`cloud`), tracks out.
 
         Without a LiDAR cloud only the camera's frustum (horizontal field of view, 0.3 m to
-        ``max_range_m`` from the camera) is seen: tracks outside it live ``max_unseen_s``."""
+        ``max_range_m`` from the camera) is seen, and in it only where the depth image measured
+        past the track (:func:`camera_frustum`): tracks elsewhere live ``max_unseen_s``."""
         dets = frame_detections(FrameInput(depth_m, k, mount, self.cloud, self.lidar_xy), self.cfg)
         if self.appearance is not None and rgb is not None and k is not None and dets:
             dets = confirm(dets, self.appearance.boxes(rgb), k, mount)
         visible = None
         if (self.cloud is None or not len(self.cloud)) and k is not None:
-            visible = camera_frustum(k, (mount.x, mount.y), self.cfg.max_range_m)
+            free = depth_free_space(depth_m, k, mount, PEOPLE_DEPTH_MIN_M) if depth_m is not None else None
+            visible = camera_frustum(k, (mount.x, mount.y), self.cfg.max_range_m, free)
 
         return self.tracker.update(t, dets, self._pose, visible)
 

@@ -576,7 +576,22 @@ class ClosedLoop:
         k = self._intrinsics
         half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
         mx, my = self._cam_xy
-        visible = camera_frustum(k, self._cam_xy, float(self._people_cfg.max_range_m))
+        segs_all = self._wall_segments()  # the drawn walls of the robot's floor, map frame
+        x0, y0, _, yaw0 = w.pose
+        c0, s0 = math.cos(yaw0), math.sin(yaw0)
+        cam_w = (x0 + c0 * mx - s0 * my, y0 + s0 * mx + c0 * my)
+
+        def measured_past(xy: np.ndarray) -> np.ndarray:
+            # live: the depth image reached past the point (depth_free_space); here: no wall of the
+            # robot's floor between the camera and it (the analytic frame has no holes)
+            if not len(segs_all):
+                return np.ones(len(xy), dtype=bool)
+            wx, wy = x0 + c0 * xy[:, 0] - s0 * xy[:, 1], y0 + s0 * xy[:, 0] + c0 * xy[:, 1]
+            return np.array(
+                [not _crosses(cam_w[0], cam_w[1], float(a), float(b), segs_all) for a, b in zip(wx, wy, strict=True)], dtype=bool
+            )
+
+        visible = camera_frustum(k, self._cam_xy, float(self._people_cfg.max_range_m), measured_past)
 
         dets = []
         if len(w.crowd):
@@ -585,18 +600,15 @@ class ClosedLoop:
             p = w.crowd.positions(w.t)
             dx, dy = p[:, 0] - x, p[:, 1] - y
             bxy = np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1)
-            ok = (np.abs(p[:, 2] - z) < 1.0) & visible(bxy)
+            # on the robot's floor, in view and not behind a wall of it (``visible``)
+            ok = np.abs(p[:, 2] - z) < 1.0
+            if ok.any():
+                ok &= visible(bxy)
             # the whole body inside the image: a person cut by the image edge is a fragment the
             # detector's width test rejects (half a shoulder breadth, 0.25 m, inside the edge)
             rng = np.hypot(bxy[:, 0] - mx, bxy[:, 1] - my)
             bearing = np.abs(np.arctan2(bxy[:, 1] - my, bxy[:, 0] - mx))
             ok &= bearing + np.arctan2(0.25, np.maximum(rng, 0.3)) <= half
-            if ok.any():  # behind a wall of the robot's floor: not in the depth image
-                segs = self._wall_segments()
-                if len(segs):
-                    cx, cy = x + c * mx - s * my, y + s * mx + c * my
-                    for i in np.flatnonzero(ok):
-                        ok[i] = not _crosses(cx, cy, float(p[i, 0]), float(p[i, 1]), segs)
             if ok.any():
                 # the detector clusters depth on a cell_m grid (8-connected): legs closer to a wall
                 # than their envelope plus ~1.5 cells merge with it into one cluster too wide to be
