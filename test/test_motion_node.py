@@ -322,3 +322,72 @@ def test_frozen_odometry_under_command_aborts_not_a_blind_revert(ros_context):
         ex.shutdown()
         node.destroy_node()
         base.destroy_node()
+
+
+def test_depth_is_placed_at_its_capture_stamp_not_its_arrival(ros_context):
+    """Issue 23 over ROS messages: motion_node keeps the odometry it received and places a depth
+    frame at the odom pose of the image's header stamp. The frame below was captured 0.2 s ago,
+    before a 20 deg turn; its wall (straight ahead then) is 20 deg to the right now, and it is
+    remembered straight along odom x. Before, both were placed as if captured now."""
+    node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False, "obstacle_memory_s": 5.0}, context=ros_context)
+    try:
+        now = node.get_clock().now().nanoseconds * 1e-9
+
+        def stamp(t):
+            from builtin_interfaces.msg import Time
+
+            return Time(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+        for i in range(21):  # odom at 100 Hz over the last 0.2 s, turning left 100 deg/s
+            od = Odometry()
+            od.header.stamp = stamp(now - 0.2 + i * 0.01)
+            q = yaw_to_quat(math.radians(i))
+            o = od.pose.pose.orientation
+            o.x, o.y, o.z, o.w = q
+            node._on_odom(od)
+        w, h, f = 160, 120, 100.0
+        info = CameraInfo()
+        info.width, info.height = w, h
+        info.k = [f, 0.0, (w - 1) / 2, 0.0, f, (h - 1) / 2, 0.0, 0.0, 1.0]
+        node._on_info(info)
+        node._on_depth(image_msg(np.full((h, w), 1000, np.uint16), "16UC1", "camera_color_optical_frame", stamp(now - 0.2)))
+        obs = node._obstacles(node.get_clock().now().nanoseconds * 1e-9)
+        assert obs.points is not None and len(obs.points)
+        d = float(MOTION_PARAMS.defaults()["camera_x_m"]) + 1.0
+        assert np.median(obs.points[:, 1]) == pytest.approx(-d * math.sin(math.radians(20.0)), abs=0.05)
+        cells, _ = node.tracker.memory.cells(now, (0.0, 0.0, 0.0))
+        assert np.median(cells[:, 1]) == pytest.approx(0.0, abs=0.05)
+    finally:
+        node.destroy_node()
+
+
+def test_people_are_moved_from_their_capture_pose_into_the_current_base_link(ros_context):
+    """The same kind for people: a PoseArray stamped 0.2 s ago, before a 20 deg left turn, holds a
+    person 2 m straight ahead; motion_node checks them 20 deg to the right now (before: still
+    straight ahead, so a person beside the path could be checked as if in it and the reverse)."""
+    from builtin_interfaces.msg import Time
+
+    node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False}, context=ros_context)
+    try:
+        now = node.get_clock().now().nanoseconds * 1e-9
+
+        def stamp(t):
+            return Time(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+        for i in range(21):
+            od = Odometry()
+            od.header.stamp = stamp(now - 0.2 + i * 0.01)
+            o = od.pose.pose.orientation
+            o.x, o.y, o.z, o.w = yaw_to_quat(math.radians(i))
+            node._on_odom(od)
+        pa = PoseArray()
+        pa.header.stamp, pa.header.frame_id = stamp(now - 0.2), "base_link"
+        ps = Pose()
+        ps.position.x = 2.0
+        pa.poses.append(ps)
+        node._on_people(pa)
+        (p,) = node._obstacles(node.get_clock().now().nanoseconds * 1e-9).people
+        assert p.x == pytest.approx(2.0 * math.cos(math.radians(20.0)), abs=0.02)
+        assert p.y == pytest.approx(-2.0 * math.sin(math.radians(20.0)), abs=0.02)
+    finally:
+        node.destroy_node()

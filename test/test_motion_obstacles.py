@@ -87,3 +87,53 @@ def test_an_undecodable_frame_warns_and_gives_no_points():
 
     tr.add_depth(0.0, bad, W, H)
     assert tr.points(0.1, None, 0.0) is None and warnings == ["unsupported image encoding 'yuv422'"]
+
+
+def test_pose_history_interpolates_and_knows_its_span():
+    from havln_robot.motion.obstacles import PoseHistory
+
+    h = PoseHistory(horizon_s=1.0)
+    assert h.at(0.0) is None  # nothing yet
+    h.add(0.0, (0.0, 0.0, math.radians(170.0)))
+    h.add(0.1, (0.1, 0.0, math.radians(-170.0)))  # across +-180 deg: the short way round
+    x, y, th = h.at(0.05)
+    assert x == pytest.approx(0.05) and abs(abs(th) - math.pi) < 1e-9  # halfway: 180 deg, not 0
+    assert h.at(-0.01) is None  # before the oldest kept
+    assert h.at(0.3) == pytest.approx((0.1, 0.0, math.radians(-170.0)))  # after the newest: the newest
+    h.add(0.05, (9.0, 9.0, 0.0))  # out of order: ignored
+    assert h.at(0.05)[0] == pytest.approx(0.05)
+    h.add(2.0, (0.0, 0.0, 0.0))  # horizon 1 s: the old ones go
+    assert len(h) == 1 and h.at(0.5) is None
+
+
+def test_a_frame_is_placed_where_the_robot_was_when_it_was_captured():
+    """Issue 23: a depth frame arrives 100 ms after its capture, mid-turn (100 deg/s). Before, it was
+    placed at the pose of its arrival: a wall straight ahead at capture came out 10 deg to the left
+    both in the current frame's points and in the memory, where it smeared walls into the corridor
+    (live refused a MOVE_FORWARD the batch world took, "150 depth points 0.11 m ahead")."""
+    tr, _, _ = _tracker(memory_s=5.0)
+    tr.intrinsics = K
+    for i in range(11):  # odometry at 100 Hz, turning left at 100 deg/s
+        tr.add_odom(i * 0.01, (0.0, 0.0, math.radians(10.0 * i * 0.01 / 0.1)))
+    tr.add_depth(0.1, _Frames(_wall(1.0)), W, H, stamp=0.0)  # captured at yaw 0, received at yaw 10 deg
+    pts = tr.points(0.1, (0.0, 0.0, math.radians(10.0)), 0.0)
+    wall = np.median(pts, axis=0)
+    # straight ahead at capture (1.3 m from base_link) is 10 deg to the RIGHT of the current heading
+    assert wall[0] == pytest.approx(1.3 * math.cos(math.radians(10.0)), abs=0.03)
+    assert wall[1] == pytest.approx(-1.3 * math.sin(math.radians(10.0)), abs=0.03)
+    # remembered in odom where it is: straight along odom x
+    cells, _ = tr.memory.cells(0.1, (0.0, 0.0, 0.0))
+    assert np.median(cells[:, 1]) == pytest.approx(0.0, abs=0.03)
+    # the same frame asked for again after a further 10 deg: moved into the new base_link too
+    pts2 = tr.points(0.2, (0.0, 0.0, math.radians(20.0)), 0.0)
+    frame = pts2[: len(pts)]
+    assert np.median(frame[:, 1]) == pytest.approx(-1.3 * math.sin(math.radians(20.0)), abs=0.03)
+
+
+def test_without_odometry_around_the_capture_the_frame_is_placed_at_the_current_pose():
+    tr, _, _ = _tracker(memory_s=5.0)
+    tr.intrinsics = K
+    tr.add_odom(1.0, (0.0, 0.0, 0.0))  # history starts after the capture stamp
+    tr.add_depth(1.0, _Frames(_wall(1.0)), W, H, stamp=0.5)
+    pts = tr.points(1.0, (0.0, 0.0, math.radians(10.0)), 0.0)
+    assert np.median(pts[:, 1]) == pytest.approx(0.0, abs=0.03)  # as received: no pose to correct with

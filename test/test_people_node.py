@@ -4,6 +4,7 @@ motion_node reading the tracks (velocities) from that topic. Cost: about 3 s."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -191,3 +192,40 @@ def test_sim_node_people_source_detected_moves_the_truth_off_havln_people(ros_co
         assert any("people_node not started" in ln for ln in lines)
     finally:
         b.shutdown()
+
+
+def test_people_node_places_a_frame_at_its_capture_pose(ros_context):
+    """Issue 23's registration kind in people_node: odometry says the robot turned 20 deg left in
+    the 0.2 s since a depth frame was captured. The person straight ahead in that frame is tracked
+    in odom straight along x (where they stand), and published in the base_link of the capture,
+    with the capture stamp. Before, the frame was placed at the newest odometry: the track was
+    20 deg off in odom, and jumped whenever the robot turned."""
+    from builtin_interfaces.msg import Time
+
+    node = PeopleNode(params={**PEOPLE_PARAMS.defaults(), "camera_z_m": CAM_Z, "camera_x_m": 0.3, "rate_hz": 4.0}, context=ros_context)
+    try:
+        info = CameraInfo()
+        info.width, info.height = W, H
+        info.k = [F, 0.0, (W - 1) / 2, 0.0, F, (H - 1) / 2, 0.0, 0.0, 1.0]
+        node._on_info(info)
+
+        def stamp(t):
+            return Time(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+        for _ in range(4):  # four frames, each captured at yaw 0 and received 0.2 s later, at yaw 20 deg
+            t0 = node._now()
+            time.sleep(0.26)  # 0.2 s of turn, and rate_hz 4 lets every frame through
+            for i in range(21):
+                od = Odometry()
+                od.header.stamp = stamp(t0 + i * 0.01)
+                yaw = math.radians(i)
+                od.pose.pose.orientation.z, od.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+                node._on_odom(od)
+            node._on_depth(image_msg(person_depth(), "16UC1", "camera_color_optical_frame", stamp(t0)))
+        kf = node.core.tracker._tracks
+        assert kf, "no track after four frames"
+        ox, oy = (float(v) for v in kf[0].kf.x[:2])
+        assert abs(ox - 3.0) < 0.2 and abs(oy) < 0.15, (ox, oy)  # in odom where the person stands (camera 0.3 + 2.5 m + half a body)
+        assert abs(node.core.tracker._pose[2]) < math.radians(1.0)  # output in the base_link of the capture
+    finally:
+        node.destroy_node()

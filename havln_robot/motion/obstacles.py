@@ -9,6 +9,8 @@ camera's view (below the nose of a level camera) are still avoided. motion_node 
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +26,61 @@ from havln_robot.motion.safety import (
     depth_free_space,
     depth_to_points,
     obstacle_points,
+    rebase_points,
 )
 
 Pose2D = tuple[float, float, float]  # x m, y m, yaw rad (odom frame)
+
+POSE_HISTORY_S: float = 2.0
+"""How far back (s) :class:`PoseHistory` keeps odometry: several depth frames' latency (a frame is
+30-150 ms old when it arrives: exposure, rendering or USB transfer, DDS) with room to spare."""
+
+
+class PoseHistory:
+    """Recent odom poses by time, to look up where the robot was when a sensor frame was captured
+    (what tf2's buffer does for ``odom -> base_link`` on a full ROS install).
+
+    Args:
+        horizon_s: poses older than this behind the newest are dropped, s.
+    """
+
+    def __init__(self, horizon_s: float = POSE_HISTORY_S) -> None:
+        self.horizon_s = float(horizon_s)
+        self._t: list[float] = []
+        self._p: list[Pose2D] = []
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def clear(self) -> None:
+        """Forget every pose (the clock jumped back)."""
+        self._t, self._p = [], []
+
+    def add(self, t: float, pose: Pose2D) -> None:
+        """Record odom ``pose`` (x m, y m, yaw rad) at time ``t`` (s); a time at or before the newest is ignored."""
+        if self._t and t <= self._t[-1]:
+            return
+        self._t.append(float(t))
+        self._p.append((float(pose[0]), float(pose[1]), float(pose[2])))
+        if self._t[0] < t - self.horizon_s:
+            k = bisect.bisect_left(self._t, t - self.horizon_s)
+            del self._t[:k], self._p[:k]
+
+    def at(self, t: float) -> Pose2D | None:
+        """The pose at time ``t`` (s): interpolated between the two poses around it (yaw the short
+        way), the newest when ``t`` is after it (odometry arrives at 50-100 Hz: at most one period
+        behind), None when ``t`` is before the oldest kept or nothing is recorded."""
+        ts = self._t
+        if not ts or t < ts[0]:
+            return None
+        if t >= ts[-1]:
+            return self._p[-1]
+        k = bisect.bisect_right(ts, t)
+        t0, t1 = ts[k - 1], ts[k]
+        (x0, y0, a0), (x1, y1, a1) = self._p[k - 1], self._p[k]
+        u = (t - t0) / (t1 - t0)
+        da = math.remainder(a1 - a0, 2.0 * math.pi)
+        return (x0 + u * (x1 - x0), y0 + u * (y1 - y0), math.remainder(a0 + u * da, 2.0 * math.pi))
 
 
 @dataclass(frozen=True)
@@ -81,6 +135,12 @@ class ObstacleTracker:
     Attributes:
         intrinsics: depth camera intrinsics (set from camera_info); None until known.
         memory: the :class:`ObstacleMemory` (odom frame).
+        poses: recent odom poses (:meth:`add_odom`); a frame is placed in odom at the pose of its
+            capture time, and its points are moved into the current base_link when asked for, so
+            a frame taken mid-turn neither smears remembered walls into the corridor nor shows
+            the obstacles where they were a frame ago. Without odometry around the capture time
+            the current pose is used.
+        frame_pose: the odom pose the newest decoded frame was placed at (None without odometry).
     """
 
     def __init__(
@@ -99,8 +159,11 @@ class ObstacleTracker:
         self._load: Callable[[], np.ndarray] | None = None
         self._size = (0, 0)
         self._frame_t = -np.inf
+        self._stamp = -np.inf
         self._seq = 0
-        self._cache: tuple[int, float, np.ndarray] | None = None
+        self._cache: tuple[int, float, np.ndarray, Pose2D | None] | None = None
+        self.poses = PoseHistory()
+        self.frame_pose: Pose2D | None = None
 
     @property
     def frames(self) -> int:
@@ -111,19 +174,28 @@ class ObstacleTracker:
         """The clock jumped back (sim reset): forget the depth frame and the remembered obstacles,
         whose times are now in the future (intrinsics are kept)."""
         self.memory = ObstacleMemory(keep_s=self.cfg.memory_s)
-        self._load, self._frame_t, self._cache = None, -np.inf, None
+        self._load, self._frame_t, self._stamp, self._cache = None, -np.inf, -np.inf, None
+        self.poses.clear()
+        self.frame_pose = None
 
-    def add_depth(self, t: float, load: Callable[[], np.ndarray], width: int, height: int) -> None:
+    def add_odom(self, t: float, pose: Pose2D) -> None:
+        """An odometry pose (x m, y m, yaw rad; odom frame) measured at time ``t`` (s, the :meth:`add_depth` clock)."""
+        self.poses.add(t, pose)
+
+    def add_depth(self, t: float, load: Callable[[], np.ndarray], width: int, height: int, stamp: float | None = None) -> None:
         """A new depth frame received at time ``t`` (s).
 
         Args:
-            t: receipt time, s (the caller's clock).
+            t: receipt time, s (the caller's clock); the frame's age (``depth_timeout_s``) counts from it.
             load: returns the (H, W) float32 depth in metres (0 / nan = no return); called lazily,
                 at most once per frame and pitch; may raise ValueError (bad encoding).
             width: image width, px.
             height: image height, px.
+            stamp: capture time, s (same clock; the image header's stamp), where the frame is
+                placed in odom; None = ``t``.
         """
         self._load, self._size, self._frame_t = load, (int(width), int(height)), float(t)
+        self._stamp = float(t if stamp is None else min(stamp, t))
         self._seq += 1
 
     def points(self, t: float, odom: Pose2D | None, pitch: float) -> np.ndarray | None:
@@ -147,18 +219,22 @@ class ObstacleTracker:
             if depth_m is not None:
                 mount = CameraMount(self.mount.x, self.mount.y, self.mount.z, pitch)
                 xyz = depth_to_points(depth_m, k, mount, cfg.stride, cfg.min_m, cfg.max_m)
+                at = None if odom is None else (self.poses.at(self._stamp) or odom)
+                self.frame_pose = at
                 if self.on_frame is not None:
                     self.on_frame(depth_m, mount)
                 pts3 = obstacle_points(
                     xyz, cfg.min_height_m, cfg.max_height_m, keep_z=True, step_m=cfg.step_m, blind_m=blind_zone_m(k, mount)
                 )
-                self._cache = (key, pitch, np.ascontiguousarray(pts3[:, :2]))
-                if odom is not None and cfg.memory_s > 0:
+                self._cache = (key, pitch, np.ascontiguousarray(pts3[:, :2]), at)
+                if at is not None and cfg.memory_s > 0:
                     view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m, cfg.min_m)
-                    self.memory.add(self._frame_t, pts3, odom, view, free=depth_free_space(depth_m, k, mount, cfg.min_m))
+                    self.memory.add(self._frame_t, pts3, at, view, free=depth_free_space(depth_m, k, mount, cfg.min_m))
         if self._cache is None or self._cache[0] != key:
             return None
         pts = self._cache[2]
+        if odom is not None and self._cache[3] is not None:
+            pts = rebase_points(pts, self._cache[3], odom)
         if odom is not None and cfg.memory_s > 0:
             pts = np.concatenate([pts, self.memory.points(t, odom)])
         return pts

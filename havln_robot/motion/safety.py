@@ -134,6 +134,50 @@ class Hazard:
     contact: bool = False
 
 
+def rebase_points(pts: np.ndarray | None, from_pose: tuple[float, float, float], to_pose: tuple[float, float, float]) -> np.ndarray | None:
+    """Points given in the base_link of odom pose ``from_pose``, expressed in the base_link of ``to_pose``.
+
+    A depth frame (or a person detection) describes the scene as it was when it was captured;
+    the robot has moved since (turning at 0.8 rad/s, a 70 ms old frame is 3 deg off, and a wall
+    2 m away sits 10 cm to one side of where the frame puts it). Both poses are odom-frame
+    ``(x m, y m, yaw rad)``; the result is exact for a rigid scene.
+
+    Args:
+        pts: (N, 2) or (N, >=2) float points (x forward, y left, m); extra columns are kept as they are.
+            None passes through.
+        from_pose: the odom pose the points were measured at (the frame's capture time).
+        to_pose: the odom pose to express them at (now).
+
+    Returns:
+        Same shape and dtype as ``pts`` (a new array; ``pts`` itself when the poses are equal).
+    """
+    if pts is None or not len(pts) or from_pose == to_pose:
+        return pts
+    x0, y0, a0 = from_pose
+    x1, y1, a1 = to_pose
+    # the old base_link's origin and axes in the new one
+    dx, dy = x0 - x1, y0 - y1
+    c1, s1 = math.cos(a1), math.sin(a1)
+    ox, oy = c1 * dx + s1 * dy, -s1 * dx + c1 * dy
+    da = a0 - a1
+    c, s = math.cos(da), math.sin(da)
+    out = np.array(pts, copy=True)
+    px, py = pts[:, 0], pts[:, 1]
+    out[:, 0] = ox + c * px - s * py
+    out[:, 1] = oy + s * px + c * py
+    return out
+
+
+def rebase_person(p: Person, from_pose: tuple[float, float, float], to_pose: tuple[float, float, float]) -> Person:
+    """A :class:`Person` seen from odom pose ``from_pose`` as seen from ``to_pose`` (position moved, velocity rotated)."""
+    if from_pose == to_pose:
+        return p
+    xy = rebase_points(np.array([[p.x, p.y]]), from_pose, to_pose)
+    da = from_pose[2] - to_pose[2]
+    c, s = math.cos(da), math.sin(da)
+    return Person(float(xy[0, 0]), float(xy[0, 1]), p.human_id, c * p.vx - s * p.vy, s * p.vx + c * p.vy)
+
+
 def depth_to_points(
     depth_m: np.ndarray, k: Intrinsics, mount: CameraMount, stride: int = 4, min_m: float = 0.1, max_m: float = 4.0
 ) -> np.ndarray:

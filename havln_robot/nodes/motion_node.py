@@ -34,9 +34,9 @@ from havln_robot.geometry import quat_to_yaw
 from havln_robot.motion.checks import FreezeDetector, GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
-from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
+from havln_robot.motion.obstacles import ObstacleTracker, Pose2D, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
+from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector, rebase_person
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.records import Outcome
@@ -89,8 +89,10 @@ class MotionNode(HavlnNode):
                 self.destroy_node()
                 raise ConfigError(msg) from None
         self._k: Intrinsics | None = None
-        self._people: tuple[list[Person], float] = ([], -math.inf)
-        self._tracks: tuple[list[Person], float] = ([], -math.inf)  # people_tracks_topic: ids + velocities
+        # (people in the base_link of their capture, receipt time, odom pose at their header stamp or None)
+        self._people: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)
+        self._tracks: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)  # people_tracks_topic: ids + velocities
+        self._detected_at: Pose2D | None = None
         self._zero_until = -math.inf
         self._warned: set[str] = set()
 
@@ -125,26 +127,11 @@ class MotionNode(HavlnNode):
             self._odom_t = self._imu_t = None
             self._depth = None
             self.tracker.time_reset()
-            self._people = ([], -math.inf)
-            self._tracks = ([], -math.inf)
+            self._people = ([], -math.inf, None)
+            self._tracks = ([], -math.inf, None)
             self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
-    def _stamp_time(self, stamp: Any, now: float, name: str) -> float:
-        """The time (our clock) a message refers to: its header stamp when the stamp is on our
-        clock (not in the future, at most 5 s old), else ``now`` (receipt time; warns once about the
-        clock mismatch). A late message keeps its stamp, so the executor sees it as stale."""
-        st = stamp.sec + stamp.nanosec * 1e-9
-        if st <= 0 or now <= 0:  # unstamped, or our sim clock has not started yet
-            return now
-        if not -0.05 <= now - st <= 5.0:
-            self._warn_once(
-                f"clock-{name}",
-                f"{name} stamps are {now - st:+.2f} s off this node's clock; using receipt times (check use_sim_time / clock sync)",
-            )
-            return now
-        return min(st, now)
-
     def _publish_cmd(self, cmd: tuple[float, float]) -> None:
         tw = Twist()
         tw.linear.x, tw.angular.z = float(cmd[0]), float(cmd[1])
@@ -175,17 +162,28 @@ class MotionNode(HavlnNode):
         p = self.params
         pitch = self.mount.pitch + (self.motion.pitch if p["virtual_pitch_tilts_depth"] else 0.0)
         pts = self.tracker.points(t, self._odom, pitch)
-        people, pt = self._people
-        tracks, tt = self._tracks
+        people, pt, at = self._people
+        tracks, tt, tat = self._tracks
         if t - tt <= p["people_timeout_s"]:  # tracked people carry ids and velocities (forecast): preferred
-            people, pt = tracks, tt
-        people = list(people) if t - pt <= p["people_timeout_s"] else []
+            people, pt, at = tracks, tt, tat
+        people = self._here(people, at) if t - pt <= p["people_timeout_s"] else []
         if pts is not None:
-            people += self._detected
+            people += self._here(self._detected, self._detected_at)
         return Obstacles(points=pts, people=people)
+
+    def _here(self, people: list[Person], at: Pose2D | None) -> list[Person]:
+        """``people`` seen from odom pose ``at`` (their capture), moved into the current base_link."""
+        if at is None or self._odom is None:
+            return list(people)
+        return [rebase_person(q, at, self._odom) for q in people]
+
+    def _captured_at(self, stamp: Any, now: float, name: str) -> Pose2D | None:
+        """The odom pose at a message's header stamp (None when the odometry kept does not reach back to it)."""
+        return self.tracker.poses.at(self._stamp_time(stamp, now, name))
 
     def _on_frame(self, depth_m: np.ndarray, mount: CameraMount) -> None:
         self._detected = self._detect(depth_m, mount)
+        self._detected_at = self.tracker.frame_pose
 
     def _detect(self, depth_m: np.ndarray, mount: CameraMount) -> list[Person]:
         """People from the in-process PersonDetector on the latest colour frame (empty without one)."""
@@ -220,6 +218,7 @@ class MotionNode(HavlnNode):
         tw = msg.twist.twist
         self._odom_speed = abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z)
         self._odom_t = self._stamp_time(msg.header.stamp, t, "odom")
+        self.tracker.add_odom(self._odom_t, self._odom)
         self._check_freeze("odom", msg.header.stamp, (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z), t)
 
     def _check_freeze(self, name: str, stamp: Any, sample: tuple[float, ...], t: float) -> None:
@@ -262,11 +261,13 @@ class MotionNode(HavlnNode):
 
     def _on_depth(self, msg: Image) -> None:
         self._depth = (msg, self._now())
+        # placed in odom where the robot was at the capture stamp (not at receipt: mid-turn that is degrees off)
+        stamp = self._stamp_time(msg.header.stamp, self._depth[1], "depth")
 
         def load(msg: Image = msg) -> np.ndarray:
             return image_array(msg).astype(np.float32) * (0.001 if msg.encoding == "16UC1" else 1.0)
 
-        self.tracker.add_depth(self._depth[1], load, msg.width, msg.height)
+        self.tracker.add_depth(self._depth[1], load, msg.width, msg.height, stamp=stamp)
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
@@ -282,7 +283,8 @@ class MotionNode(HavlnNode):
             return
         # PoseArray carries no ids (sim_node sorts people nearest first), so human_id stays unknown.
         people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
-        self._people = (people, self._now())
+        t = self._now()
+        self._people = (people, t, self._captured_at(msg.header.stamp, t, "people"))
 
     def _on_tracks(self, msg: PointCloud2) -> None:
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
@@ -296,7 +298,8 @@ class MotionNode(HavlnNode):
             self._warn_once("tracks", f"{self.params['people_tracks_topic']}: {exc}")
             return
         people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
-        self._tracks = (people, self._now())
+        t = self._now()
+        self._tracks = (people, t, self._captured_at(msg.header.stamp, t, "tracks"))
 
     def _on_tick(self) -> None:
         t = self._now()

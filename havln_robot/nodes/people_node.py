@@ -27,6 +27,7 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from havln_robot.camera import Intrinsics
 from havln_robot.geometry import quat_to_yaw
+from havln_robot.motion.obstacles import Pose2D, PoseHistory
 from havln_robot.motion.safety import CameraMount
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
@@ -61,6 +62,8 @@ class PeopleNode(HavlnNode):
         self.core.lidar_xy = (p["lidar_x_m"], p["lidar_y_m"])
         self.mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
         self._k: Intrinsics | None = None
+        self._pose: Pose2D | None = None
+        self.poses = PoseHistory()
         self._last = -math.inf
         self._cloud_t = -math.inf
         self._warned: set[str] = set()
@@ -75,12 +78,18 @@ class PeopleNode(HavlnNode):
             self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
         if p["cloud_topic"]:
             self.create_subscription(PointCloud2, p["cloud_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
-        self.on_clock_jump_back(lambda _t, _j: self.core.tracker.reset())
+        self.on_clock_jump_back(self._on_clock_reset)
+
+    def _on_clock_reset(self, _t: float, _jump_s: float) -> None:
+        self.core.tracker.reset()
+        self.poses.clear()
 
     def _on_odom(self, msg: Odometry) -> None:
         ps = msg.pose.pose
         o = ps.orientation
-        self.core.set_pose((float(ps.position.x), float(ps.position.y), quat_to_yaw(o.x, o.y, o.z, o.w)))
+        pose = (float(ps.position.x), float(ps.position.y), quat_to_yaw(o.x, o.y, o.z, o.w))
+        self._pose = pose
+        self.poses.add(self._stamp_time(msg.header.stamp, self._now(), "odom"), pose)
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
@@ -121,6 +130,11 @@ class PeopleNode(HavlnNode):
             self._process(t, None, msg.header.stamp)
 
     def _process(self, t: float, depth: np.ndarray | None, stamp: Any) -> None:
+        # the frame is placed where the robot was at its capture stamp (mid-turn, its arrival is
+        # degrees later); tracks go out in that base_link with that stamp, for motion_node to move
+        at = self.poses.at(self._stamp_time(stamp, t, "frame")) or self._pose
+        if at is not None:
+            self.core.set_pose(at)
         with self._lock:
             tracks = self.core.step(t, None, depth, self._k if depth is not None else None, self.mount)
             self.frames += 1

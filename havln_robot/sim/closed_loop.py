@@ -55,7 +55,16 @@ from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import TERRAIN_CELL_M as SAFETY_TERRAIN_CELL_M
-from havln_robot.motion.safety import CameraMount, ObstacleMemory, Obstacles, Person, ViewRegion, climbable_mask
+from havln_robot.motion.safety import (
+    CameraMount,
+    ObstacleMemory,
+    Obstacles,
+    Person,
+    ViewRegion,
+    climbable_mask,
+    rebase_person,
+    rebase_points,
+)
 from havln_robot.records import PARTIAL_DETAIL, ActionResult, CollisionRecord
 from havln_robot.sim.robot import D435I_HFOV_DEG, BaseLimits, NoiseModel, NoisyBase, base_config
 from havln_robot.sim.scene import WALL_THICKNESS_M
@@ -690,7 +699,9 @@ class ClosedLoop:
         else:
             self._load_walls()
             pts, wts = self._frame()  # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
-            obs = Obstacles(points=pts, people=self._people(), weights=wts)
+            at = self._odom  # where it was taken: between frames its points move into the current base_link, as live
+            people, people_at = self._people(), self._odom
+            obs = Obstacles(points=pts, people=people, weights=wts)
             tick = ex.start(action, t0, self._odom, self.gyro.yaw, obs)
             self.base.command(*tick.cmd)
             results, cols = list(tick.results), list(tick.collisions)
@@ -706,11 +717,17 @@ class ClosedLoop:
                     # as live: a new depth frame at the camera rate, havln/people at the ground-truth rate
                     if w.t + 1e-9 >= next_cam:
                         next_cam += cam_period
-                        obs = Obstacles(points=None, people=obs.people, weights=None)
-                        obs.points, obs.weights = self._frame()
+                        pts, wts = self._frame()
+                        at = self._odom
                     if w.t + 1e-9 >= next_people:
                         next_people += people_period
-                        obs = Obstacles(points=obs.points, people=self._people(), weights=obs.weights)
+                        people, people_at = self._people(), self._odom
+                    here = self._odom
+                    obs = Obstacles(
+                        points=rebase_points(pts, at, here),
+                        people=[rebase_person(q, people_at, here) for q in people] if people_at != here else people,
+                        weights=wts,
+                    )
                     a = self.base.imu.accel
                     tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
                     self.base.command(*tick.cmd)
