@@ -257,3 +257,45 @@ def test_batch_camera_returns_nothing_nearer_than_min_z_and_the_memory_keeps_the
     loop.memory.clear()
     fresh = loop.obstacles().points
     assert not ahead(fresh).any()  # the camera alone does not see it
+
+
+def test_bench_agreement_expert_file_is_not_replayed_under_the_noise_it_was_written_for(havln_data, tmp_path, capsys):
+    """The expert's file fits the noise draw it was written under to the centimetre; replayed under
+    that same draw, batch re-runs the run that made it (success by construction). The bench writes
+    it under seed + EXPERT_NOISE_OFFSET and replays it under the seed in both worlds."""
+    import json
+
+    from havln_robot.bench.agreement import EXPERT_NOISE_OFFSET, _batch_policy, _batch_replay, main
+    from havln_robot.episodes import load_episodes
+
+    assert EXPERT_NOISE_OFFSET != 0
+    out = tmp_path / "agr.json"
+    assert main(["--episodes", "1", "--kinds", "expert", "--batch-only", "--json", str(out)]) == 0
+    assert "writes its file under noise seed 1" in capsys.readouterr().out
+    (row,) = json.loads(out.read_text())["rows"]
+    ep = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", havln_data / "connectivity", limit=1)[0]
+    scene = Scene.load(ep.scan, havln_data / "connectivity")
+    _, own = _batch_policy(ep, scene, "expert", 0)
+    _, written = _batch_policy(ep, scene, "expert", 0, noise_seed=EXPERT_NOISE_OFFSET)
+    assert row["actions"] == written and written != own  # another draw, another file
+    replay = _batch_replay(ep, scene, written, 0)
+    assert (row["batch"]["success"], row["batch"]["ne"], row["batch"]["refused"]) == (replay.success, replay.ne, replay.refused)
+
+
+def test_bench_agreement_noise_draws_show_coin_toss_episodes(havln_data, capsys):
+    """--noise-draws K replays each file in batch under K other noise draws (same people); the
+    summary says how many batch/live disagreements a batch draw reproduces."""
+    from havln_robot.bench.agreement import main, summarize
+
+    assert main(["--episodes", "1", "--kinds", "reference", "--batch-only", "--noise-draws", "2"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  episode")]
+    assert " draws " in line and line.split(" draws ")[1].split()[0] in ("0/2", "1/2", "2/2")
+    ok = {"success": True, "ne": 0.2, "collisions": 0, "refused": 0}
+    bad = {"success": False, "ne": 7.0, "collisions": 0, "refused": 20}
+    rows = [
+        {"kind": "reference", "batch": ok, "live": bad, "batch_draws": [True, False]},  # live outcome among the draws
+        {"kind": "reference", "batch": ok, "live": bad, "batch_draws": [True, True]},  # not
+        {"kind": "reference", "batch": ok, "live": ok, "batch_draws": [True, True]},
+    ]
+    (s,) = summarize(rows)
+    assert (s["draws"], s["disagree"], s["disagree_in_draws"]) == (2, 2, 1) and s["sr_batch_draws"] == pytest.approx(5 / 6)

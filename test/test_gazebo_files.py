@@ -312,3 +312,30 @@ def test_gazebo_world_per_scan_procedural_or_mesh(tmp_path):
     )
     # the board's upper surface ends at one of the ramp's ends (within the half board thickness)
     assert min(math.dist(top, scene.ramps[0].a), math.dist(top, scene.ramps[0].b)) < 0.05
+
+
+def test_gazebo_world_slabs_leave_the_stairwell_open(havln_data):
+    """The procedural world's floor slabs are the storeys' free space, which overlaps the flights
+    joining them; a slab across a flight it stands over (0.2 m above a robot on val_seen 3437's ramp
+    16, scan 29hnd4uzFmX) would be a collision in Gazebo. The slabs are cut like the renderer's
+    (sim.scene.stairwell_cut); the floor the flight starts from stays whole."""
+    import re
+
+    import shapely
+
+    from havln_robot.sim.gazebo_world import procedural_models
+    from havln_robot.sim.scene import Scene, ramp_z_range
+
+    scene = Scene.load("29hnd4uzFmX", havln_data / "connectivity")
+    sdf = procedural_models(scene)
+    slabs: dict[int, list] = {}
+    for m in re.finditer(r'<link name="floor(\d+)_\d+">.*?<polyline>(.*?)<height>', sdf):
+        idx, pts = m.groups()
+        ring = [tuple(map(float, p.split())) for p in re.findall(r"<point>(.*?)</point>", pts)]
+        slabs.setdefault(int(idx), []).append(shapely.Polygon(ring))
+    on_flight = shapely.Point(-3.2, -0.5)  # on ramp 16, which runs from floor 4 (z 1.92) down to floor 3 (z 0.97)
+    ramp = scene.ramps[16]
+    assert ramp.polygon.contains(on_flight) and ramp_z_range(ramp) == pytest.approx((0.97, 1.92), abs=0.01)
+    assert scene.floors[4].own.contains(on_flight)  # the storey's free space does overlap the flight
+    assert not any(p.buffer(-0.01).contains(on_flight) for p in slabs[4])
+    assert any(p.buffer(0.05).contains(on_flight) for p in slabs[3])  # the foot's floor is whole

@@ -211,3 +211,61 @@ def test_gl_backend_falls_back_to_osmesa(monkeypatch):
     assert R.select_gl_backend() == "osmesa"
     monkeypatch.setenv("MUJOCO_GL", "egl")
     assert R.select_gl_backend() == "egl"  # an explicit choice wins
+
+
+def test_stairwell_cut_opens_slabs_and_ceilings_over_a_flight_only():
+    """A storey's slab or the storey below's ceiling across a flight, less than the stairs headroom
+    over its ground, is cut open; the floor at the foot and a ceiling a full storey above stay."""
+    from havln_robot.sim.scene import STAIR_HEADROOM_M, stairwell_cut
+
+    class _Ramp:  # 3 m long flight rising from z 0 to 2.7 along +x, 1 m wide
+        polygon = shapely.box(0.0, -0.5, 3.0, 0.5)
+
+        @staticmethod
+        def z_at(x, y):
+            return 0.9 * min(3.0, max(0.0, x))
+
+    room = shapely.box(-5.0, -5.0, 5.0, 5.0)
+    cut = lambda z: room.area - stairwell_cut(room, z, [_Ramp]).area  # noqa: E731
+    assert cut(0.0) == 0.0  # the floor at the foot of the flight
+    assert cut(2.7) == pytest.approx(3.0)  # the upper storey's slab over the flight
+    assert cut(2.5) == pytest.approx(3.0)  # the lower storey's ceiling
+    assert cut(2.7 + 2.5) == 0.0 and 2.7 + 2.5 > 2.7 + STAIR_HEADROOM_M  # the upper storey's ceiling
+    assert stairwell_cut(room, 2.5, []) is room
+
+
+def test_robot_walking_down_a_flight_does_not_see_the_storeys_as_a_wall(havln_data):
+    """val_seen 3437 (scan 29hnd4uzFmX): on ramp 16, 0.2 m below the upper storey, the camera saw
+    that storey's slab (+0.20 m) and the lower storey's ceiling (+0.43 m) across the flight as a wall
+    0.3 m ahead; motion_node stopped every step down that batch (no slabs) took. Live: 22 collisions,
+    NE 10 m; batch: success."""
+    from havln_robot.motion.executor import MotionConfig
+    from havln_robot.motion.safety import CameraMount, Obstacles, blind_zone_m, depth_to_points, forward_hazard, obstacle_points
+    from havln_robot.sim.closed_loop import motion_params, sim_profile
+    from havln_robot.sim.scene import Scene
+
+    scene = Scene.load("29hnd4uzFmX", havln_data / "connectivity")
+    pose = (-3.197, 0.084, 1.723, -1.665)  # the robot's pose before the first refused step
+    assert scene.support(pose[0], pose[1], pose[2]).kind == "ramp"
+    sim, mp = sim_profile()[1], motion_params()
+    r = Renderer(
+        scene, None, sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"], sim["camera_height_m"], sim["camera_forward_m"]
+    )
+    try:
+        _, depth = r.render(pose, 0.0, 0.0)
+    finally:
+        r.close()
+    mount = CameraMount(mp["camera_x_m"], mp["camera_y_m"], mp["camera_z_m"], math.radians(mp["camera_pitch_deg"]))
+    xyz = depth_to_points(depth, r.intrinsics, mount, mp["depth_stride"], mp["depth_min_m"], mp["depth_max_m"])
+    pts = obstacle_points(
+        xyz,
+        mp["obstacle_min_height_m"],
+        mp["obstacle_max_height_m"],
+        step_m=mp["max_step_height_m"],
+        blind_m=blind_zone_m(r.intrinsics, mount),
+    )
+    above = (xyz[:, 2] > 0.1) & (xyz[:, 2] < 0.5) & (xyz[:, 0] < 1.0) & (np.abs(xyz[:, 1]) < 0.3)
+    assert not above.any()  # nothing hangs over the flight at body height
+    cfg = MotionConfig.from_params(mp)
+    obs = Obstacles(points=pts[:, :2], people=[])
+    assert forward_hazard(obs, cfg.footprint, 0.25, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points) is None

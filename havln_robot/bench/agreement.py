@@ -7,13 +7,20 @@ sim_node + motion_node + agent_node, ``havln-robot demo``), on the first ``--epi
 val_seen episodes, with the same seed (people and noise):
 
 * ``reference``: the reference-following action file (``export --follow-reference``), open loop;
-* ``expert``: the action file the expert wrote in batch (``eval --policy expert``), open loop;
+* ``expert``: the action file the expert wrote in batch (``eval --policy expert``), open loop. The
+  file is written under another noise draw (:data:`EXPERT_NOISE_OFFSET`) than the one both worlds
+  replay it under: replayed under its own draw, batch would re-run the run that made it and score
+  it a success by construction, whatever the world's fidelity (the expert steps as soon as the
+  executor accepts, so its file fits its own draw to the centimetre);
 * ``model``: the shipped model (``models/small_panoramic.pt``), closed loop in both worlds.
 
 Prints one line per episode and input as it finishes, then per input SR, NE, collisions and
 refusals for batch and live side by side with the difference and the per-episode outcome
 agreement (success/failure equal). Targets (issue 23): |SR_batch - SR_live| <= 0.05 and
-agreement >= 90 %. A live episode takes minutes (the model's panoramas are 10 s sweeps each).
+agreement >= 90 %. An open-loop file can be a coin toss under odometry/IMU noise (one draw
+succeeds, the next refuses a step and derails); ``--noise-draws K`` replays each input in batch
+under K other draws and reports how often it succeeds, and how many disagreements a batch draw
+reproduces. A live episode takes minutes (the model's panoramas are 10 s sweeps each).
 """
 
 from __future__ import annotations
@@ -35,6 +42,12 @@ from havln_robot.text import number_in
 KINDS = ("reference", "expert", "model")
 TARGET_DSR = 0.05
 TARGET_AGREE = 0.90
+#: The expert writes its file under noise seed ``seed + EXPERT_NOISE_OFFSET`` (same people); batch
+#: and live then replay it under ``seed``, like the reference files (module docstring).
+EXPERT_NOISE_OFFSET = 1
+#: ``--noise-draws K`` replays each input in batch under noise seeds ``seed + NOISE_DRAW_OFFSET + i``
+#: (i < K; same people), clear of the expert's writing seed.
+NOISE_DRAW_OFFSET = 100
 
 
 @dataclass
@@ -49,11 +62,12 @@ class Outcome:
     note: str = ""
 
 
-def _batch_replay(ep: Any, scene: Any, actions: list[str], seed: int) -> Outcome:
+def _batch_replay(ep: Any, scene: Any, actions: list[str], seed: int, people_seed: int | None = None) -> Outcome:
+    """An action file open loop in batch: base noise from ``seed``, people from ``people_seed`` (default ``seed``)."""
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.world import World
 
-    w = World(scene, ep, Crowd.from_episode(ep, scene, seed), seed=seed)
+    w = World(scene, ep, Crowd.from_episode(ep, scene, seed if people_seed is None else people_seed), seed=seed)
     n = 0
     for a in actions:
         n += 1
@@ -63,12 +77,13 @@ def _batch_replay(ep: Any, scene: Any, actions: list[str], seed: int) -> Outcome
     return Outcome(bool(m.success), float(m.ne), int(m.collisions_human + m.collisions_static), w.loop.refused if n else 0, n)
 
 
-def _batch_policy(ep: Any, scene: Any, policy: Any, seed: int) -> tuple[Outcome, list[str]]:
+def _batch_policy(ep: Any, scene: Any, policy: Any, seed: int, noise_seed: int | None = None) -> tuple[Outcome, list[str]]:
+    """The policy closed loop in batch: people from ``seed``, base noise from ``noise_seed`` (default ``seed``)."""
     from havln_robot.eval import run_episode
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.world import World
 
-    w = World(scene, ep, Crowd.from_episode(ep, scene, seed), seed=seed)
+    w = World(scene, ep, Crowd.from_episode(ep, scene, seed), seed=seed if noise_seed is None else noise_seed)
     actions = run_episode(w, policy, seed=seed)
     m = w.metrics()
     return Outcome(bool(m.success), float(m.ne), int(m.collisions_human + m.collisions_static), w.loop.refused, len(actions)), actions
@@ -179,6 +194,17 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "agree": _mean([float(x["success"] == y["success"]) for x, y in zip(b, lv, strict=True)]),
             }
         )
+        drawn = [r for r in rs if r.get("batch_draws")]
+        if drawn:  # --noise-draws: batch over other noise draws, and the disagreements they cover
+            off = [r for r in drawn if r["batch"]["success"] != r["live"]["success"]]
+            out[-1].update(
+                {
+                    "draws": len(drawn[0]["batch_draws"]),
+                    "sr_batch_draws": _mean([float(v) for r in drawn for v in r["batch_draws"]]),
+                    "disagree": len(off),
+                    "disagree_in_draws": sum(r["live"]["success"] in r["batch_draws"] for r in off),
+                }
+            )
     return out
 
 
@@ -203,6 +229,13 @@ def print_table(summary: list[dict[str, Any]], file: Any = None) -> None:
             f"(target >= {100 * TARGET_AGREE:.0f} %): {'within' if ok else 'MISSED'}",
             file=file,
         )
+        if "draws" in s:
+            print(
+                f"{s['kind']}: batch over {s['draws']} other noise draws SR {s['sr_batch_draws']:.3f}; "
+                f"{s['disagree_in_draws']} of the {s['disagree']} episodes where batch and live disagree "
+                "reach the live outcome in at least one batch draw (a coin toss under noise)",
+                file=file,
+            )
 
 
 def main(argv: list[str]) -> int:
@@ -225,6 +258,13 @@ def main(argv: list[str]) -> int:
         help="take the live side from the per-episode lines of an earlier run's output (episodes it lacks are left out)",
     )
     ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
+    ap.add_argument(
+        "--noise-draws",
+        type=number_in(0, 50, integer=True),
+        default=0,
+        help="also run each input in batch under K other noise draws (same people) and report how often it succeeds: "
+        "which episodes are a coin toss under odometry/IMU noise (default 0)",
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
     from havln_robot import jsonio
@@ -268,7 +308,12 @@ def main(argv: list[str]) -> int:
     print(
         f"bench agreement: {len(eps)} val_seen episodes, inputs {', '.join(kinds)}, seed {args.seed}; "
         f"batch = World.step (ClosedLoop: motion_node's executor), live = sim_node + motion_node{' + agent_node' if 'model' in kinds else ''} "
-        f"over loopback DDS (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, real_time_factor {args.real_time_factor:g})",
+        f"over loopback DDS (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, real_time_factor {args.real_time_factor:g})"
+        + (
+            f"; the expert writes its file under noise seed {args.seed + EXPERT_NOISE_OFFSET}, both worlds replay it under {args.seed}"
+            if "expert" in kinds
+            else ""
+        ),
         flush=True,
     )
     scenes: dict[str, Any] = {}
@@ -282,12 +327,26 @@ def main(argv: list[str]) -> int:
                 seq = follow_reference(ep)
                 b = _batch_replay(ep, scene, seq, args.seed)
             elif kind == "expert":
-                b, seq = _batch_policy(ep, scene, "expert", args.seed)
+                _, seq = _batch_policy(ep, scene, "expert", args.seed, noise_seed=args.seed + EXPERT_NOISE_OFFSET)
+                b = _batch_replay(ep, scene, seq, args.seed)
+                n_batch_actions += len(seq)  # the run that wrote the file is batch work too
             else:
                 b, seq = _batch_policy(ep, scene, policy, args.seed)
-            t_batch += time.perf_counter() - t0
             n_batch_actions += b.actions
+            draws: list[bool] = []
+            for i in range(args.noise_draws):
+                s_i = args.seed + NOISE_DRAW_OFFSET + i
+                d = (
+                    _batch_policy(ep, scene, policy, args.seed, noise_seed=s_i)[0]
+                    if kind == "model"
+                    else _batch_replay(ep, scene, seq, s_i, people_seed=args.seed)
+                )
+                draws.append(d.success)
+                n_batch_actions += d.actions
+            t_batch += time.perf_counter() - t0
             row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None, "actions": list(seq)}
+            if args.noise_draws:
+                row["batch_draws"] = draws
             if recorded is not None:
                 row["live"] = asdict(recorded[(ep.episode_id, kind)])
             elif not args.batch_only:
@@ -301,6 +360,7 @@ def main(argv: list[str]) -> int:
             print(
                 f"  episode {ep.episode_id:>6} {kind:<9} batch {'success' if b.success else 'failure'} NE {b.ne:5.2f} "
                 f"coll {b.collisions} refused {b.refused} ({b.actions} actions)"
+                + (f" draws {sum(draws)}/{len(draws)}" if args.noise_draws else "")
                 + (
                     f" | live {'success' if lvs['success'] else 'failure'} NE {lvs['ne']:5.2f} coll {lvs['collisions']} "
                     f"refused {lvs['refused']} ({lvs['actions']} actions){' ' + lvs['note'] if lvs['note'] else ''}"

@@ -4,7 +4,8 @@
 systems, lights and physics of ``gazebo/havln_world.sdf``) holding either
 
 * **procedural** (default): the embedded simulator's scene of the scan -- per floor a slab
-  (``<polyline>`` extrusion of the floor's free space, 0.1 m thick), walls as 0.08 m boxes along
+  (``<polyline>`` extrusion of the floor's free space, 0.1 m thick, with the stairwell openings
+  cut out: :func:`~havln_robot.sim.scene.stairwell_cut`), walls as 0.08 m boxes along
   :meth:`~havln_robot.sim.scene.Scene.wall_segments` (``wall_height`` tall), stairs as tilted
   0.05 m boards along the ramps; or
 * **mesh** (``--scenes DIR``): the scan's ``<scan>.glb`` as one static model with the same file as
@@ -93,8 +94,11 @@ def procedural_models(scene: Any) -> str:
     """SDF ``<model>`` of the procedural scene (module docstring): slabs, walls, stairs boards."""
     out = ['    <model name="scene">\n      <static>true</static>\n']
     k = 0
+    from havln_robot.sim.scene import stairwell_cut
+
     for fl in scene.floors:
-        for poly in getattr(fl.own, "geoms", [fl.own]):
+        own = stairwell_cut(fl.own, fl.z, scene.ramps)  # no slab across a flight under it (stairwell)
+        for poly in getattr(own, "geoms", [own]):
             if poly.is_empty or poly.geom_type != "Polygon":
                 continue
             ring = np.asarray(poly.simplify(0.02).exterior.coords)[:, :2]

@@ -387,7 +387,8 @@ class MeshPart:
 
 def scene_meshes(floors: list[FloorGeometry], ramps: list[RampGeometry] | None = None) -> list[MeshPart]:
     """The static geometry of a scene merged into few meshes: per floor one for the walls, one for
-    the floor and one for the ceiling, plus one per stairs ramp. Walls come first in the list: drawn
+    the floor and one for the ceiling (both with the stairwell openings cut out,
+    :func:`havln_robot.sim.scene.stairwell_cut`), plus one per stairs ramp. Walls come first in the list: drawn
     before the floor and ceiling they hide most of them from the depth test (less overdraw for a
     software rasteriser)."""
     parts: list[MeshPart] = []
@@ -399,12 +400,17 @@ def scene_meshes(floors: list[FloorGeometry], ramps: list[RampGeometry] | None =
                 u = np.repeat(_wall_u(fl.walls[keep].mean(axis=1), fl.index), 8)
                 vv = np.tile(np.array([0.0, 0, 0, 0, 1, 1, 1, 1]), len(u) // 8)
                 parts.append(MeshPart(f"walls_{fl.index}", "wall", v, f, np.stack([u, vv], axis=1)))
+    from havln_robot.sim.scene import stairwell_cut
+
     for fl in floors:
         area = fl.area if fl.area is not None and not fl.area.is_empty else _bbox_area(fl.walls)
-        tris = _triangles(area)
+        # stairwell openings: no slab or ceiling across a flight with less than headroom over it
+        tris = _triangles(stairwell_cut(area, fl.z, ramps))
         if len(tris):
             v, f = _surface(tris, fl.z, up=True)
             parts.append(MeshPart(f"floor_{fl.index}", "floor", v, f, v[:, :2] / FLOOR_TILE_M))
+        tris = _triangles(stairwell_cut(area, fl.z + fl.ceiling_m, ramps))
+        if len(tris):
             v, f = _surface(tris, fl.z + fl.ceiling_m, up=False)
             parts.append(MeshPart(f"ceiling_{fl.index}", "ceiling", v, f))
     for i, rp in enumerate(ramps or []):

@@ -36,6 +36,7 @@ import os
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import shapely
@@ -78,6 +79,13 @@ FLIGHT_DZ_M: float = 0.5
 #: rising two storeys across a stairwell (slope 2.1) crossing a gentle flight differs by 2.0
 #: (b8cTxDM8gDG) and is not walked onto from the side.
 FLIGHT_GRADIENT_DIFF: float = 1.0
+#: Least clear headroom over a flight of stairs, m: IBC 2021 section 1011.3 (80 in = 2,032 mm; the
+#: EU national codes ask 2.0-2.1 m). A floor slab or ceiling lower than this over a ramp's ground
+#: is a stairwell opening in the building, not a surface (:func:`stairwell_cut`).
+STAIR_HEADROOM_M: float = 2.03
+#: A surface at most this far (m) above a ramp's lowest ground is the landing or floor the ramp
+#: starts from (drawn under it), not a surface over it.
+STAIRWELL_TOL_M: float = 0.05
 #: Bump this when the build algorithm changes so stale cache files are rebuilt.
 _CACHE_VERSION = 5
 #: Number of segments per quarter circle for discs and buffers.
@@ -205,6 +213,46 @@ class Ramp:
         ll = dx * dx + dy * dy
         s = 0.0 if ll < 1e-12 else min(1.0, max(0.0, ((x - ax) * dx + (y - ay) * dy) / ll))
         return az + s * (bz - az)
+
+
+def ramp_z_range(ramp: Any) -> tuple[float, float]:
+    """(lowest, highest) ground z of a ramp (m): ``z_at`` over its polygon's outline (linear along
+    the axis and clamped at the ends, so the extremes lie on the outline). ``ramp`` has ``polygon``
+    and ``z_at(x, y)`` (:class:`Ramp`, the renderer's ``RampGeometry``)."""
+    coords = [c for g in getattr(ramp.polygon, "geoms", [ramp.polygon]) for c in g.exterior.coords]
+    zs = [float(ramp.z_at(x, y)) for x, y, *_ in coords]
+    return min(zs), max(zs)
+
+
+def stairwell_cut(area: BaseGeometry, z: float, ramps: Any) -> BaseGeometry:
+    """A horizontal surface's area with the stairwell openings cut out.
+
+    A floor slab or a ceiling at height ``z`` that lies over a flight of stairs with less than
+    :data:`STAIR_HEADROOM_M` above its ground is an opening in a real building (nobody could walk the
+    flight under it). Matterport3D floors are the free space of whole storeys and overlap the flights
+    that join them, so the renderer and the Gazebo world would otherwise draw the upper storey's
+    slab and the lower storey's ceiling across the flight, 0.2-0.4 m above a robot walking it --
+    a wall in its depth image that the batch simulator's terrain (which has no slabs or ceilings)
+    never saw (issue 23: val_seen 3437, scan 29hnd4uzFmX, ramp 16).
+
+    Args:
+        area: the surface's outline (shapely, map xy, m).
+        z: its height, m (map frame).
+        ramps: objects with ``polygon`` and ``z_at`` (:class:`Ramp`, ``RampGeometry``).
+
+    Returns:
+        ``area`` minus the polygon of every ramp whose ground lies between ``z - STAIR_HEADROOM_M``
+        and ``z - STAIRWELL_TOL_M`` somewhere (a surface at a ramp's foot, or a storey's headroom
+        over its top, stays whole); ``area`` itself when nothing is cut.
+    """
+    holes = []
+    for r in ramps or []:
+        lo, hi = ramp_z_range(r)
+        if lo + STAIRWELL_TOL_M < z < hi + STAIR_HEADROOM_M:
+            holes.append(r.polygon)
+    if not holes or area is None or area.is_empty:
+        return area
+    return area.difference(shapely.union_all(holes))
 
 
 @dataclass(frozen=True)
