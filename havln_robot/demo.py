@@ -202,7 +202,8 @@ MAP_FULL_VIEW_M = 40.0
 
 
 def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> Path:
-    """Top-down map of one run: free space vs wall, reference path, trajectory with its end, people, collisions, goal.
+    """Top-down map of one run: free space vs wall, reference path, trajectory with its end, people,
+    the contacts motion_node reported (havln/collision; not sim_node's ground-truth collision counts), goal.
 
     The view holds the whole floor when it spans at most :data:`MAP_FULL_VIEW_M` (the builtin scene,
     a house floor), else the paths with a margin.
@@ -248,7 +249,11 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     cx = [float(c["map_x"]) for c in run.collisions if c.get("map_x")]
     cy = [float(c["map_y"]) for c in run.collisions if c.get("map_y")]
     if cx:
-        ax.scatter(cx, cy, marker="x", s=90, color="#c0152f", lw=2.5, zorder=5, label="collision")
+        # what motion_node reported as a contact (IMU jolt, stall under command, bumper), at the
+        # ground-truth pose when it arrived; the summary's collision counts are sim_node's ground
+        # truth (the body touching a wall or a person), which a stall against a drawn step or a
+        # jolt need not be
+        ax.scatter(cx, cy, marker="x", s=90, color="#c0152f", lw=2.5, zorder=5, label="contact reported by motion_node")
     sx, sy = ep.start_position[0], ep.start_position[1]
     ax.scatter([sx], [sy], marker="o", s=80, color="#2e9e44", zorder=6, label="start")
     gx, gy = ep.goal_position[0], ep.goal_position[1]
@@ -612,6 +617,11 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
             f"{n_pano!s:>9} {pano_pct:>12} {wait_pct:>17}  #{run.trial_id}"
         )
         print(f"    top-down plot: {png}")
+        if gt is not None and len(run.collisions) != gt.collisions_human + gt.collisions_static:
+            print(
+                f"    motion_node reported {len(run.collisions)} contact(s) (red x in the plot); sim_node's ground truth "
+                f"counts {gt.collisions_human + gt.collisions_static} collision(s) (the table)"
+            )
         if t is not None and t.mcap_path:
             print(f"    MCAP bag: {t.mcap_path}")
     print(f"  trial DB: {db}")

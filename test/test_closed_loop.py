@@ -299,3 +299,105 @@ def test_bench_agreement_noise_draws_show_coin_toss_episodes(havln_data, capsys)
     ]
     (s,) = summarize(rows)
     assert (s["draws"], s["disagree"], s["disagree_in_draws"]) == (2, 2, 1) and s["sr_batch_draws"] == pytest.approx(5 / 6)
+
+
+def _place(world, x, y, z, yaw):
+    """Stand the robot of ``world`` at a map pose (m, rad) on the ground the walking rule gives there."""
+    sup = world.scene.support(x, y, z)
+    assert sup is not None
+    world._x, world._y, world._z, world._yaw, world._support = x, y, float(sup.z), yaw, sup
+    world.trajectory = [(x, y, float(sup.z))]
+
+
+def _live_stairs_obstacles(world, params):
+    """motion_node's obstacles from a rendered depth frame at the world's camera pose (climbable
+    ground dropped with the camera's blind zone, as ObstacleTracker does)."""
+    from havln_robot.motion.safety import blind_zone_m
+    from havln_robot.sim.render import Renderer
+
+    sim = sim_profile()[1]
+    r = Renderer(
+        world.scene,
+        None,
+        sim["camera_width"],
+        sim["camera_height"],
+        sim["camera_hfov_deg"],
+        sim["camera_height_m"],
+        sim["camera_forward_m"],
+    )
+    try:
+        _, depth = r.render(world.camera_pose, 0.0, world.t)
+    finally:
+        r.close()
+    mount = CameraMount(params["camera_x_m"], params["camera_y_m"], params["camera_z_m"], math.radians(params["camera_pitch_deg"]))
+    xyz = depth_to_points(depth, r.intrinsics, mount, params["depth_stride"], params["depth_min_m"], params["depth_max_m"])
+    pts = obstacle_points(
+        xyz,
+        params["obstacle_min_height_m"],
+        params["obstacle_max_height_m"],
+        step_m=params["max_step_height_m"],
+        blind_m=blind_zone_m(r.intrinsics, mount),
+    )
+    return Obstacles(points=pts, people=[])
+
+
+@pytest.mark.parametrize(
+    ("scan", "pose", "why"),
+    [
+        # val_seen 3437, walking down ramp 15: the upper storey's slab lies over the flight below
+        # (ramps 17/18), cut open by the renderer; batch's terrain stood it 0.41 m above the feet
+        ("29hnd4uzFmX", (-3.21, -1.41, 0.56, -1.66), "stairwell opening"),
+        # val_seen 1140, walking down ramp 10: ramp 7 passes 0.15 m over the camera; drawn one-sided
+        # facing up, it is not in the depth image; batch's terrain took it for a 0.58 m face
+        ("JF19kD82Mey", (5.04, -1.54, -0.20, -0.18), "flight overhead"),
+    ],
+)
+def test_batch_terrain_is_what_the_camera_sees_on_stairs(havln_data, scan, pose, why):
+    """Batch terrain against rendered depth on Matterport3D stairs (issue 23): both free ahead."""
+    params = sim_profile()[0]
+    cfg = MotionConfig.from_params(params)
+    scene = Scene.load(scan, havln_data / "connectivity")
+    ep = Episode("t", scan, "go", ("go",), pose[:3], pose[3], pose[:3], 3.0, (pose[:3],), (), (), 1.0, "test")
+    w = World(scene, ep, Crowd([]), seed=0)
+    _place(w, *pose)
+    loop = ClosedLoop(w, seed=0, reset_world=False, settle_s=0.0)
+    _place(w, *pose)
+    loop._load_walls()
+    for obs in (_live_stairs_obstacles(w, params), loop.obstacles()):
+        obs.people = []
+        hz = forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        assert hz is None, (why, hz)
+
+
+def _loop_at(havln_data, scan, pose):
+    scene = Scene.load(scan, havln_data / "connectivity")
+    ep = Episode("t", scan, "go", ("go",), pose[:3], pose[3], pose[:3], 3.0, (pose[:3],), (), (), 1.0, "test")
+    w = World(scene, ep, Crowd([]), seed=0)
+    _place(w, *pose)
+    loop = ClosedLoop(w, seed=0, reset_world=False, settle_s=0.0)
+    _place(w, *pose)
+    loop._load_walls()
+    return w, loop
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [((4.84, -1.50, -0.04, -0.18), (5.08, -1.55, -0.22, -0.18)), ((4.59, -1.52, 0.14, -0.18), (4.84, -1.50, -0.04, -0.18))],
+)
+def test_batch_terrain_is_judged_against_the_ground_under_the_robot_at_each_frame(havln_data, a, b):
+    """val_seen 1140 (scan JF19kD82Mey), one MOVE_FORWARD down ramp 10 (issue 23): batch sampled the
+    stairs at the start of a step and judged their heights against the ground there for the whole
+    step, while live judges each frame against the ground under the robot when it is taken. A
+    frame taken after the step (no new sample) now sees what a fresh sample there sees."""
+
+    def near(obs):  # the frame's points within 0.9 m of base_link, as a sorted list (mm)
+        p = obs.points[np.hypot(obs.points[:, 0], obs.points[:, 1]) < 0.9]
+        return sorted(map(tuple, np.round(p * 1000).astype(int).tolist()))
+
+    w, loop = _loop_at(havln_data, "JF19kD82Mey", a)
+    seen_at_a = near(loop.obstacles())
+    _, fresh = _loop_at(havln_data, "JF19kD82Mey", b)
+    seen_at_b = near(fresh.obstacles())
+    assert seen_at_a != seen_at_b  # the step changes what is an obstacle
+    _place(w, *b)  # the robot walked on; the samples stay those of the start
+    assert near(loop.obstacles()) == seen_at_b

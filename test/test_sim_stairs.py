@@ -57,7 +57,6 @@ def scene_cache(tmp_path_factory):
 STILL_STUCK = {
     "corridor beside the top of a flight: the robot walked down it",
     "flight rising 2.7 m per metre entered from the side of its top disc",
-    "goal 0.2 m from a near-vertical flight: no STOP 1 m above it",
     "split stairs up and down from one landing, long edge over them",
 }
 _STUCK = pytest.mark.xfail(strict=True, reason="issue 23: not walked in the closed-loop world yet (STILL_STUCK)")
@@ -96,7 +95,17 @@ def _switchback() -> Scene:
 
 @pytest.mark.parametrize(
     "direction",
-    ["up", pytest.param("down", marks=pytest.mark.xfail(strict=True, reason="issue 23: stuck on the landing going down (STILL_STUCK)"))],
+    [
+        "up",
+        pytest.param(
+            "down",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 23: floor 1 (the mid-flight viewpoint s1, 0.65 m) is drawn past the first flight's foot, "
+                "0.65 m over floor 0: a ledge in the camera's view in both worlds (docs/sim.md 'Stairs')",
+            ),
+        ),
+    ],
 )
 def test_synthetic_switchback_is_walked_both_ways(direction):
     scene = _switchback()

@@ -148,14 +148,36 @@ _LINE = re.compile(
 
 
 def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
-    """Live outcomes from the per-episode lines an earlier ``bench agreement`` printed (its log file):
-    (episode id, input kind) -> :class:`Outcome`. Lets the batch side be re-run on a recorded live run.
+    """Live outcomes from an earlier ``bench agreement`` run: its ``--json`` file, or the
+    per-episode lines it printed (its log file): (episode id, input kind) -> :class:`Outcome`.
+    Lets the batch side be re-run on a recorded live run.
 
     Raises:
         OSError: the file cannot be read.
+        ValueError: a JSON file whose rows are not those of ``bench agreement --json`` (names the field).
     """
     out: dict[tuple[str, str], Outcome] = {}
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    if text.lstrip().startswith("{"):
+        import json
+
+        try:
+            rows = json.loads(text)["rows"]
+            for r in rows:
+                if r.get("live"):
+                    lv = r["live"]
+                    out[(str(r["episode_id"]), str(r["kind"]))] = Outcome(
+                        bool(lv["success"]),
+                        float(lv["ne"]),
+                        int(lv["collisions"]),
+                        int(lv["refused"]),
+                        int(lv["actions"]),
+                        str(lv.get("note", "")),
+                    )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a 'bench agreement --json' file (rows[].live: {exc!r})") from None
+        return out
+    for line in text.splitlines():
         m = _LINE.match(line)
         if m:
             eid, kind, res, ne, coll, ref, n, note = m.groups()
@@ -255,7 +277,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--live-log",
         default=None,
-        help="take the live side from the per-episode lines of an earlier run's output (episodes it lacks are left out)",
+        help="take the live side from an earlier run's --json file or printed output (episodes it lacks are left out)",
     )
     ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
     ap.add_argument(
@@ -294,6 +316,9 @@ def main(argv: list[str]) -> int:
             recorded = read_live_log(Path(args.live_log))
         except OSError as exc:
             print(f"bench agreement: --live-log: cannot read {args.live_log} ({exc.strerror})", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            print(f"bench agreement: --live-log: {exc}", file=sys.stderr)
             return 2
         eps = [e for e in eps if any((e.episode_id, k) in recorded for k in kinds)]
     policy = None

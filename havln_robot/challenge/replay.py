@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
         "--backend",
         choices=["batch", "ros"],
         default="batch",
-        help="batch: World.step, no ROS, no refusals (default); ros: through motion_node, which refuses moves near people/walls (docs/challenge.md)",
+        help="batch: World.step, motion_node's executor in-process, no ROS (default); ros: through the live motion_node (docs/challenge.md); both refuse moves near people and walls",
     )
     ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
     ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import shapely
 
 from havln_robot import actions as A
 from havln_robot.motion.checks import GyroYaw
@@ -321,7 +322,10 @@ class ClosedLoop:
         self.partial = 0
         self._odom = (0.0, 0.0, 0.0)
         self._pts_world: np.ndarray | None = None
-        self._pts_dz = np.zeros(0)
+        self._terr_xy, self._terr_h = np.zeros((0, 2)), np.zeros((0, 1))
+        self._terr_ramp = np.zeros((0, 1), dtype=np.int64)
+        self._terr_key: tuple[Any, ...] | None = None
+        self._terr_pts: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 2)), np.zeros(0))
         self._walls_key: tuple[Any, ...] | None = None
         self.memory = ObstacleMemory(keep_s=float(self.params["obstacle_memory_s"]))
         self._tracks: list[Person] = []
@@ -359,8 +363,6 @@ class ClosedLoop:
         key = (sup.kind, sup.index)
         segs = self._walls.get(key)
         if segs is None:
-            import shapely
-
             # the renderer draws each wall WALL_THICKNESS_M thick, centred on the free-space boundary:
             # the face the camera sees stands half of it inside the free space
             region = self.world.scene.region(sup).buffer(-WALL_THICKNESS_M / 2.0, quad_segs=4, join_style="mitre")
@@ -375,7 +377,8 @@ class ClosedLoop:
         return segs
 
     def _load_walls(self) -> None:
-        """Sample the walls within :data:`VIEW_RANGE_M` + a step of the TRUE position (map frame) with their weights."""
+        """Sample the walls within :data:`VIEW_RANGE_M` + a step of the TRUE position (map frame) with
+        their weights, and the drawn ground heights around it (:meth:`_terrain_cells`)."""
         x, y, _, _ = self.world.pose
         sup = self.world._support
         # the samples depend on the support, the position and the ground height only: a turn, a
@@ -384,10 +387,12 @@ class ClosedLoop:
         if key == self._walls_key:
             return
         self._walls_key = key
+        self._terr_xy, self._terr_h, self._terr_ramp = self._terrain_cells()
+        self._terr_key = None
         segs = self._wall_segments()
         reach = VIEW_RANGE_M + A.FORWARD_STEP_M
         if not len(segs):
-            self._pts_world, self._pts_dz = np.zeros((0, 2)), np.zeros(0)
+            self._pts_world = np.zeros((0, 2))
             return
         a, b = segs[:, 0], segs[:, 1]
         ab = b - a
@@ -403,11 +408,57 @@ class ClosedLoop:
         P = np.concatenate(pts) if pts else np.zeros((0, 2))
         keep = np.hypot(P[:, 0] - x, P[:, 1] - y) <= reach
         self._pts_world = P[keep]
-        self._pts_dz = np.zeros(len(self._pts_world))
-        tp, tw = self._terrain_points()
-        if len(tp):
-            self._pts_world = np.concatenate([self._pts_world, tp])
-            self._pts_dz = np.concatenate([self._pts_dz, tw])
+
+    def _terrain_cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The drawn ground around the TRUE position, sampled on a :data:`TERRAIN_CELL_M` grid within
+        :data:`TERRAIN_REACH_M` + a step (a MOVE_FORWARD walks the reach along), only where stairs or
+        another floor are within reach (elsewhere the ground is flat; returns nothing).
+
+        Returns:
+            ((N, 2) cell corners, map xy, m; (N, K) absolute heights of the surfaces drawn in each,
+            m, -inf padded; (N, K) the ramp whose sloped part each is, -1 for flat surfaces:
+            :meth:`Scene.drawn_surfaces`).
+        """
+        w, scene = self.world, self.world.scene
+        x, y, _, _ = w.pose
+        sup = w._support
+        reach = TERRAIN_REACH_M + A.FORWARD_STEP_M
+        rb = scene._ramp_bounds
+        near_ramp = sup.kind == "ramp" or (
+            len(rb) and bool(((rb[:, 0] <= x + reach) & (x - reach <= rb[:, 2]) & (rb[:, 1] <= y + reach) & (y - reach <= rb[:, 3])).any())
+        )
+        if not near_ramp and not (sup.kind == "floor" and len(scene.near_floors(sup.index)) > 1):
+            return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
+        # (ix, iy) -> heights of the surfaces drawn there (absolute z, m; Scene.drawn_surfaces); which
+        # one the camera sees depends on its height, chosen per frame (:meth:`_terrain_points`)
+        cache = scene.__dict__.setdefault("_terrain_cache", {})
+        c = TERRAIN_CELL_M
+        n = int(math.ceil(reach / c))
+        ix0, iy0 = int(round(x / c)), int(round(y / c))
+        pts, height = [], []
+        r2 = reach * reach
+        for i in range(ix0 - n, ix0 + n + 1):
+            px = i * c
+            dx2 = (px - x) ** 2
+            for j in range(iy0 - n, iy0 + n + 1):
+                py = j * c
+                if dx2 + (py - y) ** 2 > r2:
+                    continue
+                hs = cache.get((i, j))
+                if hs is None:
+                    hs = cache[(i, j)] = scene.drawn_surfaces(px, py)
+                if hs:
+                    pts.append((px, py))
+                    height.append(hs)
+        if not pts:
+            return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
+        k = max(len(h) for h in height)
+        H = np.full((len(height), k), -np.inf)
+        R = np.full((len(height), k), -1, dtype=np.int64)
+        for r, h in enumerate(height):
+            H[r, : len(h)] = [v[0] for v in h]
+            R[r, : len(h)] = [v[1] for v in h]
+        return np.asarray(pts, dtype=np.float64).reshape(-1, 2), H, R
 
     def _terrain_points(self) -> tuple[np.ndarray, np.ndarray]:
         """Ground the camera sees inside the obstacle height band: stairs rising ahead, a split level
@@ -419,60 +470,46 @@ class ClosedLoop:
         (:func:`~havln_robot.motion.safety.climbable_mask`: stairs and ramps rising at most
         ``max_step_height_m`` per cell, reachable from its floor) -- the same two rules apply here,
         on the analytic ground heights (the batch world sees all the ground: no blind zone). What
-        remains is a face taller than a step (a split level's edge). Sampled on a
-        :data:`TERRAIN_CELL_M` grid around the robot, only where stairs or another floor are within
-        reach (elsewhere the ground is flat)."""
-        w, scene = self.world, self.world.scene
+        remains is a face taller than a step (a split level's edge). The cells are :meth:`_terrain_cells`;
+        their heights are judged against the ground under the robot at the frame's time (a frame
+        taken halfway up a flight sees the flight from there, as live). Each cell's ground is what the
+        camera sees there: the highest drawn surface below it (:meth:`Scene.drawn_surfaces`: floor slabs
+        with their stairwell openings cut, :func:`~havln_robot.sim.scene.stairwell_cut`, and ramps)."""
+        if not len(self._terr_h):
+            return self._terr_pts[0][:0], self._terr_pts[1][:0]
+        w = self.world
         x, y, _, _ = w.pose
-        z0 = w.camera_pose[2]
-        sup = w._support
-        reach = TERRAIN_REACH_M
-        rb = scene._ramp_bounds
-        near_ramp = sup.kind == "ramp" or (
-            len(rb) and bool(((rb[:, 0] <= x + reach) & (x - reach <= rb[:, 2]) & (rb[:, 1] <= y + reach) & (y - reach <= rb[:, 3])).any())
-        )
-        if not near_ramp and not (sup.kind == "floor" and len(scene.near_floors(sup.index)) > 1):
-            return np.zeros((0, 2)), np.zeros(0)
-        lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
-        # (support, z0 in 10 cm, ix, iy) -> absolute drawn ground height, m, or None (no ground): the
-        # ground's z0 only picks among overlapping surfaces (flights a storey apart), so a coarse key
-        # lets a walk up a flight reuse the cells it saw a step before
-        cache = scene.__dict__.setdefault("_terrain_cache", {})
+        z0 = float(w.camera_pose[2])
         c = TERRAIN_CELL_M
-        n = int(math.ceil(reach / c))
-        ix0, iy0 = int(round(x / c)), int(round(y / c))
-        zb = int(round(z0 * 10))
-        zq = zb / 10.0
-        zkey = (sup.kind, sup.index, zb)
-        pts, height = [], []
-        r2 = reach * reach
-        for i in range(ix0 - n, ix0 + n + 1):
-            px = i * c
-            dx2 = (px - x) ** 2
-            for j in range(iy0 - n, iy0 + n + 1):
-                py = j * c
-                if dx2 + (py - y) ** 2 > r2:
-                    continue
-                key = (*zkey, i, j)
-                h = cache.get(key, False)
-                if h is False:
-                    s2 = scene.support(px, py, zq, prefer=sup)
-                    h = None if s2 is None else (float(scene.floors[s2.index].z) if s2.kind == "floor" else float(s2.z))
-                    cache[key] = h
-                if h is not None:
-                    pts.append((px, py))
-                    height.append(h)
-        rise = [h - z0 for h in height]
-        if not pts:
-            return np.zeros((0, 2)), np.zeros(0)
-        P, dz = np.asarray(pts, dtype=np.float64).reshape(-1, 2), np.asarray(rise, dtype=np.float64)
+        # judged against the ground under the robot NOW (live: each frame's heights are above the
+        # feet when it was taken), on the cells within reach; a look (or a turn by less than 3 deg) reuses the result
+        key = (self._walls_key, int(round(x / c)), int(round(y / c)), int(round(z0 * 100)), int(round(float(w.pose[3]) * 20)))
+        if key == self._terr_key:
+            return self._terr_pts
+        P = self._terr_xy
+        near = (P[:, 0] - x) ** 2 + (P[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2
+        # the camera sees the highest drawn surface it is above (surfaces face up, drawn one-sided):
+        # a slab or a flight's flat end below it, a flight whose plane passes under it (one rising
+        # ahead is seen even where it is higher than the camera; one overhead is not)
+        cam_z = z0 + float(self.params["camera_z_m"])
+        yaw = float(w.pose[3])
+        cx, cy = self._cam_xy
+        cam_x, cam_y = x + math.cos(yaw) * cx - math.sin(yaw) * cy, y + math.sin(yaw) * cx + math.cos(yaw) * cy
+        H, Rm = self._terr_h[near], self._terr_ramp[near]
+        above = w.scene.ramp_planes_below(cam_x, cam_y, cam_z)
+        vis = np.where(Rm >= 0, above[np.maximum(Rm, 0)] if len(above) else False, H < cam_z)
+        top = np.where(vis, H, -np.inf).max(axis=1)
+        seen = np.isfinite(top)
+        P, dz = P[near][seen], top[seen] - z0
+        lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
         band = (dz >= lo) & (dz <= hi)
         step = float(self.params["max_step_height_m"])
         if step > 0 and band.any():  # motion_node's climbable-terrain rule on the same ground cells
             # binned in the map frame (each sample is one TERRAIN_CELL_M cell; no blind zone here,
             # so the rule does not need base_link coordinates); heights above the robot's ground
             band &= ~climbable_mask(np.stack([P[:, 0] + 0.5 * c, P[:, 1] + 0.5 * c, dz], axis=1), step, cell_m=c)
-        return P[band], dz[band]
+        self._terr_key, self._terr_pts = key, (P[band], dz[band])
+        return self._terr_pts
 
     def obstacles(self) -> Obstacles:
         """What motion_node would know now, without a new depth frame: the points the camera sees
@@ -511,18 +548,20 @@ class ClosedLoop:
         x, y, _, yaw = self.world.pose
         c, s = math.cos(yaw), math.sin(yaw)
         top = float(self.params["obstacle_max_height_m"])
-        P = self._pts_world
-        if P is None or not len(P):
-            bx = by = z = np.zeros(0)
-        else:
-            dx, dy = P[:, 0] - x, P[:, 1] - y
+        P = self._pts_world if self._pts_world is not None else np.zeros((0, 2))
+        tp, tdz = self._terrain_points()
+        nw = len(P)
+        if nw or len(tp):
+            Q = np.concatenate([P, tp]) if len(tp) else P
+            dx, dy = Q[:, 0] - x, Q[:, 1] - y
             bx, by = c * dx + s * dy, -s * dx + c * dy
-            z = np.where(self._pts_dz > 0, self._pts_dz, top)
+            z = np.concatenate([np.full(nw, top), tdz])
+        else:
+            bx = by = z = np.zeros(0)
         cam = np.hypot(bx - self._cam_xy[0], by - self._cam_xy[1])
         weights = wall_weights(cam, WALL_SAMPLE_M, self.params)
-        terrain = self._pts_dz > 0
-        if terrain.any():  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
-            weights[terrain] = wall_weights(cam[terrain], TERRAIN_CELL_M, self.params) * 0.25
+        if len(tp):  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
+            weights[nw:] = wall_weights(cam[nw:], TERRAIN_CELL_M, self.params) * 0.25
         legs = self._person_points()
         if len(legs):  # people are in the depth image too (their legs inside the height band)
             lc = np.hypot(legs[:, 0] - self._cam_xy[0], legs[:, 1] - self._cam_xy[1])

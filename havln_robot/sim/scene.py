@@ -420,6 +420,7 @@ class Scene:
         self._ramp_free: dict[tuple[str, int], BaseGeometry] = {}
         self._near: dict[int, frozenset[int]] = {}
         self._eroded: dict[tuple[str, int, float], BaseGeometry] = {}
+        self._slabs: dict[int, BaseGeometry] = {}
         self._walls: dict[int, np.ndarray] = {}
         self._floor_z = np.array([f.z for f in self.floors], dtype=np.float64)
         self._ramp_bounds = np.array([r.polygon.bounds for r in self.ramps], dtype=np.float64).reshape(-1, 4)
@@ -443,7 +444,18 @@ class Scene:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for k in ("_ramp_free", "_near", "_eroded", "_walls", "_floor_z", "_ramp_bounds", "_adjacent_ramps", "_skeleton"):
+        for k in (
+            "_ramp_free",
+            "_near",
+            "_eroded",
+            "_slabs",
+            "_walls",
+            "_floor_z",
+            "_ramp_bounds",
+            "_adjacent_ramps",
+            "_skeleton",
+            "_terrain_cache",
+        ):
             state.pop(k, None)
         return state
 
@@ -856,6 +868,58 @@ class Scene:
             shapely.prepare(g)
             self._eroded[key] = g
         return g
+
+    def slab(self, k: int) -> BaseGeometry:
+        """Where floor ``k``'s slab is drawn (prepared shapely geometry, map xy; cached): its own
+        space (:attr:`Floor.own`) with the stairwell openings cut out (:func:`stairwell_cut`, the
+        renderer's and the Gazebo world's rule). The batch simulator's terrain looks through the
+        openings as the camera does."""
+        g = self._slabs.get(k)
+        if g is None:
+            fl = self.floors[k]
+            g = stairwell_cut(fl.own, float(fl.z), self.ramps)
+            shapely.prepare(g)
+            self._slabs[k] = g
+        return g
+
+    def drawn_surfaces(self, x: float, y: float) -> tuple[tuple[float, int], ...]:
+        """The ground surfaces drawn at map (x, y): (height in m, ramp index or -1), lowest first.
+
+        The floor slabs as drawn (:meth:`slab`, flat at :attr:`Floor.z`; ramp index -1) and the
+        stairs ramps (:meth:`Ramp.z_at`; -1 too where the point lies on the ramp's flat end, beyond
+        its axis). They are drawn one-sided, facing up: a camera sees one only from above its plane
+        (:meth:`ramp_planes_below`); the walking rule (:meth:`support`) may stand a body on a slab the
+        renderer cuts open over a flight, or pick an overlapping surface the camera cannot see.
+        A point on an outline belongs to the surface (a flight's end and the slab cut around it
+        meet there: neither is missing on the seam).
+        """
+        out: list[tuple[float, int]] = []
+        rb = self._ramp_bounds
+        if len(rb):
+            for i in np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])):
+                r = self.ramps[int(i)]
+                if shapely.intersects_xy(r.polygon, x, y):
+                    (ax, ay, _), (bx, by, _) = r.a, r.b
+                    ll = (bx - ax) ** 2 + (by - ay) ** 2
+                    u = ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / ll if ll > 1e-12 else 0.0
+                    out.append((float(r.z_at(x, y)), int(i) if 0.0 < u < 1.0 else -1))
+        for f in self.floors:
+            if shapely.intersects_xy(self.slab(f.index), x, y):
+                out.append((float(f.z), -1))
+        return tuple(sorted(out))
+
+    def ramp_planes_below(self, x: float, y: float, z: float) -> np.ndarray:
+        """(R,) bool: for each ramp, whether the point (x, y, z) (map frame, m) lies above the plane
+        of its sloped part (the axis's line extended, unclamped): where a camera sees the ramp's
+        up-facing surface from."""
+        if not self.ramps:
+            return np.zeros(0, dtype=bool)
+        A = np.array([r.a for r in self.ramps], dtype=np.float64)
+        B = np.array([r.b for r in self.ramps], dtype=np.float64)
+        d = B[:, :2] - A[:, :2]
+        ll = np.maximum((d**2).sum(axis=1), 1e-12)
+        u = ((x - A[:, 0]) * d[:, 0] + (y - A[:, 1]) * d[:, 1]) / ll
+        return z > A[:, 2] + u * (B[:, 2] - A[:, 2])
 
     def first_contact(self, support: Support, radius: float, x0: float, y0: float, x1: float, y1: float) -> float:
         """Fraction in [0, 1] of the straight move (x0, y0) → (x1, y1) a disc body can make before touching a wall.
