@@ -401,3 +401,30 @@ def test_batch_terrain_is_judged_against_the_ground_under_the_robot_at_each_fram
     assert seen_at_a != seen_at_b  # the step changes what is an obstacle
     _place(w, *b)  # the robot walked on; the samples stay those of the start
     assert near(loop.obstacles()) == seen_at_b
+
+
+def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path):
+    import json
+
+    from havln_robot.bench.agreement import main, read_live_log
+
+    rec = tmp_path / "agreement.json"
+    row = {"success": True, "ne": 0.34, "collisions": 1, "refused": 2, "actions": 42, "note": ""}
+    rec.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"episode_id": "5593", "kind": "expert", "batch": row, "live": row},
+                    {"episode_id": "711", "kind": "model", "batch": row, "live": None},
+                ]
+            }
+        )
+    )
+    got = read_live_log(rec)
+    assert set(got) == {("5593", "expert")}
+    assert (got[("5593", "expert")].ne, got[("5593", "expert")].refused) == (0.34, 2)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rows": [{"episode_id": "5593", "live": {"success": True}}]}))
+    with pytest.raises(ValueError, match="bench agreement --json"):
+        read_live_log(bad)
+    assert main(["--episodes", "1", "--kinds", "expert", "--live-log", str(bad)]) == 2
