@@ -398,6 +398,24 @@ def fov_mask(width: int, height: int, render_hfov_deg: float, hfov_deg: float, v
 
 
 # ---------------------------------------------------------------------------- running
+def panorama_sweep_action(path: str | os.PathLike[str] | None = None) -> str | None:
+    """The primitive agent_node turns with for each panorama in the live sim graph (``path``, default
+    config/sim.yaml, agent_node section): SWEEP_LEFT / SWEEP_RIGHT for ``panorama_mode: sweep``,
+    None for ``discrete`` or when the section does not say (its 24 TURNs are not replayed in batch).
+
+    Raises:
+        havln_robot.params.ConfigError: the file cannot be read (one line naming it).
+    """
+    from havln_robot.actions import SWEEP_LEFT, SWEEP_RIGHT
+    from havln_robot.paths import config_dir
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+
+    p = merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+    if str(p.get("panorama_mode", "")) != "sweep":
+        return None
+    return SWEEP_LEFT if str(p.get("panorama_direction", "left")) == "left" else SWEEP_RIGHT
+
+
 def run_episode(
     world,
     policy: str | object,
@@ -406,6 +424,7 @@ def run_episode(
     hfov_deg: float = OBS_HFOV_DEG,
     vfov_deg: float = OBS_HFOV_DEG,
     shield: PeopleShield | None = None,
+    panorama_sweeps: bool = False,
 ) -> list[str]:
     """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
 
@@ -420,6 +439,10 @@ def run_episode(
         hfov_deg: camera horizontal field of view (deg); pixels of the 90 deg render outside it are 0.
         vfov_deg: camera vertical field of view (deg), likewise.
         shield: people checks before each action (``eval --people``), or None.
+        panorama_sweeps: before each decision of a panoramic policy, turn the robot once in place
+            through the executor as agent_node does (:meth:`ClosedLoop.sweep`, config/sim.yaml's
+            ``panorama_mode``): the panorama's sim time passes and people walk on. ~10x the ticks
+            per decision; ``bench agreement`` uses it for the model, ``eval`` by default does not.
     """
     observer = None
     if policy == "expert":
@@ -432,9 +455,12 @@ def run_episode(
         agent = policy
     if policy != "expert" and getattr(agent, "observes", True):
         observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
+    sweep = panorama_sweep_action() if panorama_sweeps and observer is not None and int(getattr(agent, "views", 1)) > 1 else None
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
+            if sweep is not None:  # as agent_node: the robot turns once in place for each panorama
+                world.loop.sweep(sweep)
             obs = observer.observe(len(world.actions), getattr(agent, "views", 1)) if observer is not None else None
             act = agent.act(obs)
             if shield is not None:

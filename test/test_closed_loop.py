@@ -428,3 +428,23 @@ def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path):
     with pytest.raises(ValueError, match="bench agreement --json"):
         read_live_log(bad)
     assert main(["--episodes", "1", "--kinds", "expert", "--live-log", str(bad)]) == 2
+
+
+def test_a_panorama_sweep_turns_once_in_place_and_takes_its_time():
+    """agent_node turns the robot once for each panorama (issue 23: live, the model spent ~10 s per
+    decision sweeping, batch none, and people walked into the live robot 41 times in 18 episodes,
+    0 in batch). ClosedLoop.sweep ticks the executor's SWEEP primitive: one turn in place, its sim
+    time passes, and it is no challenge action."""
+    from havln_robot.eval import panorama_sweep_action
+    from havln_robot.sim.closed_loop import ClosedLoopError
+
+    w = World(Scene.builtin(), _episode(start=(0.0, 0.5, 0.0)), Crowd([]), seed=0)
+    x0, y0, _, yaw0 = w.pose
+    t0 = w.t
+    st = w.loop.sweep(panorama_sweep_action() or "SWEEP_LEFT")
+    assert st.result is not None and st.result.outcome == "ok", st.result
+    assert w.actions == [] and w.loop.refused == 0
+    assert w.t - t0 > 5.0  # a 360 deg turn at the sweep rate (config/sim.yaml), not an instant
+    assert abs(st.rotated_rad) < math.radians(15) and math.hypot(w.pose[0] - x0, w.pose[1] - y0) < 0.05
+    with pytest.raises(ClosedLoopError, match="SWEEP_LEFT"):
+        w.loop.sweep("TURN_LEFT")

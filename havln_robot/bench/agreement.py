@@ -84,7 +84,8 @@ def _batch_policy(ep: Any, scene: Any, policy: Any, seed: int, noise_seed: int |
     from havln_robot.sim.world import World
 
     w = World(scene, ep, Crowd.from_episode(ep, scene, seed), seed=seed if noise_seed is None else noise_seed)
-    actions = run_episode(w, policy, seed=seed)
+    # the model turns in place for each panorama, as agent_node does live (the expert needs none)
+    actions = run_episode(w, policy, seed=seed, panorama_sweeps=policy != "expert")
     m = w.metrics()
     return Outcome(bool(m.success), float(m.ne), int(m.collisions_human + m.collisions_static), w.loop.refused, len(actions)), actions
 

@@ -710,6 +710,54 @@ class ClosedLoop:
         tick = probe.start(action, float(self.world.t), (x, y, th + yaw_offset), self.gyro.yaw + yaw_offset, obs)
         return bool(tick.results and tick.results[0].is_refused)
 
+    def _execute(self, action: str) -> tuple[list[ActionResult], list[CollisionRecord], Any]:
+        """Tick the executor through ``action`` (not STOP) to its result, as motion_node does; returns
+        (results, collision records, the first world contact or None)."""
+        w = self.world
+        ex = self.executor
+        t0 = float(w.t)
+        contact = None
+        self._load_walls()
+        pts, wts = self._frame()  # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
+        at = self._odom  # where it was taken: between frames its points move into the current base_link, as live
+        people, people_at = self._people(), self._odom
+        obs = Obstacles(points=pts, people=people, weights=wts)
+        tick = ex.start(action, t0, self._odom, self.gyro.yaw, obs)
+        self.base.command(*tick.cmd)
+        results, cols = list(tick.results), list(tick.collisions)
+        next_tick = t0 + self.period
+        cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
+        next_cam, next_people = t0 + cam_period, t0 + people_period
+        while not results and w.t - t0 < MAX_ACTION_S:
+            c = self._physics()
+            if contact is None and c is not None:
+                contact = c
+            if w.t + 1e-9 >= next_tick:
+                next_tick += self.period
+                # as live: a new depth frame at the camera rate, havln/people at the ground-truth rate
+                if w.t + 1e-9 >= next_cam:
+                    next_cam += cam_period
+                    pts, wts = self._frame()
+                    at = self._odom
+                if w.t + 1e-9 >= next_people:
+                    next_people += people_period
+                    people, people_at = self._people(), self._odom
+                here = self._odom
+                obs = Obstacles(
+                    points=rebase_points(pts, at, here),
+                    people=[rebase_person(q, people_at, here) for q in people] if people_at != here else people,
+                    weights=wts,
+                )
+                a = self.base.imu.accel
+                tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
+                self.base.command(*tick.cmd)
+                results += tick.results
+                cols += tick.collisions
+        if not results:  # pragma: no cover - the executor's timeout ends every action first
+            results = list(ex.abort(w.t, f"batch: no result after {MAX_ACTION_S:g} s").results)
+        w.camera_pitch = float(ex.pitch)
+        return results, cols, contact
+
     def step(self, action: str) -> ClosedLoopStep:
         """Execute one discrete action to its end (result) and do the episode bookkeeping.
 
@@ -736,45 +784,7 @@ class ClosedLoop:
             w.stopped = True
             w.done, w.reason = True, "stop"
         else:
-            self._load_walls()
-            pts, wts = self._frame()  # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
-            at = self._odom  # where it was taken: between frames its points move into the current base_link, as live
-            people, people_at = self._people(), self._odom
-            obs = Obstacles(points=pts, people=people, weights=wts)
-            tick = ex.start(action, t0, self._odom, self.gyro.yaw, obs)
-            self.base.command(*tick.cmd)
-            results, cols = list(tick.results), list(tick.collisions)
-            next_tick = t0 + self.period
-            cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
-            next_cam, next_people = t0 + cam_period, t0 + people_period
-            while not results and w.t - t0 < MAX_ACTION_S:
-                c = self._physics()
-                if contact is None and c is not None:
-                    contact = c
-                if w.t + 1e-9 >= next_tick:
-                    next_tick += self.period
-                    # as live: a new depth frame at the camera rate, havln/people at the ground-truth rate
-                    if w.t + 1e-9 >= next_cam:
-                        next_cam += cam_period
-                        pts, wts = self._frame()
-                        at = self._odom
-                    if w.t + 1e-9 >= next_people:
-                        next_people += people_period
-                        people, people_at = self._people(), self._odom
-                    here = self._odom
-                    obs = Obstacles(
-                        points=rebase_points(pts, at, here),
-                        people=[rebase_person(q, people_at, here) for q in people] if people_at != here else people,
-                        weights=wts,
-                    )
-                    a = self.base.imu.accel
-                    tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
-                    self.base.command(*tick.cmd)
-                    results += tick.results
-                    cols += tick.collisions
-            if not results:  # pragma: no cover - the executor's timeout ends every action first
-                results = list(ex.abort(w.t, f"batch: no result after {MAX_ACTION_S:g} s").results)
-            w.camera_pitch = float(ex.pitch)
+            results, cols, contact = self._execute(action)
         res = results[-1] if action == A.STOP or len(results) == 1 else results[0]
         self.results.append(res)
         if res.is_refused and action != A.STOP:
@@ -787,6 +797,40 @@ class ClosedLoop:
         return ClosedLoopStep(
             action,
             res,
+            cols,
+            contact,
+            w.done,
+            w.reason,
+            w.pose,
+            math.hypot(x1 - x0, y1 - y0),
+            (yaw1 - yaw0 + math.pi) % (2 * math.pi) - math.pi,
+        )
+
+    def sweep(self, action: str = A.SWEEP_LEFT) -> ClosedLoopStep:
+        """agent_node's sweep panorama before a decision (config/sim.yaml ``panorama_mode: sweep``):
+        one 360 deg turn through motion_node's executor (its SWEEP primitive at its sweep rate,
+        :data:`havln_robot.actions.PRIMITIVE_TABLE`), ticked as :meth:`step` ticks an action, so the
+        sim time a panorama takes passes (people walk on, and may walk into the turning robot) and
+        the heading ends where the turn's closure error leaves it. Not a challenge action: not in
+        ``world.actions``, not against the budget, not counted in :attr:`refused`.
+
+        Returns:
+            A :class:`ClosedLoopStep` (``result``: the executor's; None when the episode is over).
+
+        Raises:
+            ClosedLoopError: ``action`` is not SWEEP_LEFT / SWEEP_RIGHT.
+        """
+        w = self.world
+        if action not in A.SWEEPS:
+            raise ClosedLoopError(f"unknown sweep {action!r}; expected one of {', '.join(A.SWEEPS)}")
+        if w.done:
+            return ClosedLoopStep(action, None, [], None, True, w.reason, w.pose)
+        x0, y0, _, yaw0 = w.pose
+        results, cols, contact = self._execute(action)
+        x1, y1, _, yaw1 = w.pose
+        return ClosedLoopStep(
+            action,
+            results[0],
             cols,
             contact,
             w.done,
