@@ -341,6 +341,17 @@ def _live_stairs_obstacles(world, params):
     return Obstacles(points=pts, people=[])
 
 
+def _loop_at(havln_data, scan, pose):
+    scene = Scene.load(scan, havln_data / "connectivity")
+    ep = Episode("t", scan, "go", ("go",), pose[:3], pose[3], pose[:3], 3.0, (pose[:3],), (), (), 1.0, "test")
+    w = World(scene, ep, Crowd([]), seed=0)
+    _place(w, *pose)
+    loop = ClosedLoop(w, seed=0, reset_world=False, settle_s=0.0)
+    _place(w, *pose)
+    loop._load_walls()
+    return w, loop
+
+
 @pytest.mark.parametrize(
     ("scan", "pose", "why"),
     [
@@ -356,28 +367,11 @@ def test_batch_terrain_is_what_the_camera_sees_on_stairs(havln_data, scan, pose,
     """Batch terrain against rendered depth on Matterport3D stairs (issue 23): both free ahead."""
     params = sim_profile()[0]
     cfg = MotionConfig.from_params(params)
-    scene = Scene.load(scan, havln_data / "connectivity")
-    ep = Episode("t", scan, "go", ("go",), pose[:3], pose[3], pose[:3], 3.0, (pose[:3],), (), (), 1.0, "test")
-    w = World(scene, ep, Crowd([]), seed=0)
-    _place(w, *pose)
-    loop = ClosedLoop(w, seed=0, reset_world=False, settle_s=0.0)
-    _place(w, *pose)
-    loop._load_walls()
+    w, loop = _loop_at(havln_data, scan, pose)
     for obs in (_live_stairs_obstacles(w, params), loop.obstacles()):
         obs.people = []
         hz = forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
         assert hz is None, (why, hz)
-
-
-def _loop_at(havln_data, scan, pose):
-    scene = Scene.load(scan, havln_data / "connectivity")
-    ep = Episode("t", scan, "go", ("go",), pose[:3], pose[3], pose[:3], 3.0, (pose[:3],), (), (), 1.0, "test")
-    w = World(scene, ep, Crowd([]), seed=0)
-    _place(w, *pose)
-    loop = ClosedLoop(w, seed=0, reset_world=False, settle_s=0.0)
-    _place(w, *pose)
-    loop._load_walls()
-    return w, loop
 
 
 @pytest.mark.parametrize(

@@ -793,18 +793,7 @@ class ClosedLoop:
             self.partial += 1
         if not w.done and len(w.actions) >= w.max_actions:
             w.done, w.reason = True, "budget"
-        x1, y1, _, yaw1 = w.pose
-        return ClosedLoopStep(
-            action,
-            res,
-            cols,
-            contact,
-            w.done,
-            w.reason,
-            w.pose,
-            math.hypot(x1 - x0, y1 - y0),
-            (yaw1 - yaw0 + math.pi) % (2 * math.pi) - math.pi,
-        )
+        return self._record(action, res, cols, contact, (x0, y0, yaw0))
 
     def sweep(self, action: str = A.SWEEP_LEFT) -> ClosedLoopStep:
         """agent_node's sweep panorama before a decision (config/sim.yaml ``panorama_mode: sweep``):
@@ -827,10 +816,18 @@ class ClosedLoop:
             return ClosedLoopStep(action, None, [], None, True, w.reason, w.pose)
         x0, y0, _, yaw0 = w.pose
         results, cols, contact = self._execute(action)
+        return self._record(action, results[0], cols, contact, (x0, y0, yaw0))
+
+    def _record(
+        self, action: str, res: ActionResult, cols: list[CollisionRecord], contact: Any, start: tuple[float, float, float]
+    ) -> ClosedLoopStep:
+        """The :class:`ClosedLoopStep` of an action that started at ``start`` (x, y, yaw; map frame, m / rad)."""
+        w = self.world
+        x0, y0, yaw0 = start
         x1, y1, _, yaw1 = w.pose
         return ClosedLoopStep(
             action,
-            results[0],
+            res,
             cols,
             contact,
             w.done,
