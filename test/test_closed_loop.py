@@ -309,35 +309,11 @@ def _place(world, x, y, z, yaw):
     world.trajectory = [(x, y, float(sup.z))]
 
 
-def _live_stairs_obstacles(world, params):
-    """motion_node's obstacles from a rendered depth frame at the world's camera pose (climbable
-    ground dropped with the camera's blind zone, as ObstacleTracker does)."""
-    from havln_robot.motion.safety import blind_zone_m
-    from havln_robot.sim.render import Renderer
+def _live_stairs_obstacles(world):
+    """motion_node's obstacles from a rendered depth frame at the world's camera pose."""
+    from test_sim_render import rendered_motion_depth
 
-    sim = sim_profile()[1]
-    r = Renderer(
-        world.scene,
-        None,
-        sim["camera_width"],
-        sim["camera_height"],
-        sim["camera_hfov_deg"],
-        sim["camera_height_m"],
-        sim["camera_forward_m"],
-    )
-    try:
-        _, depth = r.render(world.camera_pose, 0.0, world.t)
-    finally:
-        r.close()
-    mount = CameraMount(params["camera_x_m"], params["camera_y_m"], params["camera_z_m"], math.radians(params["camera_pitch_deg"]))
-    xyz = depth_to_points(depth, r.intrinsics, mount, params["depth_stride"], params["depth_min_m"], params["depth_max_m"])
-    pts = obstacle_points(
-        xyz,
-        params["obstacle_min_height_m"],
-        params["obstacle_max_height_m"],
-        step_m=params["max_step_height_m"],
-        blind_m=blind_zone_m(r.intrinsics, mount),
-    )
+    _, pts = rendered_motion_depth(world.scene, world.camera_pose, world.t)
     return Obstacles(points=pts, people=[])
 
 
@@ -368,7 +344,7 @@ def test_batch_terrain_is_what_the_camera_sees_on_stairs(havln_data, scan, pose,
     params = sim_profile()[0]
     cfg = MotionConfig.from_params(params)
     w, loop = _loop_at(havln_data, scan, pose)
-    for obs in (_live_stairs_obstacles(w, params), loop.obstacles()):
+    for obs in (_live_stairs_obstacles(w), loop.obstacles()):
         obs.people = []
         hz = forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
         assert hz is None, (why, hz)

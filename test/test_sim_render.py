@@ -234,25 +234,19 @@ def test_stairwell_cut_opens_slabs_and_ceilings_over_a_flight_only():
     assert stairwell_cut(room, 2.5, []) is room
 
 
-def test_robot_walking_down_a_flight_does_not_see_the_storeys_as_a_wall(havln_data):
-    """val_seen 3437 (scan 29hnd4uzFmX): on ramp 16, 0.2 m below the upper storey, the camera saw
-    that storey's slab (+0.20 m) and the lower storey's ceiling (+0.43 m) across the flight as a wall
-    0.3 m ahead; motion_node stopped every step down that batch (no slabs) took. Live: 22 collisions,
-    NE 10 m; batch: success."""
-    from havln_robot.motion.executor import MotionConfig
-    from havln_robot.motion.safety import CameraMount, Obstacles, blind_zone_m, depth_to_points, forward_hazard, obstacle_points
+def rendered_motion_depth(scene, pose, t: float = 0.0):
+    """sim_node's depth frame at ``pose`` (config/sim.yaml camera) as motion_node's ObstacleTracker
+    reads it: ((N, 3) base_link points, (M, 3) obstacle points with climbable ground dropped,
+    the camera's blind zone applied)."""
+    from havln_robot.motion.safety import CameraMount, blind_zone_m, depth_to_points, obstacle_points
     from havln_robot.sim.closed_loop import motion_params, sim_profile
-    from havln_robot.sim.scene import Scene
 
-    scene = Scene.load("29hnd4uzFmX", havln_data / "connectivity")
-    pose = (-3.197, 0.084, 1.723, -1.665)  # the robot's pose before the first refused step
-    assert scene.support(pose[0], pose[1], pose[2]).kind == "ramp"
     sim, mp = sim_profile()[1], motion_params()
     r = Renderer(
         scene, None, sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"], sim["camera_height_m"], sim["camera_forward_m"]
     )
     try:
-        _, depth = r.render(pose, 0.0, 0.0)
+        _, depth = r.render(pose, 0.0, t)
     finally:
         r.close()
     mount = CameraMount(mp["camera_x_m"], mp["camera_y_m"], mp["camera_z_m"], math.radians(mp["camera_pitch_deg"]))
@@ -264,6 +258,24 @@ def test_robot_walking_down_a_flight_does_not_see_the_storeys_as_a_wall(havln_da
         step_m=mp["max_step_height_m"],
         blind_m=blind_zone_m(r.intrinsics, mount),
     )
+    return xyz, pts
+
+
+def test_robot_walking_down_a_flight_does_not_see_the_storeys_as_a_wall(havln_data):
+    """val_seen 3437 (scan 29hnd4uzFmX): on ramp 16, 0.2 m below the upper storey, the camera saw
+    that storey's slab (+0.20 m) and the lower storey's ceiling (+0.43 m) across the flight as a wall
+    0.3 m ahead; motion_node stopped every step down that batch (no slabs) took. Live: 22 collisions,
+    NE 10 m; batch: success."""
+    from havln_robot.motion.executor import MotionConfig
+    from havln_robot.motion.safety import Obstacles, forward_hazard
+    from havln_robot.sim.closed_loop import motion_params
+    from havln_robot.sim.scene import Scene
+
+    scene = Scene.load("29hnd4uzFmX", havln_data / "connectivity")
+    pose = (-3.197, 0.084, 1.723, -1.665)  # the robot's pose before the first refused step
+    assert scene.support(pose[0], pose[1], pose[2]).kind == "ramp"
+    mp = motion_params()
+    xyz, pts = rendered_motion_depth(scene, pose)
     above = (xyz[:, 2] > 0.1) & (xyz[:, 2] < 0.5) & (xyz[:, 0] < 1.0) & (np.abs(xyz[:, 1]) < 0.3)
     assert not above.any()  # nothing hangs over the flight at body height
     cfg = MotionConfig.from_params(mp)

@@ -473,8 +473,9 @@ class ClosedLoop:
         remains is a face taller than a step (a split level's edge). The cells are :meth:`_terrain_cells`;
         their heights are judged against the ground under the robot at the frame's time (a frame
         taken halfway up a flight sees the flight from there, as live). Each cell's ground is what the
-        camera sees there: the highest drawn surface below it (:meth:`Scene.drawn_surfaces`: floor slabs
-        with their stairwell openings cut, :func:`~havln_robot.sim.scene.stairwell_cut`, and ramps)."""
+        camera sees there: the highest drawn surface it looks down on (:meth:`Scene.drawn_surfaces`:
+        floor slabs with their stairwell openings cut, :func:`~havln_robot.sim.scene.stairwell_cut`,
+        below the camera; ramps whose plane passes under it, :meth:`Scene.ramp_planes_below`)."""
         if not len(self._terr_h):
             return self._terr_pts[0][:0], self._terr_pts[1][:0]
         w = self.world

@@ -455,6 +455,7 @@ class Scene:
             "_adjacent_ramps",
             "_skeleton",
             "_terrain_cache",
+            "_ramp_ab",
         ):
             state.pop(k, None)
         return state
@@ -914,10 +915,13 @@ class Scene:
         up-facing surface from."""
         if not self.ramps:
             return np.zeros(0, dtype=bool)
-        A = np.array([r.a for r in self.ramps], dtype=np.float64)
-        B = np.array([r.b for r in self.ramps], dtype=np.float64)
-        d = B[:, :2] - A[:, :2]
-        ll = np.maximum((d**2).sum(axis=1), 1e-12)
+        ab = self.__dict__.get("_ramp_ab")
+        if ab is None:  # per scene, not per frame (the batch simulator asks at the camera rate)
+            A = np.array([r.a for r in self.ramps], dtype=np.float64)
+            B = np.array([r.b for r in self.ramps], dtype=np.float64)
+            d = B[:, :2] - A[:, :2]
+            ab = self._ramp_ab = (A, B, d, np.maximum((d**2).sum(axis=1), 1e-12))
+        A, B, d, ll = ab
         u = ((x - A[:, 0]) * d[:, 0] + (y - A[:, 1]) * d[:, 1]) / ll
         return z > A[:, 2] + u * (B[:, 2] - A[:, 2])
 
