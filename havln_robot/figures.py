@@ -95,7 +95,7 @@ class Plan:
             perception=["--seconds", "1", "--panoramas", "1"],
             robot=["--trials", "1"],
             trial=["--steps", "20"],
-            people=["--quick", "--people", "4"],
+            people=["--quick", "--people", "4", "--empty-scans", "1", "--empty-poses", "2"],
             scale=["--policy", "expert", "--episodes", "2"],
         )
 
@@ -511,7 +511,7 @@ def markdown(fig: dict[str, Any]) -> str:
         def f2(v: Any, fmt: str = "{:.2f}") -> str:
             return "n/a" if v is None else fmt.format(v)
 
-        cmd = "`havln-robot bench people" + (" --quick --people 4" if plan["quick"] else "") + "`"
+        cmd = "`havln-robot bench people" + (" --quick --people 4 --empty-scans 1 --empty-poses 2" if plan["quick"] else "") + "`"
         prow = [
             [f"recall / precision at {b}", f"{f2(r)} / {f2(q)} ({n} truth)", cmd]
             for b, r, q, n in zip(pp["bins"], pp["recall"], pp["precision"], pp["truth"], strict=True)
@@ -522,6 +522,14 @@ def markdown(fig: dict[str, Any]) -> str:
             ["false tracks", f"{f2(pp['false_tracks_per_min'], '{:.1f}')} per minute", cmd],
             ["tracker CPU time per frame p50 / p95", f"{f2(pp['cpu_ms_per_frame_p50'], '{:.1f}')} / {f2(pp['cpu_ms_per_frame_p95'], '{:.1f}')} ms", cmd],
         ]  # fmt: skip
+        if isinstance(e := pp.get("empty_scenes"), dict) and e.get("frames"):
+            prow.append(
+                [
+                    f"phantom people: frames with a detection / one within 1.5 m, nobody in the scene ({len(e['scans'])} scenes)",
+                    f"{e['detection_rate']:.1%} / {e['near_detection_rate']:.1%} of {e['frames']}",
+                    cmd,
+                ]
+            )
         lines += (
             [
                 f"**People tracker vs simulator ground truth** ({pp['people']} people at 0.5-1.5 m/s, {pp['seconds']:g} s at "

@@ -238,6 +238,86 @@ def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 6
     return fig
 
 
+#: Headings per sampled pose of :func:`empty_scenes`, every 30 deg.
+EMPTY_HEADINGS = 12
+#: A detection this near the camera (m) is inside the range where the executor's personal-space
+#: rules act (``min_person_distance_m`` 0.7 m from the footprint, plus the forecast): it stops turns.
+NEAR_M = 1.5
+
+
+def empty_scenes(scans: list[str], poses_per_scan: int, seed: int, width: int = 640, height: int = 480) -> dict:
+    """Phantom people: the depth detector on scenes with nobody in them.
+
+    For each scan, ``poses_per_scan`` poses are drawn (a navigation-graph viewpoint, moved up to
+    1.5 m in a random direction, kept where a 0.2 m disc -- the Go2's half width -- is free), each
+    rendered at :data:`EMPTY_HEADINGS` headings, and every frame's detections
+    (:func:`~havln_robot.perception.people.frame_detections`, people_node's defaults, single frames:
+    no tracking) are counted. Every detection is false.
+
+    Args:
+        scans: Matterport3D scan ids (``"builtin"`` = the procedural scene).
+        poses_per_scan: poses per scan.
+        seed: seed of the pose draws.
+        width: image width, px (D435i colour 640).
+        height: image height, px (480).
+
+    Returns:
+        Figures: ``frames``, ``frames_with_detection`` and ``frames_with_near_detection`` (a
+        detection within :data:`NEAR_M` of the camera), their rates, and per scan the same counts.
+
+    Raises:
+        SceneError: a scan's connectivity file is missing or malformed.
+    """
+    from havln_robot.motion.safety import CameraMount
+    from havln_robot.perception.people import FrameInput, PeopleConfig, frame_detections
+    from havln_robot.sim.render import Renderer
+    from havln_robot.sim.robot import GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
+    from havln_robot.sim.scene import Scene
+
+    rng = np.random.default_rng(seed)
+    cfg = PeopleConfig()
+    mount = CameraMount(GO2_CAMERA_FORWARD_M, 0.0, GO2_CAMERA_HEIGHT_M, 0.0)
+    per: dict[str, list[int]] = {}
+    for scan in scans:
+        scene = Scene.load(scan)
+        rend = Renderer(scene, None, width, height, camera_height_m=GO2_CAMERA_HEIGHT_M, camera_forward_m=GO2_CAMERA_FORWARD_M)
+        n = [0, 0, 0]
+        try:
+            vps = list(scene.viewpoints.values()) if isinstance(scene.viewpoints, dict) else list(scene.viewpoints)
+            got, tries = 0, 0
+            while got < poses_per_scan and tries < 50 * poses_per_scan:
+                tries += 1
+                vp = vps[int(rng.integers(len(vps)))]
+                r, a = rng.uniform(0.0, 1.5), rng.uniform(-math.pi, math.pi)
+                x, y = vp.x + r * math.cos(a), vp.y + r * math.sin(a)
+                sup = scene.support(x, y, vp.z)
+                if sup is None or not scene.is_free(x, y, sup.z, 0.2):
+                    continue
+                got += 1
+                for h in range(EMPTY_HEADINGS):
+                    yaw = 2 * math.pi * h / EMPTY_HEADINGS
+                    _, depth = rend.render((x, y, sup.z, yaw), 0.0, 0.0)
+                    dets = frame_detections(FrameInput(depth_m=depth, k=rend.intrinsics, mount=mount), cfg)
+                    n[0] += 1
+                    n[1] += bool(dets)
+                    n[2] += any(math.hypot(d.x - mount.x, d.y - mount.y) <= NEAR_M for d in dets)
+        finally:
+            rend.close()
+        per[scan] = n
+    tot = np.array(list(per.values())).sum(axis=0) if per else np.zeros(3, int)
+    frames = int(tot[0])
+    return {
+        "scans": list(scans),
+        "poses_per_scan": poses_per_scan,
+        "frames": frames,
+        "frames_with_detection": int(tot[1]),
+        "frames_with_near_detection": int(tot[2]),
+        "detection_rate": float(tot[1] / frames) if frames else None,
+        "near_detection_rate": float(tot[2] / frames) if frames else None,
+        "per_scan": {k: {"frames": v[0], "with_detection": v[1], "with_near_detection": v[2]} for k, v in per.items()},
+    }
+
+
 def _bin(r: float) -> int | None:
     for i, (lo, hi) in enumerate(BINS):
         if lo <= r < hi:
@@ -268,7 +348,26 @@ def report(fig: dict) -> str:
     lines.append(
         f"  tracker CPU time: {_f(fig['cpu_ms_per_frame_p50'], '{:.1f}')} ms/frame p50, {_f(fig['cpu_ms_per_frame_p95'], '{:.1f}')} p95"
     )
+    e = fig.get("empty_scenes")
+    if e:
+        lines.append(
+            f"  phantom people (no one in the scene; {len(e['scans'])} scenes x {e['poses_per_scan']} poses x {EMPTY_HEADINGS} headings, "
+            f"single frames): {e['frames_with_detection']} of {e['frames']} frames ({_f(e['detection_rate'], '{:.1%}')}) with a detection, "
+            f"{e['frames_with_near_detection']} ({_f(e['near_detection_rate'], '{:.1%}')}) within {NEAR_M:g} m"
+        )
     return "\n".join(lines)
+
+
+def _empty_scans(n: int) -> list[str]:
+    """The first ``n`` scans (sorted) of the val_seen episodes, or ``["builtin"]`` without the data."""
+    from havln_robot.episodes import load_episodes
+    from havln_robot.paths import data_dir
+
+    root = data_dir()
+    split = root / "ha_r2r_de" / "HA_val_seen.json"
+    if not split.is_file():
+        return ["builtin"]
+    return sorted({e.scan for e in load_episodes(split, root / "connectivity")})[:n]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,6 +381,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=number_in(0, 60, unit="Hz", above=True), default=10.0, help="frames per second of sim time (default 10)")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="seed of the people's lines, speeds and phases")
     ap.add_argument("--quick", action="store_true", help="12 s instead of --seconds (for the test suite)")
+    ap.add_argument(
+        "--empty-scans",
+        type=number_in(0, 91, integer=True),
+        default=10,
+        help="also run the detector in this many val_seen scenes with nobody in them and count phantom people "
+        "(default 10; 0 = skip; without the HA-VLN data: the builtin scene)",
+    )
+    ap.add_argument(
+        "--empty-poses", type=number_in(1, 1000, integer=True), default=10, help="poses per empty scene (12 headings each; default 10)"
+    )
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     if args.json:
@@ -293,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         print("havln-robot bench people: --people must be >= 1, --seconds and --rate > 0", file=sys.stderr)
         return 2
     fig = run(args.people, seconds, args.rate, args.seed)
+    if args.empty_scans:
+        fig["empty_scenes"] = empty_scenes(_empty_scans(args.empty_scans), args.empty_poses, args.seed)
     print(report(fig))
     if args.json:
         jsonio.write(args.json, fig, nonfinite="null", indent=2)

@@ -16,7 +16,13 @@ Pipeline, per frame
    its top stays below ``max_height_m`` (walls and door frames go on up), its bottom comes down to
    ``max_bottom_m`` (legs reach the floor: tables and shelves do not), and
    its extent across / along the sensor ray lies within ``[min_width_m, max_width_m]`` /
-   ``<= max_depth_m``. The visible surface of a body is its front, so the centre is pushed
+   ``<= max_depth_m``. A cluster the top of the view cuts (nearer than ~2.6 m to the Go2's
+   camera, whose height it cannot measure) must in addition be no wider than a person's hips or
+   chest (:data:`CLIPPED_MAX_WIDTH_M`) and stand free: background farther away on both sides,
+   not a nearer surface hiding a side nor a surface going on from it (:func:`_side_not_free`) --
+   otherwise the strip of a wall seen past a door jamb, or a wall's corner, is a "person" (issue
+   23: 20 % of frames in empty Matterport scenes had one, 7 % now, ``havln-robot bench people``).
+   The visible surface of a body is its front, so the centre is pushed
    ``body_depth_m / 2`` away from the sensor along the ray.
 3. **Tracks** (:class:`PeopleTracker`): one constant-velocity Kalman filter per person
    (``filterpy.kalman.KalmanFilter``, state x, y, vx, vy in the odom frame so the robot's own motion
@@ -231,6 +237,8 @@ def detect_people(
     starts = np.searchsorted(lab_sorted, np.arange(1, n + 1))
     ends = np.searchsorted(lab_sorted, np.arange(1, n + 1), side="right")
     sx, sy = sensor_xy
+    bearing_all = np.arctan2(band[:, 1] - sy, band[:, 0] - sx)
+    range_all = np.hypot(band[:, 0] - sx, band[:, 1] - sy)
     out: list[Detection] = []
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         if e - s < cfg.min_points:
@@ -252,11 +260,21 @@ def detect_people(
         depth = float(along.max() - along.min())
         top, bottom = float(c[:, 2].max()), float(c[:, 2].min())
         need = cfg.min_height_m
+        clipped = False  # the top of the view cuts the cluster: its height is unknown
         if top_at is not None:
-            need = min(need, float(top_at(np.array([float(along.min())]))[0]) - 0.1)
+            view = float(top_at(np.array([float(along.min())]))[0]) - 0.1
+            clipped = top >= view
+            need = min(need, view)
         if top < need or top > cfg.max_height_m or bottom > cfg.max_bottom_m:
             continue
         if not (cfg.min_width_m <= width <= cfg.max_width_m) or depth > cfg.max_depth_m:
+            continue
+        # height unknown (clipped): a person only if no wider than their hips or chest, and
+        # standing free of what is beside them (not a strip of wall seen through a gap)
+        if clipped and (
+            width > CLIPPED_MAX_WIDTH_M
+            or _side_not_free(c, lab == lab_sorted[s], bearing_all, range_all, band[:, 2], (sx, sy), cfg, top_at)
+        ):
             continue
         front = float(along.min())
         centre = front + cfg.body_depth_m / 2.0
@@ -265,6 +283,90 @@ def detect_people(
         out.append(Detection(sx + centre * ux - mid * uy, sy + centre * uy + mid * ux, top, bottom, width, depth, int(e - s)))
     out.sort(key=lambda d: math.hypot(d.x - sx, d.y - sy))
     return out
+
+
+#: A clipped cluster (the top of the view cuts it: people nearer than ~2.6 m to the Go2's level
+#: head camera) wider than this is no person, m: what the camera then sees of a person is hips
+#: or chest, at most the 95th-percentile shoulder breadth 0.5 m (NASA-STD-3000 vol. 1 sec. 3)
+#: plus one grid cell and a swinging arm; ``max_width_m`` (1.0 m: people carrying things) applies
+#: where the whole figure is seen.
+CLIPPED_MAX_WIDTH_M = 0.7
+#: Points beside a cluster hide or continue its side when at least this many lie there (a stray
+#: depth pixel does not).
+SIDE_MIN_POINTS = 3
+#: Beside a free-standing object the background is farther than the object's side by at least
+#: this much, m (two grid cells of the default clustering) ...
+SIDE_JUMP_M = 0.2
+#: ... and by at least this much in disparity, 1/m: a plane seen at a grazing angle steps in
+#: range between neighbouring samples by ~r^2 x (angle step) / tan(incidence), so a fixed range
+#: step would split a far wall into "free-standing" pieces; in inverse depth a plane is smooth.
+SIDE_JUMP_DISPARITY = 0.03
+
+
+def _background_past(r: float) -> float:
+    """Range (m) beyond which a point beside a surface at range ``r`` (m) is background behind it
+    (:data:`SIDE_JUMP_M`, :data:`SIDE_JUMP_DISPARITY`)."""
+    inv = 1.0 / max(r, 1e-3) - SIDE_JUMP_DISPARITY
+    return max(r + SIDE_JUMP_M, 1.0 / inv if inv > 0 else math.inf)
+
+
+def _side_not_free(
+    c: np.ndarray,
+    in_cluster: np.ndarray,
+    bearing_all: np.ndarray,
+    range_all: np.ndarray,
+    z_all: np.ndarray,
+    sensor_xy: tuple[float, float],
+    cfg: PeopleConfig,
+    top_at: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> bool:
+    """True when cluster ``c`` does not stand free on both sides: beside it, at the sensor's
+    bearings just outside its own, there is something nearer (hiding its side) or a surface at
+    about its range (going on from it), instead of background farther away.
+
+    A surface seen through a gap -- the strip of a far wall between two near door jambs, the end
+    of a wall beside a nearer corner -- or a piece of a wall seen at a grazing angle (its samples
+    too sparse for the clustering grid to join them) has an unknown width, exactly as a cluster
+    cut by the image edge: it cannot be told from a person and is dropped (a person half hidden
+    behind a door frame is found again in the open; a tracked person keeps their track while
+    hidden, :func:`camera_frustum`). A free-standing person occludes the background on both sides.
+    :func:`detect_people` asks only about clusters whose height is unknown too (clipped by the top
+    of the view): a person partly hidden behind another, head seen, is kept.
+
+    The side windows are as wide as two grid cells at the cluster's range (at least 1.5 deg).
+    A side is not free when at least :data:`SIDE_MIN_POINTS` points there are nearer than
+    :func:`_background_past` of the cluster's range at that edge and reach the cluster's
+    mid-height, or the top of the view at their own range when that is lower (a low chair in
+    front of a person's legs does not hide the width of their shoulders; a wall so near that the
+    camera sees only its foot does).
+
+    Args:
+        c: (M, 3) the cluster's points, base_link, m.
+        in_cluster: (N,) bool, which of the band's points are the cluster's.
+        bearing_all: (N,) every band point's bearing from the sensor, rad.
+        range_all: (N,) every band point's horizontal range from the sensor, m.
+        z_all: (N,) every band point's height above the ground, m.
+        sensor_xy: sensor position in base_link, m.
+        cfg: the clustering's ``cell_m``.
+        top_at: height of the sensor's view top at a horizontal range (vectorised), or None.
+    """
+    sx, sy = sensor_xy
+    b = np.arctan2(c[:, 1] - sy, c[:, 0] - sx)
+    ref = float(np.arctan2(np.sin(b).mean(), np.cos(b).mean()))
+    rel_c = np.angle(np.exp(1j * (b - ref)))  # bearings relative to the cluster's: no wrap at +-pi
+    lo, hi = float(rel_c.min()), float(rel_c.max())
+    rr_c = np.hypot(c[:, 0] - sx, c[:, 1] - sy)
+    win = max(math.radians(1.5), 2.0 * cfg.cell_m / max(float(rr_c.min()), 1e-3))
+    edge = max(win / 2.0, math.radians(0.5))
+    r_hi = float(rr_c[rel_c >= hi - edge].min())
+    r_lo = float(rr_c[rel_c <= lo + edge].min())
+    mid_z = 0.5 * (float(c[:, 2].min()) + float(c[:, 2].max()))
+    reach = np.full(len(z_all), mid_z) if top_at is None else np.minimum(mid_z, np.asarray(top_at(range_all)) - 0.1)
+    rel = np.angle(np.exp(1j * (bearing_all - ref)))
+    cand = ~in_cluster & (z_all >= reach)
+    left = cand & (rel > hi) & (rel <= hi + win) & (range_all < _background_past(r_hi))
+    right = cand & (rel < lo) & (rel >= lo - win) & (range_all < _background_past(r_lo))
+    return int(left.sum()) >= SIDE_MIN_POINTS or int(right.sum()) >= SIDE_MIN_POINTS
 
 
 class _KF:
