@@ -130,6 +130,33 @@ def test_a_frame_is_placed_where_the_robot_was_when_it_was_captured():
     assert np.median(frame[:, 1]) == pytest.approx(-1.3 * math.sin(math.radians(20.0)), abs=0.03)
 
 
+def test_a_clock_that_lags_the_stamps_does_not_shift_the_frame():
+    """Issue 23 (live under load): motion_node's /clock lags sim_node's stamps by 60 ms, so every
+    odometry message arrives stamped ahead of the node's clock. Before, those stamps were clamped
+    to the receipt time -- the pose history ran 60 ms early -- while the depth frame (rendered,
+    arriving after its capture) kept its stamp: it was placed at the pose of 60 ms after its
+    capture, 6 deg off at 100 deg/s. Every stream now keeps its stamp (message_time)."""
+    from havln_robot.motion.obstacles import STAMP_AHEAD_S, message_time
+
+    lag = 0.06
+    tr, _, _ = _tracker(memory_s=5.0)
+    tr.intrinsics = K
+    for i in range(21):  # odometry at 100 Hz, turning left at 100 deg/s; received 2 ms after its stamp
+        stamp = 10.0 + i * 0.01
+        t, on_clock = message_time(stamp, stamp + 0.002 - lag)
+        assert on_clock and t == stamp
+        tr.add_odom(t, (0.0, 0.0, math.radians(100.0 * i * 0.01)))
+    now = 10.2 + 0.002 - lag
+    tr.add_depth(now, _Frames(_wall(1.0)), W, H, stamp=message_time(10.0, now)[0])  # captured at yaw 0
+    pts = tr.points(now, (0.0, 0.0, math.radians(20.0)), 0.0)
+    assert np.median(np.degrees(np.arctan2(pts[:, 1], pts[:, 0]))) == pytest.approx(-20.0, abs=1.0)
+    cells, _ = tr.memory.cells(now, (0.0, 0.0, 0.0))
+    assert np.median(cells[:, 1]) == pytest.approx(0.0, abs=0.02)  # remembered straight along odom x
+    # stamps off the node's clock (another clock, or a stale message) fall back to the receipt time
+    assert message_time(10.0, 10.0 - STAMP_AHEAD_S - 0.1) == (10.0 - STAMP_AHEAD_S - 0.1, False)
+    assert message_time(0.0, 3.0) == (3.0, True)  # unstamped: receipt time, nothing to warn about
+
+
 def test_without_odometry_around_the_capture_the_frame_is_placed_at_the_current_pose():
     tr, _, _ = _tracker(memory_s=5.0)
     tr.intrinsics = K

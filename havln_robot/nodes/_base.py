@@ -26,6 +26,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from havln_robot.dds import configure_dds
+from havln_robot.motion.obstacles import message_time
 from havln_robot.params import ConfigError, ParamSpec
 
 _ROS_TYPES = {
@@ -158,19 +159,18 @@ class HavlnNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _stamp_time(self, stamp: Any, now: float, name: str) -> float:
-        """The time (our clock) a message refers to: its header stamp when the stamp is on our
-        clock (not in the future, at most 5 s old), else ``now`` (receipt time; warns once about the
-        clock mismatch). A late message keeps its stamp, so the executor sees it as stale."""
-        st = stamp.sec + stamp.nanosec * 1e-9
-        if st <= 0 or now <= 0:  # unstamped, or our sim clock has not started yet
-            return now
-        if not -0.05 <= now - st <= 5.0:
+        """The time (our clock) a message refers to (:func:`havln_robot.motion.obstacles.message_time`):
+        its header stamp when on our clock -- also when ahead of it, as under load when /clock
+        lags the publisher -- else ``now`` (receipt time; warns once about the clock mismatch).
+        A late message keeps its stamp, so the executor sees it as stale."""
+        t, on_clock = message_time(stamp.sec + stamp.nanosec * 1e-9, now)
+        if not on_clock:
             self._warn_once(
                 f"clock-{name}",
-                f"{name} stamps are {now - st:+.2f} s off this node's clock; using receipt times (check use_sim_time / clock sync)",
+                f"{name} stamps are {now - (stamp.sec + stamp.nanosec * 1e-9):+.2f} s off this node's clock; using receipt times "
+                "(check use_sim_time / clock sync)",
             )
-            return now
-        return min(st, now)
+        return t
 
     def _warn_once(self, key: str, text: str) -> None:
         """Log ``text`` as a warning the first time ``key`` is seen (a lasting condition warns once)."""
