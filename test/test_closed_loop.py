@@ -179,6 +179,34 @@ def test_live_side_can_be_read_back_from_a_recorded_run(tmp_path):
     assert s["agree"] == 1.0 and s["d_sr"] == 0.0 and s["coll_live"] == 1
 
 
+def test_live_rows_carry_the_load_they_ran_at(tmp_path, capsys):
+    """Issue 23: live is not repeatable under load (the same expert file failed at a load of ~8 per
+    CPU and succeeded alone). Each live row records the 1-min load average per CPU at its end; it is
+    read back from the printed line, and the table says when the live graph ran short of CPU."""
+    from havln_robot.bench.agreement import load_per_cpu, print_table, read_live_log, summarize
+
+    log = tmp_path / "agreement.log"
+    log.write_text(
+        "  episode   5593 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  0.34 coll 1 refused 0 "
+        "(42 actions) load/cpu 7.9\n"
+        "  episode    711 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live failure NE  3.10 coll 0 refused 4 "
+        "(42 actions) load/cpu 0.6 aborted: robot silent\n"
+    )
+    rec = read_live_log(log)
+    assert rec[("5593", "expert")].load == 7.9 and rec[("711", "expert")].load == 0.6
+    assert rec[("711", "expert")].note == "aborted: robot silent"
+    rows = [
+        {"kind": "expert", "batch": {"success": True, "ne": 0.26, "collisions": 0, "refused": 0}, "live": vars(rec[k])}
+        for k in (("5593", "expert"), ("711", "expert"))
+    ]
+    (s,) = summarize(rows)
+    assert (s["load_min"], s["load_max"]) == (0.6, 7.9)
+    print_table([s])
+    assert "load of 0.6-7.9 per CPU" in capsys.readouterr().out
+    now = load_per_cpu()
+    assert now is None or now >= 0.0
+
+
 def test_batch_sees_only_what_the_camera_sees_and_remembers_it():
     """Obstacles in batch are what motion_node's ObstacleTracker would hold: the samples inside the
     camera's view (none behind the robot) plus the SAME ObstacleMemory (3 s, odom frame). Before,

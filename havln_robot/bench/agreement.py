@@ -52,7 +52,10 @@ NOISE_DRAW_OFFSET = 100
 
 @dataclass
 class Outcome:
-    """One episode of one input in one world: success, NE (m, walkable), collisions (human + static), refusals, actions."""
+    """One episode of one input in one world: success, NE (m, walkable), collisions (human + static),
+    refusals, actions; for a live episode also ``load``: the machine's 1-minute load average per
+    CPU when it ended (``os.getloadavg``; above ~1 the live graph runs short of CPU, and its timing
+    -- control ticks, /clock, camera frames -- is not the robot's), None when not measured."""
 
     success: bool
     ne: float
@@ -60,6 +63,15 @@ class Outcome:
     refused: int
     actions: int
     note: str = ""
+    load: float | None = None
+
+
+def load_per_cpu() -> float | None:
+    """The 1-minute load average per CPU (``os.getloadavg() / os.cpu_count()``), None where unknown."""
+    try:
+        return round(os.getloadavg()[0] / max(1, os.cpu_count() or 1), 2)
+    except OSError:
+        return None
 
 
 def _batch_replay(ep: Any, scene: Any, actions: list[str], seed: int, people_seed: int | None = None) -> Outcome:
@@ -144,7 +156,8 @@ def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path
 
 
 _LINE = re.compile(
-    r"^\s+episode\s+(\S+)\s+(\S+)\s+batch .*\| live (success|failure) NE\s+(\S+) coll (\d+) refused (\d+) \((\d+) actions\)\s*(.*)$"
+    r"^\s+episode\s+(\S+)\s+(\S+)\s+batch .*\| live (success|failure) NE\s+(\S+) coll (\d+) refused (\d+) \((\d+) actions\)"
+    r"(?: load/cpu (\S+))?\s*(.*)$"
 )
 
 
@@ -174,6 +187,7 @@ def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
                         int(lv["refused"]),
                         int(lv["actions"]),
                         str(lv.get("note", "")),
+                        None if lv.get("load") is None else float(lv["load"]),
                     )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: not a 'bench agreement --json' file (rows[].live: {exc!r})") from None
@@ -181,8 +195,10 @@ def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
     for line in text.splitlines():
         m = _LINE.match(line)
         if m:
-            eid, kind, res, ne, coll, ref, n, note = m.groups()
-            out[(eid, kind)] = Outcome(res == "success", float(ne), int(coll), int(ref), int(n), note.strip())
+            eid, kind, res, ne, coll, ref, n, load, note = m.groups()
+            out[(eid, kind)] = Outcome(
+                res == "success", float(ne), int(coll), int(ref), int(n), note.strip(), float(load) if load else None
+            )
     return out
 
 
@@ -217,6 +233,9 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "agree": _mean([float(x["success"] == y["success"]) for x, y in zip(b, lv, strict=True)]),
             }
         )
+        loads = [float(x["load"]) for x in lv if x.get("load") is not None]
+        if loads:
+            out[-1].update({"load_min": min(loads), "load_max": max(loads), "load_mean": _mean(loads)})
         drawn = [r for r in rs if r.get("batch_draws")]
         if drawn:  # --noise-draws: batch over other noise draws, and the disagreements they cover
             off = [r for r in drawn if r["batch"]["success"] != r["live"]["success"]]
@@ -252,6 +271,12 @@ def print_table(summary: list[dict[str, Any]], file: Any = None) -> None:
             f"(target >= {100 * TARGET_AGREE:.0f} %): {'within' if ok else 'MISSED'}",
             file=file,
         )
+        if "load_max" in s:
+            print(
+                f"{s['kind']}: live episodes ended at a load of {s['load_min']:.1f}-{s['load_max']:.1f} per CPU (1-min average; "
+                f"mean {s['load_mean']:.1f}){': above 1 the live graph runs short of CPU, not as on the robot' if s['load_max'] > 1.0 else ''}",
+                file=file,
+            )
         if "draws" in s:
             print(
                 f"{s['kind']}: batch over {s['draws']} other noise draws SR {s['sr_batch_draws']:.3f}; "
@@ -380,6 +405,7 @@ def main(argv: list[str]) -> int:
                     lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
                 else:
                     lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
+                lv.load = load_per_cpu()
                 row["live"] = asdict(lv)
             rows.append(row)
             lvs = row["live"]
@@ -389,7 +415,9 @@ def main(argv: list[str]) -> int:
                 + (f" draws {sum(draws)}/{len(draws)}" if args.noise_draws else "")
                 + (
                     f" | live {'success' if lvs['success'] else 'failure'} NE {lvs['ne']:5.2f} coll {lvs['collisions']} "
-                    f"refused {lvs['refused']} ({lvs['actions']} actions){' ' + lvs['note'] if lvs['note'] else ''}"
+                    f"refused {lvs['refused']} ({lvs['actions']} actions)"
+                    + (f" load/cpu {lvs['load']:.1f}" if lvs.get("load") is not None else "")
+                    + (f" {lvs['note']}" if lvs["note"] else "")
                     if lvs
                     else ""
                 ),
