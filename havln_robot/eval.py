@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.actions import finalize_sequence
+from havln_robot.actions import SWEEP_LEFT, finalize_sequence
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.text import number_in, plural
 
@@ -341,23 +341,44 @@ class _Observer:
         self.jitter = math.radians(max(0.0, heading_jitter_deg))
         self._rng = np.random.default_rng(seed)
 
-    def observe(self, step: int, views: int | None = None):
+    def observe(self, step: int, views: int | None = None, sweep: list | None = None, sign: float = 1.0):
         """Render ``views`` headings (default: the count given at construction) around the body.
 
         A policy that asks for a panorama only at decisions (``policy.views`` changes between 1 and N)
         gets exactly what agent_node would give it, and evaluation renders 1 view between decisions.
+
+        Args:
+            step: the observation's step index.
+            views: view count (default: the constructor's).
+            sweep: per view, the frame a sweep chose (:attr:`ClosedLoop.sweep_views`: true camera
+                pose, sim time, believed heading): the view is rendered at that pose and time and
+                the policy is given that heading, as agent_node gives it the measured one; a view
+                without a frame (None) is rendered from where the robot stands at its nominal
+                heading (agent_node retakes it standing still). None = every view from here.
+            sign: +1 for a CCW (left) sweep, -1 for a right one: view i's nominal heading is
+                ``sign * i * 360 / n`` (agent_node's order).
         """
         from havln_robot.policy.api import Observation
 
         n = self.views if views is None else max(1, int(views))
         headings = self.headings if n == self.views else self._headings(n)
-        if self.jitter > 0 and n > 1:
+        if sweep is not None and len(sweep) == n:
+            headings = self._headings(n) * np.float32(1.0 if sign >= 0 else -1.0)
+            headings = ((headings + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
+        elif self.jitter > 0 and n > 1:
             e = np.clip(self._rng.normal(0.0, self.jitter, n), -2 * self.jitter, 2 * self.jitter)
             headings = (((headings + e) + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
         x, y, z, yaw = self.world.camera_pose  # z on the drawn floor (World.camera_pose)
+        poses = [((x, y, z, yaw + float(h)), float(self.world.t)) for h in headings]
+        if sweep is not None and len(sweep) == n:
+            for i, v in enumerate(sweep):
+                if v is not None:
+                    (vx, vy, vz, vyaw), vt, vh = v
+                    poses[i] = ((vx, vy, vz, vyaw), float(vt))
+                    headings[i] = np.float32(math.remainder(vh, 2 * math.pi))
         rgbs, depths = [], []
-        for h in headings:
-            rgb, depth = self.renderer.render((x, y, z, yaw + float(h)), self.world.camera_pitch, self.world.t)
+        for pose, t in poses:
+            rgb, depth = self.renderer.render(pose, self.world.camera_pitch, t)
             if self._keep is not None:
                 rgb = np.where(self._keep[..., None], rgb, 0).astype(rgb.dtype)
                 depth = np.where(self._keep.reshape(self._keep.shape + (1,) * (depth.ndim - 2)), depth, 0).astype(depth.dtype)
@@ -416,6 +437,22 @@ def panorama_sweep_action(path: str | os.PathLike[str] | None = None) -> str | N
     return SWEEP_LEFT if str(p.get("panorama_direction", "left")) == "left" else SWEEP_RIGHT
 
 
+def panorama_view_tolerance_deg(path: str | os.PathLike[str] | None = None) -> float:
+    """agent_node's ``view_tolerance_deg`` in the live sim graph (``path``, default config/sim.yaml):
+    a sweep frame is used within this of its view heading, deg (default
+    :data:`havln_robot.perception.sweep.VIEW_TOLERANCE_DEG` when the section does not say).
+
+    Raises:
+        havln_robot.params.ConfigError: the file cannot be read (one line naming it).
+    """
+    from havln_robot.paths import config_dir
+    from havln_robot.perception.sweep import VIEW_TOLERANCE_DEG
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+
+    p = merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+    return float(p.get("view_tolerance_deg", VIEW_TOLERANCE_DEG))
+
+
 def run_episode(
     world,
     policy: str | object,
@@ -456,12 +493,20 @@ def run_episode(
     if policy != "expert" and getattr(agent, "observes", True):
         observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
     sweep = panorama_sweep_action() if panorama_sweeps and observer is not None and int(getattr(agent, "views", 1)) > 1 else None
+    tol = panorama_view_tolerance_deg() if sweep is not None else 0.0
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
-            if sweep is not None:  # as agent_node: the robot turns once in place for each panorama
-                world.loop.sweep(sweep)
-            obs = observer.observe(len(world.actions), getattr(agent, "views", 1)) if observer is not None else None
+            chosen = None
+            nv = int(getattr(agent, "views", 1))
+            if sweep is not None and nv > 1:  # as agent_node: the robot turns once in place for each panorama
+                world.loop.sweep(sweep, views=nv, tolerance_deg=tol)
+                chosen = world.loop.sweep_views
+            obs = (
+                observer.observe(len(world.actions), nv, sweep=chosen, sign=1.0 if sweep == SWEEP_LEFT else -1.0)
+                if observer is not None
+                else None
+            )
             act = agent.act(obs)
             if shield is not None:
                 shield.step(act)

@@ -446,3 +446,46 @@ def test_a_panorama_sweep_turns_once_in_place_and_takes_its_time():
     assert abs(st.rotated_rad) < math.radians(15) and math.hypot(w.pose[0] - x0, w.pose[1] - y0) < 0.05
     with pytest.raises(ClosedLoopError, match="SWEEP_LEFT"):
         w.loop.sweep("TURN_LEFT")
+
+
+def test_batch_panorama_views_are_the_frames_agent_node_would_choose():
+    """Issue 23 (the model's batch and live decisions parted from the first panorama: val_seen 6525
+    turned right 8 times in batch, right twice then left live). Batch rendered every view at its
+    exact heading from where the sweep ended; agent_node uses the camera frame nearest each view
+    heading by the yaw the robot BELIEVES, from wherever the robot was then, within
+    view_tolerance_deg. Batch now chooses with the same SweepSelector: 12 views, each a frame whose
+    believed heading is within the tolerance of its view heading, the view's TRUE heading being
+    where the camera really looked (odometry/IMU noise: not exact), each at its own sim time."""
+    from havln_robot.eval import _Observer, panorama_view_tolerance_deg
+
+    w = World(Scene.builtin(), _episode(start=(0.0, 0.5, 0.0)), Crowd([]), seed=3)
+    tol = panorama_view_tolerance_deg()
+    assert 0.0 < tol <= 1.0
+    yaw_start = w.pose[3]
+    t0 = w.t
+    w.loop.sweep("SWEEP_LEFT", views=12, tolerance_deg=tol)
+    views = w.loop.sweep_views
+    assert views is not None and len(views) == 12
+    got = [v for v in views if v is not None]
+    assert len(got) >= 10, views  # a 30 Hz camera at the sweep rate gives nearly every view a frame
+    times = [v[1] for v in got]
+    assert times == sorted(times) and t0 <= times[0] and times[-1] <= w.t and times[-1] - times[0] > 4.0
+    for i, v in enumerate(views):
+        if v is None:
+            continue
+        (_, _, _, yaw_true), _, believed = v
+        target = math.radians(30.0 * i)
+        assert abs(math.remainder(believed - target, 2 * math.pi)) <= math.radians(tol) + 1e-9
+        assert abs(math.remainder(yaw_true - yaw_start - target, 2 * math.pi)) < math.radians(5.0)
+    obs_world = _Observer(w, 12)
+    try:
+        obs = obs_world.observe(0, 12, sweep=views)
+    finally:
+        obs_world.close()
+    assert obs.rgb.shape[0] == 12
+    for i, v in enumerate(views):
+        want = math.radians(30.0 * i) if v is None else v[2]
+        assert abs(math.remainder(float(obs.headings[i]) - want, 2 * math.pi)) < 1e-5
+    # a sweep without views records nothing; a stopped sweep is retaken: every view None
+    w.loop.sweep("SWEEP_LEFT")
+    assert w.loop.sweep_views is None

@@ -331,6 +331,9 @@ class ClosedLoop:
         self._tracks: list[Person] = []
         self._tracker = None
         self._next_people_frame = -math.inf
+        #: the last :meth:`sweep`'s chosen frames per view: (TRUE camera pose x, y, z, yaw (map, m /
+        #: rad), sim time s, believed heading relative to the sweep's start rad) or None (retake)
+        self.sweep_views: list[tuple[tuple[float, float, float, float], float, float] | None] | None = None
         if self._people_cfg is not None:
             from havln_robot.perception.people import PeopleTracker
 
@@ -711,12 +714,23 @@ class ClosedLoop:
         tick = probe.start(action, float(self.world.t), (x, y, th + yaw_offset), self.gyro.yaw + yaw_offset, obs)
         return bool(tick.results and tick.results[0].is_refused)
 
-    def _execute(self, action: str) -> tuple[list[ActionResult], list[CollisionRecord], Any]:
+    def _execute(self, action: str, frames: Any = None) -> tuple[list[ActionResult], list[CollisionRecord], Any]:
         """Tick the executor through ``action`` (not STOP) to its result, as motion_node does; returns
-        (results, collision records, the first world contact or None)."""
+        (results, collision records, the first world contact or None).
+
+        Args:
+            action: the primitive.
+            frames: a :class:`~havln_robot.perception.sweep.SweepSelector` to feed as agent_node
+                feeds it during a sweep: the IMU yaw the robot believes (motion_node's gyro yaw) at
+                every control tick, and every camera frame (stamp = sim time; data = the TRUE camera
+                pose and time, where the frame is rendered if chosen); None = no recording.
+        """
         w = self.world
         ex = self.executor
         t0 = float(w.t)
+        if frames is not None:
+            frames.track.add(t0, self.gyro.yaw)
+            frames.offer(t0, (w.camera_pose, t0))
         contact = None
         self._load_walls()
         pts, wts = self._frame()  # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
@@ -729,6 +743,7 @@ class ClosedLoop:
         next_tick = t0 + self.period
         cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
         next_cam, next_people = t0 + cam_period, t0 + people_period
+        cam_t: float | None = None
         while not results and w.t - t0 < MAX_ACTION_S:
             c = self._physics()
             if contact is None and c is not None:
@@ -740,6 +755,7 @@ class ClosedLoop:
                     next_cam += cam_period
                     pts, wts = self._frame()
                     at = self._odom
+                    cam_t = float(w.t)
                 if w.t + 1e-9 >= next_people:
                     next_people += people_period
                     people, people_at = self._people(), self._odom
@@ -750,6 +766,11 @@ class ClosedLoop:
                     weights=wts,
                 )
                 a = self.base.imu.accel
+                if frames is not None:
+                    frames.track.add(float(w.t), self.gyro.yaw)
+                    if cam_t is not None:
+                        frames.offer(cam_t, (w.camera_pose, cam_t))
+                        cam_t = None
                 tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
                 self.base.command(*tick.cmd)
                 results += tick.results
@@ -796,13 +817,26 @@ class ClosedLoop:
             w.done, w.reason = True, "budget"
         return self._record(action, res, cols, contact, (x0, y0, yaw0))
 
-    def sweep(self, action: str = A.SWEEP_LEFT) -> ClosedLoopStep:
+    def sweep(self, action: str = A.SWEEP_LEFT, views: int = 0, tolerance_deg: float = 0.85) -> ClosedLoopStep:
         """agent_node's sweep panorama before a decision (config/sim.yaml ``panorama_mode: sweep``):
         one 360 deg turn through motion_node's executor (its SWEEP primitive at its sweep rate,
         :data:`havln_robot.actions.PRIMITIVE_TABLE`), ticked as :meth:`step` ticks an action, so the
         sim time a panorama takes passes (people walk on, and may walk into the turning robot) and
         the heading ends where the turn's closure error leaves it. Not a challenge action: not in
         ``world.actions``, not against the budget, not counted in :attr:`refused`.
+
+        With ``views`` > 0 the panorama's frames are chosen as agent_node chooses them, by the SAME
+        :class:`~havln_robot.perception.sweep.SweepSelector`: a camera frame at the camera rate,
+        placed by the yaw the robot believes (motion_node's gyro yaw, relative to the sweep's start),
+        the nearest within ``tolerance_deg`` of each view heading (agent_node's
+        ``view_tolerance_deg``). :attr:`sweep_views` then holds, per view, the frame's TRUE camera
+        pose and sim time and its believed heading (a view is rendered there, people where they were
+        then), or None where no frame qualified (agent_node retakes it standing still).
+
+        Args:
+            action: SWEEP_LEFT or SWEEP_RIGHT.
+            views: view headings of the panorama (12: 30° apart); 0 = no frame selection.
+            tolerance_deg: largest |believed heading - view heading| of a chosen frame, deg.
 
         Returns:
             A :class:`ClosedLoopStep` (``result``: the executor's; None when the episode is over).
@@ -813,10 +847,22 @@ class ClosedLoop:
         w = self.world
         if action not in A.SWEEPS:
             raise ClosedLoopError(f"unknown sweep {action!r}; expected one of {', '.join(A.SWEEPS)}")
+        self.sweep_views = None
         if w.done:
             return ClosedLoopStep(action, None, [], None, True, w.reason, w.pose)
         x0, y0, _, yaw0 = w.pose
-        results, cols, contact = self._execute(action)
+        sel = None
+        if views > 0:
+            from havln_robot.perception.sweep import SweepConfig, SweepSelector, YawTrack
+
+            direction = "left" if action == A.SWEEP_LEFT else "right"
+            sel = SweepSelector(SweepConfig(int(views), direction, float(tolerance_deg)), YawTrack(), float(w.t))
+        results, cols, contact = self._execute(action, sel)
+        if sel is not None:
+            ok = results[0].outcome == "ok"
+            self.sweep_views = [
+                None if (c is None or not ok) else (c.data[0], c.data[1], math.radians(c.heading_deg)) for c in sel.select(0.0)
+            ]
         return self._record(action, results[0], cols, contact, (x0, y0, yaw0))
 
     def _record(
