@@ -58,7 +58,8 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.actions import SWEEP_LEFT, finalize_sequence
+from havln_robot.actions import STOP, SWEEP_LEFT, finalize_sequence
+from havln_robot.agent.core import BlockedCounter, EpisodeBlocked
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.text import number_in, plural
 
@@ -453,6 +454,23 @@ def panorama_view_tolerance_deg(path: str | os.PathLike[str] | None = None) -> f
     return float(p.get("view_tolerance_deg", VIEW_TOLERANCE_DEG))
 
 
+def agent_blocked_rules(path: str | os.PathLike[str] | None = None) -> tuple[float, int]:
+    """agent_node's ``blocked_wait_s`` (s) and ``max_consecutive_blocked`` in the live sim graph
+    (``path``, default config/sim.yaml; :class:`havln_robot.agent.core.AgentConfig`'s defaults
+    where the section does not say).
+
+    Raises:
+        havln_robot.params.ConfigError: the file cannot be read (one line naming it).
+    """
+    from havln_robot.agent.core import AgentConfig
+    from havln_robot.paths import config_dir
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+
+    p = merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+    d = AgentConfig()
+    return float(p.get("blocked_wait_s", d.blocked_wait_s)), int(p.get("max_consecutive_blocked", d.max_consecutive_blocked))
+
+
 def run_episode(
     world,
     policy: str | object,
@@ -462,6 +480,7 @@ def run_episode(
     vfov_deg: float = OBS_HFOV_DEG,
     shield: PeopleShield | None = None,
     panorama_sweeps: bool = False,
+    agent_rules: bool = True,
 ) -> list[str]:
     """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
 
@@ -480,6 +499,11 @@ def run_episode(
             through the executor as agent_node does (:meth:`ClosedLoop.sweep`, config/sim.yaml's
             ``panorama_mode``): the panorama's sim time passes and people walk on. ~10x the ticks
             per decision; ``bench agreement`` uses it for the model, ``eval`` by default does not.
+        agent_rules: after each executed action, do what agent_node does (:mod:`havln_robot.agent.core`):
+            tell the policy the outcome (``on_action_result``), stand ``blocked_wait_s`` after an
+            action obstacles or people refused or stopped, and end the episode (reason
+            ``blocked``) after ``max_consecutive_blocked`` of them in a row (config/sim.yaml
+            agent_node; :func:`agent_blocked_rules`). Not for the expert (it plans around refusals).
     """
     observer = None
     if policy == "expert":
@@ -494,6 +518,10 @@ def run_episode(
         observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
     sweep = panorama_sweep_action() if panorama_sweeps and observer is not None and int(getattr(agent, "views", 1)) > 1 else None
     tol = panorama_view_tolerance_deg() if sweep is not None else 0.0
+    rules, wait_s = None, 0.0
+    if agent_rules and policy != "expert":
+        wait_s, limit = agent_blocked_rules()
+        rules = BlockedCounter(limit)
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
@@ -508,10 +536,21 @@ def run_episode(
                 else None
             )
             act = agent.act(obs)
-            if shield is not None:
-                shield.step(act)
-            else:
-                world.step(act)
+            st = shield.step(act) if shield is not None else world.step(act)
+            res = getattr(st, "result", None)
+            if st is None or res is None or act == STOP or rules is None:
+                continue
+            # as agent_node after every executed action (agent.core): the policy hears the outcome
+            # (a blocked macro ends), a blocked action makes the robot stand blocked_wait_s, and
+            # max_consecutive_blocked of them in a row end the episode
+            hook = getattr(agent, "on_action_result", None)
+            if callable(hook):
+                hook(act, str(res.outcome))
+            try:
+                if rules.update(str(res.outcome), "action", f"{act}: {res.detail}") and not world.done and wait_s > 0:
+                    world.move(0.0, 0.0, wait_s)
+            except EpisodeBlocked:
+                world.done, world.reason = True, "blocked"
     finally:
         if observer is not None:
             observer.close()

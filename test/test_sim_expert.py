@@ -59,8 +59,15 @@ def test_baselines_run(val_seen, havln_data):
     ep = val_seen[0]
     scene = Scene.load(ep.scan, havln_data / "connectivity")
     w = World(scene, ep, seed=0)
+    acts = run_episode(w, "forward", agent_rules=False)
+    assert acts == ["MOVE_FORWARD"] * 37 + ["STOP"] and w.reason == "stop"
+    # with agent_node's episode rules (the default, issue 23): the wall ahead refuses 10 steps in a
+    # row and the episode ends "blocked", as agent_node ends it, instead of pushing on to the STOP
+    w = World(scene, ep, seed=0)
     acts = run_episode(w, "forward")
-    assert acts == ["MOVE_FORWARD"] * 37 + ["STOP"]
+    outs = [str(r.outcome) for r in w.loop.results]
+    assert w.reason == "blocked" and acts == ["MOVE_FORWARD"] * len(acts) and outs[-10:] == ["collision"] * 10
+    assert w.loop.refused == 10 and not w.stopped
     w = World(scene, ep, seed=0)
     a1 = run_episode(w, "random", seed=5)
     w = World(scene, ep, seed=0)

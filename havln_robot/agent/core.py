@@ -85,6 +85,46 @@ class EpisodeBlocked(RuntimeError):
     episode ends (reason ``blocked``) with the robot standing still, rather than pushing on."""
 
 
+class BlockedCounter:
+    """agent_node's count of motions that obstacles or people refused or stopped, in a row (one
+    implementation: :class:`AgentRunner` and the batch episode loop, :func:`havln_robot.eval.run_episode`).
+
+    A ``collision`` outcome (refused before the start because something is in the way, or stopped
+    short of it or by contact) counts; an ``ok`` one resets its kind's count; any other outcome
+    (timeout, slip, ...) leaves it. Two kinds are counted apart: ``action`` (policy actions; only
+    a policy action that completes resets it -- the panorama turns between two decisions do not,
+    so a policy facing a wall is stopped) and ``turn`` (panorama turns).
+
+    Args:
+        limit: the count that ends the episode (``max_consecutive_blocked``, config/*.yaml agent_node).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = int(limit)
+        self.in_row = {"action": 0, "turn": 0}
+
+    def reset(self) -> None:
+        """A new episode: both counts 0."""
+        self.in_row = {"action": 0, "turn": 0}
+
+    def update(self, outcome: str, kind: str, last: str = "") -> bool:
+        """Count one motion's ``outcome`` (motion_node's literal) of ``kind``; True when it was blocked.
+
+        Raises:
+            EpisodeBlocked: the count of ``kind`` reached :attr:`limit` (``last`` names the motion in the message).
+        """
+        if outcome != Outcome.COLLISION:
+            if outcome == Outcome.OK:
+                self.in_row[kind] = 0
+            return False
+        self.in_row[kind] += 1
+        n = self.in_row[kind]
+        if n >= self.limit:
+            what = "policy actions" if kind == "action" else "panorama turns"
+            raise EpisodeBlocked(f"{n} {what} in a row refused or stopped by obstacles or people (last: {last})")
+        return True
+
+
 @dataclass
 class ActionOutcome:
     """Result of one executed action: motion_node's outcome and its ACTION_RESULT_KEYS record."""
@@ -239,7 +279,7 @@ class EpisodeRunner:
         self.cancelled = cancelled
         self._worker: threading.Thread | None = None  # the inference thread of the last step
         self._in_flight = ""
-        self._blocked_in_row = {"action": 0, "turn": 0}
+        self._blocked = BlockedCounter(self.config.max_consecutive_blocked)
         self._drift: float | None = None  # gyro drift measured by the last sweep, rad/s (None: unknown)
 
     def close(self, timeout_s: float = 1.0) -> None:
@@ -343,17 +383,10 @@ class EpisodeRunner:
             EpisodeBlocked: a count reached ``max_consecutive_blocked``.
         """
         if out.outcome != Outcome.COLLISION:
-            if out.outcome == Outcome.OK:
-                self._blocked_in_row[kind] = 0
+            self._blocked.update(out.outcome, kind)
             return
-        self._blocked_in_row[kind] += 1
         result.blocked_motions += 1
-        n = self._blocked_in_row[kind]
-        if n >= self.config.max_consecutive_blocked:
-            what = "policy actions" if kind == "action" else "panorama turns"
-            raise EpisodeBlocked(
-                f"{n} {what} in a row refused or stopped by obstacles or people (last: {out.action}: {out.values.get('detail', out.outcome)})"
-            )
+        self._blocked.update(out.outcome, kind, f"{out.action}: {out.values.get('detail', out.outcome)}")
         if pause and self.config.blocked_wait_s > 0:
             status("waiting")
             self._pause(self.config.blocked_wait_s)
@@ -578,7 +611,7 @@ class EpisodeRunner:
         """
         t_start = self.clock()
         self._in_flight = ""
-        self._blocked_in_row = {"action": 0, "turn": 0}
+        self._blocked.reset()
         result = EpisodeResult(reason="stop", steps=0, actions=[], instruction=instruction, policy=getattr(self.policy, "name", ""))
         state = {"step": 0, "action": "", "state": "starting", "policy_ms": 0.0, "panorama_s": 0.0, "waiting_s": 0.0}
 

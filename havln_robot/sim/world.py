@@ -103,7 +103,7 @@ class World:
 
     Attributes (besides :attr:`pose`): ``t`` sim time (s); ``camera_pitch`` (rad, + up);
     ``collisions`` {"human": n, "static": n}; ``path_length`` (m); ``actions`` discrete actions taken;
-    ``stopped``, ``done``, ``reason`` ("stop" | "budget" | ""); ``trajectory`` ground points visited
+    ``stopped``, ``done``, ``reason`` ("stop" | "budget" | "blocked": agent_node's rule, :func:`havln_robot.eval.run_episode` | ""); ``trajectory`` ground points visited
     (map frame, m, >= 1 cm apart).
 
     Raises:
