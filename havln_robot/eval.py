@@ -420,6 +420,18 @@ def fov_mask(width: int, height: int, render_hfov_deg: float, hfov_deg: float, v
 
 
 # ---------------------------------------------------------------------------- running
+def _agent_node_params(path: str | os.PathLike[str] | None) -> dict:
+    """agent_node's parameters in a profile (``path``, default config/sim.yaml), merged over its sections.
+
+    Raises:
+        havln_robot.params.ConfigError: the file cannot be read (one line naming it).
+    """
+    from havln_robot.paths import config_dir
+    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+
+    return merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+
+
 def panorama_sweep_action(path: str | os.PathLike[str] | None = None) -> str | None:
     """The primitive agent_node turns with for each panorama in the live sim graph (``path``, default
     config/sim.yaml, agent_node section): SWEEP_LEFT / SWEEP_RIGHT for ``panorama_mode: sweep``,
@@ -429,10 +441,8 @@ def panorama_sweep_action(path: str | os.PathLike[str] | None = None) -> str | N
         havln_robot.params.ConfigError: the file cannot be read (one line naming it).
     """
     from havln_robot.actions import SWEEP_LEFT, SWEEP_RIGHT
-    from havln_robot.paths import config_dir
-    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
 
-    p = merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+    p = _agent_node_params(path)
     if str(p.get("panorama_mode", "")) != "sweep":
         return None
     return SWEEP_LEFT if str(p.get("panorama_direction", "left")) == "left" else SWEEP_RIGHT
@@ -446,12 +456,9 @@ def panorama_view_tolerance_deg(path: str | os.PathLike[str] | None = None) -> f
     Raises:
         havln_robot.params.ConfigError: the file cannot be read (one line naming it).
     """
-    from havln_robot.paths import config_dir
     from havln_robot.perception.sweep import VIEW_TOLERANCE_DEG
-    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
 
-    p = merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
-    return float(p.get("view_tolerance_deg", VIEW_TOLERANCE_DEG))
+    return float(_agent_node_params(path).get("view_tolerance_deg", VIEW_TOLERANCE_DEG))
 
 
 def agent_blocked_rules(path: str | os.PathLike[str] | None = None) -> tuple[float, int]:
@@ -463,10 +470,8 @@ def agent_blocked_rules(path: str | os.PathLike[str] | None = None) -> tuple[flo
         havln_robot.params.ConfigError: the file cannot be read (one line naming it).
     """
     from havln_robot.agent.core import AgentConfig
-    from havln_robot.paths import config_dir
-    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
 
-    p = merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+    p = _agent_node_params(path)
     d = AgentConfig()
     return float(p.get("blocked_wait_s", d.blocked_wait_s)), int(p.get("max_consecutive_blocked", d.max_consecutive_blocked))
 
