@@ -505,10 +505,12 @@ def run_episode(
             ``panorama_mode``): the panorama's sim time passes and people walk on. ~10x the ticks
             per decision; ``bench agreement`` uses it for the model, ``eval`` by default does not.
         agent_rules: after each executed action, do what agent_node does (:mod:`havln_robot.agent.core`):
-            tell the policy the outcome (``on_action_result``), stand ``blocked_wait_s`` after an
-            action obstacles or people refused or stopped, and end the episode (reason
-            ``blocked``) after ``max_consecutive_blocked`` of them in a row (config/sim.yaml
-            agent_node; :func:`agent_blocked_rules`). Not for the expert (it plans around refusals).
+            tell the policy the outcome (``on_action_result``) and end the episode (reason
+            ``blocked``, with the STOP its challenge file gets) after ``max_consecutive_blocked`` actions in a row that obstacles or
+            people refused or stopped (config/sim.yaml agent_node; :func:`agent_blocked_rules`).
+            agent_node's ``blocked_wait_s`` stand after each is not modelled (an exported action
+            file cannot carry it; ``replay`` must reproduce eval). Not for the expert (it plans
+            around refusals).
     """
     observer = None
     if policy == "expert":
@@ -523,10 +525,9 @@ def run_episode(
         observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
     sweep = panorama_sweep_action() if panorama_sweeps and observer is not None and int(getattr(agent, "views", 1)) > 1 else None
     tol = panorama_view_tolerance_deg() if sweep is not None else 0.0
-    rules, wait_s = None, 0.0
+    rules = None
     if agent_rules and policy != "expert":
-        wait_s, limit = agent_blocked_rules()
-        rules = BlockedCounter(limit)
+        rules = BlockedCounter(agent_blocked_rules()[1])
     try:
         agent.reset(world.episode.instruction)
         while not world.done:
@@ -546,16 +547,19 @@ def run_episode(
             if st is None or res is None or act == STOP or rules is None:
                 continue
             # as agent_node after every executed action (agent.core): the policy hears the outcome
-            # (a blocked macro ends), a blocked action makes the robot stand blocked_wait_s, and
-            # max_consecutive_blocked of them in a row end the episode
+            # (a blocked macro ends) and max_consecutive_blocked blocked actions in a row end the
+            # episode. agent_node's blocked_wait_s stand is not modelled: an action file cannot
+            # carry it, and replaying eval's actions must give eval's metrics back
             hook = getattr(agent, "on_action_result", None)
             if callable(hook):
                 hook(act, str(res.outcome))
             try:
-                if rules.update(str(res.outcome), "action", f"{act}: {res.detail}") and not world.done and wait_s > 0:
-                    world.move(0.0, 0.0, wait_s)
+                rules.update(str(res.outcome), "action", f"{act}: {res.detail}")
             except EpisodeBlocked:
-                world.done, world.reason = True, "blocked"
+                # the robot stands where it is; the challenge file of the episode ends with the
+                # STOP its export appends (actions.finalize_sequence), so batch stops here too
+                world.step(STOP)
+                world.reason = "blocked"
     finally:
         if observer is not None:
             observer.close()
