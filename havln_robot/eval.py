@@ -363,7 +363,8 @@ class _Observer:
 
         n = self.views if views is None else max(1, int(views))
         headings = self.headings if n == self.views else self._headings(n)
-        if sweep is not None and len(sweep) == n:
+        from_sweep = sweep is not None and len(sweep) == n
+        if from_sweep:
             headings = self._headings(n) * np.float32(1.0 if sign >= 0 else -1.0)
             headings = ((headings + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
         elif self.jitter > 0 and n > 1:
@@ -371,12 +372,10 @@ class _Observer:
             headings = (((headings + e) + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
         x, y, z, yaw = self.world.camera_pose  # z on the drawn floor (World.camera_pose)
         poses = [((x, y, z, yaw + float(h)), float(self.world.t)) for h in headings]
-        if sweep is not None and len(sweep) == n:
-            for i, v in enumerate(sweep):
-                if v is not None:
-                    (vx, vy, vz, vyaw), vt, vh = v
-                    poses[i] = ((vx, vy, vz, vyaw), float(vt))
-                    headings[i] = np.float32(math.remainder(vh, 2 * math.pi))
+        for i, v in enumerate(sweep if from_sweep else []):
+            if v is not None:  # the chosen frame: where and when the camera really looked
+                poses[i] = (v[0], float(v[1]))
+                headings[i] = np.float32(math.remainder(v[2], 2 * math.pi))
         rgbs, depths = [], []
         for pose, t in poses:
             rgb, depth = self.renderer.render(pose, self.world.camera_pitch, t)
@@ -461,19 +460,17 @@ def panorama_view_tolerance_deg(path: str | os.PathLike[str] | None = None) -> f
     return float(_agent_node_params(path).get("view_tolerance_deg", VIEW_TOLERANCE_DEG))
 
 
-def agent_blocked_rules(path: str | os.PathLike[str] | None = None) -> tuple[float, int]:
-    """agent_node's ``blocked_wait_s`` (s) and ``max_consecutive_blocked`` in the live sim graph
-    (``path``, default config/sim.yaml; :class:`havln_robot.agent.core.AgentConfig`'s defaults
-    where the section does not say).
+def agent_max_consecutive_blocked(path: str | os.PathLike[str] | None = None) -> int:
+    """agent_node's ``max_consecutive_blocked`` in the live sim graph (``path``, default
+    config/sim.yaml; :class:`havln_robot.agent.core.AgentConfig`'s default where the section does
+    not say): blocked policy actions in a row that end an episode.
 
     Raises:
         havln_robot.params.ConfigError: the file cannot be read (one line naming it).
     """
     from havln_robot.agent.core import AgentConfig
 
-    p = _agent_node_params(path)
-    d = AgentConfig()
-    return float(p.get("blocked_wait_s", d.blocked_wait_s)), int(p.get("max_consecutive_blocked", d.max_consecutive_blocked))
+    return int(_agent_node_params(path).get("max_consecutive_blocked", AgentConfig().max_consecutive_blocked))
 
 
 def run_episode(
@@ -507,7 +504,7 @@ def run_episode(
         agent_rules: after each executed action, do what agent_node does (:mod:`havln_robot.agent.core`):
             tell the policy the outcome (``on_action_result``) and end the episode (reason
             ``blocked``, with the STOP its challenge file gets) after ``max_consecutive_blocked`` actions in a row that obstacles or
-            people refused or stopped (config/sim.yaml agent_node; :func:`agent_blocked_rules`).
+            people refused or stopped (config/sim.yaml agent_node; :func:`agent_max_consecutive_blocked`).
             agent_node's ``blocked_wait_s`` stand after each is not modelled (an exported action
             file cannot carry it; ``replay`` must reproduce eval). Not for the expert (it plans
             around refusals).
@@ -527,7 +524,7 @@ def run_episode(
     tol = panorama_view_tolerance_deg() if sweep is not None else 0.0
     rules = None
     if agent_rules and policy != "expert":
-        rules = BlockedCounter(agent_blocked_rules()[1])
+        rules = BlockedCounter(agent_max_consecutive_blocked())
     try:
         agent.reset(world.episode.instruction)
         while not world.done:

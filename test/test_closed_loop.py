@@ -496,7 +496,7 @@ def test_batch_tells_the_policy_each_outcome_and_ends_a_blocked_episode():
     shipped model drops a blocked macro) and ends the episode after max_consecutive_blocked
     blocked actions in a row; batch did neither (2603: 38 refusals in 47 batch actions, 0 live).
     run_episode now does both (not agent_node's 1 s stand after each: see run_episode)."""
-    from havln_robot.eval import agent_blocked_rules, run_episode
+    from havln_robot.eval import agent_max_consecutive_blocked, run_episode
 
     class WallWalker:
         observes = False
@@ -514,7 +514,7 @@ def test_batch_tells_the_policy_each_outcome_and_ends_a_blocked_episode():
         def on_action_result(self, action, outcome):
             self.heard.append((action, outcome))
 
-    _, limit = agent_blocked_rules()
+    limit = agent_max_consecutive_blocked()
     assert limit >= 2
     w = World(Scene.builtin(), _episode(start=(0.0, 0.5, 0.0)), Crowd([]), seed=0)
     p = WallWalker()
