@@ -68,6 +68,59 @@ class Outcome(StrEnum):
     UNSUPPORTED = "unsupported"  # the platform cannot do it (LOOK_* on the Go2)
 
 
+#: agent_node's default ``max_consecutive_blocked`` (config/*.yaml agent_node): blocked policy actions
+#: (or panorama turns) in a row that end an episode. A project choice (no paper or spec value).
+MAX_CONSECUTIVE_BLOCKED = 10
+
+
+class EpisodeBlocked(RuntimeError):
+    """Obstacles or people refused or stopped ``max_consecutive_blocked`` motions in a row: the
+    episode ends (reason ``blocked``) with the robot standing still, rather than pushing on."""
+
+
+class BlockedCounter:
+    """agent_node's count of motions that obstacles or people refused or stopped, in a row (one
+    implementation: :class:`havln_robot.agent.core.AgentRunner`, the batch episode loop
+    :func:`havln_robot.eval.run_episode` and the training rollout
+    :func:`havln_robot.policy.dataset.rollout`).
+
+    A ``collision`` outcome (refused before the start because something is in the way, or stopped
+    short of it or by contact) counts; an ``ok`` one resets its kind's count; any other outcome
+    (timeout, slip, ...) leaves it. Two kinds are counted apart: ``action`` (policy actions; only
+    a policy action that completes resets it -- the panorama turns between two decisions do not,
+    so a policy facing a wall is stopped) and ``turn`` (panorama turns).
+
+    Args:
+        limit: the count that ends the episode (``max_consecutive_blocked``, config/*.yaml agent_node;
+            default :data:`MAX_CONSECUTIVE_BLOCKED`).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = int(limit)
+        self.in_row = {"action": 0, "turn": 0}
+
+    def reset(self) -> None:
+        """A new episode: both counts 0."""
+        self.in_row = {"action": 0, "turn": 0}
+
+    def update(self, outcome: str, kind: str, last: str = "") -> bool:
+        """Count one motion's ``outcome`` (motion_node's literal) of ``kind``; True when it was blocked.
+
+        Raises:
+            EpisodeBlocked: the count of ``kind`` reached :attr:`limit` (``last`` names the motion in the message).
+        """
+        if outcome != Outcome.COLLISION:
+            if outcome == Outcome.OK:
+                self.in_row[kind] = 0
+            return False
+        self.in_row[kind] += 1
+        n = self.in_row[kind]
+        if n >= self.limit:
+            what = "policy actions" if kind == "action" else "panorama turns"
+            raise EpisodeBlocked(f"{n} {what} in a row refused or stopped by obstacles or people (last: {last})")
+        return True
+
+
 class Verdict(StrEnum):
     """Outcome of a trial (the trial store's ``outcome`` column)."""
 

@@ -141,20 +141,24 @@ def test_the_camera_stands_on_the_drawn_floor(havln_data):
     assert w.step("MOVE_FORWARD").result.outcome == "ok"
 
 
-def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys):
+def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys, tmp_path):
     """The done-check on two episodes: reference-following files through batch and through
-    sim_node + motion_node (own ROS domain); the table prints, live refusals are counted."""
+    sim_node + motion_node (own ROS domain); the table prints, live refusals are counted, and the
+    run leaves no temporary folder behind (each live model episode's demo output is tens of MB)."""
     pytest.importorskip("rclpy")
     pytest.importorskip("havln_robot.nodes.sim_node")
     import os
+    import tempfile
 
     from havln_robot.bench.agreement import main
 
     monkeypatch.setenv("ROS_DOMAIN_ID", str(int(os.environ.get("ROS_DOMAIN_ID", "40")) + 1))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert main(["--episodes", "2", "--kinds", "reference", "--real-time-factor", "2"]) == 0
     out = capsys.readouterr().out
     assert "| reference | 2 |" in out and "outcome agreement" in out
     assert out.count(" | live ") == 2
+    assert not list(tmp_path.glob("havln_agreement_*"))
 
 
 def test_live_side_can_be_read_back_from_a_recorded_run(tmp_path):

@@ -89,3 +89,58 @@ def test_bench_latency_runs(capsys):
     assert main(["--skip-eval", "--steps", "1"]) == 0
     out = capsys.readouterr().out
     assert "CMA (HA-VLN-CMA layout, 1 view)" in out and "small panoramic" in out and "peak RSS" in out
+
+
+class _BoxedInWorld:
+    """A robot motion_node refuses every motion for (a person pressed against it on every side):
+    records what the rollout asks and answers as :class:`~havln_robot.sim.closed_loop.ClosedLoop` does."""
+
+    def __init__(self) -> None:
+        self.pose, self.camera_pose, self.camera_pitch, self.t = (0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.3, 0.0), 0.0, 0.0
+        self.asked: list[str] = []
+        self.reason = ""
+
+    def human_positions(self):
+        return []
+
+    def step(self, action):
+        from types import SimpleNamespace
+
+        from havln_robot.actions import STOP
+
+        self.asked.append(action)
+        if action == STOP:
+            self.reason = "stop"
+            return SimpleNamespace(contact=None, result=SimpleNamespace(outcome="ok", detail="STOP"))
+        return SimpleNamespace(contact=None, result=SimpleNamespace(outcome="collision", detail="blocked before start: person 0.40 m away"))
+
+    def metrics(self):
+        return None
+
+
+def test_training_rollout_ends_a_refused_macro_and_a_blocked_episode():
+    """The DAgger rollout runs macros as agent_node runs the shipped policy's (issue 23): an action
+    motion_node refuses ends the macro (a new decision on a new panorama), and 10 blocked actions in
+    a row end the episode with a STOP, reason ``blocked`` -- not the whole macro pushed into the refusal."""
+    from havln_robot.actions import STOP
+    from havln_robot.policy.dataset import WaypointExpert, pano_headings, rollout
+    from havln_robot.policy.small import SmallConfig
+
+    cfg = SmallConfig()
+
+    class Renderer:
+        headings = pano_headings(cfg.views)
+        calls = 0
+
+        def panorama(self, pose, pitch, t):
+            Renderer.calls += 1
+            return np.zeros((cfg.views, 4, cfg.res, cfg.res), dtype=np.uint8)
+
+    world = _BoxedInWorld()
+    expert = WaypointExpert([(0.0, 0.0, 0.0), (2.0, 0.0, 0.0), (4.0, 0.0, 0.0)])
+    res = rollout(world, Renderer(), np.zeros(200, dtype=np.int64), cfg, None, 1.0, np.random.default_rng(0), record=False, expert=expert)
+    assert res.actions == world.asked
+    assert res.actions[-1] == STOP and STOP not in res.actions[:-1]
+    assert len(res.actions) == 11  # 10 refused actions, one per decision, then the STOP
+    assert Renderer.calls == 10  # every refused action ended its macro: a new panorama each time
+    assert world.reason == "blocked"

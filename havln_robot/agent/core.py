@@ -44,7 +44,7 @@ from havln_robot.perception.panorama import PanoramaCapture, PanoramaView, TurnR
 from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
 from havln_robot.perception.sweep import SweepConfig, SweepPanorama, SweepSelector
 from havln_robot.policy.api import Observation, Policy
-from havln_robot.records import Outcome
+from havln_robot.records import MAX_CONSECUTIVE_BLOCKED, BlockedCounter, EpisodeBlocked, Outcome
 
 #: Wall time of one 15° TURN with its settling, s (docs/motion.md: 0.72 s mean in the motion bench);
 #: decides between retaking missing sweep views with turns or with a second sweep.
@@ -78,51 +78,6 @@ class RawView:
     depth: np.ndarray
     intrinsics: Intrinsics | None = None
     stamp: float = 0.0
-
-
-class EpisodeBlocked(RuntimeError):
-    """Obstacles or people refused or stopped ``max_consecutive_blocked`` motions in a row: the
-    episode ends (reason ``blocked``) with the robot standing still, rather than pushing on."""
-
-
-class BlockedCounter:
-    """agent_node's count of motions that obstacles or people refused or stopped, in a row (one
-    implementation: :class:`AgentRunner` and the batch episode loop, :func:`havln_robot.eval.run_episode`).
-
-    A ``collision`` outcome (refused before the start because something is in the way, or stopped
-    short of it or by contact) counts; an ``ok`` one resets its kind's count; any other outcome
-    (timeout, slip, ...) leaves it. Two kinds are counted apart: ``action`` (policy actions; only
-    a policy action that completes resets it -- the panorama turns between two decisions do not,
-    so a policy facing a wall is stopped) and ``turn`` (panorama turns).
-
-    Args:
-        limit: the count that ends the episode (``max_consecutive_blocked``, config/*.yaml agent_node).
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = int(limit)
-        self.in_row = {"action": 0, "turn": 0}
-
-    def reset(self) -> None:
-        """A new episode: both counts 0."""
-        self.in_row = {"action": 0, "turn": 0}
-
-    def update(self, outcome: str, kind: str, last: str = "") -> bool:
-        """Count one motion's ``outcome`` (motion_node's literal) of ``kind``; True when it was blocked.
-
-        Raises:
-            EpisodeBlocked: the count of ``kind`` reached :attr:`limit` (``last`` names the motion in the message).
-        """
-        if outcome != Outcome.COLLISION:
-            if outcome == Outcome.OK:
-                self.in_row[kind] = 0
-            return False
-        self.in_row[kind] += 1
-        n = self.in_row[kind]
-        if n >= self.limit:
-            what = "policy actions" if kind == "action" else "panorama turns"
-            raise EpisodeBlocked(f"{n} {what} in a row refused or stopped by obstacles or people (last: {last})")
-        return True
 
 
 @dataclass
@@ -175,7 +130,7 @@ class AgentConfig:
     view_tolerance_deg: float = 0.85
     camera_time_offset_s: float = 0.0
     blocked_wait_s: float = 1.0
-    max_consecutive_blocked: int = 10
+    max_consecutive_blocked: int = MAX_CONSECUTIVE_BLOCKED
     inference_timeout_s: float = 10.0
 
     @classmethod

@@ -29,6 +29,7 @@ import argparse
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -307,6 +308,12 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
     ap.add_argument(
+        "--live-out",
+        default=None,
+        help="keep each live model episode's demo output (trial database, MCAP recording, report) in DIR/demo_<id> "
+        "(default: a temporary folder, removed at the end)",
+    )
+    ap.add_argument(
         "--noise-draws",
         type=number_in(0, 50, integer=True),
         default=0,
@@ -316,10 +323,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
     from havln_robot import jsonio
-    from havln_robot.paths import check_out_file, data_dir
+    from havln_robot.paths import check_out_file, data_dir, prepare_out_dir
 
     if args.json:
         check_out_file(args.json, "--json")
+    if args.live_out:
+        prepare_out_dir(args.live_out, "--live-out")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
@@ -355,74 +364,79 @@ def main(argv: list[str]) -> int:
     rows: list[dict[str, Any]] = []
     t_batch = 0.0
     n_batch_actions = 0
-    tmp = Path(tempfile.mkdtemp(prefix="havln_agreement_"))
-    print(
-        f"bench agreement: {len(eps)} val_seen episodes, inputs {', '.join(kinds)}, seed {args.seed}; "
-        f"batch = World.step (ClosedLoop: motion_node's executor), live = sim_node + motion_node{' + agent_node' if 'model' in kinds else ''} "
-        f"over loopback DDS (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, real_time_factor {args.real_time_factor:g})"
-        + (
-            f"; the expert writes its file under noise seed {args.seed + EXPERT_NOISE_OFFSET}, both worlds replay it under {args.seed}"
-            if "expert" in kinds
-            else ""
-        ),
-        flush=True,
-    )
-    scenes: dict[str, Any] = {}
-    for ep in eps:
-        scene = scenes.get(ep.scan) or scenes.setdefault(ep.scan, Scene.load(ep.scan, conn))
-        for kind in kinds:
-            if recorded is not None and (ep.episode_id, kind) not in recorded:
-                continue
-            t0 = time.perf_counter()
-            if kind == "reference":
-                seq = follow_reference(ep)
-                b = _batch_replay(ep, scene, seq, args.seed)
-            elif kind == "expert":
-                _, seq = _batch_policy(ep, scene, "expert", args.seed, noise_seed=args.seed + EXPERT_NOISE_OFFSET)
-                b = _batch_replay(ep, scene, seq, args.seed)
-                n_batch_actions += len(seq)  # the run that wrote the file is batch work too
-            else:
-                b, seq = _batch_policy(ep, scene, policy, args.seed)
-            n_batch_actions += b.actions
-            draws: list[bool] = []
-            for i in range(args.noise_draws):
-                s_i = args.seed + NOISE_DRAW_OFFSET + i
-                d = (
-                    _batch_policy(ep, scene, policy, args.seed, noise_seed=s_i)[0]
-                    if kind == "model"
-                    else _batch_replay(ep, scene, seq, s_i, people_seed=args.seed)
-                )
-                draws.append(d.success)
-                n_batch_actions += d.actions
-            t_batch += time.perf_counter() - t0
-            row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None, "actions": list(seq)}
-            if args.noise_draws:
-                row["batch_draws"] = draws
-            if recorded is not None:
-                row["live"] = asdict(recorded[(ep.episode_id, kind)])
-            elif not args.batch_only:
-                if kind == "model":
-                    lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
+    # the live model episodes' demo outputs (MCAP recordings: tens of MB each) are kept only on request
+    tmp = Path(args.live_out) if args.live_out else Path(tempfile.mkdtemp(prefix="havln_agreement_"))
+    try:
+        print(
+            f"bench agreement: {len(eps)} val_seen episodes, inputs {', '.join(kinds)}, seed {args.seed}; "
+            f"batch = World.step (ClosedLoop: motion_node's executor), live = sim_node + motion_node{' + agent_node' if 'model' in kinds else ''} "
+            f"over loopback DDS (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, real_time_factor {args.real_time_factor:g})"
+            + (
+                f"; the expert writes its file under noise seed {args.seed + EXPERT_NOISE_OFFSET}, both worlds replay it under {args.seed}"
+                if "expert" in kinds
+                else ""
+            ),
+            flush=True,
+        )
+        scenes: dict[str, Any] = {}
+        for ep in eps:
+            scene = scenes.get(ep.scan) or scenes.setdefault(ep.scan, Scene.load(ep.scan, conn))
+            for kind in kinds:
+                if recorded is not None and (ep.episode_id, kind) not in recorded:
+                    continue
+                t0 = time.perf_counter()
+                if kind == "reference":
+                    seq = follow_reference(ep)
+                    b = _batch_replay(ep, scene, seq, args.seed)
+                elif kind == "expert":
+                    _, seq = _batch_policy(ep, scene, "expert", args.seed, noise_seed=args.seed + EXPERT_NOISE_OFFSET)
+                    b = _batch_replay(ep, scene, seq, args.seed)
+                    n_batch_actions += len(seq)  # the run that wrote the file is batch work too
                 else:
-                    lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
-                lv.load = load_per_cpu()
-                row["live"] = asdict(lv)
-            rows.append(row)
-            lvs = row["live"]
-            print(
-                f"  episode {ep.episode_id:>6} {kind:<9} batch {'success' if b.success else 'failure'} NE {b.ne:5.2f} "
-                f"coll {b.collisions} refused {b.refused} ({b.actions} actions)"
-                + (f" draws {sum(draws)}/{len(draws)}" if args.noise_draws else "")
-                + (
-                    f" | live {'success' if lvs['success'] else 'failure'} NE {lvs['ne']:5.2f} coll {lvs['collisions']} "
-                    f"refused {lvs['refused']} ({lvs['actions']} actions)"
-                    + (f" load/cpu {lvs['load']:.1f}" if lvs.get("load") is not None else "")
-                    + (f" {lvs['note']}" if lvs["note"] else "")
-                    if lvs
-                    else ""
-                ),
-                flush=True,
-            )
+                    b, seq = _batch_policy(ep, scene, policy, args.seed)
+                n_batch_actions += b.actions
+                draws: list[bool] = []
+                for i in range(args.noise_draws):
+                    s_i = args.seed + NOISE_DRAW_OFFSET + i
+                    d = (
+                        _batch_policy(ep, scene, policy, args.seed, noise_seed=s_i)[0]
+                        if kind == "model"
+                        else _batch_replay(ep, scene, seq, s_i, people_seed=args.seed)
+                    )
+                    draws.append(d.success)
+                    n_batch_actions += d.actions
+                t_batch += time.perf_counter() - t0
+                row: dict[str, Any] = {"episode_id": ep.episode_id, "kind": kind, "batch": asdict(b), "live": None, "actions": list(seq)}
+                if args.noise_draws:
+                    row["batch_draws"] = draws
+                if recorded is not None:
+                    row["live"] = asdict(recorded[(ep.episode_id, kind)])
+                elif not args.batch_only:
+                    if kind == "model":
+                        lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
+                    else:
+                        lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
+                    lv.load = load_per_cpu()
+                    row["live"] = asdict(lv)
+                rows.append(row)
+                lvs = row["live"]
+                print(
+                    f"  episode {ep.episode_id:>6} {kind:<9} batch {'success' if b.success else 'failure'} NE {b.ne:5.2f} "
+                    f"coll {b.collisions} refused {b.refused} ({b.actions} actions)"
+                    + (f" draws {sum(draws)}/{len(draws)}" if args.noise_draws else "")
+                    + (
+                        f" | live {'success' if lvs['success'] else 'failure'} NE {lvs['ne']:5.2f} coll {lvs['collisions']} "
+                        f"refused {lvs['refused']} ({lvs['actions']} actions)"
+                        + (f" load/cpu {lvs['load']:.1f}" if lvs.get("load") is not None else "")
+                        + (f" {lvs['note']}" if lvs["note"] else "")
+                        if lvs
+                        else ""
+                    ),
+                    flush=True,
+                )
+    finally:
+        if not args.live_out:
+            shutil.rmtree(tmp, ignore_errors=True)
     speed = n_batch_actions / t_batch if t_batch > 0 else math.nan
     print(f"batch: {n_batch_actions} actions in {t_batch:.1f} s ({speed:.0f} actions/s incl. rendering for the model)")
     summary = summarize(rows)

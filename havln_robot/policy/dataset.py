@@ -25,6 +25,7 @@ import torch
 from havln_robot.actions import FORWARD_STEP_M, MAX_ACTIONS, MOVE_FORWARD, STOP
 from havln_robot.policy.small import SmallConfig, SmallNet, macro_actions, prev_encoding
 from havln_robot.policy.tokenizer import MAX_LENGTH, Vocabulary
+from havln_robot.records import MAX_CONSECUTIVE_BLOCKED, BlockedCounter, EpisodeBlocked, Outcome
 
 MODEL_HFOV_DEG = 90.0
 """Model field of view per view (HA-VLN-CE / VLN-CE sensors, HFOV 90 deg)."""
@@ -205,8 +206,15 @@ def rollout(
     rng: np.random.Generator,
     record: bool = True,
     expert: WaypointExpert | None = None,
+    max_consecutive_blocked: int = MAX_CONSECUTIVE_BLOCKED,
 ) -> RolloutResult:
     """Run one episode by decisions; the expert's macro is executed with probability ``beta`` (1 = teacher forcing).
+
+    A macro runs as agent_node runs the shipped policy's: an action that does not complete (motion_node's
+    outcome is not ``ok``: refused or stopped by an obstacle or a person, a contact, a timeout) ends it
+    and the next decision is taken on a new panorama (:meth:`SmallPolicy.on_action_result`); the SAME
+    :class:`~havln_robot.records.BlockedCounter` ends the episode with a STOP after
+    ``max_consecutive_blocked`` blocked actions in a row (reason ``blocked``), as on the robot.
 
     Args:
         world: ``havln_robot.sim.world.World`` already reset.
@@ -218,6 +226,7 @@ def rollout(
         rng: random generator for the beta draws.
         record: keep the views and labels (training); False for validation.
         expert: the episode's :class:`WaypointExpert`.
+        max_consecutive_blocked: agent_node's ``max_consecutive_blocked`` (config/sim.yaml).
 
     Returns:
         The sample (if ``record``), the executed action literals and ``world.metrics()``.
@@ -230,6 +239,8 @@ def rollout(
     prev = prev_encoding(0.0, 0, cfg.max_steps, 0, 0)
     total_steps = 0
     blocked: list[int] = []
+    rules = BlockedCounter(max_consecutive_blocked)
+    gave_up = False
     h = instr = None
     if model is not None:
         with torch.inference_mode():
@@ -265,18 +276,28 @@ def rollout(
                 break
             r = world.step(a)
             actions.append(a)
-            if r.contact is not None and a == MOVE_FORWARD:
-                hit = True
-                break  # the motion layer stops at a contact; re-decide from here
+            res = getattr(r, "result", None)
+            outcome = str(res.outcome) if res is not None else Outcome.OK
+            try:
+                rules.update(outcome, "action", f"{a}: {res.detail if res is not None else ''}")
+            except EpisodeBlocked:
+                gave_up = True
+            if outcome != Outcome.OK or r.contact is not None:
+                # the motion layer refused, stopped or timed out the action: the macro ends and
+                # the next decision is taken from where the robot stands, as agent_node does
+                hit = hit or a == MOVE_FORWARD
+                break
         moved = math.dist(start_xy, world.pose[:2])
         blocked = [*blocked, choice] if hit and moved < 0.3 else []
         total_steps += steps
         prev = prev_encoding(float(headings[choice]), steps, cfg.max_steps, t + 1, total_steps)
-        if len(actions) >= MAX_ACTIONS - 1:
+        if gave_up or len(actions) >= MAX_ACTIONS - 1:
             break
     if not actions or actions[-1] != STOP:
         world.step(STOP)
         actions.append(STOP)
+        if gave_up:
+            world.reason = "blocked"
     sample = None
     if record and views_l:
         sample = EpisodeSample(
