@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported)
 
@@ -359,21 +361,24 @@ def climbable_mask(
         ground |= flat_cell & (r <= reach) & (top <= step_m + math.tan(max_slope_rad) * r)
     cand = flat_cell & ~ground
     if cand.any():
-        pad_top = np.pad(np.where(seen, top, np.nan), 1, constant_values=np.nan)
+        # reachable = in a connected component (8-neighbouring flat cells whose tops differ by at
+        # most a step) that holds a seed: the fixed point of growing the ground one ring at a time
         h, w = shape
-        while True:
-            pg = np.pad(ground, 1)
-            grow = np.zeros(shape, dtype=bool)
-            for di, dj in _NEIGHBOURS:
-                nb = pg[1 + di : 1 + di + h, 1 + dj : 1 + dj + w]
-                nt = pad_top[1 + di : 1 + di + h, 1 + dj : 1 + dj + w]
-                with np.errstate(invalid="ignore"):
-                    grow |= nb & (np.abs(top - nt) <= step_m)
-            grow &= cand
-            if not grow.any():
-                break
-            ground |= grow
-            cand &= ~grow
+        idx = np.arange(h * w).reshape(shape)
+        rows, cols = [], []
+        for di, dj in ((1, 0), (0, 1), (1, 1), (1, -1)):  # each undirected 8-neighbour edge once
+            a = (slice(0, h - di), slice(max(0, -dj), w - max(0, dj)))
+            b = (slice(di, h), slice(max(0, dj), w - max(0, -dj) if dj < 0 else w))
+            with np.errstate(invalid="ignore"):
+                e = flat_cell[a] & flat_cell[b] & (np.abs(top[a] - top[b]) <= step_m)
+            rows.append(idx[a][e])
+            cols.append(idx[b][e])
+        r, c = np.concatenate(rows), np.concatenate(cols)
+        graph = coo_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(h * w, h * w))
+        _, label = connected_components(graph, directed=False)
+        seeded = np.zeros(label.max() + 1, dtype=bool)
+        seeded[label[ground.reshape(-1)]] = True
+        ground = (flat_cell.reshape(-1) & seeded[label]).reshape(shape)
     return ground.reshape(-1)[flat]
 
 

@@ -83,6 +83,9 @@ TERRAIN_CELL_M = SAFETY_TERRAIN_CELL_M
 
 #: Terrain is sampled this far from base_link, m: the forward corridor ends at 0.35 + 0.25 + 0.10 m.
 TERRAIN_REACH_M = 0.75
+#: Side of the square tiles of terrain cells whose drawn surfaces are computed at once and kept per
+#: scene (:meth:`ClosedLoop._terrain_cells`), cells (32 x 5 cm = 1.6 m). A speed choice only.
+TERRAIN_TILE = 32
 
 #: Radius of what the depth camera sees of a person inside the obstacle height band, m: the two
 #: drawn legs (capsules of radius 0.085 m, 0.08 m either side of the centre, 0.1-0.86 m high;
@@ -432,36 +435,42 @@ class ClosedLoop:
         )
         if not near_ramp and not (sup.kind == "floor" and len(scene.near_floors(sup.index)) > 1):
             return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-        # (ix, iy) -> heights of the surfaces drawn there (absolute z, m; Scene.drawn_surfaces); which
-        # one the camera sees depends on its height, chosen per frame (:meth:`_terrain_points`)
-        cache = scene.__dict__.setdefault("_terrain_cache", {})
+        # the cells within reach, in rows of x (the order the frame's points keep); the heights of
+        # the surfaces drawn in each (absolute z, m; Scene.drawn_surfaces_many) come from square
+        # tiles of TERRAIN_TILE cells computed once per scene; which one the camera sees depends on
+        # its height, chosen per frame (:meth:`_terrain_points`)
         c = TERRAIN_CELL_M
         n = int(math.ceil(reach / c))
         ix0, iy0 = int(round(x / c)), int(round(y / c))
-        pts, height = [], []
-        r2 = reach * reach
-        for i in range(ix0 - n, ix0 + n + 1):
-            px = i * c
-            dx2 = (px - x) ** 2
-            for j in range(iy0 - n, iy0 + n + 1):
-                py = j * c
-                if dx2 + (py - y) ** 2 > r2:
-                    continue
-                hs = cache.get((i, j))
-                if hs is None:
-                    hs = cache[(i, j)] = scene.drawn_surfaces(px, py)
-                if hs:
-                    pts.append((px, py))
-                    height.append(hs)
-        if not pts:
+        gi, gj = np.meshgrid(np.arange(ix0 - n, ix0 + n + 1), np.arange(iy0 - n, iy0 + n + 1), indexing="ij")
+        gi, gj = gi.ravel(), gj.ravel()
+        px, py = gi * c, gj * c
+        keep = (px - x) ** 2 + (py - y) ** 2 <= reach * reach
+        gi, gj, px, py = gi[keep], gj[keep], px[keep], py[keep]
+        tiles = scene.__dict__.setdefault("_terrain_tiles", {})
+        T = TERRAIN_TILE
+        ti, tj = gi // T, gj // T
+        H_parts, R_parts, order = [], [], []
+        for key in sorted(set(zip(ti.tolist(), tj.tolist(), strict=True))):
+            tile = tiles.get(key)
+            if tile is None:
+                ci, cj = np.meshgrid(np.arange(key[0] * T, key[0] * T + T), np.arange(key[1] * T, key[1] * T + T), indexing="ij")
+                tile = tiles[key] = scene.drawn_surfaces_many(ci.ravel() * c, cj.ravel() * c)
+            sel = np.flatnonzero((ti == key[0]) & (tj == key[1]))
+            local = (gi[sel] - key[0] * T) * T + (gj[sel] - key[1] * T)
+            H_parts.append(tile[0][local])
+            R_parts.append(tile[1][local])
+            order.append(sel)
+        k = max((h.shape[1] for h in H_parts), default=0)
+        H = np.full((len(gi), max(k, 1)), -np.inf)
+        R = np.full((len(gi), max(k, 1)), -1, dtype=np.int64)
+        for sel, h, r in zip(order, H_parts, R_parts, strict=True):
+            H[sel, : h.shape[1]] = h
+            R[sel, : r.shape[1]] = r
+        drawn = np.isfinite(H).any(axis=1)
+        if not drawn.any():
             return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-        k = max(len(h) for h in height)
-        H = np.full((len(height), k), -np.inf)
-        R = np.full((len(height), k), -1, dtype=np.int64)
-        for r, h in enumerate(height):
-            H[r, : len(h)] = [v[0] for v in h]
-            R[r, : len(h)] = [v[1] for v in h]
-        return np.asarray(pts, dtype=np.float64).reshape(-1, 2), H, R
+        return np.stack([px[drawn], py[drawn]], axis=1), H[drawn], R[drawn]
 
     def _terrain_points(self) -> tuple[np.ndarray, np.ndarray]:
         """Ground the camera sees inside the obstacle height band: stairs rising ahead, a split level

@@ -455,6 +455,7 @@ class Scene:
             "_adjacent_ramps",
             "_skeleton",
             "_terrain_cache",
+            "_terrain_tiles",
             "_ramp_ab",
         ):
             state.pop(k, None)
@@ -894,20 +895,54 @@ class Scene:
         A point on an outline belongs to the surface (a flight's end and the slab cut around it
         meet there: neither is missing on the seam).
         """
-        out: list[tuple[float, int]] = []
+        H, R = self.drawn_surfaces_many(np.array([float(x)]), np.array([float(y)]))
+        return tuple(sorted((float(h), int(r)) for h, r in zip(H[0], R[0], strict=True) if np.isfinite(h)))
+
+    def drawn_surfaces_many(self, xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`drawn_surfaces` at N points at once (the batch simulator's terrain grid); the one
+        implementation of the rule.
+
+        Args:
+            xs: (N,) map x, m (float64).
+            ys: (N,) map y, m (float64).
+
+        Returns:
+            ((N, K) float64 absolute heights, m, -inf where surface column k is not drawn at the
+            point; (N, K) int64 ramp index of each, -1 for a floor slab or a flight's flat end).
+            Column k is one ramp or one floor (K = ramps whose bounds meet the points + floors), not
+            sorted by height; each point's finite entries are exactly :meth:`drawn_surfaces`' tuple.
+        """
+        xs = np.asarray(xs, dtype=np.float64)
+        ys = np.asarray(ys, dtype=np.float64)
+        cols_h: list[np.ndarray] = []
+        cols_r: list[np.ndarray] = []
         rb = self._ramp_bounds
-        if len(rb):
-            for i in np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])):
-                r = self.ramps[int(i)]
-                if shapely.intersects_xy(r.polygon, x, y):
-                    (ax, ay, _), (bx, by, _) = r.a, r.b
-                    ll = (bx - ax) ** 2 + (by - ay) ** 2
-                    u = ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / ll if ll > 1e-12 else 0.0
-                    out.append((float(r.z_at(x, y)), int(i) if 0.0 < u < 1.0 else -1))
+        if len(rb) and len(xs):
+            x0, x1, y0, y1 = xs.min(), xs.max(), ys.min(), ys.max()
+            for i in np.flatnonzero((rb[:, 0] <= x1) & (x0 <= rb[:, 2]) & (rb[:, 1] <= y1) & (y0 <= rb[:, 3])):
+                i = int(i)
+                inb = (rb[i, 0] <= xs) & (xs <= rb[i, 2]) & (rb[i, 1] <= ys) & (ys <= rb[i, 3])
+                hit = np.zeros(len(xs), dtype=bool)
+                if inb.any():
+                    hit[inb] = shapely.intersects_xy(self.ramps[i].polygon, xs[inb], ys[inb])
+                if not hit.any():
+                    continue
+                r = self.ramps[i]
+                (ax, ay, az), (bx, by, bz) = r.a, r.b
+                dx, dy = bx - ax, by - ay
+                ll = dx * dx + dy * dy
+                # Ramp.z_at (clamped along the axis) and the axis parameter, as drawn_surfaces
+                u = ((xs - ax) * dx + (ys - ay) * dy) / ll if ll > 1e-12 else np.zeros(len(xs))
+                z = az + (0.0 if ll < 1e-12 else np.minimum(1.0, np.maximum(0.0, u))) * (bz - az)
+                cols_h.append(np.where(hit, z, -np.inf))
+                cols_r.append(np.where(hit & (0.0 < u) & (u < 1.0), i, -1).astype(np.int64))
         for f in self.floors:
-            if shapely.intersects_xy(self.slab(f.index), x, y):
-                out.append((float(f.z), -1))
-        return tuple(sorted(out))
+            hit = shapely.intersects_xy(self.slab(f.index), xs, ys) if len(xs) else np.zeros(0, dtype=bool)
+            cols_h.append(np.where(hit, float(f.z), -np.inf))
+            cols_r.append(np.full(len(xs), -1, dtype=np.int64))
+        if not cols_h:
+            return np.full((len(xs), 0), -np.inf), np.full((len(xs), 0), -1, dtype=np.int64)
+        return np.stack(cols_h, axis=1), np.stack(cols_r, axis=1)
 
     def ramp_planes_below(self, x: float, y: float, z: float) -> np.ndarray:
         """(R,) bool: for each ramp, whether the point (x, y, z) (map frame, m) lies above the plane
