@@ -425,10 +425,9 @@ def _agent_node_params(path: str | os.PathLike[str] | None) -> dict:
     Raises:
         havln_robot.params.ConfigError: the file cannot be read (one line naming it).
     """
-    from havln_robot.paths import config_dir
-    from havln_robot.rosparams import matching, merged, node_fqn, parse_file
+    from havln_robot.rosparams import node_params
 
-    return merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn("agent_node")))
+    return node_params("agent_node", path)
 
 
 def panorama_sweep_action(path: str | os.PathLike[str] | None = None) -> str | None:

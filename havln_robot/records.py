@@ -95,7 +95,7 @@ class BlockedCounter:
             default :data:`MAX_CONSECUTIVE_BLOCKED`).
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int = MAX_CONSECUTIVE_BLOCKED) -> None:
         self.limit = int(limit)
         self.in_row = {"action": 0, "turn": 0}
 

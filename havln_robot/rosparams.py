@@ -271,6 +271,18 @@ def merged(sections: Iterable[Section]) -> dict[str, Any]:
     return out
 
 
+def node_params(node: str, path: str | Path | None = None) -> dict[str, Any]:
+    """A node's parameters in a profile (``path``, default config/sim.yaml), its matching sections
+    merged in order (what ``--params-file`` gives ``/node``; the node's own defaults are not added).
+
+    Raises:
+        ConfigError: the file cannot be read (one line naming it).
+    """
+    from havln_robot.paths import config_dir
+
+    return merged(matching(parse_file(path if path is not None else config_dir() / "sim.yaml"), node_fqn(node)))
+
+
 def params_files(args: Sequence[str]) -> list[str]:
     """The ``--params-file F`` arguments inside ``--ros-args`` … ``--`` blocks of a command line."""
     out: list[str] = []

@@ -129,3 +129,23 @@ def test_coverage_paths_cross_every_stairs_edge_and_are_deterministic():
     assert set(stairs_edges(scene)) <= crossed
     assert len(stairs_edges(scene)) == 4
     assert [k for k, _ in paths].count("random") == 2
+
+
+def test_drawn_surfaces_at_many_points_do_not_depend_on_the_other_points():
+    """Scene.drawn_surfaces_many (the batch terrain grid's one rule): a flight's midpoint is drawn at
+    the flight's height as its sloped part, and a point with a non-finite coordinate in the same
+    batch neither gets a surface nor takes the flights away from the others (review of issue 23's
+    terrain tiles: the flights' pre-filter used the batch's min / max, NaN for all)."""
+    import numpy as np
+
+    scene = _switchback()
+    r = scene.ramps[0]
+    mx, my = (r.a[0] + r.b[0]) / 2, (r.a[1] + r.b[1]) / 2
+    alone_h, alone_r = scene.drawn_surfaces_many(np.array([mx]), np.array([my]))
+    assert any(abs(h - (r.a[2] + r.b[2]) / 2) < 1e-9 and k == 0 for h, k in zip(alone_h[0], alone_r[0], strict=True))
+    H, R = scene.drawn_surfaces_many(np.array([mx, math.nan, mx]), np.array([my, my, math.inf]))
+    assert sorted(zip(H[0][np.isfinite(H[0])], R[0][np.isfinite(H[0])], strict=True)) == sorted(
+        zip(alone_h[0][np.isfinite(alone_h[0])], alone_r[0][np.isfinite(alone_h[0])], strict=True)
+    )
+    assert not np.isfinite(H[1:]).any()
+    assert scene.drawn_surfaces(mx, my) == tuple(sorted((float(h), int(k)) for h, k in zip(H[0], R[0], strict=True) if np.isfinite(h)))

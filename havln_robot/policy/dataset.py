@@ -226,7 +226,8 @@ def rollout(
         rng: random generator for the beta draws.
         record: keep the views and labels (training); False for validation.
         expert: the episode's :class:`WaypointExpert`.
-        max_consecutive_blocked: agent_node's ``max_consecutive_blocked`` (config/sim.yaml).
+        max_consecutive_blocked: agent_node's ``max_consecutive_blocked`` (:func:`run_episodes` reads
+            config/sim.yaml's).
 
     Returns:
         The sample (if ``record``), the executed action literals and ``world.metrics()``.
@@ -282,10 +283,11 @@ def rollout(
                 rules.update(outcome, "action", f"{a}: {res.detail if res is not None else ''}")
             except EpisodeBlocked:
                 gave_up = True
-            if outcome != Outcome.OK or r.contact is not None:
-                # the motion layer refused, stopped or timed out the action: the macro ends and
-                # the next decision is taken from where the robot stands, as agent_node does
-                hit = hit or a == MOVE_FORWARD
+            # the motion layer refused, stopped or timed out the action (a world without results:
+            # a contact on a MOVE_FORWARD): the macro ends and the next decision is taken from where
+            # the robot stands, as agent_node does (SmallPolicy.on_action_result)
+            if (outcome != Outcome.OK) if res is not None else (r.contact is not None and a == MOVE_FORWARD):
+                hit = a == MOVE_FORWARD
                 break
         moved = math.dist(start_xy, world.pose[:2])
         blocked = [*blocked, choice] if hit and moved < 0.3 else []
@@ -326,15 +328,19 @@ def run_episodes(
 ) -> list[RolloutResult]:
     """Roll out every episode (grouped by scan so each scene is loaded once); stops early at ``deadline`` (time.time()).
 
+    Macros run under agent_node's ``max_consecutive_blocked`` from config/sim.yaml (:func:`rollout`).
     The simulator places people with ``Crowd.from_episode(episode, scene, seed)``; R2R episodes (no
     annotated humans) get ``populate`` synthetic people near the path (simulator placement rules).
     ``scenes_dir`` (``--scenes``): render and collide on the user's scan meshes
     (:mod:`havln_robot.sim.mesh_scene`); None = procedural scenes.
     """
+    from havln_robot.rosparams import node_params
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.mesh_scene import load_scene
     from havln_robot.sim.world import World
 
+    # agent_node's episode rule in the live sim graph (config/sim.yaml), as eval reads it
+    blocked_limit = int(node_params("agent_node").get("max_consecutive_blocked", MAX_CONSECUTIVE_BLOCKED))
     eps = sorted(episodes, key=lambda e: e.scan)
     rng = np.random.default_rng(seed)
     out: list[RolloutResult] = []
@@ -352,7 +358,16 @@ def run_episodes(
         )
         try:
             res = rollout(
-                world, rend, vocab.encode(ep.instruction, MAX_LENGTH), cfg, model, beta, rng, record, WaypointExpert(ep.reference_path)
+                world,
+                rend,
+                vocab.encode(ep.instruction, MAX_LENGTH),
+                cfg,
+                model,
+                beta,
+                rng,
+                record,
+                WaypointExpert(ep.reference_path),
+                max_consecutive_blocked=blocked_limit,
             )
         finally:
             rend.close()

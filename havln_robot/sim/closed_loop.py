@@ -422,8 +422,8 @@ class ClosedLoop:
 
         Returns:
             ((N, 2) cell corners, map xy, m; (N, K) absolute heights of the surfaces drawn in each,
-            m, -inf padded; (N, K) the ramp whose sloped part each is, -1 for flat surfaces:
-            :meth:`Scene.drawn_surfaces`).
+            m, in no particular column order, -inf where a column's surface is not drawn; (N, K) the
+            ramp whose sloped part each is, -1 for flat surfaces: :meth:`Scene.drawn_surfaces_many`).
         """
         w, scene = self.world, self.world.scene
         x, y, _, _ = w.pose

@@ -909,16 +909,18 @@ class Scene:
         Returns:
             ((N, K) float64 absolute heights, m, -inf where surface column k is not drawn at the
             point; (N, K) int64 ramp index of each, -1 for a floor slab or a flight's flat end).
-            Column k is one ramp or one floor (K = ramps whose bounds meet the points + floors), not
-            sorted by height; each point's finite entries are exactly :meth:`drawn_surfaces`' tuple.
+            Column k is one ramp or one floor (K = ramps drawn at one point at least + floors), not
+            sorted by height; each point's finite entries are exactly :meth:`drawn_surfaces`' tuple
+            (a point with a non-finite coordinate has none).
         """
         xs = np.asarray(xs, dtype=np.float64)
         ys = np.asarray(ys, dtype=np.float64)
         cols_h: list[np.ndarray] = []
         cols_r: list[np.ndarray] = []
         rb = self._ramp_bounds
-        if len(rb) and len(xs):
-            x0, x1, y0, y1 = xs.min(), xs.max(), ys.min(), ys.max()
+        fin = np.isfinite(xs) & np.isfinite(ys)
+        if len(rb) and fin.any():
+            x0, x1, y0, y1 = xs[fin].min(), xs[fin].max(), ys[fin].min(), ys[fin].max()
             for i in np.flatnonzero((rb[:, 0] <= x1) & (x0 <= rb[:, 2]) & (rb[:, 1] <= y1) & (y0 <= rb[:, 3])):
                 i = int(i)
                 inb = (rb[i, 0] <= xs) & (xs <= rb[i, 2]) & (rb[i, 1] <= ys) & (ys <= rb[i, 3])
@@ -931,11 +933,14 @@ class Scene:
                 (ax, ay, az), (bx, by, bz) = r.a, r.b
                 dx, dy = bx - ax, by - ay
                 ll = dx * dx + dy * dy
-                # Ramp.z_at (clamped along the axis) and the axis parameter, as drawn_surfaces
-                u = ((xs - ax) * dx + (ys - ay) * dy) / ll if ll > 1e-12 else np.zeros(len(xs))
-                z = az + (0.0 if ll < 1e-12 else np.minimum(1.0, np.maximum(0.0, u))) * (bz - az)
+                # the height is Ramp.z_at's (clamped along the axis; flat for a degenerate axis); a
+                # point strictly between the axis ends is on the sloped part
+                with np.errstate(invalid="ignore"):  # a non-finite point: no surface (hit is False)
+                    u = ((xs - ax) * dx + (ys - ay) * dy) / ll if ll >= 1e-12 else np.zeros(len(xs))
+                    z = az + (0.0 if ll < 1e-12 else np.minimum(1.0, np.maximum(0.0, u))) * (bz - az)
+                    sloped = (0.0 < u) & (u < 1.0) if ll > 1e-12 else np.zeros(len(xs), dtype=bool)
                 cols_h.append(np.where(hit, z, -np.inf))
-                cols_r.append(np.where(hit & (0.0 < u) & (u < 1.0), i, -1).astype(np.int64))
+                cols_r.append(np.where(hit & sloped, i, -1).astype(np.int64))
         for f in self.floors:
             hit = shapely.intersects_xy(self.slab(f.index), xs, ys) if len(xs) else np.zeros(0, dtype=bool)
             cols_h.append(np.where(hit, float(f.z), -np.inf))
