@@ -144,8 +144,9 @@ class PanoramaRenderer:
 
     Each view is rendered at ``oversample * res`` px (90 deg HFOV) and area-averaged down to ``res``, so the
     training views match what :func:`havln_robot.policy.small.downsample_views` makes of the 224 / 256 px
-    model images at run time. Depth (metres, z-depth) is clipped to [0, 10] m and stored as uint8
-    ``depth / 10 * 255``; RGB as uint8.
+    model images at run time. Depth (metres, z-depth) is what the live camera publishes (sim_node,
+    a D435i: 0 outside ``depth_range``, :func:`havln_robot.sim.render.depth_to_mm`), clipped to
+    [0, 10] m and stored as uint8 ``depth / 10 * 255``; RGB as uint8.
     """
 
     def __init__(
@@ -158,9 +159,14 @@ class PanoramaRenderer:
         oversample: int = 4,
         camera_hfov_deg: float = 0.0,
         camera_vfov_deg: float = 0.0,
+        depth_range: tuple[float, float] | None = None,
     ):
         from havln_robot.policy.small import camera_mask
         from havln_robot.sim.render import Renderer
+        from havln_robot.sim.robot import D435I_MAX_RANGE_M, D435I_MIN_RANGE_M
+
+        #: (min, max) valid depth, m (config/sim.yaml sim_node ``depth_min_m`` / ``depth_max_m``)
+        self.depth_range = depth_range if depth_range is not None else (D435I_MIN_RANGE_M, D435I_MAX_RANGE_M)
 
         self.res, self.k = int(res), max(1, int(oversample))
         self.mask = camera_mask(self.res * self.k, camera_hfov_deg, camera_vfov_deg)  # None = full 90 deg view
@@ -174,13 +180,16 @@ class PanoramaRenderer:
 
     def panorama(self, pose: Sequence[float], pitch: float, t: float) -> np.ndarray:
         """(N, C, res, res) uint8 views for body ``pose`` (x, y, z, yaw)."""
+        from havln_robot.sim.render import depth_to_mm
+
         x, y, z, yaw = pose
         out = []
         for h in self.headings:
             rgb, depth = self.r.render((x, y, z, yaw + float(h)), pitch, t)
             if self.mask is not None:  # what the robot's narrower camera sees of the 90 deg view
                 rgb, depth = rgb * self.mask[:, :, None].astype(rgb.dtype), np.where(self.mask, depth, 0.0)
-            d = np.clip(np.nan_to_num(depth.astype(np.float32), nan=0.0), 0.0, DEPTH_MAX_M) * (255.0 / DEPTH_MAX_M)
+            m = depth_to_mm(depth, *self.depth_range).astype(np.float32) * np.float32(0.001)  # as sim_node publishes it
+            d = np.clip(m, 0.0, DEPTH_MAX_M) * (255.0 / DEPTH_MAX_M)
             chans = [self._pool(d)[None]]
             if self.use_rgb:
                 chans.append(np.moveaxis(self._pool(rgb.astype(np.float32)), 2, 0))
@@ -337,10 +346,14 @@ def run_episodes(
     from havln_robot.rosparams import node_params
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.mesh_scene import load_scene
+    from havln_robot.sim.robot import D435I_MAX_RANGE_M, D435I_MIN_RANGE_M
     from havln_robot.sim.world import World
 
     # agent_node's episode rule in the live sim graph (config/sim.yaml), as eval reads it
     blocked_limit = int(node_params("agent_node").get("max_consecutive_blocked", MAX_CONSECUTIVE_BLOCKED))
+    # and what its camera publishes (sim_node: depth outside this range is 0, invalid)
+    sim = node_params("sim_node")
+    depth_range = (float(sim.get("depth_min_m", D435I_MIN_RANGE_M)), float(sim.get("depth_max_m", D435I_MAX_RANGE_M)))
     eps = sorted(episodes, key=lambda e: e.scan)
     rng = np.random.default_rng(seed)
     out: list[RolloutResult] = []
@@ -354,7 +367,14 @@ def run_episodes(
         world = World(scene, ep, crowd, seed=seed + i)
         world.reset()
         rend = PanoramaRenderer(
-            scene, crowd, cfg.res, cfg.views, cfg.use_rgb, camera_hfov_deg=cfg.camera_hfov_deg, camera_vfov_deg=cfg.camera_vfov_deg
+            scene,
+            crowd,
+            cfg.res,
+            cfg.views,
+            cfg.use_rgb,
+            camera_hfov_deg=cfg.camera_hfov_deg,
+            camera_vfov_deg=cfg.camera_vfov_deg,
+            depth_range=depth_range,
         )
         try:
             res = rollout(
