@@ -153,8 +153,9 @@ def test_checkpoint_policies_get_rendered_observations():
     o = pol.seen[0]
     assert o.rgb.shape == (2, 224, 224, 3) and o.depth.shape == (2, 256, 256, 1)
     assert o.headings.tolist() == pytest.approx([0.0, -np.pi]) or o.headings.tolist() == pytest.approx([0.0, np.pi])
-    # looking down the hallway is deeper than looking back at the living-room wall
-    assert float(o.depth[0][120:136, 120:136].mean()) > float(o.depth[1][120:136, 120:136].mean()) + 0.2
+    # looking down the hallway sees deeper than looking back at the living-room wall (beyond the
+    # camera's 10 m range the depth is 0, invalid, as sim_node publishes it: compare the farthest)
+    assert float(o.depth[0][120:136, 120:136].max()) > float(o.depth[1][120:136, 120:136].max()) + 0.2
     assert [s.step for s in pol.seen] == [0, 1, 2]
 
 
