@@ -331,7 +331,9 @@ class _Observer:
         # the live camera's depth (sim_node: 16UC1 mm, 0 outside depth_min_m..depth_max_m, as a
         # D435i) is what agent_node feeds the policy: batch converts the same way (issue 23: with
         # far depth clipped to 10 m instead, 6 of the first 40 val_seen decisions differed from live)
-        self._depth_range = sim_camera_depth_range()
+        from havln_robot.sim.params import camera_depth_range
+
+        self._depth_range = camera_depth_range()
 
         self._rgb, self._depth, self._depth_to_mm = to_model_rgb, to_model_depth, depth_to_mm
         self.world = world
@@ -424,21 +426,6 @@ def fov_mask(width: int, height: int, render_hfov_deg: float, hfov_deg: float, v
 
 
 # ---------------------------------------------------------------------------- running
-def sim_camera_depth_range(path: str | os.PathLike[str] | None = None) -> tuple[float, float]:
-    """sim_node's valid depth range in the live sim graph (``path``, default config/sim.yaml):
-    (``depth_min_m``, ``depth_max_m``), m; depth outside it is published as 0 (invalid), as a D435i
-    does (defaults :data:`havln_robot.sim.robot.D435I_MIN_RANGE_M` / ``D435I_MAX_RANGE_M``).
-
-    Raises:
-        havln_robot.params.ConfigError: the file cannot be read (one line naming it).
-    """
-    from havln_robot.rosparams import node_params
-    from havln_robot.sim.robot import D435I_MAX_RANGE_M, D435I_MIN_RANGE_M
-
-    p = node_params("sim_node", path)
-    return float(p.get("depth_min_m", D435I_MIN_RANGE_M)), float(p.get("depth_max_m", D435I_MAX_RANGE_M))
-
-
 def _agent_node_params(path: str | os.PathLike[str] | None) -> dict:
     """agent_node's parameters in a profile (``path``, default config/sim.yaml), merged over its sections.
 

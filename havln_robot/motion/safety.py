@@ -289,8 +289,6 @@ GO2_MAX_STEP_M = 0.16
 #: view): a surface first seen there is taken as reachable when no steeper than this.
 GO2_MAX_SLOPE_RAD = math.radians(40.0)
 
-_NEIGHBOURS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
-
 
 def blind_zone_m(k: Intrinsics, mount: CameraMount) -> float:
     """Distance ahead of base_link within which the camera cannot see the ground, m: where the

@@ -162,11 +162,11 @@ class PanoramaRenderer:
         depth_range: tuple[float, float] | None = None,
     ):
         from havln_robot.policy.small import camera_mask
+        from havln_robot.sim.params import camera_depth_range
         from havln_robot.sim.render import Renderer
-        from havln_robot.sim.robot import D435I_MAX_RANGE_M, D435I_MIN_RANGE_M
 
         #: (min, max) valid depth, m (config/sim.yaml sim_node ``depth_min_m`` / ``depth_max_m``)
-        self.depth_range = depth_range if depth_range is not None else (D435I_MIN_RANGE_M, D435I_MAX_RANGE_M)
+        self.depth_range = depth_range if depth_range is not None else camera_depth_range()
 
         self.res, self.k = int(res), max(1, int(oversample))
         self.mask = camera_mask(self.res * self.k, camera_hfov_deg, camera_vfov_deg)  # None = full 90 deg view
@@ -346,14 +346,13 @@ def run_episodes(
     from havln_robot.rosparams import node_params
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.mesh_scene import load_scene
-    from havln_robot.sim.robot import D435I_MAX_RANGE_M, D435I_MIN_RANGE_M
+    from havln_robot.sim.params import camera_depth_range
     from havln_robot.sim.world import World
 
     # agent_node's episode rule in the live sim graph (config/sim.yaml), as eval reads it
     blocked_limit = int(node_params("agent_node").get("max_consecutive_blocked", MAX_CONSECUTIVE_BLOCKED))
     # and what its camera publishes (sim_node: depth outside this range is 0, invalid)
-    sim = node_params("sim_node")
-    depth_range = (float(sim.get("depth_min_m", D435I_MIN_RANGE_M)), float(sim.get("depth_max_m", D435I_MAX_RANGE_M)))
+    depth_range = camera_depth_range()
     eps = sorted(episodes, key=lambda e: e.scan)
     rng = np.random.default_rng(seed)
     out: list[RolloutResult] = []

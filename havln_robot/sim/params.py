@@ -12,6 +12,8 @@ Sources of the defaults
 
 from __future__ import annotations
 
+import os
+
 from havln_robot import topics
 from havln_robot.params import Param, ParamSpec
 from havln_robot.sim import robot
@@ -195,3 +197,18 @@ SIM_NODE_PARAMS = ParamSpec(
         Param("camera_frame", topics.COLOR_OPTICAL_FRAME, "str", "optical frame of colour and aligned depth"),
     ),
 )
+
+
+def camera_depth_range(path: str | os.PathLike[str] | None = None) -> tuple[float, float]:
+    """sim_node's valid depth range in a profile (``path``, default config/sim.yaml):
+    (``depth_min_m``, ``depth_max_m``), m. Depth outside it is published as 0 (invalid), as a D435i
+    does (:func:`havln_robot.sim.render.depth_to_mm`); the batch observer and the training renderer
+    convert the same way. Defaults: :data:`havln_robot.sim.robot.D435I_MIN_RANGE_M` / ``D435I_MAX_RANGE_M``.
+
+    Raises:
+        havln_robot.params.ConfigError: the file cannot be read (one line naming it).
+    """
+    from havln_robot.rosparams import node_params
+
+    p = node_params("sim_node", path)
+    return float(p.get("depth_min_m", robot.D435I_MIN_RANGE_M)), float(p.get("depth_max_m", robot.D435I_MAX_RANGE_M))
