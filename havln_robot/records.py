@@ -68,6 +68,19 @@ class Outcome(StrEnum):
     UNSUPPORTED = "unsupported"  # the platform cannot do it (LOOK_* on the Go2)
 
 
+#: Outcomes of a motion that an obstacle or a person refused or stopped: ``collision`` (refused before
+#: the start, stopped short of it, or a contact) and ``stall`` (no progress under command: pushing
+#: against something the depth camera missed). The one definition (:meth:`ActionResult.is_blocked`,
+#: :func:`is_blocked_outcome`; agent_node's, eval's and training's episode rules, the panorama, the trial log).
+BLOCKED_OUTCOMES = frozenset({Outcome.COLLISION, Outcome.STALL})
+
+
+def is_blocked_outcome(outcome: str) -> bool:
+    """True when motion_node's ``outcome`` literal means an obstacle or a person refused or stopped the
+    motion (:data:`BLOCKED_OUTCOMES`)."""
+    return outcome in BLOCKED_OUTCOMES
+
+
 #: agent_node's default ``max_consecutive_blocked`` (config/*.yaml agent_node): blocked policy actions
 #: (or panorama turns) in a row that end an episode. A project choice (no paper or spec value).
 MAX_CONSECUTIVE_BLOCKED = 10
@@ -84,9 +97,10 @@ class BlockedCounter:
     :func:`havln_robot.eval.run_episode` and the training rollout
     :func:`havln_robot.policy.dataset.rollout`).
 
-    A ``collision`` outcome (refused before the start because something is in the way, or stopped
-    short of it or by contact) counts; an ``ok`` one resets its kind's count; any other outcome
-    (timeout, slip, ...) leaves it. Two kinds are counted apart: ``action`` (policy actions; only
+    A blocked outcome (:data:`BLOCKED_OUTCOMES`: ``collision``, refused before the start because
+    something is in the way or stopped short of it or by contact; ``stall``, no progress under
+    command) counts; an ``ok`` one resets its kind's count; any other outcome (timeout, slip, ...)
+    leaves it. Two kinds are counted apart: ``action`` (policy actions; only
     a policy action that completes resets it -- the panorama turns between two decisions do not,
     so a policy facing a wall is stopped) and ``turn`` (panorama turns).
 
@@ -109,7 +123,7 @@ class BlockedCounter:
         Raises:
             EpisodeBlocked: the count of ``kind`` reached :attr:`limit` (``last`` names the motion in the message).
         """
-        if outcome != Outcome.COLLISION:
+        if not is_blocked_outcome(outcome):
             if outcome == Outcome.OK:
                 self.in_row[kind] = 0
             return False
@@ -346,8 +360,8 @@ class ActionResult:
 
     @property
     def is_blocked(self) -> bool:
-        """True when an obstacle or a person refused or stopped the motion (outcome ``collision``)."""
-        return self.outcome == Outcome.COLLISION
+        """True when an obstacle or a person refused or stopped the motion (:data:`BLOCKED_OUTCOMES`)."""
+        return is_blocked_outcome(self.outcome)
 
     # -- wire -----------------------------------------------------------------------------------
     def to_values(self) -> dict[str, str]:

@@ -47,8 +47,11 @@ class ScriptedPolicy(Policy):
 class FakeRobot:
     """A robot that turns by ``turn_deg`` per TURN and whose camera colour encodes its heading."""
 
-    def __init__(self, turn_deg=15.0, action_delay_s=0.0, fail_grab_after=None, cancel_after=None, blocked=None):
+    def __init__(
+        self, turn_deg=15.0, action_delay_s=0.0, fail_grab_after=None, cancel_after=None, blocked=None, blocked_outcome="collision"
+    ):
         self.blocked = blocked  # (action, n-th send of any action) -> True when an obstacle refuses it
+        self.blocked_outcome = blocked_outcome  # motion_node's outcome then: "collision" (refused / stopped) or "stall"
         self.sent_at: list[float] = []
         self.heading = 0.0
         self.x = 0.0
@@ -69,9 +72,10 @@ class FakeRobot:
         self.sent_at.append(time.monotonic())
         if self.blocked is not None and self.blocked(action, len(self.sent_at)):
             self.actions.append(action)
-            vals = {"outcome": "collision", "yaw_imu_deg": "0.3", "yaw_odom_deg": "0.3", "detail": "blocked before start: a person"}
+            detail = "blocked before start: a person" if self.blocked_outcome == "collision" else "no progress for 0.6 s under command"
+            vals = {"outcome": self.blocked_outcome, "yaw_imu_deg": "0.3", "yaw_odom_deg": "0.3", "detail": detail}
             self.heading += 0.3 if action in (TURN_LEFT, TURN_RIGHT) else 0.0
-            return ActionOutcome(action, "collision", vals)
+            return ActionOutcome(action, self.blocked_outcome, vals)
         self.actions.append(action)
         yaw = 0.0
         if action in (TURN_LEFT, TURN_RIGHT):
@@ -352,6 +356,21 @@ def test_wall_ahead_ends_the_episode_as_blocked():
     assert "4 policy actions in a row" in res.detail and "blocked before start" in res.detail
     assert robot.actions == [MOVE_FORWARD] * 4
     assert robot.status[-1]["state"] == "done"
+
+
+def test_a_robot_stalled_against_a_wall_ends_the_episode_as_blocked():
+    """motion_node's ``stall`` (commanded, no progress: pushing against something the depth camera
+    missed) is a motion stopped by an obstacle like ``collision``: counted, waited after, and
+    max_consecutive_blocked of them end the episode, rather than the policy pushing 500 times."""
+    robot = FakeRobot(blocked=lambda a, n: a == MOVE_FORWARD, blocked_outcome="stall")
+    pol = ScriptedPolicy([MOVE_FORWARD])
+    runner = EpisodeRunner(
+        pol, robot, AgentConfig(blocked_wait_s=0.0, max_consecutive_blocked=4, max_actions=40), cancelled=robot.cancel.is_set
+    )
+    res = runner.run("walk into the glass door")
+    runner.close()
+    assert res.reason == "blocked" and res.steps == 4 and res.blocked_motions == 4, res
+    assert "4 policy actions in a row" in res.detail and "no progress" in res.detail
 
 
 def test_blocked_wait_is_cancellable():

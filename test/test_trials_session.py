@@ -159,6 +159,20 @@ def test_scripted_trial_steps_contacts_and_auto_verdict(session):
     assert s.trial is None and s.test_seen[-1] is None  # bag finished
 
 
+def test_a_contact_reported_just_after_a_stall_is_credited_to_the_stalled_step(session):
+    """A ``stall`` (pushing without progress) is a blocked motion like ``collision``: its contact
+    report, arriving after the result, belongs to that step, not to the next action's."""
+    s, store = session, session.store
+    s.on_odom((1.0, 2.0, 0.0))
+    s.on_ground_truth(_gt(5.0))
+    s.on_instruction("Walk into the kitchen.")
+    t = store.running_trial()
+    s.on_result(_result(A.MOVE_FORWARD, "stall"), 1.1)
+    s.test_clock.t += 0.3
+    assert s.on_collision(_contact(A.MOVE_FORWARD), 1.2).step_seq == 0
+    assert [x.collisions for x in store.steps(t.id)] == [1]
+
+
 def math_nan():
     return float("nan")
 

@@ -44,7 +44,7 @@ from havln_robot.perception.panorama import PanoramaCapture, PanoramaView, TurnR
 from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
 from havln_robot.perception.sweep import SweepConfig, SweepPanorama, SweepSelector
 from havln_robot.policy.api import Observation, Policy
-from havln_robot.records import MAX_CONSECUTIVE_BLOCKED, BlockedCounter, EpisodeBlocked, Outcome
+from havln_robot.records import MAX_CONSECUTIVE_BLOCKED, BlockedCounter, EpisodeBlocked, Outcome, is_blocked_outcome
 
 #: Wall time of one 15° TURN with its settling, s (docs/motion.md: 0.72 s mean in the motion bench);
 #: decides between retaking missing sweep views with turns or with a second sweep.
@@ -337,7 +337,7 @@ class EpisodeRunner:
         Raises:
             EpisodeBlocked: a count reached ``max_consecutive_blocked``.
         """
-        if out.outcome != Outcome.COLLISION:
+        if not is_blocked_outcome(out.outcome):
             self._blocked.update(out.outcome, kind)
             return
         result.blocked_motions += 1

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot.actions import TURN_ANGLE_DEG, TURN_LEFT, TURN_RIGHT
-from havln_robot.records import Outcome
+from havln_robot.records import Outcome, is_blocked_outcome
 
 HEADING_SOURCES: tuple[str, ...] = ("imu", "odom")
 """Measured-yaw sources of a TURN result, see :meth:`TurnResult.from_values`."""
@@ -292,8 +292,8 @@ class PanoramaCapture(ViewRing):
     def add_turn(self, result: TurnResult) -> None:
         """Accumulate the measured yaw of a TURN that was sent.
 
-        A turn with outcome ``collision`` (refused or stopped because an obstacle or a person was in
-        the way) still adds the yaw it made, but does not use up :attr:`turn_budget`: the caller
+        A blocked turn (outcome ``collision`` or ``stall``, :data:`~havln_robot.records.BLOCKED_OUTCOMES`:
+        refused or stopped because an obstacle or a person was in the way) still adds the yaw it made, but does not use up :attr:`turn_budget`: the caller
         retries it after a pause and bounds how long it waits (agent ``max_consecutive_blocked``).
 
         Raises:
@@ -302,7 +302,7 @@ class PanoramaCapture(ViewRing):
         if self._done:
             raise PanoramaError("add_turn: the panorama is already done")
         self.turns.append(result)
-        if result.outcome == Outcome.COLLISION:
+        if is_blocked_outcome(result.outcome):
             self.blocked_turns += 1
         self.heading_deg += result.yaw_deg
         if _SOURCE_RANK.get(result.source, 3) > _SOURCE_RANK.get(self._worst_source, 3):

@@ -39,13 +39,13 @@ from havln_robot.records import (
     EndReason,
     EpisodeDone,
     GroundTruth,
-    Outcome,
     Verdict,
     finite_or_none,
+    is_blocked_outcome,
 )
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
-#: How long after a "collision" result a collision report is still credited to that step, s.
+#: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
 LATE_COLLISION_S = 1.0
 #: Trial fields a live start adds to a planned (campaign) trial.
 _PLAN_KEYS = ("instruction", "episode_id", "scan")
@@ -404,7 +404,7 @@ class TrialSession:
         credited = self._collisions_since_step > 0
         self._collisions_since_step = 0
         self._last_collision_step = (
-            _LastCollisionStep(rec.seq, rec.action, self.clock(), credited) if rec.outcome == Outcome.COLLISION else None
+            _LastCollisionStep(rec.seq, rec.action, self.clock(), credited) if is_blocked_outcome(rec.outcome) else None
         )
         return rec
 
