@@ -123,3 +123,40 @@ def test_builtin_scene_and_episode_need_no_data():
     for p in ep.reference_path:
         assert scene.is_free(*p, r)
     assert len(scene.wall_segments(0)) > 20
+
+
+def test_free_disc_certifies_what_first_contact_and_support_answer(val_seen, havln_data):
+    """Scene.free_disc is a speed certificate, not a rule of its own: for random moves inside the disc
+    first_contact is 1.0 and support keeps the floor, on a scan with stairs (ramps nearby give 0)."""
+    ep = next(e for e in val_seen if max(p[2] for p in e.reference_path) - min(p[2] for p in e.reference_path) > 2.0)
+    scene = Scene.load(ep.scan, havln_data / "connectivity")
+    r = default_robot_radius()
+    rng = np.random.default_rng(0)
+    checked = zero = 0
+    for vid in list(scene.viewpoints)[:60]:
+        v = scene.viewpoints[vid]
+        sup = scene.support(v.x, v.y, v.z)
+        if sup is None:
+            continue
+        for _ in range(5):
+            x, y = v.x + rng.uniform(-0.6, 0.6), v.y + rng.uniform(-0.6, 0.6)
+            rho = scene.free_disc(sup, r, x, y, 0.5)
+            if rho <= 0:
+                zero += 1
+                continue
+            assert sup.kind == "floor" and rho <= 0.5
+            for _ in range(10):
+                a, b = rng.uniform(0, 2 * np.pi, 2)
+                ra, rb = rho * np.sqrt(rng.uniform(0, 1, 2))
+                x0, y0, x1, y1 = x + ra * np.cos(a), y + ra * np.sin(a), x + rb * np.cos(b), y + rb * np.sin(b)
+                assert scene.first_contact(sup, r, x0, y0, x1, y1) == 1.0
+                s = scene.support(x1, y1, sup.z, prefer=sup, heading=(x1 - x0, y1 - y0))
+                assert s is not None and (s.kind, s.index) == ("floor", sup.index)
+                assert s.z == scene.floors[sup.index].height_at(x1, y1)
+                checked += 1
+    assert checked > 500 and zero > 0
+    # on a ramp there is no certificate
+    ramp = scene.ramps[0]
+    mx, my = (ramp.a[0] + ramp.b[0]) / 2, (ramp.a[1] + ramp.b[1]) / 2
+    s = scene.support(mx, my, (ramp.a[2] + ramp.b[2]) / 2)
+    assert s is not None and s.kind == "ramp" and scene.free_disc(s, r, mx, my, 0.5) == 0.0

@@ -228,3 +228,25 @@ def test_human_contact_fraction_is_where_the_swept_disc_first_touches_a_person()
         assert hid == w.crowd.ids[k] and dist == pytest.approx(float(d[0, k]), abs=1e-9), trial
         touched += 1
     assert touched >= 30  # the draws do reach people
+
+
+def test_free_disc_shortcut_gives_the_same_walk_as_the_full_queries(havln_data, monkeypatch):
+    """World._translate skips first_contact / support inside Scene.free_disc: the expert's closed-loop
+    walk (every true pose, contacts, path length) is bit-identical with the shortcut switched off."""
+    from havln_robot.eval import run_episode
+    from havln_robot.sim.mesh_scene import load_scene
+
+    eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json")[:3]
+
+    def walk():
+        out = []
+        for ep in eps:
+            scene = load_scene(ep.scan, havln_data / "connectivity", None)
+            w = World(scene, ep, Crowd.from_episode(ep, scene, seed=0), seed=0)
+            acts = run_episode(w, "expert")
+            out.append((acts, list(w.trajectory), w.pose, dict(w.collisions), w.path_length))
+        return out
+
+    fast = walk()
+    monkeypatch.setattr(Scene, "free_disc", lambda *a, **k: 0.0)
+    assert walk() == fast

@@ -991,6 +991,41 @@ class Scene:
         d = min(float(shapely.line_locate_point(seg, Point(c))) for c in shapely.get_coordinates(hit))
         return max(0.0, (d - 1e-3) / length)
 
+    def free_disc(self, support: Support, radius: float, x: float, y: float, reach: float) -> float:
+        """Radius (m, at most ``reach``) of a disc around map (x, y) where a disc body of ``radius`` (m)
+        standing on the FLOOR ``support`` touches no wall and stays on that floor: every straight move
+        inside it has :meth:`first_contact` 1.0, and :meth:`support` there, preferring ``support``,
+        is that floor (at :meth:`Floor.height_at`, when within :data:`SUPPORT_TOL_M` of the body's
+        height). A speed certificate for the batch world's per-tick moves, not a second rule: the
+        disc lies inside :meth:`eroded` and the floor's own space, and clear of every ramp's
+        bounding box (the only places :meth:`support` looks at other surfaces).
+
+        Returns:
+            The radius (m), or 0.0 on a ramp or where (x, y) is outside those sets.
+        """
+        if support.kind != "floor":
+            return 0.0
+        e = self.eroded(support, radius)
+        f = self.floors[support.index]
+        if not (shapely.contains_xy(e, x, y) and shapely.contains_xy(f.own, x, y)):
+            return 0.0
+        rb = self._ramp_bounds
+        rho = float(reach)
+        if len(rb):
+            gx = np.maximum(np.maximum(rb[:, 0] - x, x - rb[:, 2]), 0.0)
+            gy = np.maximum(np.maximum(rb[:, 1] - y, y - rb[:, 3]), 0.0)
+            rho = min(rho, float(np.hypot(gx, gy).min()))
+        if rho <= 0.0:
+            return 0.0
+        p = Point(x, y)
+        key = ("own_boundary", support.index, 0.0)
+        ob = self._eroded.get(key)
+        if ob is None:
+            ob = self._eroded[key] = f.own.boundary
+            shapely.prepare(ob)
+        rho = min(rho, float(shapely.distance(self.eroded_boundary(support, radius), p)), float(shapely.distance(ob, p)))
+        return max(0.0, rho - 1e-6)
+
     def is_free(self, x: float, y: float, z: float, radius: float) -> bool:
         """True if a disc of ``radius`` (m) centred at map (x, y), standing near height ``z``, lies in free space."""
         s = self.support(x, y, z)

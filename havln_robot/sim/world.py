@@ -41,13 +41,16 @@ from havln_robot.sim.geodesic import GoalDistance, Walkable
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.metrics import EpisodeMetrics, episode_metrics
 from havln_robot.sim.robot import GO2_RADIUS_M
-from havln_robot.sim.scene import Scene, Support
+from havln_robot.sim.scene import SUPPORT_TOL_M, Scene, Support
 
 CONTACT_RELEASE_M: float = 0.05
 """A contact ends when the gap exceeds this (m); hysteresis so one touch counts once."""
 CONTACT_SUBSTEP_S: float = 0.1
 """People-into-robot contact checks inside one time step are this far apart (s)."""
 GROUND_CHECK_M: float = 0.1
+#: Largest free disc kept for the per-tick moves (:meth:`Scene.free_disc`), m: a speed choice
+#: (a 0.25 m step ticks ~5 mm at a time; a larger disc costs a farther distance query).
+FREE_DISC_REACH_M: float = 0.5
 """A move is checked for ground under the robot every this many metres (stairs sides, floor edges)."""
 SWITCH_TOL_M: float = 0.005
 """Tolerance (m) for polygon approximation when checking the body fits the surface it steps onto."""
@@ -157,6 +160,7 @@ class World:
         self.reason = ""
         self._human_contacts: set[int] = set()
         self._wall_contact = False
+        self._free_disc: tuple[tuple[str, int], float, float, float] | None = None
         self.trajectory: list[tuple[float, float, float]] = [(self._x, self._y, self._z)]
         self._goal_distance: GoalDistance | None = getattr(self, "_goal_distance", None)
         self._loop: ClosedLoop | None = None
@@ -258,7 +262,10 @@ class World:
         x0, y0 = self._x, self._y
         dx, dy = forward_m * math.cos(self._yaw), forward_m * math.sin(self._yaw)
         r = self.robot_radius
-        s_wall = self.scene.first_contact(self._support, r, x0, y0, x0 + dx, y0 + dy)
+        # inside the floor's free disc the answers of first_contact (1.0) and of support (this floor)
+        # are known: only the ground height is computed (Scene.free_disc)
+        fast = self._in_free_disc(x0, y0, x0 + dx, y0 + dy)
+        s_wall = 1.0 if fast else self.scene.first_contact(self._support, r, x0, y0, x0 + dx, y0 + dy)
         s_h, hid, hdist = self._human_fraction(x0, y0, dx, dy)
         s = min(s_wall, s_h)
         # ground check: walk the move in <= GROUND_CHECK_M pieces, stop where the ground is lost
@@ -270,7 +277,13 @@ class World:
         for i in range(1, n + 1):
             si = s * i / n
             px, py = x0 + si * dx, y0 + si * dy
-            cand = self.scene.support(px, py, z, prefer=sup, heading=(dx, dy))
+            cand = None
+            if fast:
+                zf = self.scene.floors[sup.index].height_at(px, py)
+                if abs(zf - z) <= SUPPORT_TOL_M:
+                    cand = Support("floor", sup.index, zf)
+            if cand is None:
+                cand = self.scene.support(px, py, z, prefer=sup, heading=(dx, dy))
             if cand is None:
                 ground_lost = True
                 break
@@ -301,6 +314,24 @@ class World:
         if s_h < 1.0 and s_h < s_wall and hid is not None:
             out.append(self._touch_human(hid, hdist, "robot"))
         return out
+
+    def _in_free_disc(self, x0: float, y0: float, x1: float, y1: float) -> bool:
+        """True when the move (x0, y0) → (x1, y1) (map xy, m) lies inside the cached free disc of the
+        floor the robot stands on (:meth:`Scene.free_disc`, recomputed around (x0, y0) when the move
+        leaves it)."""
+        sup = self._support
+        key = (sup.kind, sup.index)
+        d = self._free_disc
+        for fresh in (False, True):
+            if d is not None and d[0] == key:
+                cx, cy, r2 = d[1], d[2], d[3]
+                if (x0 - cx) ** 2 + (y0 - cy) ** 2 < r2 and (x1 - cx) ** 2 + (y1 - cy) ** 2 < r2:
+                    return True
+            if fresh:
+                return False
+            rho = self.scene.free_disc(sup, self.robot_radius, x0, y0, FREE_DISC_REACH_M)
+            d = self._free_disc = (key, x0, y0, rho * rho)
+        return False
 
     def _human_fraction(self, x0: float, y0: float, dx: float, dy: float) -> tuple[float, int | None, float]:
         """First fraction of the move (dx, dy) at which the robot touches a person (people frozen at ``t``).
