@@ -14,6 +14,7 @@ import pytest
 
 from havln_robot import actions as A
 from havln_robot.camera import Intrinsics
+from havln_robot.episodes import load_episodes
 from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.safety import CameraMount, Footprint, Obstacles, Person, forecast_hazard, load_person_detector
 from havln_robot.perception.people import (
@@ -267,6 +268,39 @@ def test_bench_people_counts_phantoms_in_an_empty_scene(capsys):
     assert main(["--seconds", "1", "--people", "1", "--empty-scans", "1", "--empty-poses", "1"]) == 0
     out = capsys.readouterr().out
     assert f"1 scenes x 1 poses x {EMPTY_HEADINGS} headings" in out and "phantom people" in out
+
+
+def test_phantom_count_renders_from_the_camera_above_the_drawn_floor(havln_data, monkeypatch):
+    """The phantom benchmark places the camera as the live one is placed (Scene.camera_ground_z, the
+    rule World.camera_pose uses): over a flat-floor scene's drawn floor, not at the body's blended
+    ground height (0.32 m apart at val_seen 5593's start), where the drawn floor itself would be
+    an obstacle band in the depth image."""
+    pytest.importorskip("mujoco")
+    from havln_robot.bench.people import empty_scenes
+    from havln_robot.sim.render import Renderer, RenderError
+    from havln_robot.sim.scene import Scene
+
+    scan = next(e for e in load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json") if e.episode_id == "5593").scan
+    scene = Scene.load(scan)
+    floor_z = {round(f.z, 6) for f in scene.floors}
+    body_z_off = []
+    seen: list[float] = []
+    real = Renderer.render
+
+    def spy(self, pose, pitch=0.0, t=0.0):
+        seen.append(float(pose[2]))
+        sup = scene.support(pose[0], pose[1], pose[2])
+        if sup is not None and sup.kind == "floor":
+            body_z_off.append(abs(scene.floors[sup.index].height_at(pose[0], pose[1]) - pose[2]))
+        return real(self, pose, pitch, t)
+
+    monkeypatch.setattr(Renderer, "render", spy)
+    try:
+        empty_scenes([scan], 6, seed=0, width=160, height=120)
+    except RenderError as exc:
+        pytest.skip(str(exc))
+    assert seen and all(round(z, 6) in floor_z for z in seen), sorted(set(seen))
+    assert max(body_z_off) > 0.05  # the body's ground differs from the drawn floor at these poses
 
 
 # --------------------------------------------------------------------------- privacy of recordings

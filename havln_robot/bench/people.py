@@ -138,6 +138,24 @@ def _seg_dist(c: tuple[float, float], p: np.ndarray, q: np.ndarray) -> float:
     return float(np.linalg.norm(p + u * d - c_))
 
 
+def _as_published(depth_m: np.ndarray) -> np.ndarray:
+    """A rendered depth image (float m) as people_node reads sim_node's: 16UC1 mm with 0 outside
+    sim_node's ``depth_min_m``..``depth_max_m`` (:func:`havln_robot.sim.params.camera_depth_range`),
+    back in float32 m."""
+    from havln_robot.sim.params import camera_depth_range
+    from havln_robot.sim.render import depth_to_mm
+
+    return depth_to_mm(depth_m, *camera_depth_range()).astype(np.float32) / 1000.0
+
+
+def _people_config():
+    """people_node's parameters of the sim profile (config/sim.yaml) as a ``PeopleConfig``."""
+    from havln_robot.perception.people import PeopleConfig
+    from havln_robot.sim.closed_loop import people_profile
+
+    return PeopleConfig.from_params(people_profile())
+
+
 def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 640, height: int = 480) -> dict:
     """Render, track and score; returns the figures (see the module docstring)."""
     from scipy.optimize import linear_sum_assignment
@@ -154,7 +172,7 @@ def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 6
     k = rend.intrinsics
     half_hfov = math.atan2(k.cx, k.fx)
     clock = {"t": 0.0}
-    tracker = DepthPeopleTracker(clock=lambda: clock["t"])
+    tracker = DepthPeopleTracker(_people_config(), clock=lambda: clock["t"])
     n_frames = int(round(seconds * rate_hz))
     truth_n = np.zeros(len(BINS))
     truth_hit = np.zeros(len(BINS))
@@ -172,6 +190,7 @@ def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 6
             pose = (0.0, 0.0, yaw)
             clock["t"] = t
             _, depth = rend.render((0.0, 0.0, 0.0, yaw), 0.0, t)
+            depth = _as_published(depth)
             tracker.set_pose(pose)
             c0 = time.process_time()
             tracks = tracker.step(t, None, depth, k, mount)
@@ -250,9 +269,10 @@ def empty_scenes(scans: list[str], poses_per_scan: int, seed: int, width: int = 
 
     For each scan, ``poses_per_scan`` poses are drawn (a navigation-graph viewpoint, moved up to
     1.5 m in a random direction, kept where a 0.2 m disc -- the Go2's half width -- is free), each
-    rendered at :data:`EMPTY_HEADINGS` headings, and every frame's detections
-    (:func:`~havln_robot.perception.people.frame_detections`, people_node's defaults, single frames:
-    no tracking) are counted. Every detection is false.
+    rendered at :data:`EMPTY_HEADINGS` headings from the camera above the drawn floor
+    (:meth:`Scene.camera_ground_z`, as the live camera), converted as sim_node publishes depth, and
+    every frame's detections (:func:`~havln_robot.perception.people.frame_detections`, people_node's
+    parameters of config/sim.yaml, single frames: no tracking) are counted. Every detection is false.
 
     Args:
         scans: Matterport3D scan ids (``"builtin"`` = the procedural scene).
@@ -269,13 +289,13 @@ def empty_scenes(scans: list[str], poses_per_scan: int, seed: int, width: int = 
         SceneError: a scan's connectivity file is missing or malformed.
     """
     from havln_robot.motion.safety import CameraMount
-    from havln_robot.perception.people import FrameInput, PeopleConfig, frame_detections
+    from havln_robot.perception.people import FrameInput, frame_detections
     from havln_robot.sim.render import Renderer
     from havln_robot.sim.robot import GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
     from havln_robot.sim.scene import Scene
 
     rng = np.random.default_rng(seed)
-    cfg = PeopleConfig()
+    cfg = _people_config()
     mount = CameraMount(GO2_CAMERA_FORWARD_M, 0.0, GO2_CAMERA_HEIGHT_M, 0.0)
     per: dict[str, list[int]] = {}
     for scan in scans:
@@ -294,9 +314,11 @@ def empty_scenes(scans: list[str], poses_per_scan: int, seed: int, width: int = 
                 if sup is None or not scene.is_free(x, y, sup.z, 0.2):
                     continue
                 got += 1
+                z = scene.camera_ground_z(sup, sup.z)  # the camera above the drawn floor, as World.camera_pose
                 for h in range(EMPTY_HEADINGS):
                     yaw = 2 * math.pi * h / EMPTY_HEADINGS
-                    _, depth = rend.render((x, y, sup.z, yaw), 0.0, 0.0)
+                    _, depth = rend.render((x, y, z, yaw), 0.0, 0.0)
+                    depth = _as_published(depth)
                     dets = frame_detections(FrameInput(depth_m=depth, k=rend.intrinsics, mount=mount), cfg)
                     n[0] += 1
                     n[1] += bool(dets)

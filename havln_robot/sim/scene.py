@@ -991,6 +991,16 @@ class Scene:
         d = min(float(shapely.line_locate_point(seg, Point(c))) for c in shapely.get_coordinates(hit))
         return max(0.0, (d - 1e-3) / length)
 
+    def camera_ground_z(self, support: Support, body_z: float) -> float:
+        """Height (m) of the ground the renderer draws under a body standing on ``support`` at
+        ``body_z``: where its camera is placed (the one rule: :attr:`World.camera_pose`, the
+        people benchmark). A flat-floor scene (:attr:`flat_floors`) draws each floor at its nominal
+        :attr:`Floor.z` while the body stands on :meth:`Floor.height_at` (up to a few dm apart);
+        stairs are drawn sloped and mesh scenes draw their own surfaces: there it is ``body_z``."""
+        if support.kind == "floor" and self.flat_floors:
+            return float(self.floors[support.index].z)
+        return float(body_z)
+
     def free_disc(self, support: Support, radius: float, x: float, y: float, reach: float) -> float:
         """Radius (m, at most ``reach``) of a disc around map (x, y) where a disc body of ``radius`` (m)
         standing on the FLOOR ``support`` touches no wall and stays on that floor: every straight move

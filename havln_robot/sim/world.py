@@ -185,9 +185,7 @@ class World:
         floor z is therefore the floor's nominal height; on stairs (drawn sloped) and on mesh
         scenes (which draw their own surfaces) it is the body's z.
         """
-        if self._support.kind == "floor" and self.scene.flat_floors:
-            return (self._x, self._y, float(self.scene.floors[self._support.index].z), self._yaw)
-        return self.pose
+        return (self._x, self._y, self.scene.camera_ground_z(self._support, self._z), self._yaw)
 
     @property
     def floor(self) -> int:
