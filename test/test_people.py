@@ -303,6 +303,53 @@ def test_phantom_count_renders_from_the_camera_above_the_drawn_floor(havln_data,
     assert max(body_z_off) > 0.05  # the body's ground differs from the drawn floor at these poses
 
 
+def _stairs_frame(havln_data, crowd, pose):
+    """people_node's single-frame detections in scan JF19kD82Mey (val_seen 1140's flight) from ``pose``."""
+    from havln_robot.perception.people import FrameInput, PeopleConfig, frame_detections
+    from havln_robot.sim.closed_loop import people_profile
+    from havln_robot.sim.mesh_scene import load_scene
+    from havln_robot.sim.render import Renderer, RenderError, depth_to_mm
+
+    scene = load_scene("JF19kD82Mey", havln_data / "connectivity", None)
+    mount = CameraMount(0.3, 0.0, 0.4125, 0.0)
+    try:
+        r = Renderer(scene, crowd, 640, 480, camera_height_m=mount.z, camera_forward_m=mount.x)
+    except RenderError as exc:
+        pytest.skip(str(exc))
+    try:
+        sup = scene.support(pose[0], pose[1], pose[2])
+        _, depth = r.render((pose[0], pose[1], scene.camera_ground_z(sup, sup.z), pose[3]), 0.0, 0.0)
+    finally:
+        r.close()
+    depth = depth_to_mm(depth, 0.2, 10.0).astype(np.float32) / 1000.0
+    cfg = PeopleConfig.from_params(people_profile())
+    return frame_detections(FrameInput(depth, Intrinsics.from_hfov(640, 480, 69.4), mount), cfg)
+
+
+def test_a_flight_of_stairs_beside_the_robot_is_not_a_person(havln_data):
+    """Halfway up val_seen 1140's flight, looking 58 deg across it: the steps rising beside the robot
+    fill the body band 0.4 m ahead of the camera, a person-sized cluster whose top the view cuts (a
+    "person" in personal space: motion_node refuses to move). Its points are climbable ground
+    (motion_node's rule, climbable_mask): terrain, not a person."""
+    pytest.importorskip("mujoco")
+    from havln_robot.sim.humans import Crowd
+
+    dets = _stairs_frame(havln_data, Crowd([]), (7.32, -1.53, 2.48, -1.02))
+    assert not [d for d in dets if math.hypot(d.x - 0.3, d.y) < 1.0], dets
+
+
+def test_a_person_at_the_foot_of_the_stairs_is_still_found(havln_data):
+    """The terrain rule drops clusters of climbable ground only: a person standing at the foot of the
+    same flight, 1.1 m ahead, is a person."""
+    pytest.importorskip("mujoco")
+    from havln_robot.sim.humans import Crowd, SimHuman
+
+    z = -0.584  # the floor at the flight's foot
+    crowd = Crowd([SimHuman(0, "standing", (5.3, -1.55, z), (5.3, -1.55, z), facing=math.pi)])
+    dets = _stairs_frame(havln_data, crowd, (4.2, -1.58, z, 0.0))
+    assert [d for d in dets if math.hypot(d.x - 1.1, d.y) < 0.3], dets
+
+
 # --------------------------------------------------------------------------- privacy of recordings
 def test_blur_people_hides_the_person_strip_only():
     from havln_robot.trials.privacy import blur_people

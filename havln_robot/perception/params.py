@@ -75,6 +75,14 @@ PEOPLE_PARAMS = ParamSpec(
         Param("min_width_m", 0.15, "float", "narrowest person across the ray, m", min=0.0, max=2.0),
         Param("max_width_m", 1.0, "float", "widest person across the ray, m", min=0.1, max=3.0),
         Param("gate_m", 0.8, "float", "a detection farther than this from a track's prediction starts a new track, m", min=0.1, max=5.0),
+        Param(
+            "max_step_height_m",
+            0.16,
+            "float",
+            "a depth cluster mostly on ground rising at most this per 5 cm (stairs, ramps) is terrain, not a person, m (motion_node's rule; 0 = off)",
+            min=0.0,
+            max=0.5,
+        ),
         Param("min_hits", 2, "int", "frames a track needs before it is published", min=1, max=50),
         Param(
             "max_age_s", 0.6, "float", "a track the sensors would see is dropped this long after its last detection, s", min=0.05, max=10.0

@@ -22,6 +22,10 @@ Pipeline, per frame
    not a nearer surface hiding a side nor a surface going on from it (:func:`_side_not_free`) --
    otherwise the strip of a wall seen past a door jamb, or a wall's corner, is a "person" (issue
    23: 20 % of frames in empty Matterport scenes had one, 7 % now, ``havln-robot bench people``).
+   A cluster whose points lie mostly on climbable ground (:data:`TERRAIN_MAX_FRACTION`; motion_node's
+   rule, :func:`~havln_robot.motion.safety.climbable_mask` with ``max_step_height_m``) is stairs or
+   a ramp seen from beside or below it, not a person (issue 23: a flight rising beside a robot on
+   it was a "person" 0.4 m ahead whenever the camera looked across it).
    The visible surface of a body is its front, so the centre is pushed
    ``body_depth_m / 2`` away from the sensor along the ray.
 3. **Tracks** (:class:`PeopleTracker`): one constant-velocity Kalman filter per person
@@ -50,7 +54,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from havln_robot.camera import Intrinsics
-from havln_robot.motion.safety import CameraMount, Person, depth_free_space, depth_to_points
+from havln_robot.motion.safety import (
+    GO2_MAX_STEP_M,
+    CameraMount,
+    Person,
+    blind_zone_m,
+    climbable_mask,
+    depth_free_space,
+    depth_to_points,
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,9 @@ class PeopleConfig:
             (measured up to ~0.3 m/s in Matterport scenes); walking is 0.5-1.5 m/s.
         velocity_hits: a track reports a velocity only after this many associated frames (the
             forecast acts on established tracks, not on a fragment seen for a few frames).
+        max_step_height_m: ground rising at most this per 5 cm cell is climbable terrain (motion_node's
+            ``max_step_height_m``, :func:`~havln_robot.motion.safety.climbable_mask`); a depth
+            cluster mostly on it is not a person, m (0 = off).
     """
 
     cell_m: float = 0.1
@@ -107,6 +122,7 @@ class PeopleConfig:
     meas_std_m: float = 0.08
     min_speed_mps: float = 0.3
     velocity_hits: int = 5
+    max_step_height_m: float = GO2_MAX_STEP_M
 
     @classmethod
     def from_params(cls, p: dict) -> PeopleConfig:
@@ -198,6 +214,7 @@ def detect_people(
     sensor_xy: tuple[float, float] = (0.0, 0.0),
     top_at: Callable[[np.ndarray], np.ndarray] | None = None,
     half_fov: float | None = None,
+    terrain: np.ndarray | None = None,
 ) -> list[Detection]:
     """Human-sized clusters among base_link points (see the module docstring, step 2).
 
@@ -210,6 +227,11 @@ def detect_people(
             reaching within 2 deg of the field's side edge is cut by it: its width is unknown and a
             wall sliding past the edge while the robot turns would look like a walking person, so
             it is dropped (a person half out of view is found again once inside).
+        terrain: (N,) bool, which points lie on climbable ground (stairs, ramps; motion_node's
+            :func:`~havln_robot.motion.safety.climbable_mask`), or None. A cluster with more than
+            :data:`TERRAIN_MAX_FRACTION` of its points on it is terrain. The clusters are formed
+            from all band points first, so removing terrain never cuts a large surface into
+            person-sized pieces.
 
     Returns:
         Detections, nearest first.
@@ -217,7 +239,9 @@ def detect_people(
     from scipy import ndimage
 
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    band = pts[(pts[:, 2] >= cfg.band_min_m) & (pts[:, 2] <= cfg.band_max_m)]
+    in_band = (pts[:, 2] >= cfg.band_min_m) & (pts[:, 2] <= cfg.band_max_m)
+    band = pts[in_band]
+    on_terrain = np.asarray(terrain, dtype=bool)[in_band] if terrain is not None else None
     if len(band) < cfg.min_points:
         return []
     ij = np.floor(band[:, :2] / cfg.cell_m).astype(np.int64)
@@ -243,6 +267,8 @@ def detect_people(
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         if e - s < cfg.min_points:
             continue
+        if on_terrain is not None and float(on_terrain[order[s:e]].mean()) > TERRAIN_MAX_FRACTION:
+            continue  # stairs or a ramp beside or ahead, not a person
         c = band[order[s:e]]
         cx, cy = float(c[:, 0].mean()), float(c[:, 1].mean())
         dx, dy = cx - sx, cy - sy
@@ -284,6 +310,12 @@ def detect_people(
     out.sort(key=lambda d: math.hypot(d.x - sx, d.y - sy))
     return out
 
+
+#: A depth cluster with more than this fraction of its points on climbable ground is terrain (a
+#: flight of stairs seen from beside or below it), not a person: a person's legs and body are
+#: vertical faces, never climbable, so even a person standing on stairs whose cluster takes in a
+#: few step edges stays below it. A project choice (half).
+TERRAIN_MAX_FRACTION = 0.5
 
 #: A clipped cluster (the top of the view cuts it: people nearer than ~2.6 m to the Go2's level
 #: head camera) wider than this is no person, m: what the camera then sees of a person is hips
@@ -536,7 +568,10 @@ def frame_detections(f: FrameInput, cfg: PeopleConfig) -> list[Detection]:
         pts = depth_to_points(f.depth_m, f.k, f.mount, stride=cfg.depth_stride, max_m=cfg.max_range_m)
         mount = f.mount
         half = math.atan2(min(f.k.cx, f.k.width - 1 - f.k.cx), f.k.fx)
-        dets += detect_people(pts, cfg, (mount.x, mount.y), lambda r: view_top(mount, f.k, r), half)
+        terrain = None
+        if cfg.max_step_height_m > 0 and len(pts):  # motion_node's climbable-terrain rule on the same points
+            terrain = climbable_mask(pts, cfg.max_step_height_m, blind_m=blind_zone_m(f.k, mount))
+        dets += detect_people(pts, cfg, (mount.x, mount.y), lambda r: view_top(mount, f.k, r), half, terrain)
     if f.cloud is not None and len(f.cloud):
         for d in detect_people(f.cloud, cfg, f.lidar_xy, None):
             if all(math.hypot(d.x - e.x, d.y - e.y) > cfg.gate_m / 2 for e in dets):
