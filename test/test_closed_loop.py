@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+import shapely
 
 from havln_robot.actions import FORWARD_STEP_M
 from havln_robot.episodes import Episode
@@ -403,6 +404,59 @@ def test_batch_terrain_is_judged_against_the_ground_under_the_robot_at_each_fram
     assert seen_at_a != seen_at_b  # the step changes what is an obstacle
     _place(w, *b)  # the robot walked on; the samples stay those of the start
     assert near(loop.obstacles()) == seen_at_b
+
+
+def _frame_map_xy(world, pts):
+    """(N, 2) base_link points of ``world``'s TRUE pose in map xy, m."""
+    x, y, _, yaw = world.pose
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.stack([x + c * pts[:, 0] - s * pts[:, 1], y + s * pts[:, 0] + c * pts[:, 1]], axis=1)
+
+
+def test_batch_walls_on_stairs_are_the_walls_the_renderer_draws(havln_data):
+    """val_seen 5384 (scan VFuaQ6m2Qom), at the foot of ramp 18 heading up the flight. Batch's walls
+    on stairs were the boundary of Scene.region (the union of the free spaces of the floors the
+    flight joins); the renderer draws each floor's own walls at its height (render.scene_floors),
+    and the end of one of the lower floor's (6) walls juts into the flight 0.64 m ahead (the
+    renderer extends wall ends so corners close). Rendered depth blocked the step there at 0.22 m;
+    batch's frame had no point on that wall end (22 % of the rendered points within 1 m had no
+    batch point within 5 cm) and let the step go."""
+    params = sim_profile()[0]
+    cfg = MotionConfig.from_params(params)
+    w, loop = _loop_at(havln_data, "VFuaQ6m2Qom", (-13.30, 19.30, -0.39, -1.8675))
+    assert (w._support.kind, w._support.index) == ("ramp", 18)
+    live, batch = _live_stairs_obstacles(w), loop.obstacles()
+    batch.people = []
+    near = live.points[np.hypot(live.points[:, 0], live.points[:, 1]) < 1.0]
+    assert len(near) > 1000
+    gap = np.hypot(near[:, None, 0] - batch.points[None, :, 0], near[:, None, 1] - batch.points[None, :, 1]).min(axis=1)
+    assert (gap > 0.05).mean() < 0.01, f"{(gap > 0.05).sum()} of {len(near)} rendered points have no batch point within 5 cm"
+    hz = [
+        forward_hazard(o, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        for o in (live, batch)
+    ]
+    assert hz[0] is not None and hz[1] is not None, hz
+    assert hz[1].distance_m == pytest.approx(hz[0].distance_m, abs=0.05)
+    # the point the step stops at is on the lower floor's drawn wall
+    from havln_robot.sim.render import cached_scene_floors, wall_faces
+
+    lower = next(g for g in cached_scene_floors(w.scene) if g.index == 6)
+    faces = shapely.linestrings(wall_faces(lower.walls)[0].reshape(-1, 2, 2))
+    ahead = batch.points[(batch.points[:, 0] > 0.3) & (np.abs(batch.points[:, 1]) < 0.25)]
+    assert len(ahead) and shapely.distance(shapely.multilinestrings(faces), shapely.points(_frame_map_xy(w, ahead))).min() < 0.01
+
+
+def test_batch_does_not_see_a_lower_floors_wall_under_a_slab(havln_data):
+    """vyrNrziPKCB, on ramp 48 2.3 m up: floor 2's walls (drawn -0.01 to 2.49 m) reach into the
+    obstacle band, but where they pass near the flight floor 7's slab (2.58 m) covers their tops.
+    Rendered depth has nothing within 2.8 m to the west; batch keeps only the part of a wall that
+    shows above the drawn ground in front of it."""
+    w, loop = _loop_at(havln_data, "vyrNrziPKCB", (3.80, -10.20, 2.33, math.pi))
+    assert (w._support.kind, w._support.index) == ("ramp", 48)
+    assert 2 in loop._ramp_floors()
+    live, batch = _live_stairs_obstacles(w), loop.obstacles()
+    assert np.hypot(live.points[:, 0], live.points[:, 1]).min() > 2.5
+    assert not len(batch.points) or np.hypot(batch.points[:, 0], batch.points[:, 1]).min() > 1.2
 
 
 def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path):

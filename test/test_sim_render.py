@@ -213,6 +213,20 @@ def test_gl_backend_falls_back_to_osmesa(monkeypatch):
     assert R.select_gl_backend() == "egl"  # an explicit choice wins
 
 
+def test_wall_faces_are_the_drawn_faces():
+    """A wall along a segment is drawn 2 x half_t thick, its ends extended by 2 x half_t; the batch
+    simulator reads the same faces (render.wall_faces) on stairs."""
+    from havln_robot.sim.render import _wall_quads, wall_faces
+
+    segs = np.array([[[0.0, 0.0], [2.0, 0.0]], [[1.0, 1.0], [1.0, 1.00001]]])
+    faces, keep = wall_faces(segs, 0.04)
+    assert keep.tolist() == [True, False] and faces.shape == (1, 2, 2, 2)
+    np.testing.assert_allclose(faces[0, 0], [[-0.08, -0.04], [2.08, -0.04]])  # right of a -> b
+    np.testing.assert_allclose(faces[0, 1], [[-0.08, 0.04], [2.08, 0.04]])  # left
+    v, _, _ = _wall_quads(segs, 0.0, 2.5, 0.04)
+    assert {tuple(p) for p in v[:, :2].round(9)} == {tuple(p) for p in faces.reshape(-1, 2).round(9)}
+
+
 def test_stairwell_cut_opens_slabs_and_ceilings_over_a_flight_only():
     """A storey's slab or the storey below's ceiling across a flight, less than the stairs headroom
     over its ground, is cut open; the floor at the foot and a ceiling a full storey above stay."""

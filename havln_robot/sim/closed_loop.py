@@ -22,7 +22,9 @@ the faces of the walls around the free space the robot stands in (the boundary o
 the polygons the contact model collides with, moved inwards by half the renderer's
 ``WALL_THICKNESS_M``: the face the camera sees) every :data:`WALL_SAMPLE_M`
 within :data:`VIEW_RANGE_M` of the robot, in base_link of the TRUE pose (as the camera sees
-them). Each sample carries the number of depth points the camera would return from that wall
+them). On stairs that boundary (the union of the floors the flight joins) is not what is drawn:
+there the walls are the renderer's own faces, at each floor's height (:meth:`ClosedLoop._walls_seen`).
+Each sample carries the number of depth points the camera would return from that wall
 patch (:func:`wall_weights`: columns x rows of a ``depth_stride``-strided 640x480 D435i image
 over the ``obstacle_min_height_m``..``obstacle_max_height_m`` band), so the ``min_obstacle_points``
 threshold of :func:`~havln_robot.motion.safety.forward_hazard` / ``turn_hazard`` counts the same
@@ -289,7 +291,7 @@ class ClosedLoop:
             limits = limits or lim0
             noise = noise if noise is not None else noise0
         self.base = NoisyBase(world, limits, noise, seed=self.seed)
-        self._walls: dict[tuple[str, int], np.ndarray] = {}
+        self._walls: dict[tuple[Any, ...], Any] = {}
         self._cam_xy = (float(self.params["camera_x_m"]), float(self.params["camera_y_m"]))
         sim = sim_profile()[1]
         from havln_robot.camera import Intrinsics
@@ -325,6 +327,7 @@ class ClosedLoop:
         self.partial = 0
         self._odom = (0.0, 0.0, 0.0)
         self._pts_world: np.ndarray | None = None
+        self._pts_top, self._pts_fill = np.zeros(0), np.zeros(0)
         self._terr_xy, self._terr_h = np.zeros((0, 2)), np.zeros((0, 1))
         self._terr_ramp = np.zeros((0, 1), dtype=np.int64)
         self._terr_key: tuple[Any, ...] | None = None
@@ -364,27 +367,127 @@ class ClosedLoop:
 
     # ------------------------------------------------------------------ obstacles
     def _wall_segments(self) -> np.ndarray:
-        """(K, 2, 2) segments (map xy, m) of the drawn wall faces around the free space under the robot (cached per support)."""
-        sup = self.world._support
-        key = (sup.kind, sup.index)
-        segs = self._walls.get(key)
-        if segs is None:
-            # the renderer draws each wall WALL_THICKNESS_M thick, centred on the free-space boundary:
-            # the face the camera sees stands half of it inside the free space
-            region = self.world.scene.region(sup).buffer(-WALL_THICKNESS_M / 2.0, quad_segs=4, join_style="mitre")
-            out = []
-            for ring in shapely.get_parts(shapely.boundary(region)):
-                for line in shapely.get_parts(ring):
-                    c = np.asarray(shapely.get_coordinates(line), dtype=np.float64)
-                    if len(c) >= 2:
-                        out.append(np.stack([c[:-1], c[1:]], axis=1))
-            segs = np.concatenate(out, axis=0) if out else np.zeros((0, 2, 2))
-            self._walls[key] = segs
-        return segs
+        """(K, 2, 2) segments (map xy, m) of the wall faces the camera sees from the robot's place (:meth:`_walls_seen`)."""
+        return self._walls_seen()[0]
+
+    def _walls_seen(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The wall faces the camera sees from the robot's place.
+
+        On a floor: the faces around the free space under the robot (the boundary of
+        :meth:`Scene.region`, moved inwards by half ``WALL_THICKNESS_M``; cached per support).
+
+        On stairs (a ramp support of a scene drawn by floors, :attr:`Scene.flat_floors`) the region
+        is the union of the free spaces of all the floors the flight joins, at their different
+        heights, and its boundary is not what the renderer draws. There the walls are the renderer's
+        own (:func:`havln_robot.sim.render.cached_scene_floors`: each floor's walls at its height;
+        their faces :func:`~havln_robot.sim.render.wall_faces`) of the linked floors whose walls
+        reach into the obstacle band (:meth:`_ramp_floors`; cached per flight and set of floors),
+        each by the face on the robot's side. The walking rule (the region) is unchanged.
+
+        Returns:
+            ((K, 2, 2) face segments, map xy, m; (K, 2) each face's drawn height span (bottom, top),
+            absolute z, m -- None on a floor, where every wall spans the band).
+        """
+        w = self.world
+        sup = w._support
+        floors = self._ramp_floors()
+        if floors is None:
+            key: tuple[Any, ...] = (sup.kind, sup.index)
+            segs = self._walls.get(key)
+            if segs is None:
+                # the renderer draws each wall WALL_THICKNESS_M thick, centred on the free-space boundary:
+                # the face the camera sees stands half of it inside the free space
+                region = w.scene.region(sup).buffer(-WALL_THICKNESS_M / 2.0, quad_segs=4, join_style="mitre")
+                out = []
+                for ring in shapely.get_parts(shapely.boundary(region)):
+                    for line in shapely.get_parts(ring):
+                        c = np.asarray(shapely.get_coordinates(line), dtype=np.float64)
+                        if len(c) >= 2:
+                            out.append(np.stack([c[:-1], c[1:]], axis=1))
+                segs = np.concatenate(out, axis=0) if out else np.zeros((0, 2, 2))
+                self._walls[key] = segs
+            return segs, None
+        key = (sup.kind, sup.index, floors)
+        got = self._walls.get(key)
+        if got is None:
+            got = self._walls[key] = self._drawn_faces(floors)
+        faces, span = got
+        # the face on the robot's side of each wall (index 1: left of a -> b)
+        x, y = float(w.pose[0]), float(w.pose[1])
+        a, b = faces[:, 0, 0], faces[:, 0, 1]
+        left = (b[:, 0] - a[:, 0]) * (y - a[:, 1]) - (b[:, 1] - a[:, 1]) * (x - a[:, 0]) > 0
+        return faces[np.arange(len(faces)), left.astype(np.int64)], span
+
+    def _drawn_faces(self, floors: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Both faces of the walls the renderer draws for ``floors`` (floor indices), each wall once.
+
+        Returns:
+            ((K, 2, 2, 2) faces, map xy, m, as :func:`~havln_robot.sim.render.wall_faces`; (K, 2)
+            drawn height span of each (floor z, floor z + wall height), absolute z, m).
+        """
+        from havln_robot.sim.render import cached_scene_floors, clip_segments, wall_faces
+
+        drawn = {g.index: g for g in cached_scene_floors(self.world.scene)}
+        faces, spans, seen = [], [], np.zeros((0, 2, 2))
+        for k in floors:
+            fl = drawn[k]
+            segs = fl.walls
+            if len(seen) and len(segs):  # a wall two floors draw in one place is one surface to the camera
+                hit, other = shapely.STRtree(shapely.linestrings(seen)).query(shapely.linestrings(segs), predicate="dwithin", distance=0.01)
+                if len(hit):
+                    dup = np.zeros(len(segs), dtype=bool)
+                    dup[hit] = True
+                    near = shapely.buffer(shapely.multilinestrings(seen[np.unique(other)]), 0.01)
+                    segs = np.concatenate([segs[~dup], clip_segments(segs[dup], near)])
+            if len(segs):
+                seen = np.concatenate([seen, segs])
+                f = wall_faces(segs)[0]
+                faces.append(f)
+                spans.append(np.tile([fl.z, fl.z + fl.ceiling_m], (len(f), 1)))
+        if not faces:
+            return np.zeros((0, 2, 2, 2)), np.zeros((0, 2))
+        return np.concatenate(faces), np.concatenate(spans)
+
+    def _ramp_floors(self) -> tuple[int, ...] | None:
+        """On stairs of a scene drawn by floors: the floors (indices, ascending) linked to the flight
+        (those of :meth:`Scene.region`) whose walls, drawn from the floor's height to its ceiling,
+        reach into ``obstacle_min_height_m``..``obstacle_max_height_m`` above the ground under the
+        robot (absolute z); None elsewhere (a floor support, or a scene drawing its own mesh)."""
+        w = self.world
+        sup = w._support
+        if sup.kind != "ramp" or not getattr(w.scene, "flat_floors", True):
+            return None
+        from havln_robot.sim.render import cached_scene_floors
+
+        g = float(w.pose[2])
+        lo, hi = g + float(self.params["obstacle_min_height_m"]), g + float(self.params["obstacle_max_height_m"])
+        linked = w.scene._linked_floors(sup)
+        return tuple(fl.index for fl in cached_scene_floors(w.scene) if fl.index in linked and fl.z < hi and fl.z + fl.ceiling_m > lo)
+
+    def _seen_surface(self, H: np.ndarray, R: np.ndarray, cam: tuple[float, float, float]) -> np.ndarray:
+        """The drawn ground the camera sees at N points: the highest surface it looks down on there
+        (surfaces are drawn one-sided, facing up: a slab or a flight's flat end below the camera, a
+        flight whose plane passes under it, :meth:`Scene.ramp_planes_below`).
+
+        Args:
+            H: (N, K) absolute heights of the surfaces drawn at the points, -inf where a column is
+                not drawn (:meth:`Scene.drawn_surfaces_many`), m.
+            R: (N, K) the ramp whose sloped part each is, -1 for flat surfaces.
+            cam: camera position (x, y, z), map frame, m.
+
+        Returns:
+            (N,) absolute height, m; -inf where the camera sees no surface.
+        """
+        if not H.shape[1]:
+            return np.full(len(H), -np.inf)
+        above = self.world.scene.ramp_planes_below(*cam)
+        vis = np.where(R >= 0, above[np.maximum(R, 0)] if len(above) else False, H < cam[2])
+        return np.where(vis, H, -np.inf).max(axis=1)
 
     def _load_walls(self) -> None:
         """Sample the walls within :data:`VIEW_RANGE_M` + a step of the TRUE position (map frame) with
-        their weights, and the drawn ground heights around it (:meth:`_terrain_cells`)."""
+        the height above the ground of each sample's top and the part of the obstacle band it fills
+        (:meth:`_wall_band`), and the drawn ground heights around it (:meth:`_terrain_cells`)."""
         x, y, _, _ = self.world.pose
         sup = self.world._support
         # the samples depend on the support, the position and the ground height only: a turn, a
@@ -395,25 +498,61 @@ class ClosedLoop:
         self._walls_key = key
         self._terr_xy, self._terr_h, self._terr_ramp = self._terrain_cells()
         self._terr_key = None
-        segs = self._wall_segments()
+        segs, span = self._walls_seen()
         reach = VIEW_RANGE_M + A.FORWARD_STEP_M
+        self._pts_world = np.zeros((0, 2))
+        self._pts_top, self._pts_fill = np.zeros(0), np.zeros(0)
         if not len(segs):
-            self._pts_world = np.zeros((0, 2))
             return
         a, b = segs[:, 0], segs[:, 1]
         ab = b - a
         L2 = np.maximum((ab**2).sum(1), 1e-12)
         s = np.clip(((x - a[:, 0]) * ab[:, 0] + (y - a[:, 1]) * ab[:, 1]) / L2, 0.0, 1.0)
         d = np.hypot(a[:, 0] + s * ab[:, 0] - x, a[:, 1] + s * ab[:, 1] - y)
-        near = d <= reach
-        pts = []
-        for (ax, ay), (bx, by) in segs[near]:
+        pts, src = [], []
+        for k in np.flatnonzero(d <= reach):
+            (ax, ay), (bx, by) = segs[k]
             n = max(1, int(math.ceil(math.hypot(bx - ax, by - ay) / WALL_SAMPLE_M)))
             u = (np.arange(n) + 0.5) / n
             pts.append(np.stack([ax + u * (bx - ax), ay + u * (by - ay)], axis=1))
-        P = np.concatenate(pts) if pts else np.zeros((0, 2))
+            src.append(np.full(n, k))
+        if not pts:
+            return
+        P, K = np.concatenate(pts), np.concatenate(src)
         keep = np.hypot(P[:, 0] - x, P[:, 1] - y) <= reach
-        self._pts_world = P[keep]
+        P, K = P[keep], K[keep]
+        if span is None:  # a floor: every wall spans the band
+            self._pts_world = P
+            self._pts_top, self._pts_fill = np.full(len(P), float(self.params["obstacle_max_height_m"])), np.ones(len(P))
+        else:
+            self._pts_world, self._pts_top, self._pts_fill = self._wall_band(P, span[K])
+
+    def _wall_band(self, P: np.ndarray, span: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """On stairs: the wall samples whose drawn face shows inside the obstacle band.
+
+        A sample's face is seen from the drawn ground in front of it (:meth:`_seen_surface` at the
+        sample: the flight, a slab; a wall of a lower floor ends under a slab or a flight that covers
+        its top) up to the wall's top; what counts is the part between ``obstacle_min_height_m`` and
+        ``obstacle_max_height_m`` above the ground under the robot.
+
+        Args:
+            P: (N, 2) samples on wall faces, map xy, m.
+            span: (N, 2) drawn height span (bottom, top) of each sample's wall, absolute z, m.
+
+        Returns:
+            ((M, 2) the samples kept; (M,) the top of their visible part above the robot's ground, m;
+            (M,) the fraction of the band it fills, 0..1).
+        """
+        w = self.world
+        x, y, g, _ = w.pose
+        lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
+        H, R = w.scene.drawn_surfaces_many(P[:, 0], P[:, 1])
+        # the camera above base_link, not 0.3 m ahead of it: the samples are kept while the robot turns
+        ground = self._seen_surface(H, R, (float(x), float(y), float(g) + float(self.params["camera_z_m"])))
+        bottom = np.maximum(np.maximum(span[:, 0], ground) - g, lo)
+        top = np.minimum(span[:, 1] - g, hi)
+        ok = top > bottom
+        return P[ok], top[ok], (top[ok] - bottom[ok]) / (hi - lo)
 
     def _terrain_cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The drawn ground around the TRUE position, sampled on a :data:`TERRAIN_CELL_M` grid within
@@ -501,17 +640,13 @@ class ClosedLoop:
             return self._terr_pts
         P = self._terr_xy
         near = (P[:, 0] - x) ** 2 + (P[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2
-        # the camera sees the highest drawn surface it is above (surfaces face up, drawn one-sided):
-        # a slab or a flight's flat end below it, a flight whose plane passes under it (one rising
-        # ahead is seen even where it is higher than the camera; one overhead is not)
+        # the camera sees the highest drawn surface it is above (one rising ahead is seen even where
+        # it is higher than the camera; one overhead is not)
         cam_z = z0 + float(self.params["camera_z_m"])
         yaw = float(w.pose[3])
         cx, cy = self._cam_xy
         cam_x, cam_y = x + math.cos(yaw) * cx - math.sin(yaw) * cy, y + math.sin(yaw) * cx + math.cos(yaw) * cy
-        H, Rm = self._terr_h[near], self._terr_ramp[near]
-        above = w.scene.ramp_planes_below(cam_x, cam_y, cam_z)
-        vis = np.where(Rm >= 0, above[np.maximum(Rm, 0)] if len(above) else False, H < cam_z)
-        top = np.where(vis, H, -np.inf).max(axis=1)
+        top = self._seen_surface(self._terr_h[near], self._terr_ramp[near], (cam_x, cam_y, cam_z))
         seen = np.isfinite(top)
         P, dz = P[near][seen], top[seen] - z0
         lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
@@ -568,11 +703,12 @@ class ClosedLoop:
             Q = np.concatenate([P, tp]) if len(tp) else P
             dx, dy = Q[:, 0] - x, Q[:, 1] - y
             bx, by = c * dx + s * dy, -s * dx + c * dy
-            z = np.concatenate([np.full(nw, top), tdz])
+            z = np.concatenate([self._pts_top, tdz])  # a wall sample at the top of its visible part
         else:
             bx = by = z = np.zeros(0)
         cam = np.hypot(bx - self._cam_xy[0], by - self._cam_xy[1])
         weights = wall_weights(cam, WALL_SAMPLE_M, self.params)
+        weights[:nw] *= self._pts_fill  # a wall that fills part of the band returns that part of the points
         if len(tp):  # a ground cell shows as a patch TERRAIN_CELL_M wide, ~its rise tall
             weights[nw:] = wall_weights(cam[nw:], TERRAIN_CELL_M, self.params) * 0.25
         legs = self._person_points()
@@ -637,7 +773,7 @@ class ClosedLoop:
         k = self._intrinsics
         half = math.atan2(min(k.cx, k.width - 1 - k.cx), k.fx)
         mx, my = self._cam_xy
-        segs_all = self._wall_segments()  # the drawn walls of the robot's floor, map frame
+        segs_all = self._wall_segments()  # the wall faces the camera sees from here, map frame
         x0, y0, _, yaw0 = w.pose
         c0, s0 = math.cos(yaw0), math.sin(yaw0)
         cam_w = (x0 + c0 * mx - s0 * my, y0 + s0 * mx + c0 * my)

@@ -263,13 +263,13 @@ def scene_floors(scene: Any) -> list[FloorGeometry]:
             if j != k and a is not None and abs(float(g.z) - float(fl.z)) < wall_h
         ]
         if near and len(segs):
-            segs = _clip_segments(segs, shapely.union_all(near).buffer(-0.05))
+            segs = clip_segments(segs, shapely.union_all(near).buffer(-0.05))
         out.append(FloorGeometry(idx, float(fl.z), segs, areas[k], wall_h))
     return out
 
 
-def _clip_segments(segs: np.ndarray, region: Any) -> np.ndarray:
-    """The parts of segments (K, 2, 2) outside the shapely ``region``."""
+def clip_segments(segs: np.ndarray, region: Any) -> np.ndarray:
+    """The parts of segments (K, 2, 2) (map xy, m) outside the shapely ``region``: (K', 2, 2)."""
     import shapely
 
     if region.is_empty:
@@ -296,13 +296,21 @@ def scene_ramps(scene: Any) -> list[RampGeometry]:
 
 
 # --- triangle meshes (MuJoCo mesh assets; winding counter-clockwise seen from outside) -----------
-def _wall_quads(segs: np.ndarray, z0: float, z1: float, half_t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The two long faces of a ``2*half_t`` thick wall along each segment (K, 2, 2), from ``z0`` to
-    ``z1``, ends extended by ``2 half_t`` so corners close. Tops, bottoms and end caps are never seen
-    (ceiling, floor and the neighbouring wall hide them) and are left out: 8 vertices, 4 triangles each.
+def wall_faces(segs: np.ndarray, half_t: float = WALL_THICKNESS_M / 2.0) -> tuple[np.ndarray, np.ndarray]:
+    """The two long vertical faces the renderer draws along each wall segment, seen from above: a
+    ``2 * half_t`` thick wall centred on the segment, its ends extended by ``2 * half_t`` so that
+    corners close (the extensions also stick out past a corner that juts into the free space).
+
+    Args:
+        segs: (K, 2, 2) wall segments a -> b, map xy, m.
+        half_t: half the wall thickness, m.
 
     Returns:
-        vertices (8K', 3), faces (4K', 3), and the (K,) mask of segments kept (length > 0.1 mm)."""
+        ((K', 2, 2, 2) faces, map xy, m: ``[k, 0]`` the face on the right of a -> b, ``[k, 1]`` the
+        one on its left, each as its two end points (a end first); (K,) bool mask of the segments
+        kept, those longer than 0.1 mm).
+    """
+    segs = np.asarray(segs, dtype=np.float64).reshape(-1, 2, 2)
     p0, p1 = segs[:, 0, :], segs[:, 1, :]
     d = p1 - p0
     length = np.linalg.norm(d, axis=1)
@@ -311,7 +319,20 @@ def _wall_quads(segs: np.ndarray, z0: float, z1: float, half_t: float) -> tuple[
     d = d / length[:, None]
     n = np.stack([-d[:, 1], d[:, 0]], axis=1)
     a, b = p0 - d * 2 * half_t, p1 + d * 2 * half_t  # overlap the neighbours: no cracks at corners
-    corners = np.stack([a - n * half_t, b - n * half_t, b + n * half_t, a + n * half_t], axis=1)  # (K,4,2) CCW from above
+    right = np.stack([a - n * half_t, b - n * half_t], axis=1)
+    left = np.stack([a + n * half_t, b + n * half_t], axis=1)
+    return np.stack([right, left], axis=1), keep
+
+
+def _wall_quads(segs: np.ndarray, z0: float, z1: float, half_t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The two long faces (:func:`wall_faces`) of a ``2*half_t`` thick wall along each segment (K, 2, 2),
+    from ``z0`` to ``z1``. Tops, bottoms and end caps are never seen (ceiling, floor and the
+    neighbouring wall hide them) and are left out: 8 vertices, 4 triangles each.
+
+    Returns:
+        vertices (8K', 3), faces (4K', 3), and the (K,) mask of segments kept (length > 0.1 mm)."""
+    fc, keep = wall_faces(segs, half_t)
+    corners = np.concatenate([fc[:, 0], fc[:, 1, ::-1]], axis=1)  # (K,4,2) CCW from above
     k = len(corners)
     v = np.empty((k, 8, 3))
     v[:, :4, :2] = corners
@@ -423,7 +444,34 @@ def scene_meshes(floors: list[FloorGeometry], ramps: list[RampGeometry] | None =
 
 #: scene object → its mesh parts (static geometry is the same for every episode of a scan).
 _GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: scene object → :func:`scene_floors` (the renderer's meshes and the batch simulator's walls).
+_FLOORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _GEOMETRY_LOCK = threading.Lock()
+
+
+def _cached(cache: weakref.WeakKeyDictionary, scene: Any, make: Any) -> Any:
+    """``make(scene)``, kept in ``cache`` per scene object (thread-safe; not kept for a scene that is
+    not weak-referenceable)."""
+    with _GEOMETRY_LOCK:
+        try:
+            out = cache.get(scene)
+        except TypeError:
+            return make(scene)
+    if out is None:
+        out = make(scene)
+        with _GEOMETRY_LOCK:
+            cache[scene] = out
+    return out
+
+
+def cached_scene_floors(scene: Any) -> list[FloorGeometry]:
+    """:func:`scene_floors` of ``scene``, computed once per scene object (thread-safe): the walls the
+    renderer draws, also read by the batch simulator (:meth:`havln_robot.sim.closed_loop.ClosedLoop._wall_segments`).
+
+    Raises:
+        RenderError: the scene has no floors.
+    """
+    return _cached(_FLOORS, scene, scene_floors)
 
 
 def cached_scene_meshes(scene: Any) -> list[MeshPart]:
@@ -436,16 +484,7 @@ def cached_scene_meshes(scene: Any) -> list[MeshPart]:
             MeshPart(p.name, f"mat_{p.name}", p.vertices, p.faces, p.uv if p.texture is not None else None, p.texture, p.rgba)
             for p in mesh_parts()
         ]
-    with _GEOMETRY_LOCK:
-        try:
-            parts = _GEOMETRY.get(scene)
-        except TypeError:  # not weak-referenceable: no caching
-            return scene_meshes(scene_floors(scene), scene_ramps(scene))
-    if parts is None:
-        parts = scene_meshes(scene_floors(scene), scene_ramps(scene))
-        with _GEOMETRY_LOCK:
-            _GEOMETRY[scene] = parts
-    return parts
+    return _cached(_GEOMETRY, scene, lambda s: scene_meshes(cached_scene_floors(s), scene_ramps(s)))
 
 
 def build_mjcf(n_humans: int, width: int = 640, height: int = 480, name: str = "scene") -> str:
