@@ -149,3 +149,21 @@ def test_drawn_surfaces_at_many_points_do_not_depend_on_the_other_points():
     )
     assert not np.isfinite(H[1:]).any()
     assert scene.drawn_surfaces(mx, my) == tuple(sorted((float(h), int(k)) for h, k in zip(H[0], R[0], strict=True) if np.isfinite(h)))
+
+
+def test_a_switchback_flight_is_crossed_onto_only_at_its_landing(havln_data):
+    """val_seen 3245 (aayBHfsNo7d): ramps 5 and 3 are a switchback, meeting at the landing viewpoint
+    fc188c1c (4.75, -8.34). 1.41 m from that landing, the body walking up ramp 5 at 1.19 m stood
+    nearer ramp 3's axis, whose ground there is 2.36 m: it rose 1.19 m in one MOVE_FORWARD onto the
+    flight above and walked on to the goal in batch, while the live run (the same file) stayed on
+    ramp 5 and failed. Flights meeting at a landing are crossed onto on the landing's disc only."""
+    from havln_robot.sim.scene import Scene, Support
+
+    scene = Scene.load("aayBHfsNo7d", havln_data / "connectivity")
+    r5 = scene.ramps[5]
+    z = r5.z_at(4.92, -6.94)
+    s = scene.support(4.92, -6.94, z, prefer=Support("ramp", 5, z), heading=(0.3, 0.95))
+    assert s is not None and (s.kind, s.index) == ("ramp", 5) and abs(s.z - z) < 1e-9, s
+    # the landing's disc is where the two flights meet (the switchback's turn; the spiral and
+    # switchback staircases of test_reported_staircases_are_walked_from_every_start_heading cross there)
+    assert scene._on_landing(5, 3, 4.79, -8.19) and not scene._on_landing(5, 3, 4.92, -6.94)

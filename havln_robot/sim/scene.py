@@ -733,7 +733,9 @@ class Scene:
     def _keep_or_cross(self, kept: Support, cands: list[tuple[bool, float, Support]], x: float, y: float) -> Support:
         """A body on flight ``kept`` (whose footprint still holds it) keeps it, unless it has crossed onto
         another piece's footprint nearer that piece's axis by :data:`AXIS_MARGIN_M`: a flight meeting its
-        own at a landing (switchback / spiral stairs), a corridor of the floor at either end of its
+        own at a landing (switchback / spiral stairs), on that landing viewpoint's disc (beside the
+        landing, a switchback's other flight runs a storey above or below: val_seen 3245's body rose
+        1.19 m onto it 1.41 m from the landing), a corridor of the floor at either end of its
         flight on that end viewpoint's disc (turning off the top of a steep flight), or a linked flight or floor corridor within
         :data:`FLIGHT_DZ_M` of its flight's height there (a long graph edge over the flights it skips, a corridor
         leaving a landing beside a flight). Of those, the one whose axis is nearest is the ground.
@@ -744,7 +746,8 @@ class Scene:
         for is_linked, _dz, sup in cands:
             dz = abs(sup.z - kept.z)  # against the ground the body would have on its own flight here
             if sup.kind == "ramp":
-                if not (sup.index in adj or (is_linked and dz <= FLIGHT_DZ_M and self._alike(kept.index, sup.index))):
+                at_landing = sup.index in adj and self._on_landing(kept.index, sup.index, x, y)
+                if not (at_landing or (is_linked and dz <= FLIGHT_DZ_M and self._alike(kept.index, sup.index))):
                     continue
                 d = self._axis_distance(sup.index, x, y)
             else:
@@ -754,6 +757,17 @@ class Scene:
             if d < best_d:
                 best, best_d = sup, d
         return best
+
+    def _on_landing(self, i: int, j: int, x: float, y: float) -> bool:
+        """True when map (x, y) lies on the disc (:attr:`viewpoint_radius`) of a viewpoint where flights
+        ``i`` and ``j`` meet (a landing they share)."""
+        ri, rj = self.ramps[i], self.ramps[j]
+        r2 = self.viewpoint_radius**2
+        for v in {ri.vp_a, ri.vp_b} & {rj.vp_a, rj.vp_b}:
+            p = self.viewpoints[v]
+            if (x - p.x) ** 2 + (y - p.y) ** 2 <= r2:
+                return True
+        return False
 
     def _alike(self, i: int, j: int) -> bool:
         """True if ramps ``i`` and ``j`` rise alike: their ground gradients (dz per m of map xy, as
