@@ -223,7 +223,7 @@ def test_batch_sees_only_what_the_camera_sees_and_remembers_it():
     pts = loop.obstacles().points
     assert len(pts) and not (pts[:, 0] < 0.0).any()  # nothing behind base_link: the camera looks forward
     w.step("MOVE_FORWARD")  # frames taken while moving are remembered
-    cells = len(loop.memory._cells)
+    cells = len(loop.memory)
     assert cells > 0
     for _ in range(3):  # turn 45 deg (2.1 s): the wall leaves the view but stays remembered (3 s)
         w.step("TURN_LEFT")

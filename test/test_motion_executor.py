@@ -473,3 +473,17 @@ def test_a_person_stops_a_sweep_without_a_revert():
     assert r.outcome == "collision" and not r.reverted
     assert 0.0 < r.yaw_imu_deg < 180.0  # stopped part-way; what was turned travels in the result
     assert cols and cols[0].motion_state == "turning"
+
+
+def test_in_flight_travel_is_recomputed_after_every_new_command():
+    """The in-flight prediction is asked up to four times per tick and reused within the tick; any new
+    command (a later one, the history cleared by a clock jump) must change the
+    answer, never leave a stale one."""
+    ex = Executor(MotionConfig(latency_s=0.1))
+    ex._push_cmd(0.0, (0.5, 0.0))
+    first = ex._unmeasured(0.2, 0.2)
+    assert first == ex._unmeasured(0.2, 0.2) and first[0] == pytest.approx(0.5 * 0.1)  # 0.1..0.2 after the latency
+    ex._push_cmd(0.15, (0.0, 1.0))  # the forward command ends at 0.15 + latency; the turn is committed
+    assert ex._unmeasured(0.2, 0.2) == pytest.approx((0.5 * 0.05, 1.0 * 0.05))
+    ex.time_jumped_back(0.0)  # the clock jumped back: no history, nothing in flight
+    assert ex._unmeasured(0.2, 0.2) == (0.0, 0.0)

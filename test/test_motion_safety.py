@@ -139,6 +139,28 @@ def test_memory_forgets_what_the_camera_sees_gone():
     assert len(mem.points(0.2, (0.6, 0.0, 0.0))) > 12
 
 
+def test_memory_cells_seen_again_keep_their_place_and_take_the_newest_frame():
+    """One row per 5 cm cell: a cell seen again keeps its place and takes the newest frame's point,
+    time, count (at most MEMORY_CELL_MAX_POINTS) and top; a cell whose weighted count rounds to 0
+    is not remembered; cells expire keep_s after their newest frame."""
+    from havln_robot.motion.safety import MEMORY_CELL_MAX_POINTS
+
+    mem = ObstacleMemory(keep_s=1.0)
+    a = np.array([[1.01, 0.01, 0.3], [1.02, 0.02, 0.5], [2.01, 0.01, 0.2]])
+    mem.add(0.0, a, (0.0, 0.0, 0.0))
+    pts, n = mem.cells(0.0, (0.0, 0.0, 0.0))
+    assert len(mem) == 2 and n.tolist() == [2.0, 1.0] and pts[0] == pytest.approx([1.01, 0.01])
+    b = np.array([[2.04, 0.04, 0.1], [3.01, 0.01, 0.1], [1.03, 0.03, 0.4], [4.01, 0.01, 0.1]])
+    mem.add(0.5, b, (0.0, 0.0, 0.0), weights=np.array([80.0, 3.0, 7.0, 0.2]))
+    pts, n = mem.cells(0.5, (0.0, 0.0, 0.0))
+    # rows: the 1 m cell (kept, now 1.03 / 7 points), the 2 m cell (kept, capped), the 3 m cell (new); 4 m: 0.2 -> 0 points
+    assert pts[:, 0] == pytest.approx([1.03, 2.04, 3.01])
+    assert n.tolist() == [7.0, float(MEMORY_CELL_MAX_POINTS), 3.0]
+    mem.add(1.2, np.array([[3.02, 0.02]]), (0.0, 0.0, 0.0))
+    pts, n = mem.cells(1.6, (0.0, 0.0, 0.0))  # the t=0.5 cells are 1.1 s old: gone
+    assert len(mem) == 1 and pts[0] == pytest.approx([3.02, 0.02]) and n.tolist() == [1.0]
+
+
 def test_box_beside_the_corridor_is_free():
     pts = np.array([[0.5, 0.4]] * 50, np.float32)  # 0.4 m to the left, corridor half width 0.205
     assert forward_hazard(Obstacles(pts), FP, 0.25, 0.15, 0.05, 0.45, 12) is None

@@ -95,3 +95,37 @@ def test_r2r_episodes_get_seeded_synthetic_people(havln_data):
     assert np.allclose(a.positions(4.2), b.positions(4.2))
     c = Crowd.from_episode(ep, scene, seed=2, populate=3)
     assert not np.allclose(a.positions(4.2), c.positions(4.2))
+
+
+def test_max_speeds_bound_every_persons_walking_speed(havln_data):
+    """Crowd.max_speeds (the proof World._advance uses to skip its contact sub-steps) is each
+    person's fastest horizontal speed: finite differences over a whole cycle never exceed it, and a
+    moving person reaches it."""
+    from havln_robot.sim.mesh_scene import load_scene
+
+    eps = [e for e in load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json")[:40] if e.humans]
+    crowd = Crowd([])
+    for ep in eps:
+        crowd.humans += Crowd.from_episode(ep, load_scene(ep.scan, havln_data / "connectivity", None), seed=0).humans
+    crowd._refresh()
+    assert crowd._moving.sum() >= 5
+    dt = 1e-3
+    ts = np.arange(0.0, CYCLE_FRAMES / FRAME_RATE_HZ, dt)
+    p = crowd.positions_many(ts)
+    speed = np.hypot(*np.diff(p[..., :2], axis=0).transpose(2, 0, 1)) / dt  # (T-1, M)
+    assert np.all(speed.max(axis=0) <= crowd.max_speeds + 1e-9)
+    moving = crowd._moving
+    assert np.all(speed.max(axis=0)[moving] >= 0.999 * crowd.max_speeds[moving])
+    assert np.all(crowd.max_speeds[~moving] == 0.0)
+
+
+def test_positions_are_reused_within_one_time_and_read_only():
+    """The world, the camera and the tracker ask the same sim time's positions: one array, which no
+    caller can change under the others."""
+    crowd = Crowd.from_episode(builtin_episode(), Scene.builtin(), seed=0)
+    a = crowd.positions(1.25)
+    assert crowd.positions(1.25) is a and not a.flags.writeable
+    with pytest.raises(ValueError):
+        a[0, 0] = 0.0
+    b = crowd.positions(1.5)
+    assert b is not a and np.array_equal(b, crowd.positions_many([1.5])[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import shapely
 
@@ -166,7 +167,6 @@ def test_builtin_world_starts_with_people_off_the_path():
 def test_random_walks_never_overlap_a_wall(havln_data):
     """Property on real scenes (incl. stairs): after every action the body (disc) lies in the free
     space of the surface it stands on, up to 1 cm of polygon approximation."""
-    import numpy as np
 
     eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json")
     stairs = [e for e in eps if max(p[2] for p in e.reference_path) - min(p[2] for p in e.reference_path) > 1.0][:4]
@@ -191,7 +191,6 @@ def test_human_contact_fraction_is_where_the_swept_disc_first_touches_a_person()
     """The contact fraction against a brute-force sweep of the robot's disc along the move: the
     first of 20,000 samples closer than the two radii to a person on the robot's floor (people on
     another floor never count); the person and the start distance returned are that person's."""
-    import numpy as np
 
     rng = np.random.default_rng(7)
     scene = Scene.builtin()
@@ -250,3 +249,47 @@ def test_free_disc_shortcut_gives_the_same_walk_as_the_full_queries(havln_data, 
     fast = walk()
     monkeypatch.setattr(Scene, "free_disc", lambda *a, **k: 0.0)
     assert walk() == fast
+
+
+def test_people_out_of_reach_skip_the_contact_substeps_with_the_same_walk(havln_data, monkeypatch):
+    """World._advance skips its people sub-steps when nobody can reach the robot within the step
+    (World._someone_within_reach): a random walk into a crowd (val_seen 1242, policy seed 3: 9
+    human contacts) is bit-identical with the shortcut switched off."""
+    from havln_robot.eval import run_episode
+    from havln_robot.sim.mesh_scene import load_scene
+
+    ep = next(e for e in load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json") if e.episode_id == "1242")
+    scene = load_scene(ep.scan, havln_data / "connectivity", None)
+
+    def walk():
+        w = World(scene, ep, Crowd.from_episode(ep, scene, seed=0), seed=0)
+        acts = run_episode(w, "random", seed=3)
+        return acts, list(w.trajectory), w.pose, dict(w.collisions), w.path_length
+
+    fast = walk()
+    assert fast[3]["human"] >= 5  # the walk does touch people
+    monkeypatch.setattr(World, "_someone_within_reach", lambda *a, **k: True)
+    assert walk() == fast
+
+
+def test_someone_within_reach_is_a_proof():
+    """Whenever World._someone_within_reach says nobody can reach the robot in dt, nobody on any
+    floor comes within the sum of radii at any instant of the step (sampled every 0.5 ms)."""
+    rng = np.random.default_rng(3)
+    scene = Scene.builtin()
+    skipped = 0
+    for trial in range(300):
+        humans = [
+            SimHuman(k, "walking", tuple(rng.uniform(-2, 2, 2)) + (0.0,), tuple(rng.uniform(-2, 2, 2)) + (0.0,), float(rng.uniform(0, 120)))
+            for k in range(3)
+        ]
+        w = World(scene, _episode(), Crowd(humans), robot_radius=R)
+        w._x, w._y, w.t = float(rng.uniform(-1, 1)), float(rng.uniform(-1, 1)), float(rng.uniform(0, 20))
+        dt = float(rng.choice([0.01, 0.02, 0.1]))
+        if w._someone_within_reach(dt):
+            continue
+        skipped += 1
+        p = w.crowd.positions_many(w.t + np.linspace(0.0, dt, 201))
+        d = np.hypot(p[..., 0] - w._x, p[..., 1] - w._y)
+        assert np.all(d > w.crowd.radii + R), trial
+    assert 50 <= skipped <= 290  # both answers occur

@@ -334,6 +334,7 @@ class Executor:
         self.pitch = 0.0  # virtual camera pitch, rad, positive = up
         self.phase = Phase.IDLE
         self._cmd_hist: deque[tuple[float, float, float]] = deque()  # (t, vx, wz)
+        self._unmeasured_memo: tuple[float, float, tuple[float, float]] | None = None  # (t, t_meas, result); _push_cmd clears it
         self._last_t: float | None = None
         self._last_cmd = ZERO
         self._last_nonzero_t = -math.inf
@@ -485,6 +486,7 @@ class Executor:
         """
         tick = self.abort(t, "clock jumped back (sim time reset); robot stopped")
         self._cmd_hist.clear()
+        self._unmeasured_memo = None
         self._last_t = None
         self._last_nonzero_t = -math.inf
         self._stall = StallDetector(self.cfg.stall_time_s, 0.0)
@@ -695,6 +697,7 @@ class Executor:
 
     def _push_cmd(self, t: float, cmd: tuple[float, float]) -> None:
         self._cmd_hist.append((t, cmd[0], cmd[1]))
+        self._unmeasured_memo = None
         horizon = self.cfg.latency_s + self.cfg.sensor_timeout_s + 0.2
         while len(self._cmd_hist) > 2 and self._cmd_hist[1][0] < t - horizon:
             self._cmd_hist.popleft()
@@ -713,6 +716,9 @@ class Executor:
         ``[ti + latency, te + latency]``; the part of that interval after ``t_meas`` is either still
         in flight (actuation latency) or happened after the measurement (sensor delay).
         """
+        memo = self._unmeasured_memo  # one tick asks the same question up to four times
+        if memo is not None and memo[0] == t and memo[1] == t_meas:
+            return memo[2]
         lat = self.cfg.latency_s
         h = self._cmd_hist
         v = w = 0.0
@@ -728,6 +734,7 @@ class Executor:
                     v += vi * part
                     w += wi * part
             te = ti
+        self._unmeasured_memo = (t, t_meas, (v, w))
         return v, w
 
     def _progress(self, odom: Pose2D, imu_yaw: float) -> tuple[float, float, float, float]:

@@ -700,19 +700,39 @@ class ObstacleMemory:
     many points fell in it so ``min_obstacle_points`` still rejects noise) and returns them in the
     current base_link using odometry.
 
+    Cells are rows of parallel arrays in the order they were first remembered (a cell seen again
+    keeps its row; one forgotten and seen again gets a new row at the end), so a frame costs a few
+    array operations however many cells are remembered (motion_node at the camera rate, the batch
+    simulator at every simulated frame).
+
     Args:
         keep_s: how long a point is remembered, s.
         cell_m: grid cell for de-duplication, m.
     """
 
+    #: Cell (i, j) is the int64 ``i * _KEY_STRIDE + j``: one key per cell while |j| < _KEY_STRIDE / 2
+    #: cells (25 km of odom at 5 cm cells).
+    _KEY_STRIDE = 1_000_003
+
     def __init__(self, keep_s: float = 3.0, cell_m: float = 0.05) -> None:
         self.keep_s = float(keep_s)
         self.cell_m = float(cell_m)
-        self._cells: dict[tuple[int, int], tuple[float, float, float, int, float]] = {}  # cell -> (x, y, t, n points, top z)
+        self.clear()
 
     def clear(self) -> None:
         """Forget everything."""
-        self._cells.clear()
+        self._key = np.zeros(0, dtype=np.int64)  # packed cell index (see _KEY_STRIDE)
+        self._xy = np.zeros((0, 2))  # odom xy of the cell's first point in its newest frame, m
+        self._t = np.zeros(0)  # time of that frame, s
+        self._n = np.zeros(0, dtype=np.int64)  # depth points the cell stands for (<= MEMORY_CELL_MAX_POINTS)
+        self._z = np.zeros(0)  # top of its points above the ground, m (0 for 2-D points)
+
+    def __len__(self) -> int:
+        """Number of remembered cells (expired ones included until :meth:`cells` drops them)."""
+        return len(self._key)
+
+    def _keep(self, rows: np.ndarray) -> None:
+        self._key, self._xy, self._t, self._n, self._z = self._key[rows], self._xy[rows], self._t[rows], self._n[rows], self._z[rows]
 
     def add(
         self,
@@ -734,22 +754,18 @@ class ObstacleMemory:
         right for a complete frame (the batch simulator's analytic walls, which has no holes and
         sees every wall in view). ``weights`` ((N,) depth points each entry stands for,
         :attr:`Obstacles.weights`; None = one each) set the cells' point counts (the batch
-        simulator's weighted wall samples).
+        simulator's weighted wall samples); a cell whose count rounds to 0 is not remembered.
         """
         x, y, th = pose
-        if view is not None and self._cells:
-            keys = list(self._cells)
-            old = np.array([self._cells[k][:2] for k in keys], dtype=np.float64)
-            hz = np.array([self._cells[k][4] for k in keys], dtype=np.float64)
+        if view is not None and len(self._key):
             c, s = math.cos(th), math.sin(th)
-            dx, dy = old[:, 0] - x, old[:, 1] - y
+            dx, dy = self._xy[:, 0] - x, self._xy[:, 1] - y
             bx, by = c * dx + s * dy, -s * dx + c * dy
-            seen = view.contains(bx, by, hz)
+            seen = view.contains(bx, by, self._z)
             if free is not None and seen.any():
                 seen &= free(np.stack([bx, by], axis=1))
-            for k, gone in zip(keys, seen.tolist(), strict=True):
-                if gone:
-                    del self._cells[k]
+            if seen.any():
+                self._keep(~seen)
         if points_base is None or not len(points_base):
             return
         c, s = math.cos(th), math.sin(th)
@@ -757,33 +773,51 @@ class ObstacleMemory:
         wy = y + s * points_base[:, 0] + c * points_base[:, 1]
         ix = np.floor(wx / self.cell_m).astype(np.int64)
         iy = np.floor(wy / self.cell_m).astype(np.int64)
-        key = ix * 1_000_003 + iy  # one int64 per cell: 1-D unique is much faster than axis=0
+        key = ix * self._KEY_STRIDE + iy  # one int64 per cell: 1-D unique is much faster than axis=0
         ukey, first, inv, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
         if weights is not None:
             counts = np.rint(np.bincount(inv.ravel(), weights=np.asarray(weights, dtype=np.float64), minlength=len(ukey))).astype(np.int64)
-        cells = np.stack([ix[first], iy[first]], axis=1)
         zs = points_base[:, 2] if points_base.shape[1] > 2 else np.zeros(len(points_base))
         ztop = np.full(len(ukey), -np.inf)
         np.maximum.at(ztop, inv.ravel(), zs)
-        for (i, j), k, n, zt in zip(cells.tolist(), first.tolist(), counts.tolist(), ztop.tolist(), strict=True):
-            if n > 0:
-                self._cells[(i, j)] = (float(wx[k]), float(wy[k]), t, min(int(n), MEMORY_CELL_MAX_POINTS), float(zt))
+        ok = counts > 0
+        if not ok.all():
+            ukey, first, counts, ztop = ukey[ok], first[ok], counts[ok], ztop[ok]
+        if not len(ukey):
+            return
+        xy = np.stack([wx[first], wy[first]], axis=1)
+        n = np.minimum(counts, MEMORY_CELL_MAX_POINTS)
+        new = np.ones(len(ukey), dtype=bool)
+        if len(self._key):  # a cell seen again keeps its row (newest wins)
+            order = np.argsort(self._key)
+            pos = np.minimum(np.searchsorted(self._key, ukey, sorter=order), len(order) - 1)
+            rows = order[pos]
+            new = self._key[rows] != ukey
+            old = ~new
+            if old.any():
+                r = rows[old]
+                self._xy[r], self._t[r], self._n[r], self._z[r] = xy[old], t, n[old], ztop[old]
+        if new.any():  # new cells at the end, in cell-key order
+            self._key = np.concatenate([self._key, ukey[new]])
+            self._xy = np.concatenate([self._xy, xy[new]])
+            self._t = np.concatenate([self._t, np.full(int(new.sum()), float(t))])
+            self._n = np.concatenate([self._n, n[new]])
+            self._z = np.concatenate([self._z, ztop[new]])
 
     def cells(self, t: float, pose: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
         """Remembered cells younger than ``keep_s``: ((K, 2) float64 points in the base_link of
         ``pose``, m; (K,) float64 depth points each stands for). Older cells are dropped."""
-        old = [k for k, v in self._cells.items() if t - v[2] > self.keep_s]
-        for k in old:
-            del self._cells[k]
-        if not self._cells:
+        if not len(self._key):
             return np.zeros((0, 2)), np.zeros(0)
-        vals = list(self._cells.values())
-        a = np.array([(v[0], v[1]) for v in vals], dtype=np.float64)
-        n = np.array([v[3] for v in vals], dtype=np.float64)
+        old = t - self._t > self.keep_s
+        if old.any():
+            self._keep(~old)
+            if not len(self._key):
+                return np.zeros((0, 2)), np.zeros(0)
         x, y, th = pose
         c, s = math.cos(th), math.sin(th)
-        dx, dy = a[:, 0] - x, a[:, 1] - y
-        return np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1), n
+        dx, dy = self._xy[:, 0] - x, self._xy[:, 1] - y
+        return np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1), self._n.astype(np.float64)
 
     def points(self, t: float, pose: tuple[float, float, float]) -> np.ndarray:
         """Remembered points younger than ``keep_s`` as (N, 2) float32 in the base_link of ``pose``

@@ -475,8 +475,6 @@ class PeopleTracker:
             visible: (N, 2) base_link points -> (N,) bool, where the sensors see; None = everywhere.
                 An unseen track inside it is dropped after ``max_age_s``, outside after ``max_unseen_s``.
         """
-        from scipy.optimize import linear_sum_assignment
-
         cfg = self.cfg
         if self._t is not None and t < self._t:
             self.reset()
@@ -492,6 +490,8 @@ class PeopleTracker:
         if self._tracks and len(z):
             pred = np.array([tr.kf.x[:2] for tr in self._tracks])
             cost = np.linalg.norm(pred[:, None, :] - z[None, :, :], axis=2)
+            from scipy.optimize import linear_sum_assignment  # imported only where it is used (~0.3 s)
+
             rows, cols = linear_sum_assignment(cost)
             for r, ci in zip(rows.tolist(), cols.tolist(), strict=True):
                 if cost[r, ci] <= cfg.gate_m:

@@ -121,6 +121,7 @@ class Crowd:
 
     def _refresh(self) -> None:
         h = self.humans
+        self._positions_memo: tuple[float, np.ndarray] | None = None
         self._a = np.array([x.a for x in h], dtype=np.float64).reshape(-1, 3)
         self._b = np.array([x.b for x in h], dtype=np.float64).reshape(-1, 3)
         self._phase = np.array([x.phase for x in h], dtype=np.float64)
@@ -129,6 +130,9 @@ class Crowd:
         self._fwd = np.arctan2(d[:, 1], d[:, 0])
         self._moving = np.linalg.norm(d[:, :2], axis=1) > 1e-6
         self.radii = np.array([x.radius for x in h], dtype=np.float64)
+        # fastest horizontal speed of each (m/s of sim time): d/dt of a + (b - a)(1 - cos 2 pi u) / 2
+        # with du/dt = frame_rate / CYCLE_FRAMES peaks at pi |b - a| frame_rate / CYCLE_FRAMES
+        self.max_speeds = math.pi * np.hypot(d[:, 0], d[:, 1]) * self.frame_rate / CYCLE_FRAMES
         self.ids = [x.human_id for x in h]
 
     def __len__(self) -> int:
@@ -139,12 +143,20 @@ class Crowd:
         return (t * self.frame_rate + self._phase) % CYCLE_FRAMES
 
     def positions(self, t: float) -> np.ndarray:
-        """(M, 3) float64 body base positions (map frame, m) at sim time ``t`` (s)."""
+        """(M, 3) float64 body base positions (map frame, m) at sim time ``t`` (s); read-only (the
+        last time's array is reused: the world, the camera and the tracker ask it every tick)."""
+        memo = self._positions_memo
+        if memo is not None and memo[0] == t:
+            return memo[1]
         if not self.humans:
-            return np.zeros((0, 3))
-        u = self.frame(t) / CYCLE_FRAMES
-        w = 0.5 - 0.5 * np.cos(2.0 * math.pi * u)  # 0 at a, 1 at b (half cycle), back to 0
-        return self._a + (self._b - self._a) * w[:, None]
+            p = np.zeros((0, 3))
+        else:
+            u = self.frame(t) / CYCLE_FRAMES
+            w = 0.5 - 0.5 * np.cos(2.0 * math.pi * u)  # 0 at a, 1 at b (half cycle), back to 0
+            p = self._a + (self._b - self._a) * w[:, None]
+        p.flags.writeable = False
+        self._positions_memo = (t, p)
+        return p
 
     def positions_many(self, ts: np.ndarray) -> np.ndarray:
         """(T, M, 3) float64 positions (map frame, m) at each of the sim times ``ts`` (s), vectorised."""
