@@ -383,27 +383,56 @@ def test_batch_terrain_is_what_the_camera_sees_on_stairs(havln_data, scan, pose,
         assert hz is None, (why, hz)
 
 
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [((4.84, -1.50, -0.04, -0.18), (5.08, -1.55, -0.22, -0.18)), ((4.59, -1.52, 0.14, -0.18), (4.84, -1.50, -0.04, -0.18))],
-)
-def test_batch_terrain_is_judged_against_the_ground_under_the_robot_at_each_frame(havln_data, a, b):
-    """val_seen 1140 (scan JF19kD82Mey), one MOVE_FORWARD down ramp 10 (issue 23): batch sampled the
-    stairs at the start of a step and judged their heights against the ground there for the whole
-    step, while live judges each frame against the ground under the robot when it is taken. A
-    frame taken after the step (no new sample) now sees what a fresh sample there sees."""
+def test_batch_terrain_is_judged_against_the_ground_under_the_robot_at_each_frame(havln_data):
+    """val_seen 1140 (scan JF19kD82Mey), on ramp 10 looking across the flight (issue 23): batch
+    sampled the stairs at the start of a step and judged their heights against the ground there for
+    the whole step, while live judges each frame against the ground under the robot when it is
+    taken. A frame taken 0.25 m further on (no new sample) sees what a fresh sample there sees, and
+    what is an obstacle at either end is what rendered depth gives motion_node (there: obstacles
+    within 0.9 m at the start, none at the end)."""
 
     def near(obs):  # the frame's points within 0.9 m of base_link, as a sorted list (mm)
         p = obs.points[np.hypot(obs.points[:, 0], obs.points[:, 1]) < 0.9]
         return sorted(map(tuple, np.round(p * 1000).astype(int).tolist()))
 
+    yaw = -0.18 + math.pi / 2
+    a = (4.84, -1.50, -0.04, yaw)
+    b = (4.84 + 0.25 * math.cos(yaw), -1.50 + 0.25 * math.sin(yaw), -0.04, yaw)
     w, loop = _loop_at(havln_data, "JF19kD82Mey", a)
-    seen_at_a = near(loop.obstacles())
-    _, fresh = _loop_at(havln_data, "JF19kD82Mey", b)
-    seen_at_b = near(fresh.obstacles())
-    assert seen_at_a != seen_at_b  # the step changes what is an obstacle
+    seen_at_a, live_at_a = near(loop.obstacles()), near(_live_stairs_obstacles(w))
+    w_b, fresh = _loop_at(havln_data, "JF19kD82Mey", b)
+    seen_at_b, live_at_b = near(fresh.obstacles()), near(_live_stairs_obstacles(w_b))
+    assert seen_at_a and live_at_a and not seen_at_b and not live_at_b  # the step changes what is an obstacle, in both worlds
     _place(w, *b)  # the robot walked on; the samples stay those of the start
     assert near(loop.obstacles()) == seen_at_b
+
+
+def test_a_flight_seen_from_its_side_is_climbable_when_the_frame_sees_its_foot(havln_data):
+    """val_seen 711 (scan aayBHfsNo7d), reference-following file, action 47: the robot stands on
+    floor 5 beside ramp 28, whose side rises 0.26-0.36 m above the floor 0.5 m ahead and whose
+    foot (where it meets the floor) lies 1.4 m ahead, in view. motion_node's climbable-ground rule
+    runs on each depth frame's own points: the flight connects to the floor at its foot and is
+    climbable ground, so the step goes (live, unloaded: 0 refusals, success). Batch judged the
+    rule on the ground within 0.75 m of base_link only, never saw the foot, kept the flight's side
+    as a wall (26,890 depth points 0.12 m ahead) and refused 28 steps. Batch now judges it on the
+    cells the frame sees (the camera's field of view out to its depth range)."""
+    params = sim_profile()[0]
+    cfg = MotionConfig.from_params(params)
+    w, loop = _loop_at(havln_data, "aayBHfsNo7d", (16.25, -4.89, 3.49, math.radians(164.0)))
+    assert (w._support.kind, w._support.index) == ("floor", 5)
+    live, batch = _live_stairs_obstacles(w), loop.obstacles()
+    batch.people = []
+    hz = [
+        forward_hazard(o, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        for o in (live, batch)
+    ]
+    assert hz == [None, None], hz
+    # the flight's surface is in the camera's view, in the obstacle band, and counts as ground in both
+    from test_sim_render import rendered_motion_depth
+
+    xyz, _ = rendered_motion_depth(w.scene, w.camera_pose, w.t)
+    ahead = xyz[(xyz[:, 0] > 0.5) & (xyz[:, 0] < 0.8) & (np.abs(xyz[:, 1]) < 0.2)]
+    assert len(ahead) > 500 and ahead[:, 2].min() > params["obstacle_min_height_m"] + 0.1
 
 
 def _frame_map_xy(world, pts):

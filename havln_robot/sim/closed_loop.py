@@ -29,7 +29,8 @@ patch (:func:`wall_weights`: columns x rows of a ``depth_stride``-strided 640x48
 over the ``obstacle_min_height_m``..``obstacle_max_height_m`` band), so the ``min_obstacle_points``
 threshold of :func:`~havln_robot.motion.safety.forward_hazard` / ``turn_hazard`` counts the same
 thing in both worlds (:attr:`Obstacles.weights`). Stairs and split levels are sampled as ground
-cells through motion_node's climbable-terrain rule (:func:`~havln_robot.motion.safety.climbable_mask`).
+cells through motion_node's climbable-terrain rule (:func:`~havln_robot.motion.safety.climbable_mask`),
+judged on the cells the frame sees as motion_node judges each depth frame (:meth:`ClosedLoop._terrain_points`).
 At the camera rate the samples inside the camera's :class:`~havln_robot.motion.safety.ViewRegion`
 (field of view, range, the blind zone under the image) are one depth frame, remembered in the
 SAME :class:`~havln_robot.motion.safety.ObstacleMemory` as live (odom frame, believed pose, 3 s):
@@ -64,6 +65,7 @@ from havln_robot.motion.safety import (
     Obstacles,
     Person,
     ViewRegion,
+    blind_zone_m,
     climbable_mask,
     rebase_person,
     rebase_points,
@@ -574,10 +576,7 @@ class ClosedLoop:
         )
         if not near_ramp and not (sup.kind == "floor" and len(scene.near_floors(sup.index)) > 1):
             return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-        # the cells within reach, in rows of x (the order the frame's points keep); the heights of
-        # the surfaces drawn in each (absolute z, m; Scene.drawn_surfaces_many) come from square
-        # tiles of TERRAIN_TILE cells computed once per scene; which one the camera sees depends on
-        # its height, chosen per frame (:meth:`_terrain_points`)
+        # the cells within reach, in rows of x (the order the frame's points keep)
         c = TERRAIN_CELL_M
         n = int(math.ceil(reach / c))
         ix0, iy0 = int(round(x / c)), int(round(y / c))
@@ -585,7 +584,24 @@ class ClosedLoop:
         gi, gj = gi.ravel(), gj.ravel()
         px, py = gi * c, gj * c
         keep = (px - x) ** 2 + (py - y) ** 2 <= reach * reach
-        gi, gj, px, py = gi[keep], gj[keep], px[keep], py[keep]
+        gi, gj = gi[keep], gj[keep]
+        xy, H, R = self._cell_surfaces(gi, gj)
+        if not len(xy):
+            return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
+        return xy, H, R
+
+    def _cell_surfaces(self, gi: np.ndarray, gj: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The drawn surfaces of :data:`TERRAIN_CELL_M` cells (integer cell indices ``gi``, ``gj``:
+        the cell's corner is (gi, gj) x the cell size, map frame), from square tiles of
+        :data:`TERRAIN_TILE` cells computed once per scene (:meth:`Scene.drawn_surfaces_many`).
+
+        Returns:
+            ((N, 2) corners of the cells where something is drawn, in the order given, map xy, m;
+            (N, K) absolute heights of the surfaces drawn there, -inf where a column is not drawn;
+            (N, K) the ramp whose sloped part each is, -1 for flat surfaces).
+        """
+        scene = self.world.scene
+        c = TERRAIN_CELL_M
         tiles = scene.__dict__.setdefault("_terrain_tiles", {})
         T = TERRAIN_TILE
         ti, tj = gi // T, gj // T
@@ -607,9 +623,7 @@ class ClosedLoop:
             H[sel, : h.shape[1]] = h
             R[sel, : r.shape[1]] = r
         drawn = np.isfinite(H).any(axis=1)
-        if not drawn.any():
-            return np.zeros((0, 2)), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64)
-        return np.stack([px[drawn], py[drawn]], axis=1), H[drawn], R[drawn]
+        return np.stack([gi[drawn] * c, gj[drawn] * c], axis=1), H[drawn], R[drawn]
 
     def _terrain_points(self) -> tuple[np.ndarray, np.ndarray]:
         """Ground the camera sees inside the obstacle height band: stairs rising ahead, a split level
@@ -620,10 +634,15 @@ class ClosedLoop:
         ``obstacle_max_height_m``) and drops the ground it can climb
         (:func:`~havln_robot.motion.safety.climbable_mask`: stairs and ramps rising at most
         ``max_step_height_m`` per cell, reachable from its floor) -- the same two rules apply here,
-        on the analytic ground heights (the batch world sees all the ground: no blind zone). What
-        remains is a face taller than a step (a split level's edge). The cells are :meth:`_terrain_cells`;
-        their heights are judged against the ground under the robot at the frame's time (a frame
-        taken halfway up a flight sees the flight from there, as live). Each cell's ground is what the
+        on the analytic ground heights of :data:`TERRAIN_CELL_M` cells. What remains is a face
+        taller than a step (a split level's edge, a flight's side where the frame does not see the
+        flight meet the floor). The candidates are the cells within :data:`TERRAIN_REACH_M`
+        (:meth:`_terrain_cells`) that the camera sees inside the band; whether they are climbable is
+        judged, as motion_node judges one depth frame, on every cell the frame sees
+        (:meth:`_sector_cells`: the field of view out to ``depth_max_m``, low ground nearer than the
+        image's lower edge unseen, the same blind-zone seeding). Heights are judged against the
+        ground under the robot at the frame's time (a frame taken halfway up a flight sees the
+        flight from there, as live). Each cell's ground is what the
         camera sees there: the highest drawn surface it looks down on (:meth:`Scene.drawn_surfaces`:
         floor slabs with their stairwell openings cut, :func:`~havln_robot.sim.scene.stairwell_cut`,
         below the camera; ramps whose plane passes under it, :meth:`Scene.ramp_planes_below`)."""
@@ -635,29 +654,86 @@ class ClosedLoop:
         c = TERRAIN_CELL_M
         # judged against the ground under the robot NOW (live: each frame's heights are above the
         # feet when it was taken), on the cells within reach; a look (or a turn by less than 3 deg) reuses the result
-        key = (self._walls_key, int(round(x / c)), int(round(y / c)), int(round(z0 * 100)), int(round(float(w.pose[3]) * 20)))
+        view = self._view()
+        key = (
+            self._walls_key,
+            int(round(x / c)),
+            int(round(y / c)),
+            int(round(z0 * 100)),
+            int(round(float(w.pose[3]) * 20)),
+            round(view.mount.pitch, 6),
+        )
         if key == self._terr_key:
             return self._terr_pts
-        P = self._terr_xy
-        near = (P[:, 0] - x) ** 2 + (P[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2
         # the camera sees the highest drawn surface it is above (one rising ahead is seen even where
         # it is higher than the camera; one overhead is not)
         cam_z = z0 + float(self.params["camera_z_m"])
         yaw = float(w.pose[3])
+        cy_, sy_ = math.cos(yaw), math.sin(yaw)
         cx, cy = self._cam_xy
-        cam_x, cam_y = x + math.cos(yaw) * cx - math.sin(yaw) * cy, y + math.sin(yaw) * cx + math.cos(yaw) * cy
-        top = self._seen_surface(self._terr_h[near], self._terr_ramp[near], (cam_x, cam_y, cam_z))
-        seen = np.isfinite(top)
-        P, dz = P[near][seen], top[seen] - z0
+        cam_x, cam_y = x + cy_ * cx - sy_ * cy, y + sy_ * cx + cy_ * cy
         lo, hi = float(self.params["obstacle_min_height_m"]), float(self.params["obstacle_max_height_m"])
-        band = (dz >= lo) & (dz <= hi)
+        # first the ground within reach (in view, inside the height band): most frames near stairs have none
+        P = self._terr_xy
+        near = (P[:, 0] - x) ** 2 + (P[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2
+        top = self._seen_surface(self._terr_h[near], self._terr_ramp[near], (cam_x, cam_y, cam_z))
+        P, dz = P[near], top - z0
+        dx, dy = P[:, 0] + 0.5 * c - x, P[:, 1] + 0.5 * c - y  # cell centres, map axes, from base_link
+        cand = np.isfinite(top) & (dz >= lo) & (dz <= hi)
+        if cand.any():
+            cand[cand] = view.contains(cy_ * dx[cand] + sy_ * dy[cand], -sy_ * dx[cand] + cy_ * dy[cand], dz[cand])
         step = float(self.params["max_step_height_m"])
-        if step > 0 and band.any():  # motion_node's climbable-terrain rule on the same ground cells
-            # binned in the map frame (each sample is one TERRAIN_CELL_M cell; no blind zone here,
-            # so the rule does not need base_link coordinates); heights above the robot's ground
-            band &= ~climbable_mask(np.stack([P[:, 0] + 0.5 * c, P[:, 1] + 0.5 * c, dz], axis=1), step, cell_m=c)
-        self._terr_key, self._terr_pts = key, (P[band], dz[band])
+        if not cand.any() or step <= 0:
+            self._terr_key, self._terr_pts = key, (P[cand], dz[cand])
+            return self._terr_pts
+        # motion_node judges the ground on each frame's own points: whether that ground is climbable
+        # is decided on the cells this frame sees (the camera's field of view out to its depth range,
+        # ground nearer than the image's lower edge unseen), so a flight seen from its side counts
+        # as climbable when the frame also sees where it meets the floor (val_seen 711), as live
+        Q, H, R = self._sector_cells(cam_x, cam_y, yaw, view)
+        top = self._seen_surface(H, R, (cam_x, cam_y, cam_z))
+        seen = np.isfinite(top)
+        Q, qz = Q[seen], top[seen] - z0
+        qx, qy = Q[:, 0] + 0.5 * c - x, Q[:, 1] + 0.5 * c - y
+        vis = view.contains(cy_ * qx + sy_ * qy, -sy_ * qx + cy_ * qy, qz)
+        Q, qx, qy, qz = Q[vis], qx[vis], qy[vis], qz[vis]
+        # binned on the map's axes about base_link (each sample is one TERRAIN_CELL_M cell, so the
+        # cells stay cells); the blind zone as motion_node's ObstacleTracker passes it
+        climb = climbable_mask(np.stack([qx, qy, qz], axis=1), step, cell_m=c, blind_m=blind_zone_m(self._intrinsics, view.mount))
+        band = (qz >= lo) & (qz <= hi) & ~climb & ((Q[:, 0] - x) ** 2 + (Q[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2)
+        self._terr_key, self._terr_pts = key, (Q[band], qz[band])
         return self._terr_pts
+
+    def _sector_cells(self, cam_x: float, cam_y: float, yaw: float, view: ViewRegion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The :data:`TERRAIN_CELL_M` cells whose centres lie in the camera's horizontal field of view
+        within its depth range (``view``; a cell's width of slack, :meth:`ViewRegion.contains`
+        decides), with their drawn surfaces (:meth:`_cell_surfaces`).
+
+        Args:
+            cam_x: the camera's x, map frame, m.
+            cam_y: the camera's y, map frame, m.
+            yaw: its heading, map frame, rad.
+            view: motion_node's view region (half field of view, depth range).
+
+        Returns:
+            As :meth:`_cell_surfaces`.
+        """
+        c = TERRAIN_CELL_M
+        rng = float(view.max_range) + c
+        half = float(view.half_hfov) + c / max(float(view.min_range), 0.1)
+        a = yaw + np.linspace(-half, half, 9)
+        xs = np.concatenate([[cam_x], cam_x + rng * np.cos(a)])
+        ys = np.concatenate([[cam_y], cam_y + rng * np.sin(a)])
+        gi, gj = np.meshgrid(
+            np.arange(int(math.floor(xs.min() / c)) - 1, int(math.ceil(xs.max() / c)) + 1),
+            np.arange(int(math.floor(ys.min() / c)) - 1, int(math.ceil(ys.max() / c)) + 1),
+            indexing="ij",
+        )
+        gi, gj = gi.ravel(), gj.ravel()
+        ex, ey = (gi + 0.5) * c - cam_x, (gj + 0.5) * c - cam_y
+        bearing = np.abs((np.arctan2(ey, ex) - yaw + math.pi) % (2 * math.pi) - math.pi)
+        keep = (ex * ex + ey * ey <= rng * rng) & (bearing <= half)
+        return self._cell_surfaces(gi[keep], gj[keep])
 
     def obstacles(self) -> Obstacles:
         """What motion_node would know now, without a new depth frame: the points the camera sees
