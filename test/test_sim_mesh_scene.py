@@ -341,11 +341,6 @@ def test_hm3d_folder_layout_is_found(tmp_path, house):
     assert scene_mesh_path(tmp_path, SCAN) == d / "synth_house.basis.glb"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 23: in the closed-loop world 3 of the scan's 9 paths (1705, 7065, 1942) end stuck: motion_node's "
-    "executor refuses the next step at a flight's edge on the mesh's occupancy grid (docs/sim.md Stairs)",
-)
 def test_real_scan_graph_as_a_mesh_expert_walks_its_stairs(havln_data, tmp_path):
     """On the real data: scan rPc6DW4iMge (HA val_seen's scan with the most floor-changing paths: 7 of
     its 9; 9 floors) written as a y-up glb of its procedural geometry (synthetic_mesh.write_scene_mesh),
