@@ -121,12 +121,6 @@ SOLE_SOURCES = {
 #: discovery 1.7-1.8 s after start escaped the former 1.5 s probe).
 DOMAIN_CONFIRM_S = 3.0
 
-#: The discovery watch counts its DOMAIN_CONFIRM_S from the moment discovery shows the watch's own
-#: participant, but ends at the latest this many windows after it started (12 s). Beside two test
-#: suites and an eval on the 2-core VM, a second stack started after the first was up escaped a
-#: window counted from the start (test_bringup_domain [other-None], 2026-12-02).
-DOMAIN_WINDOW_MAX_FACTOR = 4.0
-
 
 def domain_lock_path(domain: str | int) -> Path:
     """The same-machine guard of a ROS domain: ``<tmp>/havln_robot-ros-domain-<id>.lock``.
@@ -148,8 +142,7 @@ class DomainProbe:
     Args:
         context: the rclpy Context our nodes will use.
         topic_names: topics this profile must be the only source of.
-        window_s: how long to watch, s, counted from when discovery first shows this probe's own
-            participant (at most :data:`DOMAIN_WINDOW_MAX_FACTOR` windows after the start).
+        window_s: how long to watch, s.
     """
 
     def __init__(self, context: Any, topic_names: list[str], window_s: float = DOMAIN_CONFIRM_S) -> None:
@@ -157,13 +150,7 @@ class DomainProbe:
 
         self.node = rclpy.create_node(f"havln_bringup_probe_{os.getpid()}", context=context, start_parameter_services=False)
         self._names = [t if t.startswith("/") else "/" + t for t in topic_names]
-        now = time.monotonic()
-        self._window_s = float(window_s)
-        self._t_end = now + self._window_s
-        # the window restarts when discovery first shows this process's own participant (on a
-        # loaded machine that alone can take seconds, and another graph is seen only after it),
-        # at most until DOMAIN_WINDOW_MAX_FACTOR windows after the start
-        self._t_latest = now + DOMAIN_WINDOW_MAX_FACTOR * self._window_s
+        self._t_end = time.monotonic() + window_s
         self._done = threading.Event()
         self._halt = threading.Event()
         self._own_nodes_from: float | None = None
@@ -186,7 +173,6 @@ class DomainProbe:
                 gid = bytes(i.endpoint_gid)
                 if i.node_name == self.node.get_name() and len(gid) >= 12 and any(gid[:12]):
                     self._prefix = gid[:12]
-                    self._t_end = max(self._t_end, min(time.monotonic() + self._window_s, self._t_latest))
         return self._prefix
 
     def _scan(self) -> tuple[dict[str, list[str]], bool]:
