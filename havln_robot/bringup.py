@@ -117,9 +117,22 @@ SOLE_SOURCES = {
 
 
 #: How long the discovery confirmation watches for another graph's publishers on the sole-source
-#: topics, s. It runs while the nodes start, so bringup is not slower by it (a stack seen by
-#: discovery 1.7-1.8 s after start escaped the former 1.5 s probe).
+#: topics before the stack counts as up, s. It runs while the nodes start, so bringup is not slower
+#: by it (a stack seen by discovery 1.7-1.8 s after start escaped the former 1.5 s probe).
 DOMAIN_CONFIRM_S = 3.0
+
+#: After that window the watch goes on for the whole run, looking this often, s: DDS discovery has
+#: no upper bound (a loaded machine, a Wi-Fi link between the Jetson and a laptop), so a stack that
+#: comes up after ours and escapes its own window is still found, and the newer of the two stops.
+DOMAIN_WATCH_PERIOD_S = 0.5
+
+#: How long a foreign publisher may stay without a visible bringup probe (node names arrive a little
+#: after the endpoints) before it counts as a node that is not a havln-robot stack, s.
+DOMAIN_NAMES_GRACE_S = 2.0
+
+#: Every bringup's discovery probe is named ``<PROBE_PREFIX><start ms>_<pid>``: the start time it
+#: carries says which of two stacks on one domain came up later (that one stops).
+PROBE_PREFIX = "havln_bringup_probe_"
 
 
 def domain_lock_path(domain: str | int) -> Path:
@@ -131,31 +144,83 @@ def domain_lock_path(domain: str | int) -> Path:
     return Path(base) / f"havln_robot-ros-domain-{domain}.lock"
 
 
+def probe_key(name: str) -> tuple[int, int] | None:
+    """(start time ms since the epoch, pid) of a bringup probe node name, None for other names."""
+    if not name.startswith(PROBE_PREFIX):
+        return None
+    parts = name[len(PROBE_PREFIX) :].split("_")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def late_conflict(own: tuple[int, int], probes: list[str]) -> str:
+    """What a running stack does about another graph's publisher on its sole-source topics, given
+    the node names the domain shows (``probes``: every node name discovery reports).
+
+    Returns:
+        ``"stop"``: a bringup that started before ours is there -- ours is the newcomer and stops;
+        ``"other_stops"``: only newer bringups -- the newcomer stops itself, we keep running;
+        ``"unknown"``: no other bringup (a teleop, a driver started by ``ros2 launch``, or names not
+        discovered yet).
+    """
+    keys = [k for k in (probe_key(n) for n in probes) if k is not None and k != own]
+    if any(k < own for k in keys):
+        return "stop"
+    return "other_stops" if keys else "unknown"
+
+
 class DomainProbe:
-    """Watches, on a thread, for publishers of another graph on ``topic_names`` for ``window_s``.
+    """Watches, on a thread, for publishers of another graph on ``topic_names``.
+
+    First for ``window_s`` while our nodes start (:meth:`result` returns what it found; the caller
+    refuses to run). With ``watch`` it then goes on looking every :data:`DOMAIN_WATCH_PERIOD_S`
+    until :meth:`cancel`: a publisher seen later means a second stack escaped both windows (slow
+    discovery); when it is a bringup that started before ours (:func:`late_conflict`, the start
+    time in the probes' names), ``on_conflict`` gets the finding -- ours is the newcomer and stops;
+    a publisher that is no bringup is logged (``log``) once, not stopped for.
 
     Publishers of this process's own context (our nodes, started meanwhile) are told apart by the
     DDS participant: the first 12 bytes of an endpoint GID are its participant's GUID prefix,
     the same for every node of one context. Where the RMW gives no usable GID, only what is seen
-    before :meth:`nodes_starting` counts.
+    before :meth:`nodes_starting` counts, and there is no watch.
 
     Args:
         context: the rclpy Context our nodes will use.
         topic_names: topics this profile must be the only source of.
-        window_s: how long to watch, s.
+        window_s: how long to watch before the stack counts as up, s.
+        watch: keep watching after the window (see above).
+        on_conflict: called once, from the probe's thread, with topic -> foreign node names.
+        log: where the watch's warnings go.
     """
 
-    def __init__(self, context: Any, topic_names: list[str], window_s: float = DOMAIN_CONFIRM_S) -> None:
+    def __init__(
+        self,
+        context: Any,
+        topic_names: list[str],
+        window_s: float = DOMAIN_CONFIRM_S,
+        watch: bool = False,
+        on_conflict: Callable[[dict[str, list[str]]], None] | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         import rclpy
 
-        self.node = rclpy.create_node(f"havln_bringup_probe_{os.getpid()}", context=context, start_parameter_services=False)
+        self.key = (time.time_ns() // 1_000_000, os.getpid())
+        self.node = rclpy.create_node(f"{PROBE_PREFIX}{self.key[0]}_{self.key[1]}", context=context, start_parameter_services=False)
         self._names = [t if t.startswith("/") else "/" + t for t in topic_names]
         self._t_end = time.monotonic() + window_s
+        self._watch = watch
+        self._on_conflict = on_conflict
+        self._log = log or (lambda s: None)
+        self._window_done = threading.Event()
         self._done = threading.Event()
         self._halt = threading.Event()
         self._own_nodes_from: float | None = None
         self._prefix: bytes | None = None
+        self._destroyed = False
         self.found: dict[str, list[str]] = {}
+        #: what the watch found after the window (topic -> node names), {} while nothing
+        self.late: dict[str, list[str]] = {}
         self._thread = threading.Thread(target=self._run, name="bringup-domain-probe", daemon=True)
 
     def start(self) -> DomainProbe:
@@ -188,46 +253,100 @@ class DomainProbe:
         return found, named
 
     def _run(self) -> None:
-        seen_at = None
         try:
-            while not self._halt.is_set():
-                now = time.monotonic()
-                if self._prefix is None and self._own_nodes_from is not None and self._own_prefix() is None:
-                    # our probe's own /rosout publisher is not in the graph yet (a loaded machine):
-                    # without its GID our nodes cannot be told apart, so wait for it rather than give
-                    # up watching (before, both stacks then ran: test_bringup_domain [other-None]); an
-                    # RMW that gives no usable GID never shows it: only the look before our nodes counts
-                    if now < self._t_end:
-                        time.sleep(0.05)
-                        continue
-                    break
-                found, named = self._scan()
-                if found:
-                    self.found = found
-                    seen_at = now if seen_at is None else seen_at
-                    # node names arrive a little after the endpoints: wait for them, briefly
-                    if named or now - seen_at > 0.5 or now >= self._t_end:
-                        break
-                elif now >= self._t_end:
-                    break
-                time.sleep(0.05)
+            self._window()
+            self._window_done.set()
+            if self._watch and not self.found:
+                self._watch_run()
         except Exception:  # context shut down under us: nothing more to learn
             pass
         finally:
+            self._window_done.set()
             self._done.set()
 
+    def _window(self) -> None:
+        seen_at = None
+        while not self._halt.is_set():
+            now = time.monotonic()
+            if self._prefix is None and self._own_nodes_from is not None and self._own_prefix() is None:
+                # our probe's own /rosout publisher is not in the graph yet (a loaded machine):
+                # without its GID our nodes cannot be told apart, so wait for it rather than give
+                # up watching (before, both stacks then ran: test_bringup_domain [other-None]); an
+                # RMW that gives no usable GID never shows it: only the look before our nodes counts
+                if now < self._t_end:
+                    time.sleep(0.05)
+                    continue
+                return
+            found, named = self._scan()
+            if found:
+                self.found = found
+                seen_at = now if seen_at is None else seen_at
+                # node names arrive a little after the endpoints: wait for them, briefly
+                if named or now - seen_at > 0.5 or now >= self._t_end:
+                    return
+            elif now >= self._t_end:
+                return
+            time.sleep(0.05)
+
+    def _watch_run(self) -> None:
+        first_seen: float | None = None
+        told: set[tuple[str, str]] = set()
+        while not self._halt.wait(DOMAIN_WATCH_PERIOD_S):
+            if self._own_prefix() is None:
+                continue  # our nodes cannot be told apart yet (an RMW without GIDs: never)
+            found, _ = self._scan()
+            if not found:
+                first_seen = None
+                continue
+            now = time.monotonic()
+            first_seen = now if first_seen is None else first_seen
+            names = [n for n, _ns in self.node.get_node_names_and_namespaces()]
+            what = late_conflict(self.key, names)
+            if what == "stop":
+                self.late = found
+                if self._on_conflict is not None:
+                    self._on_conflict(found)
+                return
+            if what == "unknown" and now - first_seen < DOMAIN_NAMES_GRACE_S:
+                continue  # the other side's probe may not be named by discovery yet
+            for t, who in found.items():
+                for n in who:
+                    if (what, t + n) not in told:
+                        told.add((what, t + n))
+                        if what == "other_stops":
+                            self._log(
+                                f"[bringup] WARN: {t} is also published by {n}, of a havln-robot stack started after this one; it stops itself"
+                            )
+                        else:
+                            self._log(
+                                f"[bringup] ERROR: {t} is also published by {n}, which is not a havln-robot stack: it competes with this "
+                                "stack's node; stop it"
+                            )
+
     def result(self) -> dict[str, list[str]]:
-        """Wait for the end of the window (or the first finding); topic → foreign node names."""
-        self._done.wait()
-        try:
-            self.node.destroy_node()
-        except Exception:
-            pass
+        """Wait for the end of the window (or the first finding); topic → foreign node names.
+
+        Without ``watch`` (or when something was found) the probe is done and its node destroyed;
+        a watching probe goes on until :meth:`cancel`."""
+        self._window_done.wait()
+        if not self._watch or self.found or self._done.is_set():
+            self._done.wait()
+            self._destroy()
         return self.found
 
+    def _destroy(self) -> None:
+        if not self._destroyed:
+            self._destroyed = True
+            try:
+                self.node.destroy_node()
+            except Exception:
+                pass
+
     def cancel(self) -> None:
+        """Stop looking (window or watch) and destroy the probe's node."""
         self._halt.set()
-        self.result()
+        self._done.wait()
+        self._destroy()
 
 
 def foreign_publishers(context: Any, topic_names: list[str], wait_s: float = DOMAIN_CONFIRM_S) -> dict[str, list[str]]:
@@ -251,15 +370,28 @@ class Bringup:
             (:data:`SOLE_SOURCES`: clock and odom of sim_node, odom of go2_driver_node, cmd_vel of
             motion_node). Two guards: the per-domain OS lock (:func:`domain_lock_path`; another
             havln-robot stack on this machine, instantly, whatever the discovery timing; taken
-            whenever the profile has such topics) and a DDS discovery watch of
-            :data:`DOMAIN_CONFIRM_S` that runs while the nodes start (other machines, teleops).
+            whenever the profile has such topics) and a DDS discovery watch
+            (:class:`DomainProbe`: ``domain_confirm_s`` while the nodes start, refusing to run; then
+            for the whole run, where a bringup that started before this one and was discovered late
+            makes this one stop, as :attr:`failed` with a ConfigError).
+        domain_confirm_s: the discovery window while the nodes start, s (:data:`DOMAIN_CONFIRM_S`).
 
     Attributes:
         nodes: node name → node instance, for the nodes that started.
     """
 
-    def __init__(self, profile: Profile, log: Callable[[str], None] | None = None, check_graph: bool = True, namespace: str = "") -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        log: Callable[[str], None] | None = None,
+        check_graph: bool = True,
+        namespace: str = "",
+        domain_confirm_s: float = DOMAIN_CONFIRM_S,
+    ) -> None:
         self.profile = profile
+        self.domain_confirm_s = float(domain_confirm_s)
+        self._probe: DomainProbe | None = None
+        self._domain = ""
         self.namespace = namespace
         self.check_graph = check_graph
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -269,6 +401,19 @@ class Bringup:
         self._context = None
         self._domain_lock: locks.HeldLock | None = None
         self.failed: tuple[str, BaseException] | None = None
+
+    def _domain_conflict(self, found: dict[str, list[str]]) -> None:
+        """The discovery watch found, after start, an older stack's publishers (probe thread)."""
+        who = "; ".join(f"{t} by {', '.join(n)}" for t, n in found.items())
+        exc = ConfigError(
+            f"ROS domain {self._domain} already has {who} -- another simulator, driver or demo that started before this stack "
+            f"and that DDS discovery showed only now. Stop it, or run this one on a free domain, e.g. "
+            f"ROS_DOMAIN_ID={_free_domain_hint(self._domain)}"
+        )
+        if self.failed is None:
+            self.failed = ("the ROS domain watch", exc)
+            print(f"[bringup] stopping every node: {exc}", file=sys.stderr, flush=True)
+        self._stop.set()
 
     def _node_failed(self, name: str, exc: BaseException) -> None:
         if self.failed is None:
@@ -289,6 +434,7 @@ class Bringup:
 
         sole = sorted({str(params[k]) for name, params in self.profile.nodes.items() for k in SOLE_SOURCES.get(name, ()) if k in params})
         domain = os.environ.get("ROS_DOMAIN_ID", "") or "0"
+        self._domain = domain
         if sole:
             try:
                 self._domain_lock = locks.acquire(domain_lock_path(domain), what=f"havln-robot stack {self.profile.path}")
@@ -311,7 +457,11 @@ class Bringup:
             raise
         # node failures and stuck callbacks always reach stderr, whatever self.log does with status lines
         self._threads = NodeThreads(self._context, lambda s: print(s, file=sys.stderr, flush=True), self._node_failed)
-        probe = DomainProbe(self._context, sole).start() if sole and self.check_graph else None
+        probe = None
+        if sole and self.check_graph:
+            probe = DomainProbe(
+                self._context, sole, self.domain_confirm_s, watch=True, on_conflict=self._domain_conflict, log=self.log
+            ).start()
         fill_provenance(self.profile)
         try:
             gt_people = self.profile.nodes.get("sim_node", {}).get("people_source") == "ground_truth"
@@ -335,6 +485,7 @@ class Bringup:
             self.shutdown()
             raise
         busy = probe.result() if probe is not None else {}
+        self._probe = probe if probe is not None and not busy else None
         if busy:
             self.shutdown()
             who = "; ".join(f"{t} by {', '.join(n)}" for t, n in busy.items())
@@ -395,6 +546,9 @@ class Bringup:
         if self._context is None:
             return
         self._safe_stop_all()
+        if self._probe is not None:
+            self._probe.cancel()
+            self._probe = None
         if self._threads is not None:
             time.sleep(0.2)
             self._threads.stop()
@@ -598,6 +752,9 @@ def main(argv: list[str] | None = None) -> int:
             bringup.log(f"[bringup] --duration {args.duration:g} s elapsed; stopping")
     finally:
         bringup.shutdown()
+    if bringup.failed is not None and isinstance(bringup.failed[1], ConfigError):
+        print(f"havln-robot launch: {bringup.failed[1]}", file=sys.stderr)
+        return 2
     if stopped_by["signum"]:
         return 128 + stopped_by["signum"]  # stopped by a signal: not a success (shell convention)
     return 1 if bringup.failed else 0
