@@ -181,3 +181,32 @@ def test_heading_jitter_renders_panorama_views_off_their_nominal_headings():
         run_episode(World(Scene.builtin(), builtin_episode(), seed=0), pol, heading_jitter_deg=jitter)
         d = np.degrees(np.abs((pol.seen[0].headings - nominal + np.pi) % (2 * np.pi) - np.pi))
         assert lo <= d.max() <= hi, d
+
+
+def test_bench_expert_times_the_closed_loop_parts_without_changing_the_walk():
+    """`bench sim --expert` (issue 23's speed budget): its timers wrap the loop's parts on the
+    instance; the walk is the one the expert makes untimed, every control tick and depth frame is
+    counted, and the printed ceiling is the executor's own time per action."""
+    from havln_robot.bench.sim import bench_expert
+    from havln_robot.episodes import builtin_episode
+    from havln_robot.sim.expert import Expert
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.scene import Scene
+    from havln_robot.sim.world import World
+
+    scene, ep = Scene.builtin(), builtin_episode()
+    w = World(scene, ep, Crowd.from_episode(ep, scene, seed=0), seed=0)
+    ex = Expert(w)
+    while not w.done:
+        w.step(ex.act())
+    untimed = list(w.actions)
+    x = bench_expert([ep], lambda scan: scene)
+    assert x["actions"] == len(untimed) and x["success"] == int(w.metrics().success) == 1
+    ticks = x["parts"]["executor"]["calls_per_action"] * x["actions"]
+    moving = sum(a != "STOP" for a in untimed)
+    # every executed action ticks the executor at 50 Hz for ~0.3-2 s; a frame every ~1.7 ticks (30 Hz)
+    assert 10 * moving <= ticks <= 120 * moving
+    frames = x["parts"]["frame"]["calls_per_action"] * x["actions"]
+    assert 0.4 * ticks <= frames <= 0.9 * ticks
+    assert x["ceiling_actions_per_s"] == pytest.approx(1e3 / x["parts"]["executor"]["ms_per_action"])
+    assert x["actions_per_s"] < x["ceiling_actions_per_s"]

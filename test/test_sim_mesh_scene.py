@@ -314,10 +314,13 @@ def test_bench_sim_scenes_prints_frame_rates(house, capsys):
             "20",
             "--node-seconds",
             "0",
+            "--expert",
+            "1",
         ]
     )
     out = capsys.readouterr().out
     assert rc == 0 and "mesh scenes" in out and "288 triangles" in out
+    assert "batch expert (1 episode, " in out and "the executor's ticks alone cap" in out
     rows = [ln for ln in out.splitlines() if "deg HFOV" in ln]
     assert len(rows) == 3 and all(float(ln.split("HFOV")[1].split()[0]) > 0 for ln in rows), rows
 

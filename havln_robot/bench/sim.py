@@ -7,7 +7,11 @@ Measures, on this machine:
    and 256x256 (90 deg HFOV, the HA-VLN-CE sensors), from poses along real episode paths;
 2. **steps**: discrete actions/s of :meth:`havln_robot.sim.world.World.step` (batch mode, no
    rendering) with a random policy;
-3. **sim_node** (``--node-seconds``, default 10): sim_node in this process, driven by
+3. **expert** (``--expert N``, default 20): the expert in batch on the first N episodes, actions/s
+   and where the time goes (the executor's control ticks, the base and world, the depth frames
+   with the people tracker), and the bound the executor's ticks alone put on a batch world that
+   steps them one by one (issue 23's budget of 500 actions/s; :func:`bench_expert`);
+4. **sim_node** (``--node-seconds``, default 10): sim_node in this process, driven by
    ``cmd_vel``, with a subscriber counting what arrives: camera, odom, imu, clock, ground truth
    rates (Hz of wall time) and the real-time factor.
 
@@ -56,6 +60,33 @@ def _episodes(path: str, conn: str, n: int, scenes_dir: str | None = None) -> li
         if len(out) >= n:
             break
     return out
+
+
+def _first_episodes(path: str, conn: str, n: int) -> list[Any]:
+    """The first ``n`` episodes of ``path`` (all scans), or the builtin one without the data."""
+    from havln_robot.episodes import builtin_episode, load_episodes
+    from havln_robot.paths import resolve
+
+    ep_file, conn_dir = resolve(path), resolve(conn)
+    if not ep_file.is_file() or not conn_dir.is_dir():
+        return [builtin_episode()]
+    return list(load_episodes(ep_file, conn_dir, limit=n))
+
+
+def _scene_loader(args: argparse.Namespace) -> Any:
+    """scan id -> scene (procedural, the builtin one, or ``--scenes`` meshes), cached."""
+    from havln_robot.paths import resolve
+    from havln_robot.sim.mesh_scene import load_scene
+    from havln_robot.sim.scene import Scene
+
+    cache: dict[str, Any] = {}
+
+    def get(scan: str) -> Any:
+        if scan not in cache:
+            cache[scan] = Scene.builtin() if scan == "builtin" else load_scene(scan, resolve(args.connectivity), args.scenes)
+        return cache[scan]
+
+    return get
 
 
 def _poses(ep: Any, k: int) -> list[tuple[float, float, float, float]]:
@@ -196,6 +227,79 @@ def bench_steps(eps: list[tuple[Any, Any]], steps: int) -> dict[str, Any]:
     return {"steps": n, "steps_per_s": n / dt, "us_per_step": 1e6 * dt / n}
 
 
+def _timed(acc: dict[str, float], key: str, fn: Any) -> Any:
+    """``fn`` wrapped to add its wall time (s) to ``acc[key]`` and its calls to ``acc[key + '_calls']``."""
+
+    def g(*a: Any, **k: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            acc[key] += time.perf_counter() - t0
+            acc[key + "_calls"] += 1
+
+    return g
+
+
+def bench_expert(episodes: list[Any], load_scene: Any) -> dict[str, Any]:
+    """The expert in batch (issue 23's speed budget), and where its time goes.
+
+    Each episode runs :class:`~havln_robot.sim.expert.Expert` in a :class:`~havln_robot.sim.world.World`
+    (seed 0, its people) to its end, with timers (``time.perf_counter``, ~0.3 us a call) around the
+    parts of the closed loop (:class:`~havln_robot.sim.closed_loop.ClosedLoop`, wrapped on the
+    instance, the product code untouched): the executor's tick (``Executor.update``), the base and
+    world step (``_physics``), a depth frame with the people tracker (``_frame``).
+
+    Args:
+        episodes: HA-R2R episodes.
+        load_scene: scan id -> scene.
+
+    Returns:
+        actions, wall s, actions/s, per part: s per action, calls per action; ``ceiling_actions_per_s``:
+        the most actions/s the executor's ticks alone allow (1 / its time per action), the bound
+        for a batch world that ticks it at motion_node's rate, however cheap everything else gets.
+    """
+    from havln_robot.sim.expert import Expert
+    from havln_robot.sim.humans import Crowd
+    from havln_robot.sim.world import World
+
+    acc: dict[str, float] = {k: 0.0 for k in ("executor", "executor_calls", "base_world", "base_world_calls", "frame", "frame_calls")}
+    actions, success, wall = 0, 0, 0.0
+    for ep in episodes:
+        scene = load_scene(ep.scan)
+        w = World(scene, ep, Crowd.from_episode(ep, scene, seed=0), seed=0)
+        t0 = time.perf_counter()
+        expert = Expert(w)
+        loop = w.loop
+        loop._physics = _timed(acc, "base_world", loop._physics)
+        loop._frame = _timed(acc, "frame", loop._frame)
+        loop.executor.update = _timed(acc, "executor", loop.executor.update)
+        while not w.done:
+            w.step(expert.act())
+        wall += time.perf_counter() - t0
+        actions += len(w.actions)
+        success += int(w.metrics().success)
+    n = max(actions, 1)
+    parts = {
+        k: {
+            "ms_per_action": 1e3 * acc[k] / n,
+            "calls_per_action": acc[k + "_calls"] / n,
+            "us_per_call": 1e6 * acc[k] / max(acc[k + "_calls"], 1),
+        }
+        for k in ("executor", "base_world", "frame")
+    }
+    return {
+        "episodes": len(episodes),
+        "success": success,
+        "actions": actions,
+        "wall_s": wall,
+        "actions_per_s": actions / wall if wall > 0 else 0.0,
+        "ms_per_action": 1e3 * wall / n,
+        "parts": parts,
+        "ceiling_actions_per_s": 1e3 / parts["executor"]["ms_per_action"] if acc["executor"] > 0 else math.inf,
+    }
+
+
 def bench_node(seconds: float, width: int, height: int, scene_source: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run sim_node in-process, drive it with cmd_vel, count what a subscriber receives (Hz of wall time).
     ``extra``: more sim_node parameters (the episode file, connectivity and ``scenes_dir`` of ``--scenes``)."""
@@ -291,7 +395,7 @@ def bench_node(seconds: float, width: int, height: int, scene_source: str, extra
 
 
 def main(argv: list[str]) -> int:
-    """``havln-robot bench sim [--scans N] [--scenes DIR|synthetic] [--frames N] [--steps N] [--node-seconds S] [--out FILE]``; returns the exit code."""
+    """``havln-robot bench sim [--scans N] [--scenes DIR|synthetic] [--frames N] [--steps N] [--expert N] [--node-seconds S] [--out FILE]``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="havln-robot bench sim", description="Renderer frames/s, batch steps/s and sim_node topic rates.")
     ap.add_argument("--episodes", default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)")
     ap.add_argument("--connectivity", default="$DATA/connectivity", help="Matterport3D connectivity folder")
@@ -303,13 +407,19 @@ def main(argv: list[str]) -> int:
         help="render the scans' meshes from DIR (<scan>/<scan>.glb); 'synthetic' = a generated Matterport-scale mesh "
         "(~1.5 M triangles, 24 textures, in a temporary folder); default: procedural scenes",
     )
-    ap.add_argument("--frames", type=number_in(1, integer=True), default=50, help="frames per scan and resolution (default 50)")
+    ap.add_argument("--frames", type=number_in(0, integer=True), default=50, help="frames per scan and resolution (default 50; 0 = skip)")
     ap.add_argument(
         "--compare-renderers",
         action="store_true",
         help="with --scenes: frames/s of MuJoCo vs pyrender vs open3d (those installed) on the first scan's mesh, each in its own process",
     )
     ap.add_argument("--steps", type=number_in(0, integer=True), default=5000, help="discrete actions to time (default 5000; 0 = skip)")
+    ap.add_argument(
+        "--expert",
+        type=number_in(0, integer=True),
+        default=20,
+        help="time the expert in batch on the first N episodes, with where its time goes (default 20; 0 = skip)",
+    )
     ap.add_argument(
         "--node-seconds",
         type=number_in(0, 600, unit="s"),
@@ -390,6 +500,18 @@ def main(argv: list[str]) -> int:
         result["steps"] = bench_steps(eps, args.steps)
         s = result["steps"]
         print(f"batch World.step (random actions): {s['steps_per_s']:.0f} steps/s ({s['us_per_step']:.0f} us/step, {s['steps']} steps)")
+    if args.expert > 0:
+        result["expert"] = x = bench_expert(_first_episodes(args.episodes, args.connectivity, args.expert), _scene_loader(args))
+        print(
+            f"batch expert ({x['episodes']} episode{'s' if x['episodes'] != 1 else ''}, {x['success']} succeed): {x['actions']} actions in {x['wall_s']:.1f} s, "
+            f"{x['actions_per_s']:.0f} actions/s ({x['ms_per_action']:.2f} ms/action; issue 23's budget: 500)"
+        )
+        names = {"executor": "Executor.update (a control tick)", "base_world": "base + world step", "frame": "depth frame + people tracker"}
+        for k, v in x["parts"].items():
+            print(
+                f"  {names[k]:34s} {v['ms_per_action']:6.2f} ms/action  {v['calls_per_action']:5.1f} calls/action  {v['us_per_call']:6.1f} us/call"
+            )
+        print(f"  the executor's ticks alone cap a tick-by-tick batch world at {x['ceiling_actions_per_s']:.0f} actions/s on this machine")
     if args.node_seconds > 0:
         data_ok = len(eps) > 1 or eps[0][1].scan != "builtin"
         extra = None
