@@ -89,7 +89,7 @@ class Plan:
             model_episodes=2,
             replay_episodes=2,
             agreement_episodes=2,
-            sim=["--scans", "1", "--frames", "3", "--steps", "200", "--node-seconds", "0"],
+            sim=["--scans", "1", "--frames", "3", "--steps", "200", "--node-seconds", "0", "--expert", "2"],
             motion=["-n", "3", "--estop", "3"],
             policy=["--steps", "2"],
             perception=["--seconds", "1", "--panoramas", "1"],
@@ -241,6 +241,9 @@ def run_sim(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]
         for r in d.get("render", []):
             res["render"].setdefault(r["resolution"], []).append(r["fps"])
     res["steps_per_s"] = [d["steps"]["steps_per_s"] for d in docs if "steps" in d]
+    res["expert_actions_per_s"] = [d["expert"]["actions_per_s"] for d in docs if "expert" in d]
+    res["expert_ceiling"] = [d["expert"]["ceiling_actions_per_s"] for d in docs if "expert" in d]
+    res["expert_episodes"] = max((d["expert"]["episodes"] for d in docs if "expert" in d), default=0)
     res["camera_hz"] = [d["sim_node"]["color_hz"] for d in docs if "sim_node" in d]
     res["odom_hz"] = [d["sim_node"]["odom_hz"] for d in docs if "sim_node" in d]
     res["imu_hz"] = [d["sim_node"]["imu_hz"] for d in docs if "sim_node" in d]
@@ -458,6 +461,15 @@ def markdown(fig: dict[str, Any]) -> str:
             rows.append([f"RGB-D rendering (MuJoCo, EGL) at {res}", f"{span(fps)} frames/s", "`havln-robot bench sim`"])
         if s["steps_per_s"]:
             rows.append(["batch `World.step`", f"{_grange(s['steps_per_s'])} steps/s", "`havln-robot bench sim`"])
+        if s.get("expert_actions_per_s"):
+            rows.append(
+                [
+                    f"batch expert, {s['expert_episodes']} episodes (issue 23 budget ≥ 500; the executor's ticks alone cap it at "
+                    f"{_grange(s['expert_ceiling'])})",
+                    f"{_grange(s['expert_actions_per_s'])} actions/s",
+                    "`havln-robot bench sim`",
+                ]
+            )
         if s["camera_hz"]:
             rows.append(["sim_node camera driven by `cmd_vel` (target ≥ 10)", f"{span(s['camera_hz'])} Hz", "`havln-robot bench sim`"])
             rows.append(["sim_node odom / imu (target ≥ 50)", f"{span(s['odom_hz'])} / {span(s['imu_hz'])} Hz", "`havln-robot bench sim`"])

@@ -609,3 +609,46 @@ def test_batch_tells_the_policy_each_outcome_and_ends_a_blocked_episode():
     assert w.reason == "blocked" and len(p.heard) == len(acts) - 1 and acts[-1] == "STOP" and w.stopped
     assert [o for _, o in p.heard[-limit:]] == ["collision"] * limit and w.loop.refused >= limit
     assert p.heard[0] == ("MOVE_FORWARD", "ok")
+
+
+def test_a_lower_storeys_wall_does_not_stand_across_the_flight_above_it(havln_data):
+    """val_seen 5550 (scan E9uDoFAP3SH), on ramp 1 turned 15 deg left (issue 23, episodes 40-79 of
+    `bench agreement`): floor 2, 1.26 m below the flight's foot, has its walls drawn 2.5 m tall, and
+    one of them stood across the flight's corridor, 0.2 m in front of the camera -- live refused 44
+    steps ("20,126 depth points 0.00 m ahead") where batch, which reads only the walls of the
+    flight's own floors, walked on. Now that wall ends under the treads: neither world sees a hazard."""
+    params = sim_profile()[0]
+    cfg = MotionConfig.from_params(params)
+    w, loop = _loop_at(havln_data, "E9uDoFAP3SH", (-0.576, -11.616, -2.296, math.radians(-78.34)))
+    assert w._support.kind == "ramp" and w._support.index == 1
+    for obs in (_live_stairs_obstacles(w), loop.obstacles()):
+        obs.people = []
+        hz = forward_hazard(obs, cfg.footprint, FORWARD_STEP_M, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+        assert hz is None, hz
+
+
+@pytest.mark.parametrize(("scan", "floor", "ramp"), [("E9uDoFAP3SH", 2, 1), ("1pXnuDYAj8r", 0, 1)])
+def test_walls_end_under_the_flights_they_would_rise_through(havln_data, scan, floor, ramp):
+    """The drawn walls (renderer, Gazebo world, batch on stairs: `scene.drawn_walls`) never show above
+    a flight of stairs, and a lower storey keeps its wall under the flight (capped, not removed: a
+    robot on that storey still sees it where the walking rule has it). Cases: val_seen 5550 (floor
+    2's wall across ramp 1) and 7163 (floor 0's wall through ramps 0 and 1, 0.35-0.60 m above floor
+    3 beside the flight down: live remembered it and refused five steps)."""
+    from havln_robot.sim.render import cached_scene_floors
+    from havln_robot.sim.scene import STAIR_HEADROOM_M, ramp_z_range
+
+    scene = Scene.load(scan, havln_data / "connectivity")
+    for g in cached_scene_floors(scene):
+        tops = g.wall_tops()
+        mid = g.walls.mean(axis=1)
+        # every flight the floor's walls reach above, below a storey's headroom over it
+        for r in (r for r in scene.ramps if ramp_z_range(r)[0] < g.z + scene.wall_height and g.z < ramp_z_range(r)[1] + STAIR_HEADROOM_M):
+            inner = r.polygon.buffer(-0.06)
+            for i in np.flatnonzero(shapely.contains_xy(inner, mid[:, 0], mid[:, 1])):
+                ground = min(float(r.z_at(*g.walls[i, 0])), float(r.z_at(*g.walls[i, 1])))
+                assert tops[i] <= ground + 1e-9, (g.index, i, tops[i], ground)
+    g = next(g for g in cached_scene_floors(scene) if g.index == floor)
+    mid = g.walls.mean(axis=1)
+    under = shapely.contains_xy(scene.ramps[ramp].polygon.buffer(-0.06), mid[:, 0], mid[:, 1])
+    assert under.any(), "the wall under the flight is kept"
+    assert (g.wall_tops()[under] < g.z + scene.wall_height - 0.01).all()  # capped at the flight

@@ -296,12 +296,23 @@ def test_gazebo_world_per_scan_procedural_or_mesh(tmp_path):
     link = ET.parse(mesh).getroot().find("world/model[@name='scan_mesh']/link")
     assert [float(v) for v in link.find("pose").text.split()] == pytest.approx([0, 0, 0, math.pi / 2, 0, 0], abs=1e-4)
     assert link.find("visual/geometry/mesh/uri").text == link.find("collision/geometry/mesh/uri").text == glb.resolve().as_uri()
-    # procedural world: the embedded scene's walls, and a stairs board joining the ramp's two ends
+    # procedural world: the walls the embedded renderer draws (none inside a landing's walkable area,
+    # none above a flight: scene.drawn_walls), each as tall as drawn, and a stairs board joining the
+    # ramp's two ends
+    from havln_robot.sim.scene import drawn_walls
+
     scene = Scene.from_connectivity(conn / "synth_house_connectivity.json")
     model = ET.parse(proc).getroot().find("world/model[@name='scene']")
     walls = [lk for lk in model.findall("link") if lk.get("name").startswith("wall")]
-    n_segs = sum(int(np.hypot(*(s[1] - s[0])) >= 1e-3) for k in range(len(scene.floors)) for s in scene.wall_segments(k))
-    assert len(walls) == n_segs > 20
+    drawn = [drawn_walls(scene, k) for k in range(len(scene.floors))]
+    heights = sorted(
+        round(float(t) - scene.floors[k].z, 6)
+        for k, (segs, tops) in enumerate(drawn)
+        for s, t in zip(segs, tops)
+        if np.hypot(*(s[1] - s[0])) >= 1e-3
+    )
+    assert len(walls) == len(heights) > 20
+    assert sorted(round(float(lk.find("collision/geometry/box/size").text.split()[2]), 6) for lk in walls) == pytest.approx(heights)
     (board,) = [lk for lk in model.findall("link") if lk.get("name").startswith("stairs")]
     x, y, z, _r, pitch, yaw = (float(v) for v in board.find("pose").text.split())
     length = float(board.find("collision/geometry/box/size").text.split()[0])

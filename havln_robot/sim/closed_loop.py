@@ -425,7 +425,8 @@ class ClosedLoop:
 
         Returns:
             ((K, 2, 2, 2) faces, map xy, m, as :func:`~havln_robot.sim.render.wall_faces`; (K, 2)
-            drawn height span of each (floor z, floor z + wall height), absolute z, m).
+            drawn height span of each (floor z, its top: the wall height, or the flight of stairs
+            it ends under, :func:`~havln_robot.sim.scene.drawn_walls`), absolute z, m).
         """
         from havln_robot.sim.render import cached_scene_floors, clip_segments, wall_faces
 
@@ -433,19 +434,20 @@ class ClosedLoop:
         faces, spans, seen = [], [], np.zeros((0, 2, 2))
         for k in floors:
             fl = drawn[k]
-            segs = fl.walls
+            segs, tops = fl.walls, fl.wall_tops()
             if len(seen) and len(segs):  # a wall two floors draw in one place is one surface to the camera
                 hit, other = shapely.STRtree(shapely.linestrings(seen)).query(shapely.linestrings(segs), predicate="dwithin", distance=0.01)
                 if len(hit):
                     dup = np.zeros(len(segs), dtype=bool)
                     dup[hit] = True
                     near = shapely.buffer(shapely.multilinestrings(seen[np.unique(other)]), 0.01)
-                    segs = np.concatenate([segs[~dup], clip_segments(segs[dup], near)])
+                    parts, src = clip_segments(segs[dup], near, return_index=True)
+                    segs, tops = np.concatenate([segs[~dup], parts]), np.concatenate([tops[~dup], tops[dup][src]])
             if len(segs):
                 seen = np.concatenate([seen, segs])
-                f = wall_faces(segs)[0]
+                f, keep = wall_faces(segs)
                 faces.append(f)
-                spans.append(np.tile([fl.z, fl.z + fl.ceiling_m], (len(f), 1)))
+                spans.append(np.stack([np.full(len(f), fl.z), tops[keep]], axis=1))
         if not faces:
             return np.zeros((0, 2, 2, 2)), np.zeros((0, 2))
         return np.concatenate(faces), np.concatenate(spans)

@@ -6,7 +6,7 @@ systems, lights and physics of ``gazebo/havln_world.sdf``) holding either
 * **procedural** (default): the embedded simulator's scene of the scan -- per floor a slab
   (``<polyline>`` extrusion of the floor's free space, 0.1 m thick, with the stairwell openings
   cut out: :func:`~havln_robot.sim.scene.stairwell_cut`), walls as 0.08 m boxes along
-  :meth:`~havln_robot.sim.scene.Scene.wall_segments` (``wall_height`` tall), stairs as tilted
+  :func:`~havln_robot.sim.scene.drawn_walls` (``wall_height`` tall), stairs as tilted
   0.05 m boards along the ramps; or
 * **mesh** (``--scenes DIR``): the scan's ``<scan>.glb`` as one static model with the same file as
   visual and collision ``<mesh>``, rotated y-up -> z-up (roll +90 deg: (x, y, z) -> (x, -z, y), the
@@ -94,9 +94,9 @@ def procedural_models(scene: Any) -> str:
     """SDF ``<model>`` of the procedural scene (module docstring): slabs, walls, stairs boards."""
     out = ['    <model name="scene">\n      <static>true</static>\n']
     k = 0
-    from havln_robot.sim.scene import stairwell_cut
+    from havln_robot.sim.scene import drawn_walls, stairwell_cut
 
-    for fl in scene.floors:
+    for kf, fl in enumerate(scene.floors):
         own = stairwell_cut(fl.own, fl.z, scene.ramps)  # no slab across a flight under it (stairwell)
         for poly in getattr(own, "geoms", [own]):
             if poly.is_empty or poly.geom_type != "Polygon":
@@ -105,12 +105,14 @@ def procedural_models(scene: Any) -> str:
             if len(ring) >= 4:
                 out.append(_slab(f"floor{fl.index}_{k}", ring, fl.z))
                 k += 1
-        for i, ((x0, y0), (x1, y1)) in enumerate(scene.wall_segments(fl.index)):
-            length = math.hypot(x1 - x0, y1 - y0)
-            if length < 1e-3:
+        # the walls the embedded renderer draws (none inside a landing's or a flight's walkable space)
+        segs, tops = drawn_walls(scene, kf)
+        for i, (((x0, y0), (x1, y1)), top) in enumerate(zip(segs, tops, strict=True)):
+            length, h = math.hypot(x1 - x0, y1 - y0), float(top) - fl.z
+            if length < 1e-3 or h <= 0:
                 continue
-            pose = ((x0 + x1) / 2, (y0 + y1) / 2, fl.z + scene.wall_height / 2, 0.0, 0.0, math.atan2(y1 - y0, x1 - x0))
-            out.append(_box(f"wall{fl.index}_{i}", pose, (length + WALL_T_M, WALL_T_M, scene.wall_height), "0.85 0.85 0.8"))
+            pose = ((x0 + x1) / 2, (y0 + y1) / 2, fl.z + h / 2, 0.0, 0.0, math.atan2(y1 - y0, x1 - x0))
+            out.append(_box(f"wall{fl.index}_{i}", pose, (length + WALL_T_M, WALL_T_M, h), "0.85 0.85 0.8"))
     for i, r in enumerate(scene.ramps):
         (ax, ay, az), (bx, by, bz) = r.a, r.b
         run = math.hypot(bx - ax, by - ay)

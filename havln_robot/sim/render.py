@@ -35,7 +35,7 @@ import numpy as np
 
 from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported: the renderer's CameraInfo)
 from havln_robot.sim.robot import D435I_HFOV_DEG, D435I_MAX_RANGE_M, D435I_MIN_RANGE_M, GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
-from havln_robot.sim.scene import WALL_THICKNESS_M
+from havln_robot.sim.scene import WALL_THICKNESS_M, clip_segments  # noqa: F401  (clip_segments re-exported)
 
 
 def _probe_gl(backend: str) -> bool:
@@ -214,6 +214,8 @@ class FloorGeometry:
         area: the floor's own walkable area (shapely geometry, map xy) -- the floor slab and the
             ceiling are drawn over it; ``None`` = the walls' bounding box.
         ceiling_m: ceiling (and wall) height above the floor, m.
+        tops: (K,) absolute z of each wall's top, m (:func:`~havln_robot.sim.scene.drawn_walls`: a wall
+            under a flight of stairs ends there); None = ``z + ceiling_m`` for all.
     """
 
     index: int
@@ -221,6 +223,11 @@ class FloorGeometry:
     walls: np.ndarray
     area: Any
     ceiling_m: float
+    tops: np.ndarray | None = None
+
+    def wall_tops(self) -> np.ndarray:
+        """(K,) absolute z of each wall's top, m."""
+        return np.full(len(self.walls), self.z + self.ceiling_m) if self.tops is None else np.asarray(self.tops, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -238,56 +245,26 @@ def scene_floors(scene: Any) -> list[FloorGeometry]:
     Matterport3D stairs give small 'floors' (landings) a few decimetres above or below a room and
     overlapping it. A wall of one floor is not drawn where it stands inside the walkable area of
     another floor less than a wall height away in z: there is walkable space there, not a wall
-    (otherwise it would hover in the room below or cut through the landing).
+    (otherwise it would hover in the room below or cut through the landing). Nor where it would
+    rise through a flight of stairs (a lower storey's wall across the corridor of the flight above
+    it). One rule for the renderer and the Gazebo world: :func:`~havln_robot.sim.scene.drawn_walls`.
 
     Raises:
         RenderError: the scene has no floors.
     """
-    import shapely
+    from havln_robot.sim.scene import drawn_walls
 
     floors = list(getattr(scene, "floors", []) or [])
     if not floors:
         raise RenderError(f"scene {getattr(scene, 'name', '?')}: no floors to render")
     wall_h = float(getattr(scene, "wall_height", 2.5))
-    areas = []
-    for fl in floors:
-        area = getattr(fl, "own", None)
-        areas.append(getattr(fl, "free", None) if area is None else area)
     out = []
     for k, fl in enumerate(floors):
-        idx = int(getattr(fl, "index", k))
-        segs = np.asarray(scene.wall_segments(idx), dtype=np.float64).reshape(-1, 2, 2)
-        near = [
-            a
-            for j, (g, a) in enumerate(zip(floors, areas, strict=True))
-            if j != k and a is not None and abs(float(g.z) - float(fl.z)) < wall_h
-        ]
-        if near and len(segs):
-            segs = clip_segments(segs, shapely.union_all(near).buffer(-0.05))
-        out.append(FloorGeometry(idx, float(fl.z), segs, areas[k], wall_h))
+        area = getattr(fl, "own", None)
+        area = getattr(fl, "free", None) if area is None else area
+        segs, tops = drawn_walls(scene, k)
+        out.append(FloorGeometry(int(getattr(fl, "index", k)), float(fl.z), segs, area, wall_h, tops))
     return out
-
-
-def clip_segments(segs: np.ndarray, region: Any) -> np.ndarray:
-    """The parts of segments (K, 2, 2) (map xy, m) outside the shapely ``region``: (K', 2, 2)."""
-    import shapely
-
-    if region.is_empty:
-        return segs
-    shapely.prepare(region)
-    lines = shapely.linestrings(segs)
-    hit = shapely.intersects(region, lines)
-    if not hit.any():
-        return segs
-    keep = [segs[~hit]]
-    for g in shapely.difference(lines[hit], region):
-        for part in getattr(g, "geoms", [g]):
-            if part.is_empty or part.geom_type != "LineString":
-                continue
-            c = np.asarray(part.coords, dtype=np.float64)[:, :2]
-            if len(c) >= 2:
-                keep.append(np.stack([c[:-1], c[1:]], axis=1))
-    return np.concatenate(keep, axis=0)
 
 
 def scene_ramps(scene: Any) -> list[RampGeometry]:
@@ -324,9 +301,9 @@ def wall_faces(segs: np.ndarray, half_t: float = WALL_THICKNESS_M / 2.0) -> tupl
     return np.stack([right, left], axis=1), keep
 
 
-def _wall_quads(segs: np.ndarray, z0: float, z1: float, half_t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _wall_quads(segs: np.ndarray, z0: float, z1: Any, half_t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The two long faces (:func:`wall_faces`) of a ``2*half_t`` thick wall along each segment (K, 2, 2),
-    from ``z0`` to ``z1``. Tops, bottoms and end caps are never seen (ceiling, floor and the
+    from ``z0`` to ``z1`` (m: one height, or (K,) per segment). Tops, bottoms and end caps are never seen (ceiling, floor and the
     neighbouring wall hide them) and are left out: 8 vertices, 4 triangles each.
 
     Returns:
@@ -338,7 +315,7 @@ def _wall_quads(segs: np.ndarray, z0: float, z1: float, half_t: float) -> tuple[
     v[:, :4, :2] = corners
     v[:, 4:, :2] = corners
     v[:, :4, 2] = z0
-    v[:, 4:, 2] = z1
+    v[:, 4:, 2] = np.broadcast_to(np.asarray(z1, dtype=np.float64), (len(segs),))[keep][:, None] if np.ndim(z1) else z1
     faces = np.array([[0, 1, 5], [0, 5, 4], [2, 3, 7], [2, 7, 6]])  # outward: side -n and side +n
     f = faces[None, :, :] + (np.arange(k) * 8)[:, None, None]
     return v.reshape(-1, 3), f.reshape(-1, 3), keep
@@ -416,7 +393,7 @@ def scene_meshes(floors: list[FloorGeometry], ramps: list[RampGeometry] | None =
     t = WALL_THICKNESS_M / 2.0
     for fl in floors:
         if len(fl.walls):
-            v, f, keep = _wall_quads(fl.walls, fl.z, fl.z + fl.ceiling_m, t)
+            v, f, keep = _wall_quads(fl.walls, fl.z, fl.wall_tops(), t)
             if len(f):
                 u = np.repeat(_wall_u(fl.walls[keep].mean(axis=1), fl.index), 8)
                 vv = np.tile(np.array([0.0, 0, 0, 0, 1, 1, 1, 1]), len(u) // 8)

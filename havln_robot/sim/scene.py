@@ -255,6 +255,123 @@ def stairwell_cut(area: BaseGeometry, z: float, ramps: Any) -> BaseGeometry:
     return area.difference(shapely.union_all(holes))
 
 
+def flights_through_walls(z: float, wall_height: float, ramps: Any) -> list[Any]:
+    """The flights of stairs that a wall of a floor at height ``z`` would rise through.
+
+    The renderer draws every floor's walls ``wall_height`` tall; Matterport3D storeys and landings
+    are often closer than that (1.0-1.3 m on split-level stairs), so a lower storey's wall would
+    rise through a flight above it and stand across its corridor -- a wall in the depth image 0.2 m
+    ahead of a robot on the stairs that the batch simulator (walls of the flight's own floors,
+    :meth:`~havln_robot.sim.closed_loop.ClosedLoop._walls_seen`) never had, and a flight nobody could
+    walk (issue 23: val_seen 5550, scan E9uDoFAP3SH, floor 2's wall across ramp 1; 7163, scan
+    1pXnuDYAj8r, floor 0's wall through ramps 0 and 1). In a building a wall ends under the stairs
+    above it, and none stands in a flight's headroom (the bound of :func:`stairwell_cut`).
+
+    Args:
+        z: the floor's height, m (map frame).
+        wall_height: how tall its walls are drawn, m.
+        ramps: objects with ``polygon`` and ``z_at`` (:class:`Ramp`, ``RampGeometry``).
+
+    Returns:
+        Every ramp whose ground lies, somewhere, below the walls' top (by more than
+        :data:`STAIRWELL_TOL_M`) and less than :data:`STAIR_HEADROOM_M` above their foot.
+    """
+    out = []
+    for r in ramps or []:
+        lo, hi = ramp_z_range(r)
+        if lo + STAIRWELL_TOL_M < z + wall_height and z < hi + STAIR_HEADROOM_M:
+            out.append(r)
+    return out
+
+
+def clip_segments(segs: np.ndarray, region: Any, inside: bool = False, return_index: bool = False) -> Any:
+    """The parts of segments (K, 2, 2) (map xy, m) outside (``inside``: inside) the shapely ``region``.
+
+    Returns:
+        (K', 2, 2) parts; with ``return_index`` also (K',) the segment each part comes from.
+    """
+    segs = np.asarray(segs, dtype=np.float64).reshape(-1, 2, 2)
+    idx = np.arange(len(segs))
+    if region.is_empty or not len(segs):
+        out = segs[:0] if inside else segs
+        return (out, idx[: len(out)]) if return_index else out
+    shapely.prepare(region)
+    lines = shapely.linestrings(segs)
+    hit = shapely.intersects(region, lines)
+    keep, src = ([segs[~hit]], [idx[~hit]]) if not inside else ([segs[:0]], [idx[:0]])
+    if hit.any():
+        op = shapely.intersection if inside else shapely.difference
+        for i, g in zip(idx[hit], op(lines[hit], region), strict=True):
+            for part in getattr(g, "geoms", [g]):
+                if part.is_empty or part.geom_type != "LineString":
+                    continue
+                c = np.asarray(part.coords, dtype=np.float64)[:, :2]
+                if len(c) >= 2:
+                    keep.append(np.stack([c[:-1], c[1:]], axis=1))
+                    src.append(np.full(len(c) - 1, i))
+    out = np.concatenate(keep, axis=0)
+    return (out, np.concatenate(src)) if return_index else out
+
+
+#: Wall parts under a flight of stairs are capped in pieces at most this long (m), each at the
+#: flight's lowest ground over it: a stepped top that stays under the sloped treads (at most
+#: 0.25 m x slope below them), so the wall never shows above the flight. A speed/size choice.
+WALL_CAP_PIECE_M = 0.25
+
+
+def drawn_walls(scene: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The walls drawn for floor ``scene.floors[k]`` (renderer, Gazebo world and the batch
+    simulator's walls on stairs alike): segments and the height of each one's top.
+
+    :meth:`Scene.wall_segments` of the floor, without the parts that stand inside the walkable area
+    of another floor less than a wall height away in z (a landing a few decimetres above or below
+    a room: walkable space, not a wall). Where a wall would rise through a flight of stairs
+    (:func:`flights_through_walls`) it ends under it: the part inside the flight's corridor is cut
+    into pieces of at most :data:`WALL_CAP_PIECE_M`, each topped at the lowest ground of the flights
+    over it (a wall the flight passes over from its foot up, or one in its headroom, is not drawn
+    there at all). Duck-typed: ``scene.floors[i]`` has ``index``, ``z`` and ``own`` (or ``free``);
+    ``scene.wall_segments(index)``, ``scene.wall_height`` (default 2.5 m) and ``scene.ramps`` (may
+    be absent).
+
+    Returns:
+        ((K, 2, 2) float64 segments, map xy, m; (K,) float64 absolute z of each one's top, m).
+    """
+    floors = list(scene.floors)
+    fl = floors[k]
+    z = float(fl.z)
+    wall_h = float(getattr(scene, "wall_height", 2.5))
+    segs = np.asarray(scene.wall_segments(int(getattr(fl, "index", k))), dtype=np.float64).reshape(-1, 2, 2)
+    areas = [getattr(g, "own", None) if getattr(g, "own", None) is not None else getattr(g, "free", None) for g in floors]
+    near = [a for j, (g, a) in enumerate(zip(floors, areas, strict=True)) if j != k and a is not None and abs(float(g.z) - z) < wall_h]
+    if near and len(segs):
+        segs = clip_segments(segs, shapely.union_all(near).buffer(-0.05))
+    tops = np.full(len(segs), z + wall_h)
+    flights = flights_through_walls(z, wall_h, getattr(scene, "ramps", None))
+    if not flights or not len(segs):
+        return segs, tops
+    region = shapely.union_all([r.polygon for r in flights]).buffer(-0.05)
+    outside = clip_segments(segs, region)
+    inside = clip_segments(segs, region, inside=True)
+    pieces = []
+    for (ax, ay), (bx, by) in inside:
+        n = max(1, int(math.ceil(math.hypot(bx - ax, by - ay) / WALL_CAP_PIECE_M)))
+        u = np.linspace(0.0, 1.0, n + 1)
+        px, py = ax + u * (bx - ax), ay + u * (by - ay)
+        pieces.append(np.stack([np.stack([px[:-1], py[:-1]], axis=1), np.stack([px[1:], py[1:]], axis=1)], axis=1))
+    if not pieces:
+        return outside, np.full(len(outside), z + wall_h)
+    P = np.concatenate(pieces)
+    cap = np.full(len(P), z + wall_h)
+    mid = P.mean(axis=1)
+    for r in flights:
+        over = shapely.contains_xy(r.polygon, mid[:, 0], mid[:, 1])
+        for i in np.flatnonzero(over):
+            g = min(float(r.z_at(*P[i, 0])), float(r.z_at(*P[i, 1])))
+            cap[i] = min(cap[i], g)
+    ok = cap > z + STAIRWELL_TOL_M  # a flight at or below the floor over it: no wall there
+    return np.concatenate([outside, P[ok]]), np.concatenate([np.full(len(outside), z + wall_h), cap[ok]])
+
+
 @dataclass(frozen=True)
 class Support:
     """What the ground under a point is: ``kind`` "floor" or "ramp", ``index`` into floors/ramps, ground ``z`` (m)."""
