@@ -308,7 +308,7 @@ def test_gazebo_world_per_scan_procedural_or_mesh(tmp_path):
     heights = sorted(
         round(float(t) - scene.floors[k].z, 6)
         for k, (segs, tops) in enumerate(drawn)
-        for s, t in zip(segs, tops)
+        for s, t in zip(segs, tops, strict=True)
         if np.hypot(*(s[1] - s[0])) >= 1e-3
     )
     assert len(walls) == len(heights) > 20
