@@ -46,6 +46,17 @@ def _stop(p):
     return err
 
 
+def _wait_running(a, a_lines: list[str]) -> None:
+    """Read stack ``a``'s stderr into ``a_lines`` until it says it is running (or 120 s pass)."""
+    t_up = time.monotonic() + 120
+    while time.monotonic() < t_up and not any("running" in ln for ln in a_lines):
+        line = a.stderr.readline()
+        if not line:
+            break
+        a_lines.append(line)
+    assert any("running" in ln for ln in a_lines), "".join(a_lines)
+
+
 @pytest.mark.parametrize(
     ("machines", "delay_s"),
     [("same", 0.0), ("same", 2.0), ("other", 0.0), ("other", 1.0), ("other", 2.0), ("other", None)],
@@ -64,13 +75,7 @@ def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, 
     a_lines: list[str] = []
     try:
         if delay_s is None:  # the first stack is fully up (its own discovery window is over)
-            t_up = time.monotonic() + 120
-            while time.monotonic() < t_up and not any("running" in ln for ln in a_lines):
-                line = a.stderr.readline()
-                if not line:
-                    break
-                a_lines.append(line)
-            assert any("running" in ln for ln in a_lines), "".join(a_lines)
+            _wait_running(a, a_lines)
         else:
             time.sleep(delay_s)
         b = _launch(profile, env_b)
@@ -140,19 +145,13 @@ def test_a_stack_that_escaped_its_window_is_stopped_by_the_watch(tmp_path):
     one keeps running; the outcome does not depend on how slow discovery is."""
     profile = tmp_path / "motion.yaml"
     profile.write_text(PROFILE)
-    domain = str(30 + os.getpid() % 30)
+    domain = str(60 + os.getpid() % 30)  # as the test above: nothing else of the suite runs there
     base = dict(os.environ, ROS_DOMAIN_ID=domain)
     a = _launch(profile, dict(base, HAVLN_LOCK_DIR=str(tmp_path / "a")))
     b = None
     a_lines: list[str] = []
     try:
-        t_up = time.monotonic() + 120
-        while time.monotonic() < t_up and not any("running" in ln for ln in a_lines):
-            line = a.stderr.readline()
-            if not line:
-                break
-            a_lines.append(line)
-        assert any("running" in ln for ln in a_lines), "".join(a_lines)
+        _wait_running(a, a_lines)
         b = subprocess.Popen(
             [sys.executable, "-c", _LATE_B, str(profile)],
             stdout=subprocess.PIPE,
