@@ -219,8 +219,6 @@ class DomainProbe:
         self._prefix: bytes | None = None
         self._destroyed = False
         self.found: dict[str, list[str]] = {}
-        #: what the watch found after the window (topic -> node names), {} while nothing
-        self.late: dict[str, list[str]] = {}
         self._thread = threading.Thread(target=self._run, name="bringup-domain-probe", daemon=True)
 
     def start(self) -> DomainProbe:
@@ -303,7 +301,6 @@ class DomainProbe:
             names = [n for n, _ns in self.node.get_node_names_and_namespaces()]
             what = late_conflict(self.key, names)
             if what == "stop":
-                self.late = found
                 if self._on_conflict is not None:
                     self._on_conflict(found)
                 return

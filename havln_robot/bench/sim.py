@@ -77,13 +77,12 @@ def _scene_loader(args: argparse.Namespace) -> Any:
     """scan id -> scene (procedural, the builtin one, or ``--scenes`` meshes), cached."""
     from havln_robot.paths import resolve
     from havln_robot.sim.mesh_scene import load_scene
-    from havln_robot.sim.scene import Scene
 
     cache: dict[str, Any] = {}
 
     def get(scan: str) -> Any:
-        if scan not in cache:
-            cache[scan] = Scene.builtin() if scan == "builtin" else load_scene(scan, resolve(args.connectivity), args.scenes)
+        if scan not in cache:  # load_scene gives the builtin scene for "builtin"
+            cache[scan] = load_scene(scan, resolve(args.connectivity), args.scenes)
         return cache[scan]
 
     return get

@@ -315,7 +315,7 @@ def _wall_quads(segs: np.ndarray, z0: float, z1: Any, half_t: float) -> tuple[np
     v[:, :4, :2] = corners
     v[:, 4:, :2] = corners
     v[:, :4, 2] = z0
-    v[:, 4:, 2] = np.broadcast_to(np.asarray(z1, dtype=np.float64), (len(segs),))[keep][:, None] if np.ndim(z1) else z1
+    v[:, 4:, 2] = np.broadcast_to(np.asarray(z1, dtype=np.float64), (len(keep),))[keep][:, None]
     faces = np.array([[0, 1, 5], [0, 5, 4], [2, 3, 7], [2, 7, 6]])  # outward: side -n and side +n
     f = faces[None, :, :] + (np.arange(k) * 8)[:, None, None]
     return v.reshape(-1, 3), f.reshape(-1, 3), keep
