@@ -1,7 +1,8 @@
 """RGB-D rendering of a simulator scene from the Go2's head camera, with MuJoCo (headless).
 
 Pure Python (no ROS). A :class:`Renderer` builds one MuJoCo MJCF model per scene -- for every
-floor a floor slab, a ceiling and the walls (thin boxes along ``Scene.wall_segments(floor)``),
+floor a floor slab, a ceiling and the walls (thin boxes along ``scene.drawn_walls``: the floor's
+wall segments, none inside a landing, ending under the flights they would rise through),
 plus one mocap body per human (legs, torso, arms, head; 1.7 m tall, 0.3 m footprint radius) --
 and renders colour and depth in **one** OpenGL pass from a pinhole camera with square pixels:
 
