@@ -515,6 +515,71 @@ def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path):
     assert main(["--episodes", "1", "--kinds", "expert", "--live-log", str(bad)]) == 2
 
 
+def test_a_live_log_without_matching_rows_is_refused_with_the_fix(tmp_path, capsys):
+    """A --live-log that holds no live row for the chosen episodes and inputs (another file, or
+    another run's --kinds) is bad input: exit 2 naming the file and the fix, not an empty table."""
+    from havln_robot.bench.agreement import main
+
+    other = tmp_path / "notes.txt"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    assert main(["--episodes", "1", "--kinds", "reference", "--live-log", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert str(other) in err and "holds no live row" in err and "earlier 'bench agreement' run" in err
+    log = tmp_path / "expert.log"
+    log.write_text(
+        "  episode   5593 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  0.34 coll 1 refused 0 (42 actions)\n"
+    )
+    assert main(["--episodes", "1", "--kinds", "reference", "--live-log", str(log)]) == 2
+    assert "1 row(s) of expert" in capsys.readouterr().err
+
+
+def test_a_long_agreement_run_keeps_its_rows_when_live_fails_or_is_stopped(havln_data, tmp_path, monkeypatch, capsys):
+    """Hours of live episodes must not be lost: the --json file is rewritten after every row (a run
+    stopped mid-way keeps what it measured); a live episode whose graph reports no pose (NE unknown,
+    NaN) is written as null and read back as NaN; one whose graph does not come up (ReplayError) has
+    no live outcome and the run goes on; a live model demo that hangs is stopped and recorded."""
+    import json
+    import math
+    import subprocess
+
+    from havln_robot.bench import agreement as ag
+    from havln_robot.challenge.replay import ReplayError
+
+    calls = []
+
+    def live(eid, seq, ep_file, seed, rtf):
+        calls.append(eid)
+        if len(calls) == 1:
+            return ag.Outcome(False, math.nan, 0, 3, len(seq), "aborted: robot silent")
+        if len(calls) == 2:
+            raise ReplayError("embedded motion_node failed (RuntimeError: boom); every node was stopped")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ag, "_live_replay", live)
+    out = tmp_path / "run.json"
+    with pytest.raises(KeyboardInterrupt):
+        ag.main(["--episodes", "3", "--kinds", "reference", "--json", str(out)])
+    doc = json.loads(out.read_text())
+    assert [r["episode_id"] for r in doc["rows"]] == calls[:2] and doc["summary"] is None
+    first, second = doc["rows"]
+    assert first["live"]["ne"] is None and first["live"]["refused"] == 3
+    assert second["live"] is None and "boom" in second["live_error"]
+    assert "live: no outcome (embedded motion_node failed" in capsys.readouterr().out
+    rec = ag.read_live_log(out)
+    assert set(rec) == {(calls[0], "reference")} and math.isnan(rec[(calls[0], "reference")].ne)
+    # every live episode without an outcome: nothing to compare, exit 2
+    monkeypatch.setattr(ag, "_live_replay", lambda *a: (_ for _ in ()).throw(ReplayError("rclpy is not available")))
+    assert ag.main(["--episodes", "1", "--kinds", "reference"]) == 2
+    assert "1 live episode(s) gave no outcome" in capsys.readouterr().err
+
+    def hang(*a, **k):
+        raise subprocess.TimeoutExpired(a[0], k.get("timeout"))
+
+    monkeypatch.setattr(subprocess, "run", hang)
+    got = ag._live_model("5593", tmp_path / "eps.json", "small_panoramic", 0, tmp_path / "demo")
+    assert not got.success and math.isnan(got.ne) and "did not end within 3600 s" in got.note
+
+
 def test_a_panorama_sweep_turns_once_in_place_and_takes_its_time():
     """agent_node turns the robot once for each panorama (issue 23: live, the model spent ~10 s per
     decision sweeping, batch none, and people walked into the live robot 41 times in 18 episodes,

@@ -49,6 +49,10 @@ EXPERT_NOISE_OFFSET = 1
 #: ``--noise-draws K`` replays each input in batch under noise seeds ``seed + NOISE_DRAW_OFFSET + i``
 #: (i < K; same people), clear of the expert's writing seed.
 NOISE_DRAW_OFFSET = 100
+#: A live model episode (``havln-robot demo``: graph start-up, a panorama sweep per decision, up to
+#: 500 actions at real time) that has not ended after this long is stopped and recorded as a failure
+#: with a note; the longest measured here took ~15 min (2026-12-02, 500 actions).
+LIVE_MODEL_TIMEOUT_S = 3600.0
 
 
 @dataclass
@@ -121,7 +125,8 @@ def _live_replay(eid: str, actions: list[str], episodes_file: Path, seed: int, r
     r = res[0]
     m = r.metrics
     coll = int((m.collisions_human or 0) + (m.collisions_static or 0))
-    return Outcome(bool(m.success), float(m.ne), coll, int(r.refused), int(r.actions or 0), r.note)
+    ne = math.nan if m.ne is None else float(m.ne)  # unknown: the graph reported no final pose
+    return Outcome(bool(m.success), ne, coll, int(r.refused), int(r.actions or 0), r.note)
 
 
 _ROW = re.compile(r"^\s+(\S+)\s+(success|failure|aborted|timeout|\?)\s+([-\d.naninf]+)\s+(\d+|\?)\s+(\d+|\?)/(\d+|\?)")
@@ -144,7 +149,10 @@ def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path
         "--policy",
         policy,
     ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=LIVE_MODEL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Outcome(False, math.nan, 0, 0, 0, f"demo did not end within {LIVE_MODEL_TIMEOUT_S:.0f} s; stopped")
     for line in p.stdout.splitlines():
         m = _ROW.match(line)
         if m and m.group(1) == eid:
@@ -183,7 +191,7 @@ def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
                     lv = r["live"]
                     out[(str(r["episode_id"]), str(r["kind"]))] = Outcome(
                         bool(lv["success"]),
-                        float(lv["ne"]),
+                        math.nan if lv["ne"] is None else float(lv["ne"]),
                         int(lv["collisions"]),
                         int(lv["refused"]),
                         int(lv["actions"]),
@@ -201,6 +209,18 @@ def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
                 res == "success", float(ne), int(coll), int(ref), int(n), note.strip(), float(load) if load else None
             )
     return out
+
+
+def _write_json(path: Path, rows: list[dict[str, Any]], summary: list[dict[str, Any]] | None, speed: float | None) -> None:
+    """The ``--json`` file: every row so far (``summary`` and ``batch_actions_per_s`` None until the
+    run ends), written to a temporary file and renamed over ``path`` so a run stopped mid-write keeps
+    the previous version. A figure that is unknown (NE of a live episode that reported no pose:
+    NaN) is written as ``null``, and :func:`read_live_log` reads it back as NaN."""
+    from havln_robot import jsonio
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    jsonio.write(tmp, {"rows": rows, "summary": summary, "batch_actions_per_s": speed}, nonfinite="null", newline=False, indent=2)
+    os.replace(tmp, path)
 
 
 def _mean(xs: list[float]) -> float:
@@ -322,11 +342,10 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
-    from havln_robot import jsonio
     from havln_robot.paths import check_out_file, data_dir, prepare_out_dir
 
     if args.json:
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", atomic=True)
     if args.live_out:
         prepare_out_dir(args.live_out, "--live-out")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
@@ -340,7 +359,7 @@ def main(argv: list[str]) -> int:
     if not ep_file.is_file() or not conn.is_dir():
         print(f"bench agreement: needs the HA-VLN data ({ep_file}); run 'havln-robot data fetch' or set HAVLN_DATA", file=sys.stderr)
         return 2
-    from havln_robot.challenge.replay import follow_reference
+    from havln_robot.challenge.replay import ReplayError, follow_reference
     from havln_robot.episodes import load_episodes
     from havln_robot.sim.scene import Scene
 
@@ -356,12 +375,26 @@ def main(argv: list[str]) -> int:
             print(f"bench agreement: --live-log: {exc}", file=sys.stderr)
             return 2
         eps = [e for e in eps if any((e.episode_id, k) in recorded for k in kinds)]
+        if not eps:
+            held = sorted({k for _, k in recorded})
+            print(
+                f"bench agreement: --live-log: {args.live_log} holds no live row of input {', '.join(kinds)} among val_seen "
+                f"episodes {args.offset}..{args.offset + args.episodes - 1}"
+                + (
+                    f" (it holds {len(recorded)} row(s) of {', '.join(held)}); give the same --kinds, --offset and --episodes as the recorded run"
+                    if recorded
+                    else "; give the --json file or the printed output of an earlier 'bench agreement' run"
+                ),
+                file=sys.stderr,
+            )
+            return 2
     policy = None
     if "model" in kinds:
         from havln_robot.policy.registry import make_policy
 
         policy = make_policy(args.policy, seed=args.seed)
     rows: list[dict[str, Any]] = []
+    live_errors = 0
     t_batch = 0.0
     n_batch_actions = 0
     # the live model episodes' demo outputs (MCAP recordings: tens of MB each) are kept only on request
@@ -412,13 +445,22 @@ def main(argv: list[str]) -> int:
                 if recorded is not None:
                     row["live"] = asdict(recorded[(ep.episode_id, kind)])
                 elif not args.batch_only:
-                    if kind == "model":
-                        lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
+                    try:
+                        if kind == "model":
+                            lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
+                        else:
+                            lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
+                    except ReplayError as exc:
+                        # the graph did not come up for this episode: no live outcome (not a failure of
+                        # the robot), left out of the table; the run goes on with the next one
+                        row["live_error"] = str(exc)
+                        live_errors += 1
                     else:
-                        lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
-                    lv.load = load_per_cpu()
-                    row["live"] = asdict(lv)
+                        lv.load = load_per_cpu()
+                        row["live"] = asdict(lv)
                 rows.append(row)
+                if args.json:  # after every row: an interrupted run of hours keeps what it measured
+                    _write_json(Path(args.json), rows, None, None)
                 lvs = row["live"]
                 print(
                     f"  episode {ep.episode_id:>6} {kind:<9} batch {'success' if b.success else 'failure'} NE {b.ne:5.2f} "
@@ -430,7 +472,7 @@ def main(argv: list[str]) -> int:
                         + (f" load/cpu {lvs['load']:.1f}" if lvs.get("load") is not None else "")
                         + (f" {lvs['note']}" if lvs["note"] else "")
                         if lvs
-                        else ""
+                        else (f" | live: no outcome ({row['live_error']})" if "live_error" in row else "")
                     ),
                     flush=True,
                 )
@@ -444,7 +486,14 @@ def main(argv: list[str]) -> int:
         print()
         print_table(summary)
     if args.json:
-        jsonio.write(Path(args.json), {"rows": rows, "summary": summary, "batch_actions_per_s": speed}, newline=False, indent=2)
+        _write_json(Path(args.json), rows, summary, speed)
+    if live_errors:
+        print(
+            f"bench agreement: {live_errors} live episode(s) gave no outcome (the graph failed; '| live: no outcome' above)",
+            file=sys.stderr,
+        )
+        if live_errors == len(rows):
+            return 2
     if args.check and any(abs(s["d_sr"]) > TARGET_DSR + 1e-9 or s["agree"] < TARGET_AGREE - 1e-9 for s in summary):
         return 1
     return 0

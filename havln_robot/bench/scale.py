@@ -98,5 +98,5 @@ def main(argv: list[str]) -> int:
         print(f"havln-robot bench scale: {exc}", file=sys.stderr)
         return 2
     if args.out:
-        jsonio.write(args.out, fig, indent=2)
+        jsonio.write(args.out, fig, nonfinite="null", indent=2)
     return 0

@@ -303,6 +303,6 @@ def _run(args, log, argv) -> int:
         "train_file": Path(args.train).name,
         "val_file": Path(args.val).name,
     }
-    jsonio.write(out.with_suffix(".json"), report, indent=2)
+    jsonio.write(out.with_suffix(".json"), report, nonfinite="null", indent=2)  # a diverged loss (NaN) is unknown, not a lost report
     log(f"done in {time.time() - t0:.0f} s: {out} (+ {out.with_suffix('.json').name})")
     return 0
