@@ -488,7 +488,7 @@ def test_batch_does_not_see_a_lower_floors_wall_under_a_slab(havln_data):
     assert not len(batch.points) or np.hypot(batch.points[:, 0], batch.points[:, 1]).min() > 1.2
 
 
-def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path):
+def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path, capsys):
     import json
 
     from havln_robot.bench.agreement import main, read_live_log
@@ -513,11 +513,12 @@ def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path):
     with pytest.raises(ValueError, match="bench agreement --json"):
         read_live_log(bad)
     assert main(["--episodes", "1", "--kinds", "expert", "--live-log", str(bad)]) == 2
+    assert "--live-log:" in capsys.readouterr().err
 
 
-def test_a_live_log_without_matching_rows_is_refused_with_the_fix(tmp_path, capsys):
-    """A --live-log that holds no live row for the chosen episodes and inputs (another file, or
-    another run's --kinds) is bad input: exit 2 naming the file and the fix, not an empty table."""
+def test_a_live_log_without_live_rows_is_refused_with_the_fix(tmp_path, capsys):
+    """A --live-log that holds no live row at all (another file) is bad input, named before any
+    data is loaded: exit 2 naming the file and the fix, not an empty table."""
     from havln_robot.bench.agreement import main
 
     other = tmp_path / "notes.txt"
@@ -525,6 +526,13 @@ def test_a_live_log_without_matching_rows_is_refused_with_the_fix(tmp_path, caps
     assert main(["--episodes", "1", "--kinds", "reference", "--live-log", str(other)]) == 2
     err = capsys.readouterr().err
     assert str(other) in err and "holds no live row" in err and "earlier 'bench agreement' run" in err
+
+
+def test_a_live_log_without_matching_rows_is_refused_with_the_fix(havln_data, tmp_path, capsys):
+    """A --live-log whose rows are of other inputs (another run's --kinds) is refused with the
+    --kinds/--offset/--episodes to give, not turned into an empty table."""
+    from havln_robot.bench.agreement import main
+
     log = tmp_path / "expert.log"
     log.write_text(
         "  episode   5593 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  0.34 coll 1 refused 0 (42 actions)\n"

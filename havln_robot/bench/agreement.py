@@ -353,6 +353,23 @@ def main(argv: list[str]) -> int:
     if bad or not kinds:
         print(f"bench agreement: --kinds: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(KINDS)}", file=sys.stderr)
         return 2
+    recorded: dict[tuple[str, str], Outcome] | None = None
+    if args.live_log:  # bad input is named before the data and the episodes are loaded
+        try:
+            recorded = read_live_log(Path(args.live_log))
+        except OSError as exc:
+            print(f"bench agreement: --live-log: cannot read {args.live_log} ({exc.strerror})", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            print(f"bench agreement: --live-log: {exc}", file=sys.stderr)
+            return 2
+        if not recorded:
+            print(
+                f"bench agreement: --live-log: {args.live_log} holds no live row; "
+                "give the --json file or the printed output of an earlier 'bench agreement' run",
+                file=sys.stderr,
+            )
+            return 2
     data = data_dir()
     ep_file = data / "ha_r2r_de" / "HA_val_seen.json"
     conn = data / "connectivity"
@@ -364,27 +381,14 @@ def main(argv: list[str]) -> int:
     from havln_robot.sim.scene import Scene
 
     eps = load_episodes(ep_file, conn, limit=args.offset + args.episodes)[args.offset :]
-    recorded: dict[tuple[str, str], Outcome] | None = None
-    if args.live_log:
-        try:
-            recorded = read_live_log(Path(args.live_log))
-        except OSError as exc:
-            print(f"bench agreement: --live-log: cannot read {args.live_log} ({exc.strerror})", file=sys.stderr)
-            return 2
-        except ValueError as exc:
-            print(f"bench agreement: --live-log: {exc}", file=sys.stderr)
-            return 2
+    if recorded is not None:
         eps = [e for e in eps if any((e.episode_id, k) in recorded for k in kinds)]
         if not eps:
             held = sorted({k for _, k in recorded})
             print(
                 f"bench agreement: --live-log: {args.live_log} holds no live row of input {', '.join(kinds)} among val_seen "
-                f"episodes {args.offset}..{args.offset + args.episodes - 1}"
-                + (
-                    f" (it holds {len(recorded)} row(s) of {', '.join(held)}); give the same --kinds, --offset and --episodes as the recorded run"
-                    if recorded
-                    else "; give the --json file or the printed output of an earlier 'bench agreement' run"
-                ),
+                f"episodes {args.offset}..{args.offset + args.episodes - 1} (it holds {len(recorded)} row(s) of "
+                f"{', '.join(held)}); give the same --kinds, --offset and --episodes as the recorded run",
                 file=sys.stderr,
             )
             return 2
