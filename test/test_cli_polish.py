@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +63,68 @@ def test_every_option_has_help_without_backticks(label: str, monkeypatch: pytest
         if not text.strip() or "``" in text or "once registered" in text:
             bad.append(f"{where} {'/'.join(action.option_strings) or action.dest}: {text!r}")
     assert not bad, "options without help (or with literal ``): " + "; ".join(bad)
+
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("label", sorted(_TARGETS))
+def test_no_default_is_a_path_relative_to_the_checkout(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A default such as ``config/sim.yaml`` or ``models/small_panoramic.pt`` only works when the
+    command is started in the checkout; from any other folder the shipped file is "not found". Defaults
+    that name a shipped file are resolved through havln_robot.paths (config_dir(), models_dir()) or a
+    name looked up there (``--policy small_panoramic``)."""
+    parser = _parser_of(_TARGETS[label], monkeypatch)
+    bad = []
+    for where, action in _walk(parser, label):
+        d = action.default
+        if isinstance(d, str) and d and not Path(d).is_absolute() and "/" in d and (_REPO / d).exists():
+            bad.append(f"{where} {'/'.join(action.option_strings) or action.dest}: default {d!r}")
+    assert not bad, "defaults relative to the checkout (break outside it): " + "; ".join(bad)
+
+
+def test_agreement_finds_the_shipped_model_from_any_folder(havln_data, tmp_path, monkeypatch) -> None:
+    """``bench agreement --kinds model`` started outside the checkout loads the shipped model by
+    default (it once looked for ./models/small_panoramic.pt and said "not found")."""
+    from havln_robot.bench import agreement
+    from havln_robot.policy import registry
+
+    seen: list[Path] = []
+
+    class _Loaded(Exception):
+        pass
+
+    def fake_make_policy(spec, **kw):
+        seen.append(registry.resolve_checkpoint(spec))
+        raise _Loaded
+
+    monkeypatch.setattr(registry, "make_policy", fake_make_policy)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(_Loaded):
+        agreement.main(["--kinds", "model", "--episodes", "1", "--batch-only"])
+    assert seen and seen[0].name == "small_panoramic.pt" and seen[0].is_file()
+
+
+def test_panorama_bench_finds_the_shipped_profile_from_any_folder(tmp_path, monkeypatch) -> None:
+    """``bench panorama`` started outside the checkout reads the shipped config/sim.yaml."""
+    pytest.importorskip("rclpy")
+    from havln_robot import config
+    from havln_robot.bench.panorama import run_panoramas
+
+    seen: list[Path] = []
+
+    class _Read(Exception):
+        pass
+
+    def fake_load_profile(path, *a, **kw):
+        seen.append(Path(path))
+        raise _Read
+
+    monkeypatch.setattr(config, "load_profile", fake_load_profile)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(_Read):
+        run_panoramas(("sweep",), 1, context=object())
+    assert seen and seen[0].is_file() and seen[0].samefile(_REPO / "config" / "sim.yaml")
 
 
 def test_bench_unknown_name_says_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -316,7 +316,11 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"inputs, comma list of {', '.join(KINDS)} (default all)")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="people and noise seed, the same in both worlds (default 0)")
-    ap.add_argument("--policy", default="models/small_panoramic.pt", help="the model input (default the shipped model)")
+    ap.add_argument(
+        "--policy",
+        default="small_panoramic",
+        help="the model input: a checkpoint path or a name in models/ (default the shipped model, found from any working directory)",
+    )
     ap.add_argument(
         "--real-time-factor", type=number_in(0.05, 20.0), default=1.0, help="sim_node real_time_factor for the live replays (default 1)"
     )

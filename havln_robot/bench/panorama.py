@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot.paths import config_dir
 from havln_robot.text import number_in
 
 MODES = ("sweep", "discrete")
@@ -60,7 +61,7 @@ def run_panoramas(
     modes: tuple[str, ...] = MODES,
     panoramas: int = 20,
     context: Any = None,
-    profile: str = "config/sim.yaml",
+    profile: str | None = None,
     sim_overrides: dict[str, Any] | None = None,
     log: Any = None,
 ) -> dict[str, dict[str, Any]]:
@@ -70,7 +71,8 @@ def run_panoramas(
         modes: ``sweep`` and/or ``discrete``.
         panoramas: panoramas per mode.
         context: an initialised rclpy context (default: a new one, shut down at the end).
-        profile: the deployment profile the three nodes' parameters come from.
+        profile: the deployment profile the three nodes' parameters come from (default the shipped
+            ``config/sim.yaml``, found from any working directory).
         sim_overrides: sim_node parameters to override (e.g. ``{"scene_source": "builtin"}``).
         log: ``log(str)`` progress callback.
 
@@ -92,7 +94,7 @@ def run_panoramas(
     if own:
         context = rclpy.Context()
         rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    prof = load_profile(profile)
+    prof = load_profile(profile if profile is not None else config_dir() / "sim.yaml")
     sim_p = {**prof.nodes["sim_node"], "scene_source": "builtin", "populate_humans": 0, **(sim_overrides or {})}
     sim = SimNode(params=sim_p, context=context)
     hist: list[tuple[float, float]] = []
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--panoramas", type=number_in(1, integer=True), default=20, help="panoramas per mode (default 20)")
     ap.add_argument("--mode", choices=(*MODES, "both"), default="both", help="which mode(s) to measure")
-    ap.add_argument("--profile", default="config/sim.yaml", help="deployment profile of the three nodes")
+    ap.add_argument("--profile", default=None, help="deployment profile of the three nodes (default the shipped config/sim.yaml)")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per panorama on stderr")
     args = ap.parse_args(argv)
     if args.panoramas < 1:
