@@ -528,6 +528,20 @@ def test_a_live_log_without_live_rows_is_refused_with_the_fix(tmp_path, capsys):
     assert str(other) in err and "holds no live row" in err and "earlier 'bench agreement' run" in err
 
 
+def test_json_over_the_live_log_is_refused_before_it_loses_the_recorded_rows(tmp_path):
+    """--json naming the --live-log file would rewrite hours of recorded live rows after the first
+    episode: refused before any work, naming --json, and the file is left as it was."""
+    from havln_robot.bench.agreement import main
+    from havln_robot.paths import OutputPathError
+
+    log = tmp_path / "live.log"
+    text = "  episode   5593 expert    batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  0.34 coll 1 refused 0 (42 actions)\n"
+    log.write_text(text)
+    with pytest.raises(OutputPathError, match="--json .* is also an input"):
+        main(["--episodes", "1", "--kinds", "expert", "--live-log", str(log), "--json", str(log)])
+    assert log.read_text() == text
+
+
 def test_a_live_log_without_matching_rows_is_refused_with_the_fix(havln_data, tmp_path, capsys):
     """A --live-log whose rows are of other inputs (another run's --kinds) is refused with the
     --kinds/--offset/--episodes to give, not turned into an empty table."""

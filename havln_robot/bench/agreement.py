@@ -349,7 +349,9 @@ def main(argv: list[str]) -> int:
     from havln_robot.paths import check_out_file, data_dir, prepare_out_dir
 
     if args.json:
-        check_out_file(args.json, "--json", atomic=True)
+        check_out_file(
+            args.json, "--json", inputs=(args.live_log,) if args.live_log else (), atomic=True
+        )  # never over the recorded live rows
     if args.live_out:
         prepare_out_dir(args.live_out, "--live-out")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
