@@ -127,6 +127,40 @@ def test_panorama_bench_finds_the_shipped_profile_from_any_folder(tmp_path, monk
     assert seen and seen[0].is_file() and seen[0].samefile(_REPO / "config" / "sim.yaml")
 
 
+@pytest.mark.parametrize(
+    ("target", "argv"),
+    [
+        ("havln_robot.sim.gazebo_world:main", ["gZ6f7yhEvPG", "--episodes", "{f}", "--out", "{f}"]),
+        ("havln_robot.bench.sim:main", ["--episodes", "{f}", "--out", "{f}"]),
+        ("havln_robot.bench.policy:main", ["--model", "{f}", "--json", "{f}"]),
+        ("havln_robot.bench.policy:main", ["--episodes", "{f}", "--json", "{f}"]),
+        ("havln_robot.bench.motion:main", ["--config", "{f}", "--json", "{f}"]),
+        ("havln_robot.bench.agreement:main", ["--live-log", "{f}", "--json", "{f}"]),
+    ],
+)
+def test_an_output_naming_an_input_is_refused_before_any_work(target: str, argv: list[str], tmp_path) -> None:
+    """Every writer whose output could name one of its own input files refuses it before any work,
+    naming the flag, and leaves the input as it was (replay and pack always did; these wrote over it)."""
+    from havln_robot.paths import OutputPathError
+
+    f = tmp_path / "input.json"
+    f.write_text('{"kept": true}\n')
+    mod, fn = target.split(":")
+    with pytest.raises(OutputPathError, match="is also an input"):
+        getattr(importlib.import_module(mod), fn)([a.format(f=f) for a in argv])
+    assert f.read_text() == '{"kept": true}\n'
+
+
+def test_agreement_refuses_bad_kinds_before_it_creates_the_json_folder(tmp_path, capsys) -> None:
+    """A run refused for its --kinds leaves no folder behind for --json."""
+    from havln_robot.bench.agreement import main as agreement_main
+
+    out = tmp_path / "new" / "dir" / "x.json"
+    assert agreement_main(["--kinds", "bogus", "--json", str(out)]) == 2
+    assert "--kinds: unknown bogus" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
 def test_bench_unknown_name_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "foo"]) == 2
     err = capsys.readouterr().err

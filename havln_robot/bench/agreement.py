@@ -348,17 +348,17 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     from havln_robot.paths import check_out_file, data_dir, prepare_out_dir
 
-    if args.json:
-        check_out_file(
-            args.json, "--json", inputs=(args.live_log,) if args.live_log else (), atomic=True
-        )  # never over the recorded live rows
-    if args.live_out:
-        prepare_out_dir(args.live_out, "--live-out")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
         print(f"bench agreement: --kinds: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(KINDS)}", file=sys.stderr)
         return 2
+    if args.json:  # after the cheap checks: a refused run creates no folder
+        check_out_file(
+            args.json, "--json", inputs=(args.live_log,) if args.live_log else (), atomic=True
+        )  # never over the recorded live rows
+    if args.live_out:
+        prepare_out_dir(args.live_out, "--live-out")
     recorded: dict[tuple[str, str], Outcome] | None = None
     if args.live_log:  # bad input is named before the data and the episodes are loaded
         try:

@@ -283,7 +283,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", inputs=tuple(p for p in (args.config,) if p))
     try:
         params = _profile_params(args.config)
     except ConfigError as exc:

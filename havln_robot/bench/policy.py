@@ -150,7 +150,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", inputs=tuple(p for p in (args.model, args.episodes) if p))
     figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
     if not args.skip_latency:
         print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")

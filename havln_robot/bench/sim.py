@@ -433,7 +433,7 @@ def main(argv: list[str]) -> int:
     from havln_robot.paths import check_out_file, prepare_out_dir
 
     if args.out is not None:
-        check_out_file(args.out, "--out")
+        check_out_file(args.out, "--out", inputs=(args.episodes,))
     if args.save_frames is not None:
         prepare_out_dir(args.save_frames, "--save-frames")
     os.environ.setdefault("MUJOCO_GL", "egl")
