@@ -83,6 +83,27 @@ def test_no_default_is_a_path_relative_to_the_checkout(label: str, monkeypatch: 
     assert not bad, "defaults relative to the checkout (break outside it): " + "; ".join(bad)
 
 
+def test_no_code_names_a_shipped_file_relative_to_the_checkout() -> None:
+    """The same mistake outside argparse: a literal such as ``"config/sim.yaml"`` in the code (bench
+    console's profile was one) resolves against the working directory, not the install."""
+    import ast
+
+    bad = []
+    for src in sorted((_REPO / "havln_robot").rglob("*.py")):
+        tree = ast.parse(src.read_text(), str(src))
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(n) is not None
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                v = node.value
+                if "/" in v and not v.startswith(("/", "$", "~")) and " " not in v and (_REPO / v).is_file():
+                    bad.append(f"{src.relative_to(_REPO)}:{node.lineno}: {v!r}")
+    assert not bad, "checkout-relative paths (use havln_robot.paths.config_dir()/models_dir()): " + "; ".join(bad)
+
+
 def test_agreement_finds_the_shipped_model_from_any_folder(havln_data, tmp_path, monkeypatch) -> None:
     """``bench agreement --kinds model`` started outside the checkout loads the shipped model by
     default (it once looked for ./models/small_panoramic.pt and said "not found")."""

@@ -20,9 +20,10 @@ import time
 from typing import Any
 
 from havln_robot import jsonio
+from havln_robot.paths import config_dir
 from havln_robot.text import number_in
 
-REPO_SIM = "config/sim.yaml"
+REPO_SIM = str(config_dir() / "sim.yaml")  # the shipped profile, from any working directory
 TOKEN = "bench-console-token"
 
 
