@@ -8,6 +8,8 @@ data tests ~10 s; the live agreement check (two episodes through sim_node + moti
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -514,6 +516,68 @@ def test_live_side_can_be_read_back_from_a_recorded_json_file(tmp_path, capsys):
         read_live_log(bad)
     assert main(["--episodes", "1", "--kinds", "expert", "--live-log", str(bad)]) == 2
     assert "--live-log:" in capsys.readouterr().err
+
+
+_LIVE = {"success": True, "ne": 0.34, "collisions": 1, "refused": 2, "actions": 42, "note": "", "load": 1.2}
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('{"rows": [1, 2]}', "rows[0] must be an object"),
+        ('{"rows": {"a": 1}}', '"rows" must be a list'),
+        ('{"rows": [' + "[" * 100_000 + "]}", "nests too deeply"),
+        ({"collisions": float("inf")}, "rows[0].live.collisions"),
+        ({"actions": 1e400}, "rows[0].live.actions"),
+        ({"success": "false"}, "rows[0].live.success: 'false' is not true or false"),
+        ({"collisions": -5}, "rows[0].live.collisions: -5"),
+        ({"refused": 2.7}, "rows[0].live.refused: 2.7"),
+        ({"ne": "abc"}, "rows[0].live.ne: 'abc'"),
+        ({"ne": True}, "rows[0].live.ne: True"),
+        ({"note": [1, 2]}, "rows[0].live.note"),
+        ({"success": None}, "rows[0].live.success"),
+    ],
+)
+def test_a_live_log_with_wrong_types_is_refused_naming_the_row_and_field(tmp_path, text, named):
+    """A recorded --json edited by hand (or by another tool) is refused with the row and field, never
+    read as other values ("false" as a success, -5 collisions) and never a traceback."""
+    import json
+
+    from havln_robot.bench.agreement import read_live_log
+
+    if isinstance(text, dict):
+        text = json.dumps({"rows": [{"episode_id": "5593", "kind": "model", "live": {**_LIVE, **text}}]}, allow_nan=True)
+        text = text.replace("Infinity", "1e999")
+    f = tmp_path / "live.json"
+    f.write_text(text if text.startswith("{") else "{" + text)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        read_live_log(f)
+
+
+def test_a_live_log_is_read_from_a_regular_file_with_or_without_bom_and_bad_lines_are_named(tmp_path):
+    """The --json saved by an editor with a byte-order mark is the same file; a pipe or device is
+    refused before it is read (a FIFO with no writer would hang, /dev/zero would fill memory); a
+    printed line whose NE is not a number is named by line."""
+    import json
+    import os
+
+    from havln_robot.bench.agreement import read_live_log
+
+    f = tmp_path / "bom.json"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps({"rows": [{"episode_id": "5593", "kind": "model", "live": _LIVE}]}).encode())
+    assert read_live_log(f)[("5593", "model")].actions == 42
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        read_live_log(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        read_live_log(Path("/dev/zero"))
+    log = tmp_path / "run.log"
+    log.write_text(
+        "header\n  episode   5593 model     batch success NE  0.26 coll 0 refused 0 (42 actions) | live success NE  abc coll 0 refused 0 (42 actions)\n"
+    )
+    with pytest.raises(ValueError, match=r"run.log: line 2: NE 'abc'"):
+        read_live_log(log)
 
 
 def test_a_live_log_without_live_rows_is_refused_with_the_fix(tmp_path, capsys):

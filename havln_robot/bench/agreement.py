@@ -30,6 +30,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -170,44 +171,100 @@ _LINE = re.compile(
 )
 
 
+LIVE_LOG_MAX_BYTES = 64 * 1024 * 1024  # a --json of all 340 val_seen episodes x 3 inputs is ~1 MB
+
+
+def _live_outcome(lv: Any, where: str) -> Outcome:
+    """One ``live`` object of a ``--json`` row, every field type-checked; ValueError names the field."""
+    if not isinstance(lv, dict):
+        raise ValueError(f"{where}: must be an object with success, ne, collisions, refused, actions; got {type(lv).__name__}")
+
+    def field(key: str, ok: Any, want: str, default: Any = ...) -> Any:
+        if key not in lv:
+            if default is ...:
+                raise ValueError(f"{where}.{key}: missing; it must be {want}")
+            return default
+        v = lv[key]
+        if not ok(v):
+            raise ValueError(f"{where}.{key}: {v!r} is not {want}")
+        return v
+
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def number(v: Any) -> bool:
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0)
+
+    ne = field("ne", number, "a distance in m >= 0 or null (unknown)")
+    load = field("load", number, "a load per CPU >= 0 or null", None)
+    return Outcome(
+        field("success", lambda v: isinstance(v, bool), "true or false"),
+        math.nan if ne is None else float(ne),
+        field("collisions", count, "a whole number >= 0"),
+        field("refused", count, "a whole number >= 0"),
+        field("actions", count, "a whole number >= 0"),
+        field("note", lambda v: isinstance(v, str), "a string", ""),
+        None if load is None else float(load),
+    )
+
+
 def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
     """Live outcomes from an earlier ``bench agreement`` run: its ``--json`` file, or the
     per-episode lines it printed (its log file): (episode id, input kind) -> :class:`Outcome`.
     Lets the batch side be re-run on a recorded live run.
 
+    Every field is type-checked (``success`` a bool, counts whole numbers >= 0, ``ne``/``load``
+    finite numbers >= 0 or null): a file edited by hand is refused, never read as other values.
+
     Raises:
         OSError: the file cannot be read.
-        ValueError: a JSON file whose rows are not those of ``bench agreement --json`` (names the field).
+        ValueError: not a regular file, larger than :data:`LIVE_LOG_MAX_BYTES`, or a JSON file whose
+            rows are not those of ``bench agreement --json`` / a printed line that does not parse;
+            the message names the file, the row or line, and the field.
     """
+    path = Path(path)
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: not a regular file; give the --json file or the saved output of an earlier 'bench agreement' run")
+    if st.st_size > LIVE_LOG_MAX_BYTES:
+        raise ValueError(f"{path}: {st.st_size} bytes, more than any 'bench agreement' output ({LIVE_LOG_MAX_BYTES} bytes)")
+    text = path.read_text(encoding="utf-8-sig", errors="replace")  # -sig: the same file saved by an editor with a BOM
     out: dict[tuple[str, str], Outcome] = {}
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         import json
 
+        bad = f"{path}: not a 'bench agreement --json' file"
         try:
-            rows = json.loads(text)["rows"]
-            for r in rows:
-                if r.get("live"):
-                    lv = r["live"]
-                    out[(str(r["episode_id"]), str(r["kind"]))] = Outcome(
-                        bool(lv["success"]),
-                        math.nan if lv["ne"] is None else float(lv["ne"]),
-                        int(lv["collisions"]),
-                        int(lv["refused"]),
-                        int(lv["actions"]),
-                        str(lv.get("note", "")),
-                        None if lv.get("load") is None else float(lv["load"]),
-                    )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}: not a 'bench agreement --json' file (rows[].live: {exc!r})") from None
+            doc = json.loads(text)
+        except RecursionError:
+            raise ValueError(f"{bad} (its JSON nests too deeply)") from None
+        except ValueError as exc:
+            raise ValueError(f"{bad} ({exc})") from None
+        rows = doc.get("rows") if isinstance(doc, dict) else None
+        if not isinstance(rows, list):
+            raise ValueError(f'{bad} ("rows" must be a list of rows; got {type(rows).__name__})')
+        for i, r in enumerate(rows):
+            if not isinstance(r, dict):
+                raise ValueError(f"{bad} (rows[{i}] must be an object; got {type(r).__name__})")
+            if not r.get("live"):
+                continue
+            for key in ("episode_id", "kind"):
+                if not isinstance(r.get(key), (str, int)) or isinstance(r.get(key), bool):
+                    raise ValueError(f"{bad} (rows[{i}].{key}: {r.get(key)!r} is not an id)")
+            out[(str(r["episode_id"]), str(r["kind"]))] = _live_outcome(r["live"], f"{path}: rows[{i}].live")
         return out
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), 1):
         m = _LINE.match(line)
         if m:
-            eid, kind, res, ne, coll, ref, n, load, note = m.groups()
-            out[(eid, kind)] = Outcome(
-                res == "success", float(ne), int(coll), int(ref), int(n), note.strip(), float(load) if load else None
-            )
+            eid, kind, res, ne, coll, ref, k, load, note = m.groups()
+            try:
+                ne_m = float(ne)
+                load_v = float(load) if load else None
+            except ValueError:
+                raise ValueError(
+                    f"{path}: line {n}: NE {ne!r} or load/cpu {load!r} is not a number; is this the output of 'bench agreement'?"
+                ) from None
+            out[(eid, kind)] = Outcome(res == "success", ne_m, int(coll), int(ref), int(k), note.strip(), load_v)
     return out
 
 
