@@ -96,6 +96,9 @@ def number_in(
             value: float = int(text) if integer else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
+        if integer and abs(value) > 2**63 - 1:  # past int64: math.isfinite() would overflow, ROS parameters refuse it
+            shown = f"{text[:20]!r}{'...' if len(text) > 20 else ''}"
+            raise argparse.ArgumentTypeError(f"{shown} is beyond a 64-bit integer: give a number {want} and at most {2**63 - 1}")
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
         too_low = lo is not None and (value <= lo if above else value < lo)

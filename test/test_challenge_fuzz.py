@@ -182,3 +182,30 @@ def test_structural_mutations_rejected_with_their_rule(env, name):
 def test_decode_json_never_raises(data):
     value, problems = decode_json(data)
     assert value is not None or problems
+
+
+def test_a_json_null_file_is_named_by_every_reader(env, tmp_path, capsys):
+    """A file holding only JSON ``null`` is valid JSON that decode_json used to return as
+    ``(None, [])`` -- "unusable, no reason" -- so export crashed (IndexError), replay and pack printed
+    an empty reason and validate skipped the member. Every reader now names it."""
+    from havln_robot.cli import main
+
+    value, problems = decode_json(b"null", "val_seen.json")
+    assert value is None and [p.rule for p in problems] == ["schema"] and "JSON null" in problems[0].message
+    rep = verdict(env, bundle(seen=b"null"))
+    assert any(p.member == "val_seen.json" and p.rule == "schema" and "JSON null" in p.message for p in rep.problems)
+    f = tmp_path / "null.json"
+    f.write_text("null")
+    jl = tmp_path / "runs.jsonl"
+    jl.write_text('{"episode_id": "1", "actions": ["STOP"]}\nnull\n')
+    pk = tmp_path / "pk"
+    pk.mkdir()
+    (pk / "val_seen.json").write_text("null")
+    for argv in (
+        ["export", "--runs", str(f), "--split", "val_seen", "--out-dir", str(tmp_path / "o")],
+        ["export", "--runs", str(jl), "--split", "val_seen", "--out-dir", str(tmp_path / "o")],
+        ["replay", "--quiet", str(f)],
+        ["pack", str(pk), "-o", str(tmp_path / "p.zip")],
+    ):
+        assert main(argv) == 2, argv
+        assert "JSON null" in capsys.readouterr().err, argv

@@ -182,6 +182,18 @@ def test_agreement_refuses_bad_kinds_before_it_creates_the_json_folder(tmp_path,
     assert not (tmp_path / "new").exists()
 
 
+def test_an_integer_option_past_int64_is_refused_not_a_traceback() -> None:
+    """A 400-digit --seed overflowed math.isfinite() (OverflowError traceback) and a seed past int64
+    was taken, to fail only at the live side's ROS parameter hours later."""
+    from havln_robot.text import number_in
+
+    parse = number_in(0, integer=True)
+    for text in ("1" + "0" * 400, str(2**63)):
+        with pytest.raises(argparse.ArgumentTypeError, match="64-bit"):
+            parse(text)
+    assert parse(str(2**63 - 1)) == 2**63 - 1
+
+
 def test_bench_unknown_name_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "foo"]) == 2
     err = capsys.readouterr().err

@@ -150,6 +150,8 @@ def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
     except OSError as exc:
         raise ExportError(f"{p}: cannot read ({exc.strerror or exc})") from None
     value, problems = decode_json(data, p.name)
+    if value is None and problems and problems[0].rule != "json":  # valid JSON (null) or not UTF-8: not JSON Lines either
+        raise ExportError(f"{p}: {problems[0].message}")
     if value is None:
         # JSON Lines?
         records = []

@@ -176,7 +176,8 @@ def decode_json(data: bytes, member: str = "") -> tuple[Any, list[Problem]]:
         member: name used in problem records.
 
     Returns:
-        ``(value, problems)``; ``value`` is None when the bytes are not usable JSON. Duplicate keys
+        ``(value, problems)``; ``value`` is None when the bytes are not usable JSON (a JSON ``null``
+        document included, with its own problem, so None always comes with a reason). Duplicate keys
         are reported (``duplicate-key``) but the value is still returned (last occurrence wins).
     """
     if len(data) > MAX_FILE_BYTES:
@@ -196,6 +197,8 @@ def decode_json(data: bytes, member: str = "") -> tuple[Any, list[Problem]]:
         return None, [Problem("json", "JSON nests too deeply to be a prediction file (which nests 4 deep)", member)]
     except ValueError as exc:
         return None, [Problem("json", f"not valid JSON: {exc}", member)]
+    if value is None:  # JSON null: valid JSON, but None here means "not usable"; say why
+        return None, [Problem("schema", "the file is JSON null; it must be a JSON object (format_version, split, episodes)", member)]
     problems = [
         Problem("duplicate-key", f"JSON key {k!r} appears more than once in one object; keep one", member)
         for k in dict.fromkeys(hook.duplicates)
