@@ -177,6 +177,8 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
         OutputPathError: one line naming ``flag``: a folder, an input file, or an unwritable place.
     """
     p = Path(path)
+    if len(p.name.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+        raise OutputPathError(f"{flag} {str(p)[:60]}...: the file name is longer than {MAX_COMPONENT_BYTES} bytes; choose a shorter name")
     if p.is_dir():
         raise OutputPathError(f"{flag} {p}: is a folder; give a file name, e.g. {p / 'out.json'}")
     for i in inputs:
@@ -204,7 +206,9 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     A destination that is a symbolic link is written THROUGH the link (the link's target is
     replaced, the link stays), as a plain ``open(path, "w")`` would: renaming over the link itself
     would silently turn the user's link into a file. The temporary name is unique (``mkstemp``),
-    so two writers never share it and an attacker-planted ``<name>.tmp`` link is never followed.
+    so two writers never share it and an attacker-planted ``<name>.tmp`` link is never followed;
+    it is ``.<name>.<random>.tmp`` with ``<name>`` cut so that it fits in
+    :data:`MAX_COMPONENT_BYTES` (a 250-byte output name must not fail only when it is written).
 
     Args:
         path: the output file (its folder is created).
@@ -217,7 +221,7 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(os.path.realpath(Path(path).expanduser()))
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, name = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -233,6 +237,16 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _temp_prefix(name: str) -> str:
+    """``.<name>.`` cut to leave room for mkstemp's 8 random characters and ``.tmp`` within
+    :data:`MAX_COMPONENT_BYTES` bytes (UTF-8, never splitting a character)."""
+    room = MAX_COMPONENT_BYTES - len(".") - len(".") - 8 - len(".tmp") - 8  # 8 spare: a future longer random part
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) > room:
+        name = raw[:room].decode("utf-8", "ignore")
+    return f".{name}."
 
 
 class UnsafePathError(OutputPathError):

@@ -89,3 +89,61 @@ def test_trial_backup_writes_through_a_link(tmp_path: Path) -> None:
     assert link.is_symlink()
     with sqlite3.connect(real) as c:
         assert c.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 1
+
+
+def test_bench_agreement_json_writes_through_a_link(tmp_path: Path, havln_data: Path) -> None:
+    """``bench agreement --json link.json`` replaced the link by a file (its own os.replace)."""
+    link, real = _linked(tmp_path, "agreement.json")
+    args = ["bench", "agreement", "--batch-only", "--episodes", "1", "--kinds", "reference", "--json", str(link)]
+    assert main(args) == 0
+    assert link.is_symlink() and json.loads(real.read_text())["rows"][0]["kind"] == "reference"
+
+
+def test_atomic_output_fits_the_temporary_name_of_a_long_output_name(tmp_path: Path) -> None:
+    """A 250-byte output name is a legal file name; its temporary ``.<name>.<random>.tmp`` must be one too."""
+    for name in ("a" * 250 + ".json", "é" * 125 + ".json"):
+        out = tmp_path / name
+        with atomic_output(out) as tmp:
+            assert len(tmp.name.encode()) <= 255
+            tmp.write_text("{}")
+        assert out.read_text() == "{}"
+    assert sorted(p.name.startswith(".") for p in tmp_path.iterdir()) == [False, False]
+
+
+def test_check_out_file_refuses_a_name_past_255_bytes_before_any_work(tmp_path: Path) -> None:
+    from havln_robot.paths import OutputPathError, check_out_file
+
+    with pytest.raises(OutputPathError, match="--json .*longer than 255 bytes"):
+        check_out_file(tmp_path / ("a" * 256 + ".json"), "--json", atomic=True)
+
+
+def _replaces_or_renames(tree) -> list[int]:
+    """Lines of ``os.replace/os.rename(...)`` and ``<path>.replace(x)`` / ``<path>.rename(x)`` calls
+    (``str.replace`` takes two arguments, ``Path.replace`` one)."""
+    import ast
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("replace", "rename"):
+            is_os = isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
+            if is_os or (len(node.args) == 1 and not node.keywords):
+                out.append(node.lineno)
+    return out
+
+
+def test_every_writer_renames_through_atomic_output() -> None:
+    """One atomic-write rule: no module but havln_robot/paths.py renames a temporary file over an
+    output itself (bench agreement's --json, the recorder's metadata.yaml and the scene cache did:
+    a link replaced by a file, a fixed ``.tmp`` name shared by two writers or past 255 bytes)."""
+    import ast
+
+    import havln_robot
+
+    root = Path(havln_robot.__file__).parent
+    bad = []
+    for f in sorted(root.rglob("*.py")):
+        if f.name == "paths.py" and f.parent == root:
+            continue
+        for line in _replaces_or_renames(ast.parse(f.read_text(encoding="utf-8"))):
+            bad.append(f"{f.relative_to(root.parent)}:{line}")
+    assert not bad, "use havln_robot.paths.atomic_output instead of renaming by hand: " + ", ".join(bad)

@@ -270,14 +270,15 @@ def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
 
 def _write_json(path: Path, rows: list[dict[str, Any]], summary: list[dict[str, Any]] | None, speed: float | None) -> None:
     """The ``--json`` file: every row so far (``summary`` and ``batch_actions_per_s`` None until the
-    run ends), written to a temporary file and renamed over ``path`` so a run stopped mid-write keeps
-    the previous version. A figure that is unknown (NE of a live episode that reported no pose:
+    run ends), written through :func:`havln_robot.paths.atomic_output` (a temporary file renamed over
+    ``path``; a symbolic link at ``path`` is written through) so a run stopped mid-write keeps the
+    previous version. A figure that is unknown (NE of a live episode that reported no pose:
     NaN) is written as ``null``, and :func:`read_live_log` reads it back as NaN."""
     from havln_robot import jsonio
+    from havln_robot.paths import atomic_output
 
-    tmp = path.with_name(f".{path.name}.tmp")
-    jsonio.write(tmp, {"rows": rows, "summary": summary, "batch_actions_per_s": speed}, nonfinite="null", newline=False, indent=2)
-    os.replace(tmp, path)
+    with atomic_output(path) as tmp:  # the one atomic-write rule: through a link, a temporary name that fits
+        jsonio.write(tmp, {"rows": rows, "summary": summary, "batch_actions_per_s": speed}, nonfinite="null", newline=False, indent=2)
 
 
 def _mean(xs: list[float]) -> float:

@@ -43,7 +43,7 @@ import shapely
 from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
-from havln_robot.paths import user_cache_root
+from havln_robot.paths import atomic_output, user_cache_root
 
 #: Ground-z difference (m) below which two connected viewpoints are on the same floor. Stairs
 #: risers are ~0.18 m each; edges rising more than this are treated as stairs (ramps).
@@ -689,11 +689,8 @@ class Scene:
         if scene is None:
             scene = cls.from_connectivity(src, corridor_width, viewpoint_radius, wall_height)
             try:
-                root.mkdir(parents=True, exist_ok=True)
-                tmp = cache_file.with_suffix(f".tmp{os.getpid()}")
-                with tmp.open("wb") as fh:
+                with atomic_output(cache_file) as tmp, tmp.open("wb") as fh:  # a unique temporary name per writer
                     pickle.dump(scene, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, cache_file)
             except OSError:
                 pass  # caching is an optimisation only
         _MEMO[(str(src), corridor_width, viewpoint_radius, wall_height)] = scene

@@ -487,9 +487,10 @@ class McapRecorder:
                 ],
             }
         }
-        tmp = self.dir / "metadata.yaml.tmp"
-        tmp.write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
-        os.replace(tmp, self.dir / "metadata.yaml")
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(self.dir / "metadata.yaml") as tmp:
+            tmp.write_text(yaml.safe_dump(info, sort_keys=False), encoding="utf-8")
 
     # --- writing ----------------------------------------------------------------------------------
     def _drop(self, why: str) -> bool:
