@@ -846,61 +846,193 @@ def evaluate(
 
 
 # ---------------------------------------------------------------------------- partial results (resume)
+def _count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _metres(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _flag(v: object) -> bool:
+    return isinstance(v, bool)
+
+
+def _text(v: object) -> bool:
+    return isinstance(v, str) and v != ""
+
+
+def _actions(v: object) -> bool:
+    from havln_robot.actions import is_action
+
+    return isinstance(v, list) and all(is_action(a) for a in v)
+
+
+#: Every field of a finished episode's line in ``results.partial.jsonl`` (:meth:`EpisodeRecord.row`
+#: plus ``actions``): name -> (check, what it must be, required). Optional fields are those older
+#: files may lack (the :class:`~havln_robot.sim.metrics.EpisodeMetrics` fields with a default, ``people_waits``).
+PARTIAL_ROW_FIELDS: dict[str, tuple] = {
+    "episode_id": (_text, "a non-empty string", True),
+    "scan": (_text, "a non-empty string", True),
+    "humans": (_count, "a whole number >= 0", True),
+    "floors_changed": (_flag, "true or false", True),
+    "ne": (_metres, "a finite distance in m >= 0", True),
+    "success": (_flag, "true or false", True),
+    "spl": (lambda v: _metres(v) and v <= 1, "a number from 0 to 1", True),
+    "path_length": (_metres, "a finite distance in m >= 0", True),
+    "collisions_human": (_count, "a whole number >= 0", True),
+    "collisions_static": (_count, "a whole number >= 0", True),
+    "tcr": (_count, "a whole number >= 0", True),
+    "cr": (lambda v: _count(v) and v <= 1, "0 or 1", True),
+    "sr": (lambda v: _count(v) and v <= 1, "0 or 1", True),
+    "steps": (_count, "a whole number >= 0", True),
+    "stopped": (_flag, "true or false", False),
+    "baseline": (_count, "a whole number >= 0", False),
+    "ne_euclid": (lambda v: v is None or _metres(v), "a finite distance in m >= 0 or null", False),
+    "unreachable": (_flag, "true or false", False),
+    "seconds": (_metres, "a finite duration in s >= 0", True),
+    "people_waits": (_count, "a whole number >= 0", False),
+    "actions": (_actions, "a list of action literals (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT, LOOK_UP, LOOK_DOWN)", True),
+}
+
+
+def check_partial_row(row: object, where: str = "") -> tuple[str, dict | str]:
+    """One episode line of ``results.partial.jsonl``, every field type-checked (:data:`PARTIAL_ROW_FIELDS`).
+
+    Args:
+        row: the parsed JSON value of the line.
+        where: the file and line, put before the message (``"<file>: line 3"``; empty: the message alone).
+
+    Returns:
+        ``(episode id, result)``: the row (a finished episode) or the skip reason (a skipped one).
+
+    Raises:
+        ValueError: one line naming ``where``, the field, its value and what it must be.
+    """
+
+    def bad(what: str) -> ValueError:
+        return ValueError(f"{where}: {what}" if where else what)
+
+    if not isinstance(row, dict):
+        raise bad(f"must be an object (an episode's results); got {type(row).__name__}")
+    eid = row.get("episode_id")
+    if not _text(eid):
+        raise bad(f"episode_id: {'missing' if 'episode_id' not in row else repr(eid)}; it must be a non-empty string")
+    if "skipped" in row:
+        if not _text(row["skipped"]) or set(row) != {"episode_id", "skipped"}:
+            raise bad(
+                f"skipped: {row['skipped']!r} (keys {', '.join(sorted(row))}); a skipped episode's line is "
+                '{"episode_id": ..., "skipped": "<reason>"} and nothing else'
+            )
+        return eid, row["skipped"]
+    for key, (ok, want, required) in PARTIAL_ROW_FIELDS.items():
+        if key not in row:
+            if required:
+                raise bad(f"{key}: missing; it must be {want}")
+            continue
+        if not ok(row[key]):
+            shown = repr(row[key])
+            raise bad(f"{key}: {shown[:60]}{'...' if len(shown) > 60 else ''} is not {want}")
+    return eid, row
+
+
 class PartialResults:
     """``results.partial.jsonl``: a header line with the run's options, then one line per finished episode.
 
     Lines: ``{"format": 1, "run": {...}}`` then :meth:`EpisodeRecord.row` + ``"actions"``, or
     ``{"episode_id": ..., "skipped": reason}``. Appended and flushed line by line, so a killed run
-    loses at most the line being written (a torn last line is ignored on reading).
+    loses at most the line being written (a torn last line, without its newline, is dropped on reading).
+
+    Reading is strict (:func:`check_partial_row`): every field is type-checked before any episode
+    runs, and a damaged file (a header that is not the run's, a line that does not parse or misses
+    a field, a field of the wrong type, an episode twice) is refused naming the line and the field,
+    never dropped silently or read as other values.
 
     Args:
         path: the file. run: the run's identity (:meth:`EvalOptions.key` and the episodes file);
             a resumed file must have been written with the same.
         resume: read the finished episodes of an existing file; False starts it afresh.
+        restart: how else to start afresh, for messages (eval: ``"rerun without --resume"``).
+            The messages name the file, not the flag that asked to read it (eval puts ``--resume:`` before them).
 
     Raises:
         EvalError: ``resume`` and the file was written by another run (names the differing option),
-            or it is not a partial results file.
+            is not a partial results file, or is damaged (names the line and the field).
     """
 
-    def __init__(self, path: Path, run: dict, resume: bool) -> None:
+    def __init__(self, path: Path, run: dict, resume: bool, restart: str = "delete the file (its episodes run again)") -> None:
         self.path = Path(path)
         self.done: dict[str, dict | str] = {}
-        if resume and self.path.is_file():
+        self.restart = restart
+        if resume and (self.path.exists() or self.path.is_symlink()) and not self.path.is_file():
+            raise EvalError(f"{self.path} is not a regular file; remove it, or {restart}")
+        if resume and self.path.is_file() and self.path.stat().st_size > 0:
             self._read(run)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("w") as fh:
                 fh.write(jsonio.dumps({"format": PARTIAL_FORMAT, "run": run}) + "\n")
 
+    def _damaged(self, n: int, what: str) -> EvalError:
+        fix = "delete that line (its episode runs again)" if n > 1 else "delete the file"
+        return EvalError(f"{self.path}: line {n}: {what}; {fix}, or {self.restart}")
+
     def _read(self, run: dict) -> None:
         import json
 
-        lines = self.path.read_text().splitlines()
-        try:
-            head = json.loads(lines[0]) if lines else {}
-        except ValueError:
-            head = {}
-        if head.get("format") != PARTIAL_FORMAT or not isinstance(head.get("run"), dict):
-            raise EvalError(f"--resume: {self.path} is not a partial results file of havln-robot eval; remove it or choose another --out")
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()  # the file ends with a newline: no torn line
+        elif len(lines) > 1:
+            try:
+                json.loads(lines[-1])
+            except (ValueError, RecursionError):
+                lines.pop()  # the torn last line of a killed run (its newline never written): it runs again
+        parsed = []
+        for n, raw in enumerate(lines, 1):
+            try:
+                parsed.append(json.loads(raw.decode("utf-8")))
+            except UnicodeDecodeError:
+                raise self._damaged(n, "not UTF-8 text") from None
+            except RecursionError:
+                raise self._damaged(n, "its JSON nests too deeply") from None
+            except ValueError as exc:
+                raise self._damaged(n, f"not JSON ({exc})") from None
+        head = parsed[0]
+        if (
+            not isinstance(head, dict)
+            or type(head.get("format")) is not int
+            or head["format"] != PARTIAL_FORMAT
+            or not isinstance(head.get("run"), dict)
+        ):
+            raise EvalError(
+                f"{self.path}: line 1 is not the header of a havln-robot eval partial results file "
+                f'({{"format": {PARTIAL_FORMAT}, "run": {{...}}}}); delete the file, or {self.restart}'
+            )
         old = head["run"]
         diff = sorted(k for k in set(old) | set(run) if old.get(k) != run.get(k))
         if diff:
             k = diff[0]
             raise EvalError(
-                f"--resume: {self.path} was written with {k}={old.get(k)!r}, this run has {k}={run.get(k)!r}; "
-                "give the same options or another --out"
+                f"{self.path} was written with {k}={old.get(k)!r}, this run has {k}={run.get(k)!r}; give the same options or another --out"
             )
-        good = [lines[0]]
-        for line in lines[1:]:
+        first: dict[str, int] = {}
+        for n, row in enumerate(parsed[1:], 2):
             try:
-                row = json.loads(line)
-                eid = str(row["episode_id"])
-            except (ValueError, KeyError, TypeError):
-                continue  # the torn last line of a killed run
-            self.done[eid] = row.get("skipped") if "skipped" in row else row
-            good.append(line)
-        self.path.write_text("\n".join(good) + "\n")  # drop a torn line before appending
+                eid, result = check_partial_row(row)
+            except ValueError as exc:
+                raise self._damaged(n, str(exc)) from None
+            if eid in first:
+                raise EvalError(
+                    f"{self.path}: line {n}: episode {eid!r} is already at line {first[eid]}; "
+                    f"delete one of the two lines, or {self.restart}"
+                )
+            first[eid] = n
+            self.done[eid] = result
+        if not data.endswith(b"\n"):
+            # drop a torn line, or end the last whole one, before appending
+            self.path.write_bytes(b"".join(line + b"\n" for line in lines))
 
     def add(self, episode_id: str, result: dict | str) -> None:
         """Append one finished episode (a row with actions, or a skip reason) and flush it to disk."""
@@ -1165,18 +1297,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - PolicyError and friends: one line, no traceback
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
+    run_id = opts.key() | {"episodes_file": str(ep_file.resolve()), "instruction_index": args.instruction_index, "baseline": why}
+    try:  # a damaged file is refused here, before any episode runs
+        partial = PartialResults(Path(args.out) / PARTIAL_NAME, run_id, args.resume, "rerun without --resume") if args.out else None
+    except EvalError as exc:
+        print(f"havln-robot eval: --resume: {exc}", file=sys.stderr)
+        return 2
     scenes = f"scan meshes from {args.scenes}" if args.scenes else "procedural scenes"
     print(
         f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr
     )
 
     jobs = make_jobs(episodes, opts, baselines)
-    run_id = opts.key() | {"episodes_file": str(ep_file.resolve()), "instruction_index": args.instruction_index, "baseline": why}
-    try:
-        partial = PartialResults(Path(args.out) / PARTIAL_NAME, run_id, args.resume) if args.out else None
-    except EvalError as exc:
-        print(f"havln-robot eval: {exc}", file=sys.stderr)
-        return 2
     results: dict[int, dict | str] = {}
     if partial is not None and partial.done:
         index = {ep.episode_id: i for i, ep in enumerate(episodes)}

@@ -98,3 +98,142 @@ def test_trial_commands_use_the_default_store_when_no_db_is_given(tmp_path):
     assert run("start", "--platform", "sim", "--region", "office").returncode == 0
     r = run("list")
     assert r.returncode == 0 and "office" in r.stdout and "Traceback" not in r.stderr
+
+
+# --- eval --resume: a damaged results.partial.jsonl -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def partial_lines(havln_data, tmp_path_factory):
+    """The lines of a real ``results.partial.jsonl`` of ``eval --policy forward --limit 2`` (header,
+    two finished episodes) and the eval arguments that resume it."""
+    import json
+
+    from havln_robot import eval as ev
+    from havln_robot.episodes import load_episodes
+
+    ep = havln_data / "ha_r2r_de" / "HA_val_seen.json"
+    _b, why = ev.default_baseline(ep, [])
+    opts = ev.EvalOptions(policy="forward")
+    run = opts.key() | {"episodes_file": str(ep.resolve()), "instruction_index": 0, "baseline": why}
+    f = tmp_path_factory.mktemp("partial") / ev.PARTIAL_NAME
+    p = ev.PartialResults(f, run, resume=False)
+    for job in ev.make_jobs(load_episodes(ep, limit=2), opts):
+        _i, _tag, row = ev.run_job(job)
+        p.add(job.episode.episode_id, row)
+    lines = [json.loads(x) for x in f.read_text().splitlines()]
+    assert len(lines) == 3 and isinstance(lines[1], dict)
+    return lines, ["--episodes", str(ep), "--policy", "forward", "--limit", "3", "-q", "--resume"]
+
+
+def _set(line: int, key: str, value):
+    def damage(lines):
+        lines[line][key] = value
+
+    return damage
+
+
+def _drop(line: int, key: str):
+    def damage(lines):
+        del lines[line][key]
+
+    return damage
+
+
+def _replace(line: int, value):
+    def damage(lines):
+        lines[line] = value
+
+    return damage
+
+
+_DAMAGED_PARTIAL = {
+    "header a list": (_replace(0, [1, 2]), ["line 1", "header"]),
+    "header null": (_replace(0, None), ["line 1", "header"]),
+    "header without run": (_replace(0, {"format": 1}), ["line 1", "header"]),
+    "row without actions": (_drop(1, "actions"), ["line 2", "actions: missing"]),
+    "ne a string": (_set(2, "ne", "1.5"), ["line 3", "ne: '1.5'", "distance"]),
+    "ne NaN-like": (_set(1, "ne", -1.0), ["line 2", "ne: -1.0"]),
+    "success a string": (_set(1, "success", "true"), ["line 2", "success", "true or false"]),
+    "humans a bool": (_set(1, "humans", True), ["line 2", "humans"]),
+    "actions not literals": (_set(1, "actions", ["FLY"]), ["line 2", "actions", "action literals"]),
+    "actions a string": (_set(1, "actions", "STOP"), ["line 2", "actions"]),
+    "episode_id a number": (_set(1, "episode_id", 7), ["line 2", "episode_id: 7"]),
+    "skipped an int": (_replace(1, {"episode_id": "x", "skipped": 5}), ["line 2", "skipped: 5"]),
+    "row a list": (_replace(2, [1]), ["line 3", "must be an object"]),
+    "same episode twice": (lambda ls: ls.append(dict(ls[1])), ["line 4", "already at line 2"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DAMAGED_PARTIAL))
+def test_eval_resume_refuses_a_damaged_partial_file_before_any_episode(case, partial_lines, tmp_path, monkeypatch, capsys):
+    """Before: a traceback (header a list / null: AttributeError; a row without actions: KeyError
+    after the whole run; ne a string: TypeError in the aggregate after the run), or the value
+    silently read as another one. Now: one line naming the line and the field, before any episode."""
+    import copy
+    import json
+
+    from havln_robot import eval as ev
+
+    lines, args = copy.deepcopy(partial_lines[0]), partial_lines[1]
+    damage, words = _DAMAGED_PARTIAL[case]
+    damage(lines)
+    out = tmp_path / "run"
+    out.mkdir()
+    f = out / ev.PARTIAL_NAME
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    before = f.read_bytes()
+
+    def no_episode(job):
+        raise AssertionError(f"episode {job.episode.episode_id} ran before the damaged file was refused")
+
+    monkeypatch.setattr(ev, "run_job", no_episode)
+    capsys.readouterr()
+    assert ev.main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    for w in ["--resume", str(f), *words]:
+        assert w in err[0], err[0]
+    assert ("delete" in err[0] or "remove" in err[0]) and "rerun without --resume" in err[0]
+    assert f.read_bytes() == before  # nothing recorded is lost
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (b"\xff\xfe not utf-8\n", ["line 2", "UTF-8"]),
+        (b"[" * 100_000 + b"\n", ["line 2", "nests too deeply"]),
+        (b'{"episode_id": "torn\n', ["line 2", "not JSON"]),  # a bad line with its newline is damage, not a torn end
+    ],
+)
+def test_eval_resume_refuses_unreadable_lines_and_keeps_them(text, words, partial_lines, tmp_path, capsys):
+    """A line in the middle that does not parse was dropped silently and the file rewritten without
+    it (a finished episode lost); only a last line without its newline is a torn write."""
+    import json
+
+    from havln_robot import eval as ev
+
+    lines, args = partial_lines
+    out = tmp_path / "run"
+    out.mkdir()
+    f = out / ev.PARTIAL_NAME
+    f.write_bytes(json.dumps(lines[0]).encode() + b"\n" + text + json.dumps(lines[1]).encode() + b"\n")
+    before = f.read_bytes()
+    capsys.readouterr()
+    assert ev.main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and all(w in err[0] for w in words), err
+    assert f.read_bytes() == before
+
+
+def test_partial_rows_are_checked_field_by_field_as_eval_writes_them(partial_lines):
+    """The strict reader accepts every line eval writes (a finished episode, a skipped one) and names a bad field."""
+    from havln_robot import eval as ev
+
+    lines, _ = partial_lines
+    eid, row = ev.check_partial_row(lines[1])
+    assert eid == lines[1]["episode_id"] and row is lines[1]
+    assert set(lines[1]) == set(ev.PARTIAL_ROW_FIELDS)  # every field eval writes is checked, and no other
+    assert ev.check_partial_row({"episode_id": "9", "skipped": "start not on free space"}) == ("9", "start not on free space")
+    with pytest.raises(ValueError, match=r"^f.jsonl: line 9: seconds: 'x' is not a finite duration"):
+        ev.check_partial_row(lines[1] | {"seconds": "x"}, "f.jsonl: line 9")
