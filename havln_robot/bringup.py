@@ -42,6 +42,7 @@ from havln_robot.dds import configure_dds
 from havln_robot.params import Raw
 from havln_robot.paths import data_dir
 from havln_robot.policy.registry import no_data_fallback
+from havln_robot.rosnames import namespace_arg
 from havln_robot.sim.session import missing_episode_data
 from havln_robot.text import number_in
 
@@ -715,16 +716,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--duration", type=number_in(0, unit="s", above=True), default=None, help="stop after this many seconds (default: run until Ctrl-C)"
     )
-    ap.add_argument("--namespace", default=None, help="start every node in this namespace (as go2.launch.py namespace:=NS)")
+    ap.add_argument(
+        "--namespace",
+        type=namespace_arg,
+        default=None,
+        help="start every node in this namespace (as go2.launch.py namespace:=NS)",
+    )
     args = ap.parse_args(argv)
     try:
         overrides = parse_set(args.set)
-        profile = load_profile(args.profile, overrides, namespace=args.namespace)
+        profile = load_profile(args.profile, overrides, namespace=args.namespace, overrides_from="--set")
         fallback, warning = no_data_overrides(profile)
         if fallback:
             for node, params in fallback.items():
                 overrides.setdefault(node, {}).update(params)
-            profile = load_profile(args.profile, overrides, namespace=args.namespace)
+            profile = load_profile(args.profile, overrides, namespace=args.namespace, overrides_from="--set")
     except ConfigError as exc:
         print(f"havln-robot launch: {exc}", file=sys.stderr)
         return 2

@@ -52,10 +52,13 @@ def config_main(argv: list[str]) -> int:
 
     from havln_robot.config import load_profile
     from havln_robot.params import ConfigError
+    from havln_robot.rosnames import namespace_arg
 
     ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
     ap.add_argument("profile", help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
-    ap.add_argument("--namespace", default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)")
+    ap.add_argument(
+        "--namespace", type=namespace_arg, default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)"
+    )
     args = ap.parse_args(argv)
     try:
         prof = load_profile(args.profile, namespace=args.namespace)

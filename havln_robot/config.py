@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from havln_robot import rosparams
+from havln_robot import rosnames, rosparams
 from havln_robot.node_table import NODES  # noqa: F401  (re-exported)
 from havln_robot.params import COMMON_KEYS, ConfigError, ParamSpec
 
@@ -88,8 +88,9 @@ def _default_fqn(node: str, sections: list[rosparams.Section]) -> str:
     return "/" + "/".join(parts)
 
 
-def check_section(spec: ParamSpec, node: str, section: rosparams.Section, where: str) -> dict[str, Any]:
-    """Check one section's values for ``node``: names, exact ROS types, ranges. Returns the typed values.
+def check_section(spec: ParamSpec, node: str, section: rosparams.Section, where: str, namespace: str = "/") -> dict[str, Any]:
+    """Check one section's values for ``node``: names, exact ROS types, ranges, ROS names (topics,
+    services and frames, expanded in ``namespace`` as rclpy expands them). Returns the typed values.
 
     Raises:
         ConfigError: unknown parameter (a wildcard section that holds another node's key is named
@@ -116,7 +117,7 @@ def check_section(spec: ParamSpec, node: str, section: rosparams.Section, where:
     # exact ROS types and ranges, messages naming the line
     for key, value in out.items():
         at = f"{where}: line {section.lines.get(key, section.line)}"
-        spec.validate({key: value}, where=at, strict=True)
+        spec.validate({key: value}, where=at, strict=True, namespace=namespace)
     return out
 
 
@@ -127,7 +128,9 @@ def _has_param(node: str, key: str) -> bool:
         return False
 
 
-def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None = None, namespace: str | None = None) -> Profile:
+def load_profile(
+    path: str | Path, overrides: dict[str, dict[str, Any]] | None = None, namespace: str | None = None, overrides_from: str = "override"
+) -> Profile:
     """Read and validate a profile the way ``--params-file`` reads it (:mod:`havln_robot.rosparams`).
 
     Keys may be bare node names (root namespace only), ``/**/node`` (any namespace, what the shipped
@@ -137,16 +140,26 @@ def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None =
         path: the ROS-params YAML file.
         overrides: node → {param: value} applied over the file (e.g. from the CLI), validated too;
             a :class:`~havln_robot.params.Raw` value is coerced to the declared type.
-        namespace: validate for nodes started in this namespace (``go2``); None: each node where
+        namespace: validate for nodes started in this namespace (``go2``, ``/robots/go2``, as rclpy
+            takes it: ``""`` is the root, a relative one is made absolute); None: each node where
             its first section puts it.
+        overrides_from: where ``overrides`` came from, for messages (``"--set"``: a bad value is
+            named ``--set motion_node: cmd_vel_topic: ...``).
 
     Returns:
         The validated :class:`Profile`.
 
     Raises:
         ConfigError: unreadable file, what rcl refuses, unknown node or parameter, wrong type or
-            out-of-range value, a node no section applies to -- one line naming the file, node and key.
+            out-of-range value, a topic, service or frame name ROS refuses, a namespace rclpy
+            refuses, a node no section applies to -- one line naming the file, node and key.
     """
+    if namespace is not None:
+        why = rosnames.namespace_error(rosnames.node_namespace(namespace))
+        if why is not None:
+            raise ConfigError(
+                f"namespace {namespace!r}: not a ROS namespace: {why}; give e.g. --namespace go2 or /robots/go2 ({rosnames.RULES_URL})"
+            )
     path = Path(path)
     sections = rosparams.parse_file(path)
     if not sections:
@@ -174,11 +187,14 @@ def load_profile(path: str | Path, overrides: dict[str, dict[str, Any]] | None =
                 f"use '/**/{node}:' to configure {node} in any namespace"
             )
         spec = load_spec(node)
+        ns = fqn.rsplit("/", 1)[0] or "/"
         params: dict[str, Any] = {}
         for sec in secs:
-            params.update(check_section(spec, node, sec, f"{path}: {sec.key}"))
-        params.update(overrides.get(node, {}))
-        nodes[node] = spec.validate(params, where=f"{path}: {node}")
+            params.update(check_section(spec, node, sec, f"{path}: {sec.key}", ns))
+        over = overrides.get(node, {})
+        spec.validate(over, where=f"{overrides_from} {node}", namespace=ns)  # named where the value came from
+        params.update(over)
+        nodes[node] = spec.validate(params, where=f"{path}: {node}", namespace=ns)
     for node in overrides:
         if node not in names:
             raise ConfigError(f"override for {node}: that node is not in {path}")

@@ -14,6 +14,7 @@ import sys
 import time
 
 from havln_robot import topics
+from havln_robot.rosnames import RULES_URL, namespace_arg, node_namespace, topic_error
 from havln_robot.text import number_in
 
 
@@ -22,13 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot instruct", description="Send one instruction (std_msgs/String) to agent_node.")
     ap.add_argument("text", help='the instruction, e.g. "walk to the sofa"')
     ap.add_argument("--topic", default=topics.INSTRUCTION, help=f"instruction topic (default {topics.INSTRUCTION})")
-    ap.add_argument("--namespace", default="", help="namespace of the robot's nodes (go2.launch.py namespace:=NS)")
+    ap.add_argument("--namespace", type=namespace_arg, default="", help="namespace of the robot's nodes (go2.launch.py namespace:=NS)")
     ap.add_argument("--wait", type=number_in(0, 3600, unit="s"), default=10.0, help="seconds to wait for a subscriber (default 10)")
     args = ap.parse_args(argv)
     if not args.text.strip():
         ap.error('give the instruction text, e.g. havln-robot instruct "walk to the sofa"')
     if args.wait <= 0:
         ap.error(f"--wait {args.wait}: give a positive number of seconds")
+    why = topic_error(args.topic, "havln_instruct", node_namespace(args.namespace))  # as rclpy checks it, before any node starts
+    if why is not None:
+        ap.error(f"--topic {args.topic!r}: not a ROS topic name: {why}; give e.g. {topics.INSTRUCTION} ({RULES_URL})")
 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from havln_robot import rosnames
+
 #: Parameters every ROS 2 node accepts (rclpy declares both itself), bool.
 COMMON_KEYS = frozenset({"use_sim_time", "start_type_description_service"})
 
@@ -112,6 +114,39 @@ def raw_list(text: str) -> list[tuple[str, bool]]:
     return [(i.value, i.style in ("'", '"', "|", ">") or i.tag == "tag:yaml.org,2002:str") for i in node.value]
 
 
+#: What a ``str`` parameter can name (:attr:`Param.ros_name`), each checked with ROS's own rules
+#: (:mod:`havln_robot.rosnames`): a topic, a service (or a prefix of services), a tf2 frame id, a
+#: node (a node name, optionally with its namespace: ``/go2/trial_logger_node``).
+ROS_NAME_KINDS = ("topic", "service", "frame", "node")
+
+
+def ros_name_kind(param_name: str) -> str | None:
+    """The kind of ROS name a ``str`` parameter holds, by the end of its name: ``*_topic`` a topic,
+    ``*_service`` a service, ``*_frame`` / ``*_frame_id`` a frame id; None for other parameters."""
+    if param_name.endswith("_topic"):
+        return "topic"
+    if param_name.endswith("_service"):
+        return "service"
+    if param_name.endswith(("_frame", "_frame_id")):
+        return "frame"
+    return None
+
+
+def ros_name_error(kind: str, value: str, node: str = "node", namespace: str = "/") -> str | None:
+    """What ROS refuses in ``value`` used as a name of ``kind`` (:data:`ROS_NAME_KINDS`) by node
+    ``node`` in ``namespace`` (topics and services are expanded there, as rclpy does), or None."""
+    if kind in ("topic", "service"):
+        return rosnames.topic_error(value, node, namespace)
+    if kind == "frame":
+        return rosnames.frame_id_error(value)
+    if kind == "node":  # a node, maybe with its namespace: its services are /<value>/<service>
+        path = "/" + value.strip("/")
+        ns, _, name = path.rpartition("/")
+        why = rosnames.node_name_error(name) or rosnames.namespace_error(ns or "/")
+        return None if why is None else f"not a node name (optionally with its namespace, e.g. /go2/{name or 'node'}): {why}"
+    raise ValueError(f"unknown ROS name kind {kind!r}; one of {', '.join(ROS_NAME_KINDS)}")
+
+
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
 
@@ -136,6 +171,11 @@ class Param:
         min, max: inclusive numeric bounds (for lists: bounds of each element).
         choices: allowed values for ``str`` parameters (or each element of ``str_list``).
         min_len, max_len: bounds on list length.
+        ros_name: what a ``str`` parameter names, checked with ROS's rules (one of
+            :data:`ROS_NAME_KINDS`): ``"auto"`` (default) takes it from the end of the parameter's
+            name (:func:`ros_name_kind`; not for one with ``choices``), ``""`` says it is no ROS
+            name (free text, a path, a vendor's DDS topic).
+        optional: a ROS name may be ``""`` (the feature is off: no LiDAR cloud, no tracks topic).
     """
 
     name: str
@@ -147,15 +187,33 @@ class Param:
     choices: tuple[str, ...] | None = None
     min_len: int | None = None
     max_len: int | None = None
+    ros_name: str = "auto"
+    optional: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
             raise TypeError(f"Param {self.name}: unknown type {self.type!r}")
+        if self.ros_name not in ("auto", "", *ROS_NAME_KINDS):
+            raise TypeError(f"Param {self.name}: ros_name {self.ros_name!r} is not 'auto', '' or one of {ROS_NAME_KINDS}")
         # Defaults must satisfy their own spec; a bad default is a programming error.
         self.check(self.default, where="default")
 
+    @property
+    def name_kind(self) -> str | None:
+        """The kind of ROS name this parameter holds (:data:`ROS_NAME_KINDS`), or None."""
+        if self.type != "str" or self.choices:
+            return None
+        return ros_name_kind(self.name) if self.ros_name == "auto" else (self.ros_name or None)
+
     def allowed(self) -> str:
         """Human-readable description of the allowed values."""
+        if self.name_kind == "frame":
+            return "a tf2 frame id (not empty, no leading '/', no spaces), e.g. base_link"
+        if self.name_kind:
+            return (
+                f"a ROS {self.name_kind} name{' or empty (none)' if self.optional else ''}: ASCII letters, digits, '_', "
+                f"'/' between tokens, no token starting with a digit, e.g. {self.default or 'havln/people'} ({rosnames.RULES_URL})"
+            )
         parts = [self.type.replace("_", " ")]
         if self.choices:
             parts.append("one of " + ", ".join(repr(c) for c in self.choices))
@@ -197,7 +255,7 @@ class Param:
             text, quoted = text[1:-1], True
         return one(text, quoted, self.type)
 
-    def check(self, value: Any, where: str = "", strict: bool = False) -> Any:
+    def check(self, value: Any, where: str = "", strict: bool = False, node: str = "node", namespace: str = "/") -> Any:
         """Return ``value`` converted to the parameter type.
 
         Args:
@@ -206,6 +264,9 @@ class Param:
             strict: types as ROS checks them for ``--params-file`` values: an integer for a float
                 parameter is refused (rclpy refuses an INTEGER override of a DOUBLE parameter).
                 Not strict, an int is promoted to float.
+            node: the node that uses the value: a topic or service name (:attr:`name_kind`) is
+                checked as rclpy checks it for that node, expanded.
+            namespace: the node's (absolute) namespace, for the same expansion.
 
         Raises:
             ConfigError: wrong type or out of range; the message names the key and the allowed values.
@@ -239,6 +300,11 @@ class Param:
                     raise bad(f"expected a string, got {v!r}")
                 if self.choices is not None and v not in self.choices:
                     raise bad(f"{v!r} is not allowed")
+                kind = self.name_kind
+                if kind and not (self.optional and v == ""):
+                    why = ros_name_error(kind, v, node, namespace)
+                    if why is not None:
+                        raise bad(f"{v!r} is not a valid {'tf2 frame id' if kind == 'frame' else f'ROS {kind} name'}: {why}")
                 return v
             if (self.min is not None and v < self.min) or (self.max is not None and v > self.max):
                 raise bad(f"{v!r} is out of range")
@@ -279,13 +345,15 @@ class ParamSpec:
         """Mapping of every parameter to its default value."""
         return {p.name: p.default for p in self.params}
 
-    def validate(self, values: Mapping[str, Any], where: str = "", strict: bool = False) -> dict[str, Any]:
+    def validate(self, values: Mapping[str, Any], where: str = "", strict: bool = False, namespace: str = "/") -> dict[str, Any]:
         """Merge ``values`` over the defaults and check each one.
 
         Args:
             values: parameter name → value (e.g. a node's ``ros__parameters`` mapping).
             where: context for messages, e.g. ``"config/sim.yaml: motion_node"``.
             strict: ROS's type rules (see :meth:`Param.check`).
+            namespace: the absolute namespace the node runs in: topic and service names are
+                checked expanded there (``/`` by default).
 
         Returns:
             A complete, type-converted parameter dict (``use_sim_time`` passed through).
@@ -305,7 +373,7 @@ class ParamSpec:
                 continue
             if key not in spec:
                 raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{_suggest(key, spec)}")
-            out[key] = spec[key].check(value, where, strict=strict)
+            out[key] = spec[key].check(value, where, strict=strict, node=self.node, namespace=namespace)
         return out
 
 

@@ -163,6 +163,17 @@ def test_node_rejects_bad_value_passed_under_ros_args(registry, ros_context):
         DriveNode(context=ros_context, parameter_overrides=[Parameter("speed", Parameter.Type.STRING, "fast")])
     with pytest.raises(ConfigError, match=r"speed: 5.0 is out of range"):
         DriveNode(context=ros_context, parameter_overrides=[Parameter("speed", Parameter.Type.DOUBLE, 5.0)])
+    # a topic name rclpy refuses: a ConfigError naming the parameter, not an InvalidTopicNameException
+    # from the publisher that uses it (a value given to `ros2 launch` never passes havln-robot config)
+    with pytest.raises(ConfigError, match=r"cmd_vel_topic: 'cmd vel' is not a valid ROS topic name"):
+        DriveNode(context=ros_context, parameter_overrides=[Parameter("cmd_vel_topic", Parameter.Type.STRING, "cmd vel")])
+    # ... in the node's own namespace: /<200 characters>/motion_node/x... is past rmw's 247 characters
+    with pytest.raises(ConfigError, match=r"cmd_vel_topic: .*more than the 247"):
+        DriveNode(
+            context=ros_context,
+            namespace="n" * 200,
+            parameter_overrides=[Parameter("cmd_vel_topic", Parameter.Type.STRING, "~/" + "x" * 40)],
+        )
 
 
 def test_parse_set():

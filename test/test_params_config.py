@@ -121,3 +121,153 @@ def test_cli_refuses_misspelled_key_in_one_line(tmp_path):
     assert r.returncode == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and f"{key}x: unknown parameter" in lines[0] and "Traceback" not in r.stderr
+
+
+# --- ROS names: topics, services, frames, namespaces (refused by config, not by rclpy in launch) -------
+
+#: Every ``str`` parameter without choices that is NOT a ROS name (paths, free text, a vendor's DDS topic).
+#: A new str parameter must be added here or be a topic/service/frame/node name (Param.name_kind).
+NOT_ROS_NAMES = {
+    ("camera_node", "serial_number"),
+    ("go2_driver_node", "network_interface"),
+    ("go2_driver_node", "sport_state_topic"),  # a raw Unitree SDK DDS topic (rt/...), not a ROS name
+    ("sim_node", "episodes_file"),
+    ("sim_node", "connectivity_dir"),
+    ("sim_node", "episode_id"),
+    ("sim_node", "scenes_dir"),
+    ("motion_node", "person_detector"),
+    ("people_node", "appearance_model"),
+    ("agent_node", "policy"),
+    ("agent_node", "device"),
+    *(
+        ("trial_logger_node", k)
+        for k in ("region", "instance", "operator", "campaign", "reason", "policy", "profile", "db_path", "mcap_dir")
+    ),
+    *(("console_node", k) for k in ("host", "token", "tls_certfile", "tls_keyfile", "db_path", "platform", "episodes_file")),
+}
+
+
+def _name_params():
+    """(node, Param) of every str parameter that names a topic, service, frame or node."""
+    for node in config.NODES:
+        for p in config.load_spec(node).params:
+            if p.type == "str" and not p.choices and (node, p.name) not in NOT_ROS_NAMES:
+                yield node, p
+
+
+def test_every_topic_service_and_frame_parameter_is_checked_as_a_ros_name():
+    """Every str parameter of every node is either a ROS name checked with ROS's rules or listed above."""
+    unclassified = [f"{node}.{p.name}" for node, p in _name_params() if not p.name_kind]
+    assert not unclassified, f"str parameters that are neither a ROS name nor in NOT_ROS_NAMES: {unclassified}"
+    assert not [(n, k) for n, k in NOT_ROS_NAMES if config.load_spec(n).by_name()[k].name_kind]
+    kinds = {p.name_kind for _n, p in _name_params()}
+    assert kinds == {"topic", "service", "frame", "node"}
+
+
+@pytest.mark.parametrize("node, param", [(n, p.name) for n, p in _name_params()], ids=lambda x: x if isinstance(x, str) else "")
+def test_a_name_parameter_rclpy_would_refuse_is_refused_by_config(node, param, tmp_path):
+    """``havln-robot config`` accepted '9bad' / 'bad name!' for a topic; launch then died in rclpy
+    (InvalidTopicNameException traceback). Frames: tf2 refuses a leading '/'."""
+    kind = "frame" if param.endswith(("_frame", "_frame_id")) else "name"
+    bad = "/base_link" if kind == "frame" else "9bad"
+    p = write(tmp_path, f"/**/{node}:\n  ros__parameters:\n    {param}: '{bad}'\n")
+    with pytest.raises(ConfigError) as ei:
+        config.load_profile(p)
+    msg = str(ei.value)
+    assert "\n" not in msg and f"line 3: {param}: {bad!r} is not a valid" in msg, msg
+    assert ("tf2 frame id" if kind == "frame" else "ROS") in msg and "allowed:" in msg
+
+
+def test_topic_names_are_checked_where_the_node_runs(fake_registry, tmp_path):
+    """Expanded in the node's namespace as rclpy expands them: a private name, an unknown substitution, '//'."""
+    for topic, words in [("{bogus}/odom", "unknown substitution"), ("a//b", "repeated '/'"), ("odom/", "ends with '/'")]:
+        with pytest.raises(ConfigError, match=words):
+            config.load_profile(write(tmp_path, f"/**/motion_node:\n  ros__parameters:\n    odom_topic: '{topic}'\n"))
+    p = write(tmp_path, "/**/motion_node:\n  ros__parameters:\n    odom_topic: '~/x" + "x" * 200 + "'\n")
+    assert config.load_profile(p).nodes["motion_node"]["odom_topic"].startswith("~/x")  # /motion_node/xx... fits in 247
+    with pytest.raises(ConfigError, match="more than the 247"):  # /robots_of_the_lab.../motion_node/xx... does not
+        config.load_profile(p, namespace="robots_of_the_lab_" + "r" * 40)
+
+
+@pytest.mark.parametrize("ns", ["bad ns!", "/go2/", "9go2", "go2//x", "/" + "n" * 250])
+def test_a_namespace_rclpy_refuses_is_refused_by_config(ns, tmp_path):
+    with pytest.raises(ConfigError, match=r"^namespace .*: not a ROS namespace: .*--namespace go2"):
+        config.load_profile(REPO / "config" / "sim.yaml", namespace=ns)
+
+
+@pytest.mark.parametrize("ns", ["", "go2", "/go2", "/robots/go2_1", "/"])
+def test_namespaces_rclpy_takes_are_taken(ns):
+    assert "motion_node" in config.load_profile(REPO / "config" / "sim.yaml", namespace=ns).nodes
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["config", "config/sim.yaml", "--namespace", "bad ns!"], ["--namespace", "'bad ns!' is not a ROS namespace"]),
+        (["launch", "config/sim.yaml", "--namespace", "bad ns!"], ["--namespace", "'bad ns!' is not a ROS namespace"]),
+        (["launch", "config/sim.yaml", "--set", "motion_node.cmd_vel_topic=9bad"], ["--set motion_node: cmd_vel_topic: '9bad'"]),
+        (["launch", "config/sim.yaml", "--set", "sim_node.odom_frame=/odom"], ["--set sim_node: odom_frame: '/odom'", "tf2"]),
+        (["instruct", "--topic", "walk here", "go"], ["--topic 'walk here'", "not a ROS topic name"]),
+        (["instruct", "--namespace", "9go2", "go"], ["--namespace", "'9go2' is not a ROS namespace"]),
+    ],
+)
+def test_bad_ros_names_on_the_command_line_are_one_line_errors(args, words):
+    """Before: an rclpy InvalidNamespaceException / InvalidTopicNameException traceback from inside launch."""
+    r = subprocess.run([sys.executable, "-m", "havln_robot.cli", *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert all(w in last for w in words), last
+
+
+def _name_samples() -> list[str]:
+    """Names built from the pieces ROS's rules are about (exhaustive to 4 pieces, then random)."""
+    import itertools
+    import random
+
+    pieces = ["a", "Z", "9", "_", "/", "~", "{", "}", "{node}", "{ns}", "{namespace}", " ", "é", "-", "."]
+    out = {"".join(c) for n in range(4) for c in itertools.product(pieces, repeat=n)}
+    rng = random.Random(7)
+    out |= {"".join(rng.choice(pieces) for _ in range(rng.randint(4, 10))) for _ in range(20000)}
+    return sorted(out)
+
+
+def test_ros_name_rules_are_rclpys_own():
+    """havln_robot.rosnames (pure, usable below the ROS layer) accepts exactly what rclpy's validators
+    accept: topic names as written, their expansion for a node in a namespace, fully qualified
+    names, namespaces and node names, length limits included."""
+    pytest.importorskip("rclpy")
+    from rclpy.exceptions import NameValidationException
+    from rclpy.expand_topic_name import expand_topic_name
+    from rclpy.validate_full_topic_name import validate_full_topic_name
+    from rclpy.validate_namespace import validate_namespace
+    from rclpy.validate_node_name import validate_node_name
+    from rclpy.validate_topic_name import validate_topic_name
+
+    from havln_robot import rosnames
+
+    def ok(f, *a) -> bool:
+        try:
+            f(*a)
+        except (NameValidationException, ValueError):
+            return False
+        return True
+
+    def rclpy_topic(name, node, ns) -> bool:  # what Node.create_publisher checks (Node._validate_topic_or_service_name)
+        return ok(validate_topic_name, name) and ok(lambda: validate_full_topic_name(expand_topic_name(name, node, ns)))
+
+    names = _name_samples() + ["/" + "a" * n for n in range(240, 260)] + ["a" * n for n in range(250, 260)]
+    diff = []
+    for n in names:
+        pairs = [
+            ("topic", ok(validate_topic_name, n), rosnames.topic_name_error(n) is None),
+            ("full", ok(validate_full_topic_name, n), rosnames.full_topic_name_error(n) is None),
+            ("node", ok(validate_node_name, n), rosnames.node_name_error(n) is None),
+        ]
+        if n:
+            pairs.append(("namespace", ok(validate_namespace, n), rosnames.namespace_error(n) is None))
+        for ns in ("/", "/go2"):
+            pairs.append((f"expanded in {ns}", rclpy_topic(n, "motion_node", ns), rosnames.topic_error(n, "motion_node", ns) is None))
+            if rclpy_topic(n, "motion_node", ns):
+                assert rosnames.expand_topic_name(n, "motion_node", ns) == expand_topic_name(n, "motion_node", ns), n
+        diff += [f"{what} {n!r}: rclpy {theirs}, ours {ours}" for what, theirs, ours in pairs if theirs != ours]
+    assert not diff, f"{len(diff)} differences, e.g. {diff[:10]}"

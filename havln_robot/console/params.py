@@ -51,7 +51,11 @@ CONSOLE_PARAMS = ParamSpec(
         Param("diagnostics_topic", "/diagnostics", "str", "diagnostic_msgs/DiagnosticArray in (driver, camera)"),
         Param("estop_service", topics.ESTOP_SERVICE, "str", "std_srvs/Trigger of go2_driver_node (Damp)"),
         Param(
-            "trial_logger", "trial_logger_node", "str", "trial_logger_node's name (its region/people/operator parameters are set at start)"
+            "trial_logger",
+            "trial_logger_node",
+            "str",
+            "trial_logger_node's name (its region/people/operator parameters are set at start)",
+            ros_name="node",
         ),
     ),
 )

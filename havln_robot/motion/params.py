@@ -41,6 +41,7 @@ MOTION_PARAMS = ParamSpec(
             topics.PEOPLE_TRACKS,
             "str",
             "sensor_msgs/PointCloud2 x, y, vx, vy, id of tracked people (base_link); '' = none",
+            optional=True,
         ),
         Param("color_topic", topics.COLOR_IMAGE, "str", "colour image in (rgb8), used only by an in-process person_detector"),
         Param(

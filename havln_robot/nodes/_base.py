@@ -114,7 +114,9 @@ class HavlnNode(Node):
             if p.type.endswith("_list"):
                 values[p.name] = [] if p.name in getattr(self, "_empty_lists", ()) else list(values[p.name])
         values["use_sim_time"] = bool(self.get_parameter("use_sim_time").value)
-        return self.SPEC.validate(values, where=self.get_fully_qualified_name())
+        # topic / service names checked as rclpy will check them in this node's namespace: a ConfigError
+        # naming the parameter, not an InvalidTopicNameException from the publisher that uses it
+        return self.SPEC.validate(values, where=self.get_fully_qualified_name(), namespace=self.get_namespace())
 
     def _check_overrides(self, params_files: list[str]) -> None:
         """Refuse what the parameter files give this node that it would otherwise ignore silently.

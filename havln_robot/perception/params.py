@@ -41,10 +41,14 @@ CAMERA_PARAMS = ParamSpec(
 PEOPLE_PARAMS = ParamSpec(
     "people_node",
     (
-        Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m); '' = no camera"),
+        Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m); '' = no camera", optional=True),
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "its camera_info in"),
         Param(
-            "cloud_topic", "", "str", "sensor_msgs/PointCloud2 LiDAR cloud in (Go2: utlidar/cloud; Livox MID360: livox/lidar); '' = none"
+            "cloud_topic",
+            "",
+            "str",
+            "sensor_msgs/PointCloud2 LiDAR cloud in (Go2: utlidar/cloud; Livox MID360: livox/lidar); '' = none",
+            optional=True,
         ),
         Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry in: tracks are kept in odom so the robot's own motion is not people's"),
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray out: tracked people in base_link"),

@@ -40,6 +40,7 @@ GO2_DRIVER_PARAMS = ParamSpec(
             "rt/sportmodestate",
             "str",
             "Unitree DDS topic of unitree_go SportModeState_ (the robot's high-level state)",
+            ros_name="",  # a raw DDS topic of the Unitree SDK, not a ROS name
         ),
         Param(
             "rpc_timeout_s",

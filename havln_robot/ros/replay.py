@@ -308,7 +308,7 @@ def _embedded_bringup(
     if "scene_source" in spec and episodes_file is not None:
         sim.setdefault("scene_source", "episodes")
     try:
-        prof = load_profile(config_dir() / "sim.yaml", overrides)
+        prof = load_profile(config_dir() / "sim.yaml", overrides, overrides_from="--set")
     except ConfigError as exc:
         raise ReplayError(f"config/sim.yaml: {exc}") from None
     wanted = ("sim_node", "motion_node", "trial_logger_node") if record else ("sim_node", "motion_node")

@@ -74,6 +74,12 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
         Param("color_topic", topics.COLOR_IMAGE, "str", "colour image (MCAP only)"),
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image (MCAP only)"),
         Param("color_info_topic", topics.COLOR_INFO, "str", "colour camera_info (MCAP only)"),
-        Param("service_prefix", "trial", "str", "services <prefix>/start, end_success, end_failure, abort (std_srvs/Trigger)"),
+        Param(
+            "service_prefix",
+            "trial",
+            "str",
+            "services <prefix>/start, end_success, end_failure, abort (std_srvs/Trigger)",
+            ros_name="service",
+        ),
     ),
 )
