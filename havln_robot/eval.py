@@ -69,6 +69,8 @@ OBS_HFOV_DEG: float = 90.0
 PARTIAL_NAME: str = "results.partial.jsonl"
 """Per-episode results in completion order, appended as each episode finishes (``--out``; ``--resume`` reads it)."""
 PARTIAL_FORMAT: int = 1
+OUTPUT_NAMES: tuple[str, ...] = ("results.jsonl", "results.csv", "actions.json", "summary.json")
+"""What ``--out`` receives when the last episode is in (:func:`write_outputs`)."""
 CRASH_HOOK_ENV: str = "HAVLN_EVAL_CRASH_DIR"
 """Fault injection for the retry test: when set to a folder holding ``<episode_id>.crash``, the process
 evaluating that episode removes the file and exits at once (a worker dying mid-task)."""
@@ -1226,6 +1228,7 @@ def main(argv: list[str] | None = None) -> int:
         "--workers", type=number_in(1, 4096, integer=True), default=None, help="Ray local with N CPUs (= --ray local; default: all cores)"
     )
     ap.add_argument("--resume", action="store_true", help=f"continue the run in --out from its {PARTIAL_NAME}")
+    ap.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if args.resume and not args.out:
@@ -1242,9 +1245,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
     if args.out:
-        from havln_robot.paths import prepare_out_dir
+        from havln_robot.paths import prepare_out_dir, refuse_overwrite
 
         prepare_out_dir(args.out, "--out")  # before the evaluation, so its results cannot be lost
+        unfinished = (Path(args.out) / PARTIAL_NAME).is_file()
+        if not (args.resume and unfinished):  # nor those of an earlier run
+            also = ", --resume to continue its unfinished run" if unfinished else ""
+            refuse_overwrite(args.out, "--out", args.overwrite, names=(*OUTPUT_NAMES, PARTIAL_NAME), also=also)
 
     from havln_robot.cluster import ClusterError
     from havln_robot.episodes import EpisodeError, load_episodes

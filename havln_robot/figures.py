@@ -688,6 +688,7 @@ def main(argv: list[str]) -> int:
         "--data", default=None, help="HA-VLN data folder (default: $HAVLN_DATA, else the folder `havln-robot data fetch` fills)"
     )
     ap.add_argument("--json", default=None, help="also write every figure as JSON to this file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument(
         "--update-readme",
         default=None,
@@ -703,7 +704,7 @@ def main(argv: list[str]) -> int:
     if args.repeats is not None and args.repeats < 1:
         ap.error(f"--repeats {args.repeats}: give at least 1")
     if args.json:
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", overwrite=args.overwrite)
     readme = Path(args.update_readme) if args.update_readme else None
     if readme is not None:
         if not readme.is_file():

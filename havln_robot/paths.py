@@ -165,16 +165,58 @@ def prepare_out_dir(path: str | os.PathLike[str], flag: str) -> Path:
     return p
 
 
-def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | os.PathLike[str], ...] = (), atomic: bool = False) -> Path:
+def refuse_overwrite(target: str | os.PathLike[str], flag: str, overwrite: bool, names: tuple[str, ...] = (), also: str = "") -> None:
+    """Refuse, before any work, to replace the results of an earlier run unless ``--overwrite`` was given.
+
+    The one rule of every command that writes results (eval, sweep, replay, report, pack, train,
+    figures, the benches' ``--json``; export checks its split files the same way): an existing
+    regular file among its outputs is replaced only with ``--overwrite``. A device or pipe
+    (``/dev/stdout``) holds no earlier results and is not refused.
+
+    Args:
+        target: the output file, or the output folder when ``names`` is given.
+        flag: the option that named it (``--out``, ``--json``, ``-o``).
+        overwrite: the command's ``--overwrite``.
+        names: the file names (glob patterns allowed) the command writes into the folder ``target``.
+        also: another way out for the message, e.g. ``", --resume to continue it"``.
+
+    Raises:
+        OutputPathError: one line naming ``flag``, the files that exist, ``--overwrite`` and the other choices.
+    """
+    if overwrite:
+        return
+    base = Path(target)
+    if names:
+        taken = sorted({p.name for pat in names for p in base.glob(pat) if p.is_file()}) if base.is_dir() else []
+        if taken:
+            shown = ", ".join(taken[:4]) + (", ..." if len(taken) > 4 else "")
+            raise OutputPathError(
+                f"{flag} {base}: holds the results of an earlier run ({shown}); pass --overwrite to replace them{also}, "
+                f"or choose another {flag}"
+            )
+    elif base.is_file():
+        raise OutputPathError(f"{flag} {base}: already exists; pass --overwrite to replace it{also}, or choose another {flag}")
+
+
+def check_out_file(
+    path: str | os.PathLike[str],
+    flag: str,
+    inputs: tuple[str | os.PathLike[str], ...] = (),
+    atomic: bool = False,
+    overwrite: bool | None = None,
+) -> Path:
     """Check that the output file ``path`` can be written and is not one of ``inputs``, before any work.
 
     An existing writable file (or ``/dev/stdout``, ``/dev/null``) is accepted as it is; otherwise
     the parent folder is created and probed. ``atomic``: the writer replaces the file through a
     temporary file next to it, so the folder must be writable even when the file exists, and an
     existing device, pipe or socket is refused (the rename would replace the node itself).
+    ``overwrite``: the file holds results, and an existing one is replaced only when this (the
+    command's ``--overwrite``) is True (:func:`refuse_overwrite`); None: no such rule.
 
     Raises:
-        OutputPathError: one line naming ``flag``: a folder, an input file, or an unwritable place.
+        OutputPathError: one line naming ``flag``: a folder, an input file, an unwritable place, or
+            earlier results without ``--overwrite``.
     """
     p = Path(path)
     if len(p.name.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
@@ -190,6 +232,8 @@ def check_out_file(path: str | os.PathLike[str], flag: str, inputs: tuple[str | 
             f"{flag} {p}: not a regular file (a device, pipe or socket); the output is written to a temporary file "
             "and renamed over it, which would replace it -- give a file name"
         )
+    if overwrite is not None:
+        refuse_overwrite(p, flag, overwrite)
     if p.exists() and not atomic:
         if not os.access(p, os.W_OK):
             raise OutputPathError(f"{flag} {p}: not writable; choose another file")

@@ -55,6 +55,8 @@ from havln_robot.text import number_in, plural
 Z95: float = 1.959963984540054
 """Standard normal quantile of 0.975 (two-sided 95 % intervals)."""
 BOOTSTRAP_RESAMPLES: int = 2000
+OUTPUT_NAMES: tuple[str, ...] = ("sweep.md", "sweep.csv", "sweep_sr.png")
+"""What ``--out`` receives (an existing one is replaced only with ``--overwrite``)."""
 
 
 class SweepError(ValueError):
@@ -551,12 +553,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray", default=None, metavar="auto|local|ADDRESS", help="run episodes as Ray tasks (as eval --ray)")
     ap.add_argument("--workers", type=number_in(1, 4096, integer=True), default=None, help="Ray local with N CPUs (as eval --workers)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--overwrite", action="store_true", help="replace the table and plot of an earlier sweep in --out")
     args = ap.parse_args(argv)
     try:
         target = parse_target(args.ray, args.workers)
     except ValueError as exc:
         ap.error(str(exc))
-    from havln_robot.paths import prepare_out_dir
+    from havln_robot.paths import prepare_out_dir, refuse_overwrite
 
     try:
         spec = load_spec(args.spec)
@@ -564,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"havln-robot sweep: {exc}", file=sys.stderr)
         return 2
     out = prepare_out_dir(args.out, "--out")  # before the episodes run, so their table cannot be lost
+    refuse_overwrite(out, "--out", args.overwrite, names=OUTPUT_NAMES)  # nor an earlier sweep's (its episodes stay cached)
     t0 = time.perf_counter()
     try:
         rows = run_sweep(spec, target, args.quiet, log=lambda s: print(s, file=sys.stderr))

@@ -57,7 +57,7 @@ def test_pack_writes_through_a_symlinked_output(tmp_path: Path) -> None:
         )
         (tmp_path / f"collision_num_{split}.json").write_text(json.dumps({"1": 0}))
     link, real = _linked(tmp_path, "submission.zip")
-    args = ["pack", str(tmp_path / "val_seen.json"), str(tmp_path / "val_unseen.json"), "-o", str(link)]
+    args = ["pack", str(tmp_path / "val_seen.json"), str(tmp_path / "val_unseen.json"), "-o", str(link), "--overwrite"]
     for split in ("val_seen", "val_unseen"):
         args += ["--manifest", f"{split}={tmp_path / f'collision_num_{split}.json'}"]
     assert main(args) == 0
@@ -94,7 +94,7 @@ def test_trial_backup_writes_through_a_link(tmp_path: Path) -> None:
 def test_bench_agreement_json_writes_through_a_link(tmp_path: Path, havln_data: Path) -> None:
     """``bench agreement --json link.json`` replaced the link by a file (its own os.replace)."""
     link, real = _linked(tmp_path, "agreement.json")
-    args = ["bench", "agreement", "--batch-only", "--episodes", "1", "--kinds", "reference", "--json", str(link)]
+    args = ["bench", "agreement", "--batch-only", "--episodes", "1", "--kinds", "reference", "--json", str(link), "--overwrite"]
     assert main(args) == 0
     assert link.is_symlink() and json.loads(real.read_text())["rows"][0]["kind"] == "reference"
 

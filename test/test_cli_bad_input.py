@@ -49,7 +49,7 @@ def test_outputs_that_would_destroy_their_inputs_are_refused(predictions, havln_
     before = predictions.read_bytes()
     _one_line_error(_cli("replay", predictions, "--json", predictions), "--json", "is also an input")
     _one_line_error(_cli("pack", predictions.parent, "-o", predictions), "-o", "is also an input")
-    _one_line_error(_export_reference(havln_data, 1, predictions.parent), "already exist", "--overwrite")
+    _one_line_error(_export_reference(havln_data, 1, predictions.parent), "--out-dir", "val_seen.json", "--overwrite")
     assert predictions.read_bytes() == before
     assert _export_reference(havln_data, 1, predictions.parent, "--overwrite").returncode == 0
     assert predictions.read_bytes() != before
@@ -237,3 +237,66 @@ def test_partial_rows_are_checked_field_by_field_as_eval_writes_them(partial_lin
     assert ev.check_partial_row({"episode_id": "9", "skipped": "start not on free space"}) == ("9", "start not on free space")
     with pytest.raises(ValueError, match=r"^f.jsonl: line 9: seconds: 'x' is not a finite duration"):
         ev.check_partial_row(lines[1] | {"seconds": "x"}, "f.jsonl: line 9")
+
+
+# --- results are replaced only with --overwrite, by every command that writes them ---------------
+
+#: command line (run in a folder holding f.json, in.json, spec.yaml, d/), the earlier output it must keep, its flag.
+_RESULT_WRITERS = {
+    "eval": (["eval", "--policy", "forward", "--limit", "1", "--out", "d"], "d/results.jsonl", "--out"),
+    "eval summary": (["eval", "--policy", "forward", "--limit", "1", "--out", "d"], "d/summary.json", "--out"),
+    "sweep": (["sweep", "spec.yaml", "--out", "d"], "d/sweep.md", "--out"),
+    "replay": (["replay", "in.json", "--json", "f.json"], "f.json", "--json"),
+    "report": (["report", "--db", "t.db", "--out", "d"], "d/report.md", "--out"),
+    "report trajectories": (["report", "--db", "t.db", "--out", "d"], "d/trajectories_2.png", "--out"),
+    "pack": (["pack", "in.json", "-o", "f.zip"], "f.zip", "-o"),
+    "export": (["export", "--stop-only", "--split", "val_seen", "--out-dir", "d"], "d/val_seen.json", "--out-dir"),
+    "train": (["train", "--out", "m.pt"], "m.pt", "--out"),
+    "train report": (["train", "--out", "m.pt"], "m.json", "--out"),
+    "bench all": (["bench", "all", "--json", "f.json"], "f.json", "--json"),
+    "bench agreement": (["bench", "agreement", "--json", "f.json"], "f.json", "--json"),
+    "bench motion": (["bench", "motion", "--json", "f.json"], "f.json", "--json"),
+    "bench perception": (["bench", "perception", "--json", "f.json"], "f.json", "--json"),
+    "bench people": (["bench", "people", "--json", "f.json"], "f.json", "--json"),
+    "bench policy": (["bench", "policy", "--json", "f.json"], "f.json", "--json"),
+    "bench robot": (["bench", "robot", "--json", "f.json"], "f.json", "--json"),
+    "bench scale": (["bench", "scale", "--out", "f.json"], "f.json", "--out"),
+    "bench sim": (["bench", "sim", "--out", "f.json"], "f.json", "--out"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_RESULT_WRITERS))
+def test_results_of_an_earlier_run_are_replaced_only_with_overwrite(case, havln_data, tmp_path, monkeypatch, capsys):
+    """eval --out silently replaced an earlier run's results (export already asked for --overwrite);
+    now every results writer refuses, before any work, naming its flag and --overwrite."""
+    from havln_robot.cli import main
+
+    args, kept, flag = _RESULT_WRITERS[case]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "in.json").write_text("{}")
+    (tmp_path / "spec.yaml").write_text("episodes: 1\nbase: {split: val_seen}\ngrid:\n  policy: [forward]\n")
+    (tmp_path / kept).write_text("earlier results")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{flag} " in err[0] and "--overwrite" in err[0] and "Traceback" not in err[0], err
+    assert (tmp_path / kept).read_text() == "earlier results"
+
+
+def test_eval_overwrite_and_resume_choose_what_happens_to_earlier_results(havln_data, tmp_path, capsys):
+    from havln_robot import eval as ev
+    from havln_robot.cli import main
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ev.PARTIAL_NAME).write_text("unfinished")
+    assert main(["eval", "--policy", "forward", "--limit", "1", "--out", str(out), "-q"]) == 2  # a partial run is results too
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "--resume to continue" in err and (out / ev.PARTIAL_NAME).read_text() == "unfinished"
+    (out / ev.PARTIAL_NAME).unlink()
+    (out / "results.jsonl").write_text("earlier")
+    assert main(["eval", "--policy", "forward", "--limit", "1", "--out", str(out), "-q", "--resume"]) == 2  # nothing to resume
+    assert (out / "results.jsonl").read_text() == "earlier"
+    assert main(["eval", "--policy", "forward", "--limit", "1", "--out", str(out), "-q", "--overwrite"]) == 0
+    assert (out / "results.jsonl").read_text() != "earlier"

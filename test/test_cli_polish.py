@@ -340,3 +340,27 @@ def test_absurd_numbers_are_refused_naming_the_flag(argv: list[str], flag: str, 
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}" in err and "Traceback" not in err, err
+
+
+#: Options that name where a command writes its results.
+_OUTPUT_OPTIONS = {"--out", "--json", "-o", "--out-dir"}
+#: Commands with such an option but no --overwrite, and why.
+_NO_OVERWRITE = {
+    "havln-robot demo": "its --out accumulates: every run adds its trials to the trial store there",
+    "havln-robot gazebo-world": "--out is a world file generated from the data (an input of Gazebo), not results",
+}
+
+
+@pytest.mark.parametrize("label", sorted(_TARGETS))
+def test_every_results_writer_has_overwrite(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """export asked for --overwrite, eval --out replaced earlier results silently: one rule for all
+    (havln_robot.paths.refuse_overwrite; test_cli_bad_input.py runs each one over earlier results)."""
+    parser = _parser_of(_TARGETS[label], monkeypatch)
+    options: dict[str, set[str]] = {}
+    for where, action in _walk(parser, label):
+        if action.nargs != 0:  # a flag such as doctor's --json (print JSON) writes no file
+            options.setdefault(where, set()).update(action.option_strings)
+        else:
+            options.setdefault(where, set()).update(s for s in action.option_strings if s == "--overwrite")
+    bad = [w for w, opts in options.items() if opts & _OUTPUT_OPTIONS and "--overwrite" not in opts and w not in _NO_OVERWRITE]
+    assert not bad, f"results writers without --overwrite: {bad}"

@@ -282,8 +282,11 @@ def test_sweep_2x2_on_ray_writes_table_plot_and_caches(havln_data, ray_local, tm
     assert sr[("expert", "0")] == 1.0 and sr[("forward", "0")] == 0.0
     assert float(rows[0]["sr_lo"]) < 1.0 == float(rows[0]["sr_hi"])  # Wilson interval of 3/3
     assert (out / "sweep.md").read_text().count("\n| ") == 2 + 4 and (out / "sweep_sr.png").stat().st_size > 10_000
-    # the same settings again come from the cache (serial engine: Ray is not even needed)
-    assert sweep.main([str(spec), "--out", str(out), "-q"]) == 0
+    # the same settings again come from the cache (serial engine: Ray is not even needed); the table
+    # of the first run is replaced only with --overwrite
+    with pytest.raises(ValueError, match="--overwrite"):
+        sweep.main([str(spec), "--out", str(out), "-q"])
+    assert sweep.main([str(spec), "--out", str(out), "-q", "--overwrite"]) == 0
     assert "0 episodes run" in capsys.readouterr().out
     assert list(csv.DictReader((out / "sweep.csv").open())) == rows
     # a sweep setting equals the eval of the same options

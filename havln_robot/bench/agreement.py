@@ -389,6 +389,7 @@ def main(argv: list[str]) -> int:
         help="take the live side from an earlier run's --json file or printed output (episodes it lacks are left out)",
     )
     ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument(
         "--live-out",
         default=None,
@@ -413,8 +414,8 @@ def main(argv: list[str]) -> int:
         return 2
     if args.json:  # after the cheap checks: a refused run creates no folder
         check_out_file(
-            args.json, "--json", inputs=(args.live_log,) if args.live_log else (), atomic=True
-        )  # never over the recorded live rows
+            args.json, "--json", inputs=(args.live_log,) if args.live_log else (), atomic=True, overwrite=args.overwrite
+        )  # never over the recorded live rows, nor an earlier run's without --overwrite
     if args.live_out:
         prepare_out_dir(args.live_out, "--live-out")
     recorded: dict[tuple[str, str], Outcome] | None = None

@@ -278,12 +278,13 @@ def main(argv: list[str]) -> int:
         "--ros-estop", type=number_in(0, integer=True), default=0, help="also measure e-stop latency through motion_node over ROS, N trials"
     )
     ap.add_argument("--json", default=None, help="write all figures to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json", inputs=tuple(p for p in (args.config,) if p))
+        check_out_file(args.json, "--json", inputs=tuple(p for p in (args.config,) if p), overwrite=args.overwrite)
     try:
         params = _profile_params(args.config)
     except ConfigError as exc:

@@ -414,11 +414,12 @@ def main(argv: list[str] | None = None) -> int:
         "--empty-poses", type=number_in(1, 1000, integer=True), default=10, help="poses per empty scene (12 headings each; default 10)"
     )
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", overwrite=args.overwrite)
     seconds = 12.0 if args.quick else args.seconds
     if args.people < 1 or seconds <= 0 or args.rate <= 0:
         print("havln-robot bench people: --people must be >= 1, --seconds and --rate > 0", file=sys.stderr)

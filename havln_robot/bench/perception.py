@@ -121,11 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         "--panoramas", type=number_in(1, integer=True), default=5, help="panoramas timed for the agent-side overhead (default 5)"
     )
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", overwrite=args.overwrite)
     if args.seconds <= 0 or args.panoramas < 1:
         print("havln-robot bench perception: --seconds must be > 0 and --panoramas >= 1", file=sys.stderr)
         return 2

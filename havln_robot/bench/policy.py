@@ -146,11 +146,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--skip-latency", action="store_true", help="skip the decision-latency figures")
     ap.add_argument("--skip-eval", action="store_true", help="skip the SR/NE comparison against the baselines")
     ap.add_argument("--json", help="also write all figures to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json", inputs=tuple(p for p in (args.model, args.episodes) if p))
+        check_out_file(args.json, "--json", inputs=tuple(p for p in (args.model, args.episodes) if p), overwrite=args.overwrite)
     figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
     if not args.skip_latency:
         print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")

@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot bench robot", description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=number_in(1, integer=True), default=10, help="e-stop / watchdog trials (default 10)")
     ap.add_argument("--json", default=None, help="also write the latencies (ms: p50, p95, max, n) to this JSON file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.trials < 1:
         print(f"havln-robot bench robot: --trials {args.trials}: give at least 1", file=sys.stderr)
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json")
+        check_out_file(args.json, "--json", overwrite=args.overwrite)
 
     from havln_robot.dds import configure_dds
 

@@ -87,9 +87,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--episodes", type=number_in(1, 10_000, integer=True), default=12, help="first N val_seen episodes (default 12)")
     ap.add_argument("--workers", type=number_in(1, 4096, integer=True), default=2, help="CPUs of the second Ray run (default 2)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = ap.parse_args(argv)
     if args.out:
-        check_out_file(args.out, "--out")
+        check_out_file(args.out, "--out", overwrite=args.overwrite)
     from havln_robot.episodes import EpisodeError
 
     try:

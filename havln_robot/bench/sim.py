@@ -426,6 +426,7 @@ def main(argv: list[str]) -> int:
         help="measure sim_node topic rates for this long (default 10; 0 = skip)",
     )
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     ap.add_argument(
         "--save-frames", type=Path, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
     )
@@ -433,7 +434,7 @@ def main(argv: list[str]) -> int:
     from havln_robot.paths import check_out_file, prepare_out_dir
 
     if args.out is not None:
-        check_out_file(args.out, "--out", inputs=(args.episodes,))
+        check_out_file(args.out, "--out", inputs=(args.episodes,), overwrite=args.overwrite)
     if args.save_frames is not None:
         prepare_out_dir(args.save_frames, "--save-frames")
     os.environ.setdefault("MUJOCO_GL", "egl")

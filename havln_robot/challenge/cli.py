@@ -7,6 +7,7 @@ Every failure is one clear line on stderr (or the validation report on stdout), 
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from havln_robot.challenge.format import PHASE1_SPLITS, FormatError
 from havln_robot.challenge.manifest import Manifest, ManifestError, default_manifest_path, load_manifest, parse_manifest_arg
 from havln_robot.challenge.pack import PackError, pack
 from havln_robot.challenge.validate import Limits, validate_zip
+from havln_robot.paths import OutputPathError, refuse_overwrite
 from havln_robot.text import number_in
 
 
@@ -82,6 +84,7 @@ def pack_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot pack", description="Pack prediction files into a flat submission zip, then validate it.")
     ap.add_argument("inputs", nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
     ap.add_argument("-o", "--out", default="submission.zip", help="zip to write (default submission.zip)")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing zip")
     ap.add_argument(
         "--manifest",
         action="append",
@@ -98,7 +101,7 @@ def pack_main(argv: list[str]) -> int:
 
     inputs = [Path(i) for i in args.inputs]
     inputs += [d / f"{s}.json" for d in inputs if d.is_dir() for s in PHASE1_SPLITS]
-    check_out_file(args.out, "-o", inputs=tuple(inputs), atomic=True)
+    check_out_file(args.out, "-o", inputs=tuple(inputs), atomic=True, overwrite=args.overwrite)
     try:
         out = pack(args.inputs, args.out)
     except (PackError, FormatError, OSError) as exc:
@@ -173,11 +176,9 @@ def export_main(argv: list[str]) -> int:
         manifests = {} if discrete_ids else resolve_manifests(args.manifest, wanted, required=args.stop_only)
         # the files export() will write: each record's split (else --split), plus the stop-only splits
         targets = {r.split or args.split for r in records} | (set(wanted) if args.stop_only else set())
-        taken = sorted(Path(args.out_dir) / f"{s}.json" for s in targets if s and (Path(args.out_dir) / f"{s}.json").exists())
-        if taken and not args.overwrite:
-            return _err(
-                "export", f"{', '.join(map(str, taken))} already exist(s); pass --overwrite to replace, or choose another --out-dir"
-            )
+        # the one rule of every results writer (paths.refuse_overwrite); a hostile split is named by export() below
+        names = tuple(sorted(glob.escape(f"{s}.json") for s in targets if s and "/" not in s))
+        refuse_overwrite(args.out_dir, "--out-dir", args.overwrite, names=names)
         summary = export(
             records,
             Path(args.out_dir),
@@ -186,7 +187,7 @@ def export_main(argv: list[str]) -> int:
             fill_missing=args.fill_missing or args.stop_only,
             splits=wanted if args.stop_only else (),
         )
-    except (ExportError, ManifestError, FormatError) as exc:
+    except (ExportError, ManifestError, FormatError, OutputPathError) as exc:
         return _err("export", str(exc))
     except OSError as exc:
         return _err("export", f"cannot write to {args.out_dir}: {exc.strerror or exc}")

@@ -362,6 +362,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     )
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="ros embedded: parameter override")
     ap.add_argument("--json", metavar="OUT", help="also write per-episode results and the aggregate as JSON")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument("--quiet", action="store_true", help="no per-episode table and no progress bar")
     ap.add_argument("--record", action="store_true", help="ros embedded: also run trial_logger_node (trials go to the trial store)")
     ap.add_argument("--yes", action="store_true", help="robot target: skip the typed confirmation (for scripted runs)")
@@ -379,7 +380,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json", inputs=(args.file,))  # before the replay, not after
+        check_out_file(args.json, "--json", inputs=(args.file,), overwrite=args.overwrite)  # before the replay, not after
     try:
         sf = read_split_file(args.file)
         ids = select_episodes(sf, args.episodes)

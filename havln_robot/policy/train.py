@@ -190,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--time-budget-s", type=number_in(0, unit="s", above=True), default=7000.0, help="stop collecting/training after this many seconds"
     )
     ap.add_argument("--out", default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint (and its .json) at --out")
     ap.add_argument("--quiet", action="store_true", help="only the final summary, no per-epoch lines")
     return ap
 
@@ -207,6 +208,7 @@ def main(argv: list[str]) -> int:
 
 def _run(args, log, argv) -> int:
     from havln_robot.episodes import load_episodes
+    from havln_robot.paths import check_out_file, refuse_overwrite
     from havln_robot.policy.checkpoint import save_checkpoint
     from havln_robot.policy.tokenizer import Vocabulary
 
@@ -216,6 +218,9 @@ def _run(args, log, argv) -> int:
         raise ValueError(f"--res must be a positive multiple of 8, got {args.res}")
     if args.views < 2:
         raise ValueError(f"--views must be >= 2 for the panoramic model, got {args.views}")
+    # before hours of training: the checkpoint can be written, and replaces an earlier one only with --overwrite
+    check_out_file(args.out, "--out", inputs=(args.train, args.val), atomic=True, overwrite=args.overwrite)
+    refuse_overwrite(Path(args.out).with_suffix(".json"), "--out", args.overwrite)
     torch.set_num_threads(max(1, args.threads))
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)

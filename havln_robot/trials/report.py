@@ -227,6 +227,18 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(out)
 
 
+#: The files :func:`write_report` writes into its folder (glob patterns); ``report --out`` replaces them only with ``--overwrite``.
+REPORT_NAMES: tuple[str, ...] = (
+    "report.md",
+    "success_by_region.csv",
+    "trials.csv",
+    "success_by_region.png",
+    "collisions_per_trial.png",
+    "ne_distribution.png",
+    "trajectories*.png",
+)
+
+
 def write_report(
     store: TrialStore,
     out: Path,
@@ -469,10 +481,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--platform", choices=PLATFORMS, help="only this platform")
     ap.add_argument("--policy", help="only trials of this policy (name, checkpoint file, or sha256 prefix)")
     ap.add_argument("--title", default="HA-VLN trial report", help="title of report.md (default: HA-VLN trial report)")
+    ap.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    from havln_robot.paths import prepare_out_dir
+    from havln_robot.paths import prepare_out_dir, refuse_overwrite
 
     prepare_out_dir(a.out, "--out")
+    refuse_overwrite(a.out, "--out", a.overwrite, names=REPORT_NAMES)
     try:
         db, _ = store_path(a)
         with open_store(db, readonly=True) as st:
