@@ -44,7 +44,7 @@ from havln_robot.paths import data_dir
 from havln_robot.policy.registry import no_data_fallback
 from havln_robot.rosnames import namespace_arg
 from havln_robot.sim.session import missing_episode_data
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 
 class NodeThreads:
@@ -711,7 +711,7 @@ def install_shutdown_signals(
 def main(argv: list[str] | None = None) -> int:
     """``havln-robot launch PROFILE [--set node.param=value ...] [--duration S]``."""
     ap = argparse.ArgumentParser(prog="havln-robot launch", description="Start a profile's nodes in one process.")
-    ap.add_argument("profile", help="ROS-params YAML, e.g. config/sim.yaml")
+    ap.add_argument("profile", type=path_arg, help="ROS-params YAML, e.g. config/sim.yaml")
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="override a parameter")
     ap.add_argument(
         "--duration", type=number_in(0, unit="s", above=True), default=None, help="stop after this many seconds (default: run until Ctrl-C)"

@@ -53,9 +53,10 @@ def config_main(argv: list[str]) -> int:
     from havln_robot.config import load_profile
     from havln_robot.params import ConfigError
     from havln_robot.rosnames import namespace_arg
+    from havln_robot.text import path_arg
 
     ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
-    ap.add_argument("profile", help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
+    ap.add_argument("profile", type=path_arg, help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
     ap.add_argument(
         "--namespace", type=namespace_arg, default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)"
     )

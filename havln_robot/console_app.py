@@ -23,7 +23,7 @@ from typing import Any
 from havln_robot.bringup import Bringup, fill_provenance, no_data_overrides
 from havln_robot.config import ConfigError, Profile, load_profile, load_spec
 from havln_robot.console.control import check_bind
-from havln_robot.text import number_in
+from havln_robot.text import nonempty, number_in, path_arg
 
 
 def console_params(profile: Profile | None, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -102,12 +102,20 @@ def main(argv: list[str] | None = None) -> int:
         prog="havln-robot console", description="Serve the operator console (one page) for a running or started stack."
     )
     ap.add_argument(
-        "profile", nargs="?", help="start this profile's nodes too (config/sim.yaml, config/go2.yaml); omit to join a running stack"
+        "profile",
+        type=path_arg,
+        nargs="?",
+        help="start this profile's nodes too (config/sim.yaml, config/go2.yaml); omit to join a running stack",
     )
-    ap.add_argument("--host", default=None, help="bind address (default 127.0.0.1; anything else needs TLS or --allow-plain-remote)")
+    ap.add_argument(
+        "--host",
+        type=nonempty("a bind address such as 127.0.0.1"),
+        default=None,
+        help="bind address (default 127.0.0.1; anything else needs TLS or --allow-plain-remote)",
+    )
     ap.add_argument("--port", type=number_in(0, 65535, integer=True), default=None, help="TCP port (default 8765; 0 = any free port)")
-    ap.add_argument("--tls-cert", default=None, help="PEM certificate: serve HTTPS")
-    ap.add_argument("--tls-key", default=None, help="PEM key of --tls-cert")
+    ap.add_argument("--tls-cert", type=path_arg, default=None, help="PEM certificate: serve HTTPS")
+    ap.add_argument("--tls-key", type=path_arg, default=None, help="PEM key of --tls-cert")
     ap.add_argument("--allow-plain-remote", action="store_true", help="bind off loopback without TLS (only behind an SSH tunnel or VPN)")
     ap.add_argument(
         "--absent-pause",

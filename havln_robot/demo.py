@@ -28,7 +28,7 @@ from typing import Any
 from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
 from havln_robot.records import AgentStatus, EpisodeDone, GroundTruth, Outcome
-from havln_robot.text import number_in, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
 DEMO_NODES: tuple[str, ...] = ("sim_node", "motion_node", "agent_node", "trial_logger_node")
@@ -334,17 +334,27 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         default=0,
         help="picks the episodes and seeds the simulator's people and noise (same seed, same episodes and draws)",
     )
-    ap.add_argument("--episode-id", default="", help="run this episode (path_id) instead of a seeded pick")
-    ap.add_argument("--episodes-file", default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
-    ap.add_argument("--policy", default=None, help="agent policy (default: the trained model in models/, see config/sim.yaml)")
     ap.add_argument(
-        "--scenes", default=None, help="folder of your scan meshes <scan>/<scan>.glb: sim_node renders them (default: procedural scenes)"
+        "--episode-id", type=nonempty("an episode id"), default=None, help="run this episode (path_id) instead of a seeded pick"
+    )
+    ap.add_argument("--episodes-file", type=path_arg, default=None, help=f"HA-R2R/R2R episodes file (default $DATA/{DEFAULT_EPISODES})")
+    ap.add_argument(
+        "--policy",
+        type=nonempty("a policy: expert, forward, random or a checkpoint"),
+        default=None,
+        help="agent policy (default: the trained model in models/, see config/sim.yaml)",
+    )
+    ap.add_argument(
+        "--scenes",
+        type=path_arg,
+        default=None,
+        help="folder of your scan meshes <scan>/<scan>.glb: sim_node renders them (default: procedural scenes)",
     )
     ap.add_argument(
         "--max-actions", type=number_in(1, 100000, integer=True), default=None, help="policy action budget per episode (default 500)"
     )
-    ap.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
-    ap.add_argument("--profile", default=str(config_dir() / "sim.yaml"), help="deployment profile (default config/sim.yaml)")
+    ap.add_argument("--out", type=path_arg, default="runs/demo", help="output folder (default runs/demo)")
+    ap.add_argument("--profile", type=path_arg, default=str(config_dir() / "sim.yaml"), help="deployment profile (default config/sim.yaml)")
     ap.add_argument("--timeout", type=number_in(0, unit="s", above=True), default=3600.0, help="wall-clock limit per episode, s")
     ap.add_argument(
         "--people",
@@ -371,8 +381,11 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         ap.error(f"--seed {args.seed}: give a seed >= 0")
     if args.scenes and not Path(args.scenes).is_dir():
         ap.error(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
-    if args.episodes_file and not Path(args.episodes_file).is_file():
-        ap.error(f"--episodes-file {args.episodes_file}: no such file; HA-R2R episodes are e.g. $DATA/{DEFAULT_EPISODES}")
+    from havln_robot.paths import input_file_problem
+
+    why = input_file_problem(args.episodes_file, missing="no such file") if args.episodes_file else None
+    if why is not None:
+        ap.error(f"--episodes-file {args.episodes_file}: {why}; HA-R2R episodes are e.g. $DATA/{DEFAULT_EPISODES}")
     from havln_robot.paths import prepare_out_dir
 
     out = prepare_out_dir(args.out, "--out").resolve()

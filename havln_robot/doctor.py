@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from havln_robot.text import nonempty, path_arg
+
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
 #: the cyclonedds the Go2 runs (Unitree's robot firmware ships Cyclone DDS 0.10.x)
@@ -874,12 +876,12 @@ def default_profile() -> Path:
 def main(argv: list[str] | None = None, probes: Probes | None = None) -> int:
     """``havln-robot doctor [--profile FILE] [--json] [--offline] [--only a,b]``; 1 on any FAIL."""
     ap = argparse.ArgumentParser(prog="havln-robot doctor", description="Check a robot machine before a trial day (one line per check).")
-    ap.add_argument("--profile", default=None, help="deployment profile (default config/go2.yaml)")
+    ap.add_argument("--profile", type=path_arg, default=None, help="deployment profile (default config/go2.yaml)")
     ap.add_argument("--json", action="store_true", help="print the results as a JSON list")
     ap.add_argument("--offline", action="store_true", help="do not probe the Go2 over its network (no packets on that interface)")
-    ap.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(CHECKS)}")
+    ap.add_argument("--only", type=nonempty("a comma list of checks"), default=None, help=f"comma-separated subset of: {', '.join(CHECKS)}")
     args = ap.parse_args(argv)
-    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    only = [s.strip() for s in (args.only or "").split(",") if s.strip()]
     bad = [s for s in only if s not in CHECKS]
     if bad:
         print(f"havln-robot doctor: --only {','.join(bad)}: unknown check; use some of {', '.join(CHECKS)}", file=sys.stderr)

@@ -182,7 +182,13 @@ def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | No
     if key in _GRAPH_MEMO:
         return _GRAPH_MEMO[key]
     if not path.is_file():
-        raise EpisodeError(f"scan {scan!r}: connectivity file {path} not found; pass --connectivity DIR (the HA-VLN 'connectivity' folder)")
+        from havln_robot.paths import input_file_problem, input_folder_problem
+
+        folder = input_folder_problem(connectivity_dir)  # a file given as the folder: say so, not "not found"
+        why = f"--connectivity {connectivity_dir}: {folder}" if folder else f"connectivity file {path}: {input_file_problem(path)}"
+        raise EpisodeError(
+            f"scan {scan!r}: {why}; pass --connectivity DIR (the HA-VLN 'connectivity' folder, holding <scan>_connectivity.json)"
+        )
     try:
         data = json.loads(path.read_text())
         out = {}
@@ -233,8 +239,11 @@ def load_episodes(
             message names the file, entry and field).
     """
     p = Path(path)
-    if not p.is_file():
-        raise EpisodeError(f"episode file {p} not found; pass {flag} FILE (HA-R2R/R2R *.json or continuous *.json.gz)")
+    from havln_robot.paths import input_file_problem
+
+    why = input_file_problem(p)
+    if why is not None:
+        raise EpisodeError(f"episode file {p}: {why}; pass {flag} FILE (HA-R2R/R2R *.json or continuous *.json.gz)")
     try:
         raw = p.read_bytes()
         if raw[:2] == b"\x1f\x8b":

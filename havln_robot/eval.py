@@ -61,7 +61,7 @@ from havln_robot import jsonio
 from havln_robot.actions import STOP, SWEEP_LEFT, finalize_sequence
 from havln_robot.agent.core import BlockedCounter, EpisodeBlocked
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
-from havln_robot.text import number_in, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural
 
 OBS_SIZE: int = 256
 """Rendered observation size (px, square) for checkpoint policies; 90 deg HFOV as the VLN-CE sensors."""
@@ -1156,15 +1156,25 @@ def run_engine(jobs: list[Job], target: tuple[str, int | None] | None, on_result
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 1 some episodes failed, 2 bad input)."""
     ap = argparse.ArgumentParser(prog="havln-robot eval", description="Evaluate a policy on HA-R2R/R2R episodes in the batch simulator.")
-    ap.add_argument("--policy", default="expert", help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/")
-    ap.add_argument("--episodes", help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)")
-    ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
+    ap.add_argument(
+        "--policy",
+        type=nonempty("a policy: expert, forward, random or a checkpoint"),
+        default="expert",
+        help="expert | forward[:steps=N] | random[:seed=S] | checkpoint path or name in models/",
+    )
+    ap.add_argument(
+        "--episodes",
+        type=path_arg,
+        help="HA-R2R/R2R discrete *.json or continuous *.json.gz (default: HA_val_seen.json in the data folder)",
+    )
+    ap.add_argument("--connectivity", type=path_arg, help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
     ap.add_argument(
         "--scenes",
+        type=path_arg,
         help="folder of your scan meshes <scan>/<scan>.glb (Habitat layout): render and collide on them (default: procedural scenes)",
     )
     ap.add_argument("--limit", type=number_in(1, integer=True), help="evaluate only the first N episodes")
-    ap.add_argument("--out", help="write results.jsonl/.csv, actions.json, summary.json here")
+    ap.add_argument("--out", type=path_arg, help="write results.jsonl/.csv, actions.json, summary.json here")
     ap.add_argument(
         "--seed",
         type=number_in(0, integer=True),
@@ -1180,11 +1190,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="people per episode: at most the first N of its own, N synthetic where it has none",
     )
-    ap.add_argument("--baseline", help="collision_num_<split>.json for TCR baselines (default: see docs)")
+    ap.add_argument("--baseline", type=path_arg, help="collision_num_<split>.json for TCR baselines (default: see docs)")
     ap.add_argument(
         "--instruction-index", type=number_in(0, integer=True), default=0, help="which instruction of each discrete path (default 0)"
     )
-    ap.add_argument("--device", default="cpu", help="torch device for checkpoint policies")
+    ap.add_argument(
+        "--device", type=nonempty("a torch device such as cpu or cuda"), default="cpu", help="torch device for checkpoint policies"
+    )
     ap.add_argument(
         "--heading-jitter-deg",
         type=number_in(0, 10, unit="deg"),
@@ -1222,7 +1234,11 @@ def main(argv: list[str] | None = None) -> int:
         "detected (people_node's tracker on rendered depth only; slower)",
     )
     ap.add_argument(
-        "--ray", default=None, metavar="auto|local|ADDRESS", help="run episodes as Ray tasks: local runtime, or a cluster (docs/scale.md)"
+        "--ray",
+        type=nonempty("auto, local or a cluster address"),
+        default=None,
+        metavar="auto|local|ADDRESS",
+        help="run episodes as Ray tasks: local runtime, or a cluster (docs/scale.md)",
     )
     ap.add_argument(
         "--workers", type=number_in(1, 4096, integer=True), default=None, help="Ray local with N CPUs (= --ray local; default: all cores)"

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot import jsonio
-from havln_robot.text import number_in
+from havln_robot.text import nonempty, number_in, path_arg
 
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
 
@@ -683,14 +683,23 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--repeats", type=number_in(1, 100, integer=True), default=None, help="runs of each speed benchmark (default 3; 1 with --quick)"
     )
-    ap.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run (default all: {','.join(PARTS)})")
     ap.add_argument(
-        "--data", default=None, help="HA-VLN data folder (default: $HAVLN_DATA, else the folder `havln-robot data fetch` fills)"
+        "--only",
+        type=nonempty("a comma list of parts"),
+        default=",".join(PARTS),
+        help=f"comma-separated parts to run (default all: {','.join(PARTS)})",
     )
-    ap.add_argument("--json", default=None, help="also write every figure as JSON to this file")
+    ap.add_argument(
+        "--data",
+        type=path_arg,
+        default=None,
+        help="HA-VLN data folder (default: $HAVLN_DATA, else the folder `havln-robot data fetch` fills)",
+    )
+    ap.add_argument("--json", type=path_arg, default=None, help="also write every figure as JSON to this file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument(
         "--update-readme",
+        type=path_arg,
         default=None,
         metavar="FILE",
         help="replace the text between the figure markers of FILE (README.md) with the tables",

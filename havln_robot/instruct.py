@@ -15,13 +15,13 @@ import time
 
 from havln_robot import topics
 from havln_robot.rosnames import RULES_URL, namespace_arg, node_namespace, topic_error
-from havln_robot.text import number_in
+from havln_robot.text import nonempty, number_in
 
 
 def main(argv: list[str] | None = None) -> int:
     """``havln-robot instruct TEXT [--topic T] [--namespace NS] [--wait S]``; exit 0 sent, 1 nobody listening, 2 bad input."""
     ap = argparse.ArgumentParser(prog="havln-robot instruct", description="Send one instruction (std_msgs/String) to agent_node.")
-    ap.add_argument("text", help='the instruction, e.g. "walk to the sofa"')
+    ap.add_argument("text", type=nonempty('the instruction, e.g. "walk to the sofa"'), help='the instruction, e.g. "walk to the sofa"')
     ap.add_argument("--topic", default=topics.INSTRUCTION, help=f"instruction topic (default {topics.INSTRUCTION})")
     ap.add_argument("--namespace", type=namespace_arg, default="", help="namespace of the robot's nodes (go2.launch.py namespace:=NS)")
     ap.add_argument("--wait", type=number_in(0, 3600, unit="s"), default=10.0, help="seconds to wait for a subscriber (default 10)")

@@ -285,6 +285,9 @@ class Param:
                     raise bad(f"expected true/false, got {v!r}")
                 return v
             if t == "int":
+                if isinstance(v, float) and math.isfinite(v) and v == int(v) and abs(v) >= 2**63:
+                    # rcl reads a whole number past int64 as a double: it is out of range, not "not an integer"
+                    raise bad(f"{v:.6g} is out of range: ROS integers are 64-bit, from {_INT64[0]} to {_INT64[1]}")
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise bad(f"expected an integer, got {v!r}")
             elif t == "float":

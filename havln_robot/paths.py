@@ -135,6 +135,39 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     return share_dir() / p
 
 
+def input_file_problem(path: str | os.PathLike[str], missing: str = "not found") -> str | None:
+    """The one check of an option that names an input file: None when ``path`` is a file, else what
+    it is instead, worded for a one-line message after the path (the caller adds what to give):
+    ``"is a folder, not a file"``, ``missing`` (default ``"not found"``) when nothing is there, or
+    ``"not a regular file (a device, pipe or socket)"``.
+
+    Every reader of a file option words its message with this (episodes, checkpoints, trial stores,
+    run and prediction files, profiles, plans), so a folder is never reported as "not found".
+    """
+    p = Path(path)
+    try:
+        if p.is_file():
+            return None
+        if p.is_dir():
+            return "is a folder, not a file"
+        if p.exists():
+            return "not a regular file (a device, pipe or socket)"
+    except OSError as exc:  # a path too long, a folder without search permission
+        return f"cannot be read ({exc.strerror or exc})"
+    return missing
+
+
+def input_folder_problem(path: str | os.PathLike[str], missing: str = "not found") -> str | None:
+    """The same for an option that names an input folder: None when ``path`` is a folder, else
+    ``"is a file, not a folder"`` or ``missing``."""
+    p = Path(path)
+    if p.is_dir():
+        return None
+    if p.exists():
+        return "is a file, not a folder"
+    return missing
+
+
 class OutputPathError(ValueError):
     """An output path cannot be written (a file where a folder is wanted, read-only, ...)."""
 

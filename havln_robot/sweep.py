@@ -50,7 +50,7 @@ import numpy as np
 
 from havln_robot import eval as ev
 from havln_robot import jsonio
-from havln_robot.text import number_in, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural
 
 Z95: float = 1.959963984540054
 """Standard normal quantile of 0.975 (two-sided 95 % intervals)."""
@@ -548,9 +548,15 @@ def main(argv: list[str] | None = None) -> int:
         description="Evaluate a grid of settings (SPEC.yaml: episodes, base, grid) and write one table (CSV + Markdown) and a plot of SR.",
         epilog=f"variables: {var_help}",
     )
-    ap.add_argument("spec", help="sweep spec YAML (docs/scale.md)")
-    ap.add_argument("--out", default="runs/sweep", help="folder for sweep.csv, sweep.md, sweep_sr.png (default runs/sweep)")
-    ap.add_argument("--ray", default=None, metavar="auto|local|ADDRESS", help="run episodes as Ray tasks (as eval --ray)")
+    ap.add_argument("spec", type=path_arg, help="sweep spec YAML (docs/scale.md)")
+    ap.add_argument("--out", type=path_arg, default="runs/sweep", help="folder for sweep.csv, sweep.md, sweep_sr.png (default runs/sweep)")
+    ap.add_argument(
+        "--ray",
+        type=nonempty("auto, local or a cluster address"),
+        default=None,
+        metavar="auto|local|ADDRESS",
+        help="run episodes as Ray tasks (as eval --ray)",
+    )
     ap.add_argument("--workers", type=number_in(1, 4096, integer=True), default=None, help="Ray local with N CPUs (as eval --workers)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--overwrite", action="store_true", help="replace the table and plot of an earlier sweep in --out")

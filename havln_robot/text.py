@@ -108,3 +108,42 @@ def number_in(
 
     parse.__name__ = "integer" if integer else "number"
     return parse
+
+
+def path_arg(text: str) -> str:
+    """argparse ``type=`` for an option that names a file or folder: an empty path is refused.
+
+    ``--json ''`` was silently ignored (``if args.json:``), ``--connectivity ''`` read as the current
+    folder, ``--episodes ''`` as the default file: every file and folder option takes this (a test
+    walks every parser), so ``""`` is a one-line error naming the flag.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is empty (argparse names the flag).
+    """
+    import argparse
+
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; give a file or folder name (leave the option out for its default)")
+    return text
+
+
+def nonempty(what: str) -> Callable[[str], str]:
+    """argparse ``type=`` for a selection, a filter or a name where an empty value would silently mean
+    "all" or "none" (``replay --episodes ''`` replayed every episode, ``data check --only ''`` checked
+    everything, ``report --campaign ''`` reported every campaign): blank text or commas alone are refused.
+
+    Args:
+        what: what to give instead, for the message (``"ids a,b,c or a count N"``).
+
+    Returns:
+        A callable ``str -> str`` raising ``argparse.ArgumentTypeError`` (argparse names the flag).
+    """
+    import argparse
+
+    def parse(text: str) -> str:
+        if not text.strip(" \t,"):
+            raise argparse.ArgumentTypeError(f"{text!r} is empty; give {what} (leave the option out for its default)")
+        return text
+
+    parse.__name__ = "text"
+    return parse

@@ -62,7 +62,9 @@ def read_text_capped(path: str | os.PathLike[str], max_bytes: int = MAX_YAML_BYT
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise YamlFileError(f"{p}: cannot read ({exc.strerror})") from None
+        from havln_robot.paths import input_file_problem
+
+        raise YamlFileError(f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror})'}; give a file") from None
     if len(data) > max_bytes:
         raise YamlFileError(
             f"{p}: larger than {max_bytes // 1024} KiB -- not a profile/plan (a symlink to a device or a log?); give the YAML file"

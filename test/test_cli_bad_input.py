@@ -300,3 +300,102 @@ def test_eval_overwrite_and_resume_choose_what_happens_to_earlier_results(havln_
     assert (out / "results.jsonl").read_text() == "earlier"
     assert main(["eval", "--policy", "forward", "--limit", "1", "--out", str(out), "-q", "--overwrite"]) == 0
     assert (out / "results.jsonl").read_text() != "earlier"
+
+
+# --- a folder where a file is wanted (and the reverse), named as such -----------------------------
+
+
+def _run_in(tmp_path, monkeypatch, capsys, *args) -> tuple[int, str]:
+    """``havln-robot ARGS`` in-process in ``tmp_path``: (exit code, last stderr line)."""
+    from havln_robot.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    try:
+        rc = main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's ap.error
+        rc = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    return rc, (err[-1] if err else "")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["demo", "--episodes-file", "adir"], ["--episodes-file adir: is a folder, not a file"]),
+        (["eval", "--episodes", "adir", "--limit", "1"], ["adir: is a folder, not a file", "--episodes FILE"]),
+        (["eval", "--policy", "adir", "--limit", "1"], ["'adir': is a folder, not a file", ".pt file"]),
+        (["eval", "--policy", "forward", "--limit", "1", "--baseline", "adir"], ["adir: is a folder, not a file"]),
+        (["eval", "--policy", "forward", "--limit", "1", "--connectivity", "afile"], ["--connectivity afile: is a file, not a folder"]),
+        (["train", "--train", "adir", "--out", "m.pt"], ["adir: is a folder, not a file", "--train FILE"]),
+        (["replay", "adir"], ["adir: is a folder, not a file"]),
+        (["export", "--runs", "adir", "--split", "val_seen"], ["adir: is a folder, not a file"]),
+        (["export", "--trials", "adir", "--split", "val_seen"], ["--trials adir: is a folder, not a file"]),
+        (["report", "--db", "adir"], ["--db adir: is a folder, not a file"]),
+        (["trial", "--db", "adir", "list"], ["--db adir: is a folder, not a file"]),
+        (["bench", "policy", "--skip-latency", "--model", "adir"], ["--model adir: is a folder, not a file"]),
+        (["config", "adir"], ["adir: is a folder, not a file"]),
+        (["launch", "adir"], ["adir: is a folder, not a file"]),
+        (["trial", "plan", "adir"], ["adir: is a folder, not a file"]),
+        (["bench", "motion", "--config", "adir"], ["adir: is a folder, not a file"]),
+    ],
+)
+def test_a_folder_given_as_a_file_is_named_as_a_folder(args, words, havln_data, tmp_path, monkeypatch, capsys):
+    """Before: "not found" / "no trial database here" / "cannot read (Is a directory)" for a folder
+    that is there; now one rule (paths.input_file_problem) says what it is."""
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir" / "inside.json").write_text("{}")
+    (tmp_path / "afile").write_text("{}")
+    rc, last = _run_in(tmp_path, monkeypatch, capsys, *args)
+    assert rc == 2 and all(w in last for w in words) and "not found" not in last, last
+
+
+def test_export_trials_names_its_own_flag(tmp_path, monkeypatch, capsys):
+    """export --trials named a --db flag it does not have."""
+    import sqlite3
+
+    rc, last = _run_in(tmp_path, monkeypatch, capsys, "export", "--trials", "nope.db", "--split", "val_seen")
+    assert rc == 2 and "--trials nope.db" in last and "give --trials" in last and "--db" not in last, last
+    with sqlite3.connect(tmp_path / "other.db") as c:
+        c.execute("CREATE TABLE x (a)")
+    rc, last = _run_in(tmp_path, monkeypatch, capsys, "export", "--trials", "other.db", "--split", "val_seen")
+    assert rc == 2 and "not a trial database" in last and "give --trials another file" in last and "--db" not in last, last
+
+
+# --- an empty value never silently means "all", "none" or "here" ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["replay", "p.json", "--episodes", ""], "--episodes"),
+        (["replay", "p.json", "--episodes", ","], "--episodes"),
+        (["replay", "p.json", "--json", ""], "--json"),
+        (["bench", "agreement", "--json", ""], "--json"),
+        (["eval", "--out", ""], "--out"),
+        (["eval", "--episodes", ""], "--episodes"),
+        (["eval", "--baseline", ""], "--baseline"),
+        (["data", "check", "--only", ""], "--only"),
+        (["doctor", "--only", ""], "--only"),
+        (["report", "--campaign", ""], "--campaign"),
+        (["export", "--stop-only", "--out-dir", ""], "--out-dir"),
+    ],
+)
+def test_an_empty_value_is_refused_naming_the_flag(args, flag, tmp_path, monkeypatch, capsys):
+    """``replay --episodes ''`` replayed every episode, ``--json ''`` wrote nothing, ``eval --out ''``
+    kept no results, ``data check --only ''`` checked everything: each now a one-line error."""
+    (tmp_path / "p.json").write_text('{"format_version": 1, "split": "val_seen", "episodes": [{"episode_id": "1", "actions": ["STOP"]}]}')
+    rc, last = _run_in(tmp_path, monkeypatch, capsys, *args)
+    assert rc == 2 and flag in last and "empty" in last, last
+
+
+def test_select_episodes_refuses_an_empty_selection():
+    from havln_robot.challenge.format import SplitFile
+    from havln_robot.challenge.replay import ReplayError, select_episodes
+
+    sf = SplitFile("val_seen", {"1": ["STOP"], "2": ["STOP"]}, "val_seen.json")
+    assert select_episodes(sf, None) == ["1", "2"]
+    for spec in ("", " ", ",", " , "):
+        with pytest.raises(ReplayError, match="empty selection"):
+            select_episodes(sf, spec)

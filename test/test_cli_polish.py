@@ -364,3 +364,45 @@ def test_every_results_writer_has_overwrite(label: str, monkeypatch: pytest.Monk
             options.setdefault(where, set()).update(s for s in action.option_strings if s == "--overwrite")
     bad = [w for w, opts in options.items() if opts & _OUTPUT_OPTIONS and "--overwrite" not in opts and w not in _NO_OVERWRITE]
     assert not bad, f"results writers without --overwrite: {bad}"
+
+
+#: Options whose empty value is meaningful, and why ('' is refused by every other value-taking option).
+_EMPTY_IS_MEANINGFUL = {
+    "--namespace": "'' is the root namespace, as ROS takes it (go2.launch.py namespace:='')",
+    "--topic": "checked as a ROS name after parsing: '' is refused there",
+    "--set": "each item is parsed (NODE.PARAM=VALUE); '' is refused there",
+    "--reason": "free text of a verdict; empty = no reason",
+    "--region": "trial metadata (free text, checked by the store)",
+    "--instance": "trial metadata (free text)",
+    "--instruction": "trial metadata (free text)",
+    "--operator": "trial metadata (free text)",
+    "--episode-id@trial start": "trial metadata (free text)",
+    "--scan": "trial metadata (free text)",
+    "--notes": "trial metadata (free text)",
+    "--name": "a campaign's name (free text)",
+    "--title": "the report's title (free text)",
+}
+
+
+@pytest.mark.parametrize("label", sorted(_TARGETS))
+def test_no_option_silently_takes_an_empty_value(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--json ''`` was ignored, ``replay --episodes ''`` replayed everything, ``--connectivity ''``
+    read the current folder: every value-taking option refuses '' at parse time (text.path_arg,
+    text.nonempty, number_in), unless an empty value means something listed above."""
+    import argparse
+
+    parser = _parser_of(_TARGETS[label], monkeypatch)
+    bad = []
+    for where, action in _walk(parser, label):
+        if action.nargs == 0 or action.choices:
+            continue
+        name = "/".join(action.option_strings) or action.dest
+        long = next((s for s in action.option_strings if s.startswith("--")), name)
+        if long in _EMPTY_IS_MEANINGFUL or f"{long}@{where.removeprefix('havln-robot ')}" in _EMPTY_IS_MEANINGFUL:
+            continue
+        try:
+            (action.type or str)("")
+        except argparse.ArgumentTypeError:
+            continue
+        bad.append(f"{where} {name}")
+    assert not bad, f"options that take '' silently (give them type=path_arg / nonempty(...)): {bad}"

@@ -271,3 +271,21 @@ def test_ros_name_rules_are_rclpys_own():
                 assert rosnames.expand_topic_name(n, "motion_node", ns) == expand_topic_name(n, "motion_node", ns), n
         diff += [f"{what} {n!r}: rclpy {theirs}, ours {ours}" for what, theirs, ours in pairs if theirs != ours]
     assert not diff, f"{len(diff)} differences, e.g. {diff[:10]}"
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999", "9223372036854775808", "-9223372036854775809"])
+def test_an_integer_past_int64_is_out_of_range_not_a_wrong_type(text, tmp_path):
+    """rcl reads a whole number past int64 as a double: the profile said "expected an integer" for a
+    seed of 20 digits; now it says the value is out of ROS's 64-bit range and gives the range."""
+    p = write(tmp_path, f"/**/sim_node:\n  ros__parameters:\n    seed: {text}\n")
+    with pytest.raises(
+        ConfigError, match=r"seed: .* is out of range: ROS integers are 64-bit, from -9223372036854775808 to 9223372036854775807"
+    ):
+        config.load_profile(p)
+    from havln_robot.bringup import parse_set
+
+    with pytest.raises(ConfigError, match=r"--set sim_node: seed: .* is out of range: ROS integers are 64-bit"):
+        config.load_profile(REPO / "config" / "sim.yaml", parse_set([f"sim_node.seed={text}"]), overrides_from="--set")
+    p = write(tmp_path, "/**/sim_node:\n  ros__parameters:\n    seed: 1.5\n")
+    with pytest.raises(ConfigError, match=r"seed: expected an integer, got 1.5"):  # a fraction is still the wrong type
+        config.load_profile(p)

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from havln_robot.text import number_in
+from havln_robot.text import nonempty, number_in, path_arg
 
 KINDS = ("reference", "expert", "model")
 TARGET_DSR = 0.05
@@ -372,10 +372,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--offset", type=number_in(0, 339, integer=True), default=0, help="skip the first N val_seen episodes (split a run over processes)"
     )
-    ap.add_argument("--kinds", default=",".join(KINDS), help=f"inputs, comma list of {', '.join(KINDS)} (default all)")
+    ap.add_argument(
+        "--kinds",
+        type=nonempty("a comma list of reference, expert, model"),
+        default=",".join(KINDS),
+        help=f"inputs, comma list of {', '.join(KINDS)} (default all)",
+    )
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="people and noise seed, the same in both worlds (default 0)")
     ap.add_argument(
         "--policy",
+        type=nonempty("a policy: expert, forward, random or a checkpoint"),
         default="small_panoramic",
         help="the model input: a checkpoint path or a name in models/ (default the shipped model, found from any working directory)",
     )
@@ -385,13 +391,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--batch-only", action="store_true", help="only the batch side (fast; no table)")
     ap.add_argument(
         "--live-log",
+        type=path_arg,
         default=None,
         help="take the live side from an earlier run's --json file or printed output (episodes it lacks are left out)",
     )
-    ap.add_argument("--json", default=None, help="write every row and the summary to this JSON file")
+    ap.add_argument("--json", type=path_arg, default=None, help="write every row and the summary to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument(
         "--live-out",
+        type=path_arg,
         default=None,
         help="keep each live model episode's demo output (trial database, MCAP recording, report) in DIR/demo_<id> "
         "(default: a temporary folder, removed at the end)",

@@ -32,7 +32,7 @@ from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import Obstacles
 from havln_robot.params import ConfigError
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 TARGETS = {"forward_p95_m": 0.02, "turn_p95_deg": 1.0, "duration_ratio": 1.3, "estop_ms": 50.0}
 
@@ -255,7 +255,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="havln-robot bench motion", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("-n", "--n", type=number_in(1, integer=True), default=200, help="actions of each type (default 200)")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="first noise seed (trial i uses seed + i)")
-    ap.add_argument("--config", default=None, help="profile whose motion_node section sets the limits (default: parameter defaults)")
+    ap.add_argument(
+        "--config", type=path_arg, default=None, help="profile whose motion_node section sets the limits (default: parameter defaults)"
+    )
     ap.add_argument(
         "--latency", type=number_in(0, 5, unit="s"), default=0.05, help="actuation latency of the simulated base, s (default 0.05)"
     )
@@ -277,7 +279,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--ros-estop", type=number_in(0, integer=True), default=0, help="also measure e-stop latency through motion_node over ROS, N trials"
     )
-    ap.add_argument("--json", default=None, help="write all figures to this JSON file")
+    ap.add_argument("--json", type=path_arg, default=None, help="write all figures to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot.paths import config_dir
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 MODES = ("sweep", "discrete")
 
@@ -214,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--panoramas", type=number_in(1, integer=True), default=20, help="panoramas per mode (default 20)")
     ap.add_argument("--mode", choices=(*MODES, "both"), default="both", help="which mode(s) to measure")
-    ap.add_argument("--profile", default=None, help="deployment profile of the three nodes (default the shipped config/sim.yaml)")
+    ap.add_argument(
+        "--profile", type=path_arg, default=None, help="deployment profile of the three nodes (default the shipped config/sim.yaml)"
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per panorama on stderr")
     args = ap.parse_args(argv)
     if args.panoramas < 1:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 #: Range bins of the report, m from the camera (issue 21).
 BINS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 6.0))
@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--empty-poses", type=number_in(1, 1000, integer=True), default=10, help="poses per empty scene (12 headings each; default 10)"
     )
-    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--json", type=path_arg, default=None, help="also write the figures to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.json:

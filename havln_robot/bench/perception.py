@@ -20,7 +20,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.actions import TURN_LEFT, TURN_RIGHT
 from havln_robot.perception.preprocess import D435I_COLOR_HFOV_DEG, Intrinsics, to_model_depth, to_model_rgb
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 
 def bench_preprocess(width: int, height: int, n: int) -> float:
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--panoramas", type=number_in(1, integer=True), default=5, help="panoramas timed for the agent-side overhead (default 5)"
     )
-    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--json", type=path_arg, default=None, help="also write the figures to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.json:

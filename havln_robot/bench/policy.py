@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from havln_robot import jsonio
-from havln_robot.text import number_in, plural
+from havln_robot.text import number_in, path_arg, plural
 
 _WORKER = r"""
 import resource, sys, time
@@ -137,21 +137,32 @@ def main(argv: list[str]) -> int:
     from havln_robot.paths import models_dir
 
     ap = argparse.ArgumentParser(prog="havln-robot bench policy", description=__doc__.split("\n\n")[0].replace("``", ""))
-    ap.add_argument("--model", default=str(models_dir() / "small_panoramic.pt"), help="trained checkpoint for the SR/NE comparison")
-    ap.add_argument("--episodes", default=None, help="episodes file (default: havln-robot eval's, HA val_seen)")
+    ap.add_argument(
+        "--model", type=path_arg, default=str(models_dir() / "small_panoramic.pt"), help="trained checkpoint for the SR/NE comparison"
+    )
+    ap.add_argument("--episodes", type=path_arg, default=None, help="episodes file (default: havln-robot eval's, HA val_seen)")
     ap.add_argument("--limit", type=number_in(1, integer=True), default=60, help="episodes per policy in the SR/NE comparison")
     ap.add_argument("--steps", type=number_in(1, integer=True), default=20, help="timed decisions per model")
     ap.add_argument("--threads", type=number_in(1, 256, integer=True), default=1, help="torch threads for the latency figures")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="episode seed of the SR/NE comparison (default 0)")
     ap.add_argument("--skip-latency", action="store_true", help="skip the decision-latency figures")
     ap.add_argument("--skip-eval", action="store_true", help="skip the SR/NE comparison against the baselines")
-    ap.add_argument("--json", help="also write all figures to this JSON file")
+    ap.add_argument("--json", type=path_arg, help="also write all figures to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
         check_out_file(args.json, "--json", inputs=tuple(p for p in (args.model, args.episodes) if p), overwrite=args.overwrite)
+    if not args.skip_eval:  # before the latency figures: a bad --model is named before any work
+        from havln_robot.paths import input_file_problem
+
+        why = input_file_problem(args.model)
+        if why is not None:
+            print(
+                f"havln-robot bench policy: --model {args.model}: {why}; train it with 'havln-robot train' or pass --model", file=sys.stderr
+            )
+            return 2
     figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
     if not args.skip_latency:
         print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")
@@ -168,12 +179,6 @@ def main(argv: list[str]) -> int:
                 f" ({m['p90_ms']:.1f} p90)  peak RSS {m['peak_rss_mb']:7.1f} MB  load {m['load_s']:.2f} s"
             )
     if not args.skip_eval:
-        if not Path(args.model).is_file():
-            print(
-                f"havln-robot bench policy: model {args.model} not found; train it with 'havln-robot train' or pass --model",
-                file=sys.stderr,
-            )
-            return 2
         print(f"SR / NE on {args.episodes or 'HA-R2R val_seen'} (first {args.limit} episodes, seed {args.seed}) via havln-robot eval:")
         rows = []
         for pol in (args.model, "forward", "random"):

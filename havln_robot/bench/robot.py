@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.text import number_in, plural
+from havln_robot.text import number_in, path_arg, plural
 
 
 def _pct(xs: list[float]) -> str:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 on success, 1 when a measurement is missing."""
     ap = argparse.ArgumentParser(prog="havln-robot bench robot", description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=number_in(1, integer=True), default=10, help="e-stop / watchdog trials (default 10)")
-    ap.add_argument("--json", default=None, help="also write the latencies (ms: p50, p95, max, n) to this JSON file")
+    ap.add_argument("--json", type=path_arg, default=None, help="also write the latencies (ms: p50, p95, max, n) to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = ap.parse_args(argv)
     if args.trials < 1:

@@ -21,7 +21,7 @@ import argparse
 import sys
 import time
 
-from havln_robot.text import number_in, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural
 
 
 def measure(policy: str, n: int, workers: int, seed: int = 0, log=print) -> dict:
@@ -83,10 +83,15 @@ def main(argv: list[str]) -> int:
     from havln_robot.paths import check_out_file
 
     ap = argparse.ArgumentParser(prog="havln-robot bench scale", description="eval throughput: serial vs Ray with 1 and N local workers.")
-    ap.add_argument("--policy", default="small_panoramic", help="policy to evaluate (default the shipped model small_panoramic)")
+    ap.add_argument(
+        "--policy",
+        type=nonempty("a policy: expert, forward, random or a checkpoint"),
+        default="small_panoramic",
+        help="policy to evaluate (default the shipped model small_panoramic)",
+    )
     ap.add_argument("--episodes", type=number_in(1, 10_000, integer=True), default=12, help="first N val_seen episodes (default 12)")
     ap.add_argument("--workers", type=number_in(1, 4096, integer=True), default=2, help="CPUs of the second Ray run (default 2)")
-    ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    ap.add_argument("--out", type=path_arg, default=None, help="write the figures as JSON here")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = ap.parse_args(argv)
     if args.out:

@@ -34,7 +34,7 @@ import numpy as np
 
 from havln_robot import jsonio
 from havln_robot.paths import safe_child
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
 
@@ -396,11 +396,14 @@ def bench_node(seconds: float, width: int, height: int, scene_source: str, extra
 def main(argv: list[str]) -> int:
     """``havln-robot bench sim [--scans N] [--scenes DIR|synthetic] [--frames N] [--steps N] [--expert N] [--node-seconds S] [--out FILE]``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="havln-robot bench sim", description="Renderer frames/s, batch steps/s and sim_node topic rates.")
-    ap.add_argument("--episodes", default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)")
-    ap.add_argument("--connectivity", default="$DATA/connectivity", help="Matterport3D connectivity folder")
+    ap.add_argument(
+        "--episodes", type=path_arg, default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)"
+    )
+    ap.add_argument("--connectivity", type=path_arg, default="$DATA/connectivity", help="Matterport3D connectivity folder")
     ap.add_argument("--scans", type=number_in(1, integer=True), default=4, help="number of scans to render/step in (default 4)")
     ap.add_argument(
         "--scenes",
+        type=path_arg,
         default=None,
         metavar="DIR|synthetic",
         help="render the scans' meshes from DIR (<scan>/<scan>.glb); 'synthetic' = a generated Matterport-scale mesh "
@@ -425,12 +428,14 @@ def main(argv: list[str]) -> int:
         default=10.0,
         help="measure sim_node topic rates for this long (default 10; 0 = skip)",
     )
-    ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument("--out", type=path_arg, default=None, help="also write the figures as JSON here")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     ap.add_argument(
-        "--save-frames", type=Path, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
+        "--save-frames", type=path_arg, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
     )
     args = ap.parse_args(argv)
+    args.out = None if args.out is None else Path(args.out)
+    args.save_frames = None if args.save_frames is None else Path(args.save_frames)
     from havln_robot.paths import check_out_file, prepare_out_dir
 
     if args.out is not None:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from havln_robot.text import number_in
+from havln_robot.text import nonempty, number_in, path_arg
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,18 +30,20 @@ def _parser() -> argparse.ArgumentParser:
         prog="havln-robot bench stairs",
         description="The expert on paths over every stairs edge of every scan (and, with --splits, on every split file); prints the slowest scans.",
     )
-    p.add_argument("--connectivity", default=None, help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
+    p.add_argument("--connectivity", type=path_arg, default=None, help="folder of <scan>_connectivity.json (default: <data>/connectivity)")
     p.add_argument(
         "--random", type=number_in(0, integer=True), default=2, help="random shortest paths per scan besides the stairs paths (default 2)"
     )
     p.add_argument("--seed", type=number_in(integer=True), default=0, help="seed of the paths and start headings (default 0)")
-    p.add_argument("--scans", nargs="*", default=None, help="only these scan ids (default: every scan of --connectivity)")
+    p.add_argument(
+        "--scans", type=nonempty("scan ids"), nargs="*", default=None, help="only these scan ids (default: every scan of --connectivity)"
+    )
     p.add_argument("--slowest", type=number_in(0, integer=True), default=5, help="slowest scans to list (default 5)")
     p.add_argument("--splits", action="store_true", help="also run the expert on every split file of the data folder")
     p.add_argument(
         "--min-success", type=number_in(0, 100, unit="%"), default=99.9, help="success %% below which the exit code is 1 (default 99.9)"
     )
-    p.add_argument("--cache", default=None, help="scene cache folder (default: a temporary folder)")
+    p.add_argument("--cache", type=path_arg, default=None, help="scene cache folder (default: a temporary folder)")
     return p
 
 

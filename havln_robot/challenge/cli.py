@@ -17,7 +17,7 @@ from havln_robot.challenge.manifest import Manifest, ManifestError, default_mani
 from havln_robot.challenge.pack import PackError, pack
 from havln_robot.challenge.validate import Limits, validate_zip
 from havln_robot.paths import OutputPathError, refuse_overwrite
-from havln_robot.text import number_in
+from havln_robot.text import nonempty, number_in, path_arg
 
 
 def _err(prog: str, msg: str) -> int:
@@ -56,15 +56,21 @@ def validate_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="havln-robot validate", description="Check a submission zip against every HA-VLN challenge rule (format v1)."
     )
-    ap.add_argument("zip", help="submission archive")
+    ap.add_argument("zip", type=path_arg, help="submission archive")
     ap.add_argument(
         "--manifest",
+        type=nonempty("SPLIT=PATH"),
         action="append",
         default=[],
         metavar="SPLIT=PATH",
         help="episode manifest (default: the official collision_num_<split>.json)",
     )
-    ap.add_argument("--splits", default=",".join(PHASE1_SPLITS), help="required splits, comma-separated (default: val_seen,val_unseen)")
+    ap.add_argument(
+        "--splits",
+        type=nonempty("a comma list of splits"),
+        default=",".join(PHASE1_SPLITS),
+        help="required splits, comma-separated (default: val_seen,val_unseen)",
+    )
     ap.add_argument("--max-problems", type=number_in(0, integer=True), default=100, help="list at most N problems, 0 = all (default 100)")
     args = ap.parse_args(argv)
     splits = [s for s in args.splits.split(",") if s]
@@ -82,18 +88,22 @@ def validate_main(argv: list[str]) -> int:
 def pack_main(argv: list[str]) -> int:
     """``havln-robot pack FILE_OR_DIR ... -o submission.zip [--no-validate]``."""
     ap = argparse.ArgumentParser(prog="havln-robot pack", description="Pack prediction files into a flat submission zip, then validate it.")
-    ap.add_argument("inputs", nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
-    ap.add_argument("-o", "--out", default="submission.zip", help="zip to write (default submission.zip)")
+    ap.add_argument("inputs", type=path_arg, nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
+    ap.add_argument("-o", "--out", type=path_arg, default="submission.zip", help="zip to write (default submission.zip)")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing zip")
     ap.add_argument(
         "--manifest",
+        type=nonempty("SPLIT=PATH"),
         action="append",
         default=[],
         metavar="SPLIT=PATH",
         help="manifest of a split's official ids (default: the official files)",
     )
     ap.add_argument(
-        "--splits", default=",".join(PHASE1_SPLITS), help=f"comma-separated splits the zip must hold (default {','.join(PHASE1_SPLITS)})"
+        "--splits",
+        type=nonempty("a comma list of splits"),
+        default=",".join(PHASE1_SPLITS),
+        help=f"comma-separated splits the zip must hold (default {','.join(PHASE1_SPLITS)})",
     )
     ap.add_argument("--no-validate", action="store_true", help="skip the full validation of the written zip")
     args = ap.parse_args(argv)
@@ -133,22 +143,28 @@ def export_main(argv: list[str]) -> int:
         prog="havln-robot export",
         description="Write format-v1 prediction files (val_seen.json / val_unseen.json) from sim runs or logged trials.",
     )
-    ap.add_argument("--runs", nargs="+", default=[], metavar="FILE", help="run files (havln-robot eval --out, JSON/JSONL records)")
-    ap.add_argument("--trials", metavar="DB", help="trial store (SQLite) whose trials name challenge episode ids")
-    ap.add_argument("--platform", help="with --trials: only this platform (go2/sim/gazebo)")
-    ap.add_argument("--campaign", help="with --trials: only this campaign (name or id)")
+    ap.add_argument(
+        "--runs", type=path_arg, nargs="+", default=[], metavar="FILE", help="run files (havln-robot eval --out, JSON/JSONL records)"
+    )
+    ap.add_argument("--trials", type=path_arg, metavar="DB", help="trial store (SQLite) whose trials name challenge episode ids")
+    ap.add_argument(
+        "--platform", type=nonempty("a platform: go2, sim or gazebo"), help="with --trials: only this platform (go2/sim/gazebo)"
+    )
+    ap.add_argument("--campaign", type=nonempty("a campaign name or id"), help="with --trials: only this campaign (name or id)")
     ap.add_argument("--split", choices=["val_seen", "val_unseen", "test"], help="split of records that do not name one")
-    ap.add_argument("--out-dir", default=".", help="output folder (default: current)")
+    ap.add_argument("--out-dir", type=path_arg, default=".", help="output folder (default: current)")
     ap.add_argument("--fill-missing", action="store_true", help="write [STOP] for manifest ids without a record")
     ap.add_argument("--stop-only", action="store_true", help="write a STOP-only bundle covering the manifests (format smoke test)")
     ap.add_argument(
         "--follow-reference",
+        type=path_arg,
         metavar="EPISODES",
         help="write sequences that follow each episode's reference path (straight segments) for an HA-R2R episode file; needs --split",
     )
     ap.add_argument("--limit", type=number_in(1, integer=True), help="with --follow-reference: first N episodes only")
     ap.add_argument(
         "--manifest",
+        type=nonempty("SPLIT=PATH"),
         action="append",
         default=[],
         metavar="SPLIT=PATH",

@@ -26,7 +26,7 @@ from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
 from havln_robot.challenge.manifest import Manifest
-from havln_robot.paths import safe_child
+from havln_robot.paths import input_file_problem, safe_child
 from havln_robot.text import plural
 
 
@@ -148,7 +148,9 @@ def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
             raise ExportError(f"{p}: too large for a run file")
         data = p.read_bytes()
     except OSError as exc:
-        raise ExportError(f"{p}: cannot read ({exc.strerror or exc})") from None
+        raise ExportError(
+            f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror or exc})'}; give a run file (JSON / JSON Lines)"
+        ) from None
     value, problems = decode_json(data, p.name)
     if value is None and problems and problems[0].rule != "json":  # valid JSON (null) or not UTF-8: not JSON Lines either
         raise ExportError(f"{p}: {problems[0].message}")
@@ -197,7 +199,7 @@ def trial_records(
         raise ExportError(f"the trial store is not built in this checkout ({exc}); export run files with --runs instead") from None
     out = []
     try:
-        with TrialStore(store_path, readonly=True) as store:
+        with TrialStore(store_path, readonly=True, source="--trials") as store:
             for t in store.trials(campaign=campaign, platform=platform):
                 if not t.episode_id:
                     continue

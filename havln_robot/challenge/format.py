@@ -30,7 +30,7 @@ from typing import Any
 
 from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError, SequenceProblem, is_action, sequence_problems
-from havln_robot.paths import atomic_output
+from havln_robot.paths import atomic_output, input_file_problem
 
 FORMAT_VERSION = 1
 """The only ``format_version`` the organisers accept (participant README, "Submission Format")."""
@@ -432,7 +432,9 @@ def read_split_file(path: str | os.PathLike[str], *, strict: bool = True) -> Spl
             raise FormatError(f"{p}: {size} bytes exceed the {MAX_FILE_BYTES}-byte limit of one prediction file")
         data = p.read_bytes()
     except OSError as exc:
-        raise FormatError(f"{p}: cannot read ({exc.strerror or exc}); check the path") from None
+        raise FormatError(
+            f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror or exc})'}; give the prediction file's path"
+        ) from None
     sf, problems = parse_split_bytes(data, p.name)
     if sf is None or (strict and problems):
         shown = "; ".join(q.render() for q in problems[:5])

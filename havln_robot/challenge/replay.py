@@ -48,7 +48,7 @@ from havln_robot.actions import (
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
 from havln_robot.paths import data_dir
-from havln_robot.text import number_in, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural
 
 
 class ReplayError(ValueError):
@@ -99,10 +99,10 @@ def select_episodes(sf: SplitFile, spec: str | None) -> list[str]:
     """Episode ids to replay: all (None), the first N (``"100"``), or a comma list (``"1,5,9"``).
 
     Raises:
-        ReplayError: an id is not in the file, or N is not positive.
+        ReplayError: an id is not in the file, N is not positive, or the selection is empty (``""``).
     """
     ids = list(sf.episodes)
-    if not spec:
+    if spec is None:
         return ids
     if spec.isdigit() and "," not in spec and spec not in sf.episodes:
         n = int(spec)
@@ -115,6 +115,8 @@ def select_episodes(sf: SplitFile, spec: str | None) -> list[str]:
             )
         return ids[:n]
     want = [s.strip() for s in spec.split(",") if s.strip()]
+    if not want:  # '' or ',' replayed every episode: an empty selection is a mistake, not "all"
+        raise ReplayError(f"--episodes {spec!r}: an empty selection; give ids 'a,b,c' or a count N, or leave --episodes out to replay all")
     missing = [s for s in want if s not in sf.episodes]
     if missing:
         raise ReplayError(f"--episodes: {', '.join(missing[:5])} not in {sf.member} (it has {plural(len(ids), 'episode')})")
@@ -338,8 +340,10 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     ap = argparse.ArgumentParser(
         prog="havln-robot replay", description="Replay a format-v1 action file in the batch simulator or over ROS."
     )
-    ap.add_argument("file", help="format-v1 prediction file (val_seen.json ...)")
-    ap.add_argument("--episodes", help="ids 'a,b,c' or a count N (first N of the file); default all")
+    ap.add_argument("file", type=path_arg, help="format-v1 prediction file (val_seen.json ...)")
+    ap.add_argument(
+        "--episodes", type=nonempty("episode ids a,b,c or a count N"), help="ids 'a,b,c' or a count N (first N of the file); default all"
+    )
     ap.add_argument(
         "--backend",
         choices=["batch", "ros"],
@@ -347,13 +351,14 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
         help="batch: World.step, motion_node's executor in-process, no ROS (default); ros: through the live motion_node (docs/challenge.md); both refuse moves near people and walls",
     )
     ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
-    ap.add_argument("--episodes-file", help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
-    ap.add_argument("--connectivity", help="Matterport3D connectivity folder (default $DATA/connectivity)")
+    ap.add_argument("--episodes-file", type=path_arg, help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
+    ap.add_argument("--connectivity", type=path_arg, help="Matterport3D connectivity folder (default $DATA/connectivity)")
     ap.add_argument(
         "--scenes",
+        type=path_arg,
         help="folder of your scan meshes <scan>/<scan>.glb: batch and ros embedded replay collide and score on them (default: procedural)",
     )
-    ap.add_argument("--manifest", help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
+    ap.add_argument("--manifest", type=path_arg, help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
     ap.add_argument(
         "--seed", type=number_in(0, integer=True), default=0, help="seed of the people's motion and the noise draws (default 0)"
     )
@@ -361,7 +366,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
         "--action-timeout", type=number_in(0, 3600, unit="s", above=True), default=30.0, help="ros: seconds to wait for each action_result"
     )
     ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="ros embedded: parameter override")
-    ap.add_argument("--json", metavar="OUT", help="also write per-episode results and the aggregate as JSON")
+    ap.add_argument("--json", type=path_arg, metavar="OUT", help="also write per-episode results and the aggregate as JSON")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument("--quiet", action="store_true", help="no per-episode table and no progress bar")
     ap.add_argument("--record", action="store_true", help="ros embedded: also run trial_logger_node (trials go to the trial store)")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from havln_robot.data.registry import FILES, GROUPS, VOCAB_COMMIT, DataFile, file_sha256, select, vocab_problem
 from havln_robot.paths import atomic_output, data_dir_and_origin, fetch_dest_default, prepare_out_dir
+from havln_robot.text import nonempty, path_arg
 
 #: Seconds pooch waits for a server to answer (connect and each read).
 HTTP_TIMEOUT_S = 60.0
@@ -337,16 +338,21 @@ def main(argv: list[str]) -> int:
         description="Download HA-R2R, R2R, the Matterport3D navigation graphs, the challenge manifests, the "
         "instruction embeddings and vocabulary; verify each file's sha256; skip files already verified.",
     )
-    fp.add_argument("--dest", help="data folder to write (default: $HAVLN_DATA, else the user data folder)")
-    fp.add_argument("--mirror", metavar="DIR|URL", help="fetch from a folder or an http(s) server holding the data layout instead")
-    fp.add_argument("--only", action="append", metavar="GROUPS", help=groups_help)
+    fp.add_argument("--dest", type=path_arg, help="data folder to write (default: $HAVLN_DATA, else the user data folder)")
+    fp.add_argument(
+        "--mirror",
+        type=nonempty("a folder or an http(s) URL"),
+        metavar="DIR|URL",
+        help="fetch from a folder or an http(s) server holding the data layout instead",
+    )
+    fp.add_argument("--only", type=nonempty("a comma list of data groups"), action="append", metavar="GROUPS", help=groups_help)
     cp = sub.add_parser(
         "check",
         help="report present / missing / corrupt files per group (exit 1 when incomplete)",
         description="Report, per group, which data files are present with the right sha256, missing or corrupt.",
     )
-    cp.add_argument("--dest", help="data folder to check (default: the folder the project reads data from)")
-    cp.add_argument("--only", action="append", metavar="GROUPS", help=groups_help)
+    cp.add_argument("--dest", type=path_arg, help="data folder to check (default: the folder the project reads data from)")
+    cp.add_argument("--only", type=nonempty("a comma list of data groups"), action="append", metavar="GROUPS", help=groups_help)
     args = ap.parse_args(argv)
     if args.action == "fetch":
         return fetch_main(args)

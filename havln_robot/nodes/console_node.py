@@ -251,7 +251,7 @@ class ConsoleNode(HavlnNode):
         """Campaign trials from the store; pause the agent when the holder is gone too long."""
         try:
             if self._store is None and self.db_path.exists():
-                self._store = TrialStore(self.db_path, readonly=True, timeout_s=1.0)
+                self._store = TrialStore(self.db_path, readonly=True, timeout_s=1.0, source="db_path")
             if self._store is not None:
                 trials = self._store.trials()[-TRIALS_SHOWN:][::-1]
                 rows = [{**{k: getattr(t, k) for k in TRIAL_FIELDS}, "steps": self._store.step_count(t.id)} for t in trials]
@@ -340,7 +340,7 @@ class ConsoleNode(HavlnNode):
             self.pub_pause.publish(Bool(data=True))
             self.view.set_paused(True)
             try:
-                with TrialStore(self.db_path, timeout_s=2.0) as st:
+                with TrialStore(self.db_path, timeout_s=2.0, source="db_path") as st:
                     t = st.running_trial() or next((t for t in reversed(st.trials()) if t.outcome is None), None)
                     if t is None:
                         raise ValueError("no running or unjudged trial")

@@ -89,7 +89,7 @@ class TrialLoggerNode(HavlnNode):
         self._meta_from_params()  # validates region / goal early
         try:
             db = Path(p["db_path"]).expanduser() if p["db_path"] else default_db_path(p["platform"])
-            self.store = TrialStore(db, writer=True)  # one logger per store: a second one is refused (holder's pid)
+            self.store = TrialStore(db, writer=True, source="db_path")  # one logger per store: a second one is refused (holder's pid)
         except TrialError as exc:
             raise ConfigError(f"{self.get_name()}: db_path: {exc}") from None
         self.db_path = db

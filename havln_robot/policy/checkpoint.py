@@ -139,7 +139,9 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict:
     """
     p = Path(path)
     if not p.is_file():
-        raise PolicyError(f"checkpoint {p} not found; give a .pt path or a file name in models/")
+        from havln_robot.paths import input_file_problem
+
+        raise PolicyError(f"checkpoint {p}: {input_file_problem(p)}; give a .pt path or a file name in models/")
     try:
         with torch.serialization.safe_globals(SAFE_GLOBALS), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Detected pickle protocol")  # the error below says it

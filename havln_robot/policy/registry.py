@@ -151,6 +151,10 @@ def resolve_checkpoint(spec: str | os.PathLike[str]) -> Path:
     for c in cands:
         if c.is_file():
             return c
+    from havln_robot.paths import input_file_problem
+
+    if cands[0].exists():  # a folder (or a device) given as the checkpoint: say what it is
+        raise PolicyError(f"policy checkpoint {s!r}: {input_file_problem(cands[0])}; give a .pt file, or a name in {models_dir()}")
     avail = sorted(p.name for p in models_dir().glob("*.pt")) if models_dir().is_dir() else []
     hint = f"available in {models_dir()}: {', '.join(avail)}" if avail else f"no .pt files in {models_dir()}"
     raise PolicyError(f"policy checkpoint {s!r} not found ({hint}); train one with 'havln-robot train'")

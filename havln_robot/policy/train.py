@@ -34,7 +34,7 @@ from havln_robot import jsonio
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 STOP_WEIGHT = 3.0
 """Loss weight of STOP labels (one per episode against ~6 moves; cf. VLN-CE inflection weighting 3.2)."""
@@ -142,11 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     from havln_robot.paths import data_dir, models_dir
 
     ap = argparse.ArgumentParser(prog="havln-robot train", description=__doc__.split("\n\n")[0].replace("``", ""))
-    ap.add_argument("--train", default=str(data_dir() / "r2r" / "R2R_train.json"), help="training episodes (R2R/HA-R2R json)")
-    ap.add_argument("--val", default=str(data_dir() / "ha_r2r_de" / "HA_val_seen.json"), help="validation episodes")
-    ap.add_argument("--connectivity", default=None, help="Matterport3D connectivity folder (default $DATA/connectivity)")
+    ap.add_argument(
+        "--train", type=path_arg, default=str(data_dir() / "r2r" / "R2R_train.json"), help="training episodes (R2R/HA-R2R json)"
+    )
+    ap.add_argument("--val", type=path_arg, default=str(data_dir() / "ha_r2r_de" / "HA_val_seen.json"), help="validation episodes")
+    ap.add_argument("--connectivity", type=path_arg, default=None, help="Matterport3D connectivity folder (default $DATA/connectivity)")
     ap.add_argument(
         "--scenes",
+        type=path_arg,
         default=None,
         help="folder of your scan meshes <scan>/<scan>.glb: train on their renderings (default: procedural scenes)",
     )
@@ -189,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--time-budget-s", type=number_in(0, unit="s", above=True), default=7000.0, help="stop collecting/training after this many seconds"
     )
-    ap.add_argument("--out", default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it")
+    ap.add_argument(
+        "--out", type=path_arg, default=str(models_dir() / "small_panoramic.pt"), help="checkpoint path (.pt); a .json sits next to it"
+    )
     ap.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint (and its .json) at --out")
     ap.add_argument("--quiet", action="store_true", help="only the final summary, no per-epoch lines")
     return ap

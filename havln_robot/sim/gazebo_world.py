@@ -28,6 +28,8 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from havln_robot.text import nonempty, path_arg
+
 #: Wall board thickness (m), as the embedded renderer's walls (havln_robot/sim/render.py WALL_THICKNESS_M).
 WALL_T_M: float = 0.08
 #: Floor slab / stairs board thickness (m).
@@ -162,13 +164,13 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="havln-robot gazebo-world", description="Write a Gazebo world of a scan (procedural or its mesh) for gazebo_replay."
     )
-    ap.add_argument("scan", help="Matterport3D scan id")
-    ap.add_argument("--connectivity", help="folder of <scan>_connectivity.json (default $DATA/connectivity)")
-    ap.add_argument("--scenes", help="folder of scan meshes <scan>/<scan>.glb: use the mesh (default: the procedural scene)")
+    ap.add_argument("scan", type=nonempty("a scan id"), help="Matterport3D scan id")
+    ap.add_argument("--connectivity", type=path_arg, help="folder of <scan>_connectivity.json (default $DATA/connectivity)")
+    ap.add_argument("--scenes", type=path_arg, help="folder of scan meshes <scan>/<scan>.glb: use the mesh (default: the procedural scene)")
     ap.add_argument("--scenes-up", choices=("y", "z"), default="y", help="up axis of the mesh (default y, Habitat)")
-    ap.add_argument("--episodes", help="episode file: place that episode's people and print its start as the spawn pose")
-    ap.add_argument("--episode", help="episode id in --episodes (default: the first of the scan)")
-    ap.add_argument("--out", required=True, help="world SDF to write")
+    ap.add_argument("--episodes", type=path_arg, help="episode file: place that episode's people and print its start as the spawn pose")
+    ap.add_argument("--episode", type=nonempty("an episode id"), help="episode id in --episodes (default: the first of the scan)")
+    ap.add_argument("--out", type=path_arg, required=True, help="world SDF to write")
     args = ap.parse_args(argv)
     from havln_robot.paths import check_out_file
     from havln_robot.sim.mesh_scene import load_scene, scene_mesh_path

@@ -220,7 +220,12 @@ def load_collision_baseline(path: str | os.PathLike[str]) -> dict[str, int]:
     Raises:
         ValueError: unreadable file or a non-integer value (names the key).
     """
+    from havln_robot.paths import input_file_problem
+
     p = Path(path)
+    why = input_file_problem(p)
+    if why is not None:
+        raise ValueError(f"collision baseline {p}: {why}; give the collision_num_<split>.json file")
     try:
         data = json.loads(p.read_text())
     except (OSError, ValueError) as exc:

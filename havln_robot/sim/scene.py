@@ -600,8 +600,12 @@ class Scene:
         name = path.name.replace("_connectivity.json", "")
         try:
             data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise SceneError(f"connectivity file {path} not found; pass --connectivity DIR holding <scan>_connectivity.json") from None
+        except (FileNotFoundError, IsADirectoryError):
+            from havln_robot.paths import input_file_problem
+
+            raise SceneError(
+                f"connectivity file {path}: {input_file_problem(path)}; pass --connectivity DIR holding <scan>_connectivity.json"
+            ) from None
         except (OSError, ValueError) as exc:
             raise SceneError(f"connectivity file {path} is not readable JSON ({exc}); re-download it") from None
         if not isinstance(data, list):
@@ -668,7 +672,11 @@ class Scene:
             raise SceneError(f"{exc}; a scan id names its connectivity and cache files") from None
         src = Path(connectivity_dir) / f"{scan}_connectivity.json"
         if not src.is_file():
-            raise SceneError(f"no connectivity file for scan {scan!r} at {src}; pass --connectivity DIR (the HA-VLN 'connectivity' folder)")
+            from havln_robot.paths import input_file_problem, input_folder_problem
+
+            folder = input_folder_problem(connectivity_dir)
+            why = f"--connectivity {connectivity_dir}: {folder}" if folder else f"connectivity file {src}: {input_file_problem(src)}"
+            raise SceneError(f"scan {scan!r}: {why}; pass --connectivity DIR (the HA-VLN 'connectivity' folder)")
         key = _MEMO.get((str(src), corridor_width, viewpoint_radius, wall_height))
         if key is not None:
             return key

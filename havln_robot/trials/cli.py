@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from havln_robot.text import number_in, outcome_label, plural
+from havln_robot.paths import input_file_problem
+from havln_robot.text import nonempty, number_in, outcome_label, path_arg, plural
 from havln_robot.trials.metrics import summarize
 from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import (
@@ -316,7 +317,7 @@ def _bench_mcap(a: argparse.Namespace, mcap: McapParts | None) -> None:
 
 def add_store_args(ap: argparse.ArgumentParser) -> None:
     """``--db PATH`` / ``--profile NAME``: which trial store a command reads or writes."""
-    ap.add_argument("--db", default=None, help="trial database file (default: the --profile's store)")
+    ap.add_argument("--db", type=path_arg, default=None, help="trial database file (default: the --profile's store)")
     ap.add_argument(
         "--profile",
         default=None,
@@ -353,15 +354,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("plan", help="import a campaign plan (YAML/CSV); re-import to resume")
-    p.add_argument("file", help="campaign plan: YAML with a trials list, or CSV with a region,people,... header (docs/trials.md)")
+    p.add_argument(
+        "file", type=path_arg, help="campaign plan: YAML with a trials list, or CSV with a region,people,... header (docs/trials.md)"
+    )
     p.add_argument("--name", help="campaign name (default: the file's 'campaign' key / CSV file stem)")
 
     p = sub.add_parser("next", help="show the next pending planned trial")
-    p.add_argument("--campaign", help="campaign name or id (default: the only / latest campaign)")
+    p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="campaign name or id (default: the only / latest campaign)")
 
     p = sub.add_parser("start", help="open a trial")
     p.add_argument("--next", action="store_true", help="take the next pending trial of the campaign plan")
-    p.add_argument("--campaign", help="campaign name or id the trial belongs to")
+    p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="campaign name or id the trial belongs to")
     p.add_argument("--platform", choices=PLATFORMS, help="where the trial runs")
     p.add_argument("--region", help="region type, e.g. office, 'living room', hallway, lobby")
     p.add_argument("--people", type=number_in(0, 10000, integer=True), help="number of people present (0 = without people)")
@@ -396,9 +399,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="record --success although NE >= the success radius (marked as forced)")
 
     p = sub.add_parser("list", help="list trials")
-    p.add_argument("--campaign", help="only this campaign (name or id)")
+    p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="only this campaign (name or id)")
     p.add_argument("--platform", choices=PLATFORMS, help="only this platform")
-    p.add_argument("--policy", help="only trials of this policy (name, checkpoint file, or sha256 prefix)")
+    p.add_argument(
+        "--policy",
+        type=nonempty("a policy name, checkpoint file or sha256 prefix"),
+        help="only trials of this policy (name, checkpoint file, or sha256 prefix)",
+    )
     p.add_argument("--limit", type=number_in(1, integer=True), default=None, help="only the latest N trials (default all)")
 
     p = sub.add_parser("show", help="show one trial")
@@ -408,17 +415,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("campaigns", help="list campaigns and their progress")
 
     p = sub.add_parser("backup", help="consistent copy of the store (SQLite online backup; safe while a logger writes)")
-    p.add_argument("out", help="new file (or an existing folder: trials.db in it)")
+    p.add_argument("out", type=path_arg, help="new file (or an existing folder: trials.db in it)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing file")
 
     p = sub.add_parser("recover-bag", help="salvage the MCAP bag of a killed run (complete chunks) into a new, finished bag")
-    p.add_argument("dir", help="the bag folder (trial_NNNN/) or one .mcap file")
-    p.add_argument("--out", help="new bag folder (default: <dir>_recovered)")
+    p.add_argument("dir", type=path_arg, help="the bag folder (trial_NNNN/) or one .mcap file")
+    p.add_argument("--out", type=path_arg, help="new bag folder (default: <dir>_recovered)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
 
     p = sub.add_parser("bench", help="measure the per-step commit latency of the store")
     p.add_argument("--steps", type=number_in(1, integer=True), default=200, help="steps to commit and time (default 200)")
-    p.add_argument("--dir", default=None, help="folder on the disk to measure (default: the temp folder)")
+    p.add_argument("--dir", type=path_arg, default=None, help="folder on the disk to measure (default: the temp folder)")
     p.add_argument("--mcap", action="store_true", help="also measure MCAP image recording cost")
     p.add_argument("--frames", type=number_in(1, integer=True), default=30, help="frames per MCAP setting")
     return ap
@@ -454,7 +461,8 @@ def main(argv: list[str] | None = None, mcap: McapParts | None = None) -> int:
         db, where = store_path(a)
         if a.cmd in (*_READERS, "end") and not db.is_file():
             # reading commands never create a store: a mistyped --db would look like an empty campaign
-            raise TrialError(f"{where} {db}: no trial store there; check the path or --profile (trial start / plan create one)")
+            why = input_file_problem(db, missing="no trial store there")
+            raise TrialError(f"{where} {db}: {why}; check the path or --profile (trial start / plan create one)")
         with open_store(db, readonly=a.cmd in _READERS) as st:
             if st.warning:
                 print(f"havln-robot trial {a.cmd}: warning: {st.warning}", file=sys.stderr)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from havln_robot.text import plural
+from havln_robot.text import nonempty, path_arg, plural
 from havln_robot.trials.cli import add_store_args, open_store, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, rate_with_ci, sr_success, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
@@ -476,10 +476,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry of ``havln-robot report``; returns the exit code (0 ok, 2 bad input)."""
     ap = argparse.ArgumentParser(prog="havln-robot report", description="Success-rate report (Markdown + CSV + PNG) from the trial store.")
     add_store_args(ap)
-    ap.add_argument("--out", default="trial_report", help="output folder (default ./trial_report)")
-    ap.add_argument("--campaign", help="only this campaign (name or id)")
+    ap.add_argument("--out", type=path_arg, default="trial_report", help="output folder (default ./trial_report)")
+    ap.add_argument("--campaign", type=nonempty("a campaign name or id"), help="only this campaign (name or id)")
     ap.add_argument("--platform", choices=PLATFORMS, help="only this platform")
-    ap.add_argument("--policy", help="only trials of this policy (name, checkpoint file, or sha256 prefix)")
+    ap.add_argument(
+        "--policy",
+        type=nonempty("a policy name, checkpoint file or sha256 prefix"),
+        help="only trials of this policy (name, checkpoint file, or sha256 prefix)",
+    )
     ap.add_argument("--title", default="HA-VLN trial report", help="title of report.md (default: HA-VLN trial report)")
     ap.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)

@@ -365,6 +365,8 @@ class TrialStore:
             read-only media (no ``-wal``, nothing can create ``-shm``) is opened immutable.
         timeout_s: how long to wait for another process's write lock (s).
         writer: take the store's writer lock for the life of this object (trial_logger_node).
+        source: what named ``path``, for messages that say how to give another file: ``--db``
+            (``trial``, ``report``), ``--trials`` (``export``), ``db_path`` (a node's parameter).
 
     Attributes:
         warning: one line about the file (a copy missing its WAL), or ``""``.
@@ -376,9 +378,15 @@ class TrialStore:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, readonly: bool = False, timeout_s: float = 10.0, writer: bool = False
+        self,
+        path: str | os.PathLike[str] | None = None,
+        readonly: bool = False,
+        timeout_s: float = 10.0,
+        writer: bool = False,
+        source: str = "--db",
     ) -> None:
         self.path = default_db_path() if path is None else (Path(path).expanduser() if str(path) != ":memory:" else Path(":memory:"))
+        self.source = source
         self._lock = threading.RLock()
         self._mem = str(self.path) == ":memory:"
         self._writer: locks.HeldLock | None = None
@@ -410,7 +418,12 @@ class TrialStore:
         try:
             if readonly:
                 if not self.path.is_file():
-                    raise TrialError(f"{self.path}: no trial database here (run a trial first, or pass --db)")
+                    from havln_robot.paths import input_file_problem
+
+                    why = input_file_problem(self.path, missing="no trial database here")
+                    raise TrialError(
+                        f"{self.source} {self.path}: {why}; give {self.source} the trial store's .db file (or run a trial first)"
+                    )
                 self._db = self._connect_ro(timeout_s)
             else:
                 if not self._mem:
@@ -425,8 +438,14 @@ class TrialStore:
             self._db.execute("PRAGMA foreign_keys = ON")
             if readonly:
                 v = self.schema_version
-                if v == 0 and not self._tables():
+                tables = self._tables()
+                if v == 0 and not tables:
                     raise TrialError(f"{self.path}: {_EMPTY_COPY}")
+                if v == 0:  # another program's database: there is nothing to migrate
+                    raise TrialError(
+                        f"{self.source} {self.path}: not a trial database (has tables {', '.join(sorted(tables))}); "
+                        f"give {self.source} another file"
+                    )
                 if v != SCHEMA_VERSION:
                     if v > SCHEMA_VERSION:
                         raise TrialError(
@@ -687,7 +706,9 @@ class TrialStore:
             if v == 0:
                 tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
                 if tables:
-                    raise TrialError(f"{self.path}: not a trial database (has tables {', '.join(tables)}); pass another --db")
+                    raise TrialError(
+                        f"{self.source} {self.path}: not a trial database (has tables {', '.join(tables)}); give {self.source} another file"
+                    )
             for i in range(v, SCHEMA_VERSION):
                 for stmt in _split_sql(MIGRATIONS[i]):
                     db.execute(stmt)
