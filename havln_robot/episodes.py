@@ -53,6 +53,27 @@ def is_success(stopped: bool, ne_m: float, radius_m: float = SUCCESS_RADIUS_M, u
     return bool(stopped and not unreachable and ne_m < radius_m)
 
 
+def human_tcr(collisions_human: int, baseline: int = 0) -> int:
+    """HA-VLN TCR of one episode: human collisions beyond the challenge baseline, ``max(0, c - b)``.
+
+    Args:
+        collisions_human: collisions with people (static/wall collisions do not count).
+        baseline: the challenge's baseline count for the episode (0 outside the challenge, e.g. a robot trial).
+    """
+    return max(0, int(collisions_human) - int(baseline))
+
+
+def ha_vln_sr(success: bool, collisions_human: int, baseline: int = 0) -> int:
+    """THE HA-VLN SR of one episode (1 or 0): a success (:func:`is_success`: STOP within the success
+    radius) with no human collision beyond the baseline, ``SR_i = success_i * [TCR_i == 0]``.
+
+    Static (wall) collisions do not count, as in HA-VLN. Used by the simulator's metrics
+    (:mod:`havln_robot.sim.metrics`) and the real-robot trial report (:mod:`havln_robot.trials.metrics`),
+    so one run never gets two SRs.
+    """
+    return int(bool(success) and human_tcr(collisions_human, baseline) == 0)
+
+
 Vec3 = tuple[float, float, float]
 
 

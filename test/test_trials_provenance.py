@@ -97,7 +97,7 @@ def test_provenance_per_trial_filter_by_policy_and_report(tmp_path, capsys):
     md = (tmp_path / "all" / "report.md").read_text()
     assert "## Provenance" in md and sha_a[:16] in md and sha_b[:16] in md and software_version() in md and "config/go2.yaml" in md
     assert "**Success**: the robot stopped (STOP) with NE < 3 m" in md and "**75% (3/4; 95% CI" in md
-    assert "**SR** (HA-VLN): success *and* no collision" in md and "**50% (2/4; 95% CI" in md
+    assert "**SR** (HA-VLN): success *and* no human collision" in md and "**50% (2/4; 95% CI" in md
     assert "Wilson" in md
     csv_text = (tmp_path / "all" / "trials.csv").read_text()
     assert sha_a in csv_text and "sr_success" in csv_text.splitlines()[0]

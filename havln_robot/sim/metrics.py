@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from havln_robot.episodes import SUCCESS_RADIUS_M, is_success
+from havln_robot.episodes import SUCCESS_RADIUS_M, ha_vln_sr, human_tcr, is_success
 
 #: Challenge human-influenced episode counts (CR denominators), by split (data README).
 HUMAN_INFLUENCED: dict[str, int] = {"val_seen": 682, "val_unseen": 1593}
@@ -100,9 +100,9 @@ def episode_metrics(
     """
     success = is_success(stopped, ne, goal_radius, unreachable=unreachable)
     spl = float(success) * geodesic / max(path_length, geodesic) if geodesic > 0 else float(success)
-    tcr = max(0, int(collisions_human) - int(baseline))
+    tcr = human_tcr(collisions_human, baseline)
     cr = min(tcr, 1)
-    sr = int(success and tcr == 0)
+    sr = ha_vln_sr(success, collisions_human, baseline)
     return EpisodeMetrics(
         ne=float(ne),
         success=success,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from havln_robot.episodes import ha_vln_sr
 from havln_robot.geometry import to_local
 from havln_robot.trials.model import Collision, Step, Trial
 
@@ -192,9 +193,15 @@ def rate_with_ci(k: int, n: int) -> str:
     return f"{100.0 * k / n:.0f}% ({k}/{n}; 95% CI {100 * ci[0]:.0f}–{100 * ci[1]:.0f}%)"
 
 
-def sr_success(trial: Trial, collisions: int) -> bool:
-    """HA-VLN SR: the trial is a success (STOP within the success radius) and had no collision."""
-    return trial.outcome == "success" and collisions == 0
+def sr_success(trial: Trial, collisions_human: int) -> bool:
+    """HA-VLN SR of a trial: a success verdict (STOP within the success radius) and no human collision
+    (:func:`havln_robot.episodes.ha_vln_sr`, the definition eval uses too; static collisions do not count).
+
+    Args:
+        trial: the trial (its ``outcome``).
+        collisions_human: collisions with people during the trial.
+    """
+    return bool(ha_vln_sr(trial.outcome == "success", collisions_human))
 
 
 def success_table(trials: Iterable[Trial]) -> dict[str, dict[str, Rate]]:

@@ -316,7 +316,7 @@ def write_report(
                         f"{s.path_length_m:.3f}", "" if s.duration_s is None else f"{s.duration_s:.1f}",
                         "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, t.goal_frame or "",
                         "" if t.campaign_id is None else t.campaign_id, t.mcap_path,
-                        t.state, int(sr_success(t, s.collisions)) if t.outcome in ("success", "failure") else "",
+                        t.state, int(sr_success(t, s.collisions_human)) if t.outcome in ("success", "failure") else "",
                         int(t.verdict_forced), t.policy, t.checkpoint, t.checkpoint_sha256, t.software, t.profile])  # fmt: skip
 
     # PNG ------------------------------------------------------------------------------------------
@@ -346,7 +346,7 @@ def write_report(
         sel.append(f"policy `{policy}`")
     judged = [s for s in summaries if s.trial.outcome in ("success", "failure")]
     n_ok = sum(s.trial.outcome == "success" for s in judged)
-    n_sr = sum(sr_success(s.trial, s.collisions) for s in judged)
+    n_sr = sum(sr_success(s.trial, s.collisions_human) for s in judged)
     forced = [s.trial.id for s in summaries if s.trial.verdict_forced]
     interrupted = [s.trial.id for s in summaries if s.trial.state == "interrupted"]
     prov: dict[tuple[str, str, str, str], list[int]] = {}
@@ -374,7 +374,7 @@ def write_report(
         "",
         f"- **Success**: the robot stopped (STOP) with NE < {SUCCESS_RADIUS_M:g} m (the trial's success radius), as judged: "
         f"**{rate_with_ci(n_ok, len(judged))}**.",
-        f"- **SR** (HA-VLN): success *and* no collision (human or static) during the trial: **{rate_with_ci(n_sr, len(judged))}**.",
+        f"- **SR** (HA-VLN): success *and* no human collision during the trial (static collisions do not count, as in HA-VLN and eval): **{rate_with_ci(n_sr, len(judged))}**.",
         f"- **SR over all episodes** (aborted counted as failure, as the challenge scores): "
         f"**{rate_with_ci(n_sr, len(judged) + counts['aborted'])}**; "
         f"**SR over completed episodes** (aborted left out): **{rate_with_ci(n_sr, len(judged))}**; "
