@@ -28,7 +28,7 @@ from typing import Any
 from havln_robot import topics
 from havln_robot.paths import config_dir, data_dir
 from havln_robot.records import AgentStatus, EpisodeDone, GroundTruth, Outcome
-from havln_robot.text import nonempty, number_in, path_arg, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural, terminal_safe
 
 DEFAULT_EPISODES = "ha_r2r_de/HA_val_seen.json"
 DEMO_NODES: tuple[str, ...] = ("sim_node", "motion_node", "agent_node", "trial_logger_node")
@@ -111,7 +111,7 @@ class _Monitor:
         """Failed motions other than collisions and stalls (those come on havln/collision): timeout, slip, aborted."""
         r = self._decode(self._codec.decode_result, msg)
         if r is not None and not self.quiet and r.outcome not in (Outcome.OK, Outcome.COLLISION, Outcome.STALL, Outcome.REJECTED):
-            print(f"  ! {r.action or '?'}: {r.outcome} - {r.detail}", flush=True)
+            print(f"  ! {terminal_safe(r.action or '?')}: {terminal_safe(r.outcome)} - {terminal_safe(r.detail)}", flush=True)
 
     def _on_gt(self, msg: Any) -> None:
         gt = self._decode(self._codec.decode_ground_truth, msg)
@@ -157,7 +157,10 @@ class _Monitor:
         rec["map_x"], rec["map_y"] = (str(gt.x), str(gt.y)) if gt is not None and gt.has_pose else ("", "")
         self.run.collisions.append(rec)
         if not self.quiet:
-            print(f"  ! collision ({c.type or '?'}, {c.source}) during {c.action or '?'}", flush=True)
+            print(
+                f"  ! collision ({terminal_safe(c.type or '?')}, {terminal_safe(c.source)}) during {terminal_safe(c.action or '?')}",
+                flush=True,
+            )
 
     def _on_humans(self, msg: Any) -> None:
         for i, pose in enumerate(msg.poses):
@@ -491,7 +494,7 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         run = EpisodeRun(ep.episode_id, ep.scan, ep.instruction)
         runs.append(run)
         print(f"\n[{n + 1}/{len(picks)}] {opened.note}")
-        print(f'  instruction: "{ep.instruction}"')
+        print(f'  instruction: "{terminal_safe(ep.instruction)}"')
         print(
             f"  start→goal {math.dist(ep.start_position[:2], ep.goal_position[:2]):.1f} m straight, {ep.geodesic_distance:.1f} m along the path"
         )
@@ -636,7 +639,7 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
                 f"counts {gt.collisions_human + gt.collisions_static} collision(s) (the table)"
             )
         if t is not None and t.mcap_path:
-            print(f"    MCAP bag: {t.mcap_path}")
+            print(f"    MCAP bag: {terminal_safe(t.mcap_path)}")
     print(f"  trial DB: {db}")
     print(f"  report:   {out / 'report' / 'report.md'}")
     if (out / "val_seen.json").exists():

@@ -147,3 +147,49 @@ def nonempty(what: str) -> Callable[[str], str]:
 
     parse.__name__ = "text"
     return parse
+
+
+#: Escapes of the control characters a person knows by sight.
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: Unicode bidirectional controls: they reorder what a terminal shows (a "Trojan Source" line).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def terminal_safe(text: object) -> str:
+    """Untrusted text (an instruction from any publisher, a reason or note typed by anyone, a value read
+    from a database or a file) made safe to print on a terminal or in a log line: every control
+    character -- C0 (ESC, BEL, CR, LF, backspace, ...), DEL, C1 (``\\x80``-``\\x9f``) and the Unicode
+    bidirectional overrides -- is shown escaped (``\\x1b``, ``\\n``, ``\\u202e``), so the text cannot
+    move the cursor, retitle the window, recolour, erase or fake lines. Backslashes are kept as they are.
+
+    Args:
+        text: anything; ``str(text)`` is escaped (``None`` gives ``"None"``).
+
+    Returns:
+        One printable line.
+    """
+    s = str(text)
+    if s.isprintable():
+        return s
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in _NAMED_ESCAPES:
+            out.append(_NAMED_ESCAPES[ch])
+        elif o < 0x20 or 0x7F <= o <= 0x9F:
+            out.append(f"\\x{o:02x}")
+        elif ch in _BIDI:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_cell(text: object) -> str:
+    """Untrusted text made safe for one Markdown table cell: :func:`terminal_safe` (so a newline cannot
+    end the row) and ``|`` escaped as ``\\|`` (so it cannot split the cell).
+
+    Returns:
+        One line to put between two ``|``.
+    """
+    return terminal_safe(text).replace("|", "\\|")

@@ -1,6 +1,10 @@
 """Strict YAML reading of user files (profiles, campaign plans): PyYAML's safe loader, plus
 
 * duplicate keys refused with both line numbers (plain PyYAML keeps the last one silently);
+* aliases (``*name``) bounded: PyYAML expands them without limit, so a 645-byte file of nested
+  aliases built a 392 MB value in 32 s (a "billion laughs"); a document whose aliases add more than
+  :data:`MAX_ALIAS_EXPANSION` values, or refer to an enclosing node, is refused before it is built
+  (a merge key ``<<: *base`` and a few shared values stay fine);
 * a size cap: at most ``max_bytes + 1`` bytes are ever read, so a file that is a symlink to an
   endless stream (``/dev/zero``, a FIFO someone writes forever) cannot eat the memory.
 
@@ -19,12 +23,70 @@ import yaml
 MAX_YAML_BYTES = 1 << 20
 
 
+#: Most values that aliases may add to a document when it is expanded (each alias counts the size of
+#: what it names). A plain document (no aliases) is never refused by this.
+MAX_ALIAS_EXPANSION = 10_000
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a composed document whose aliases expand to more than :data:`MAX_ALIAS_EXPANSION` extra
+    values or form a cycle. Sizes are memoised per node, so this is linear in the written document.
+
+    Raises:
+        yaml.composer.ComposerError: the first node where the limit is passed, or the recursive one.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    distinct: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise yaml.composer.ComposerError(
+                None, None, "an alias refers to a node that contains it (a recursive structure); write the value out", node.start_mark
+            )
+        active.add(key)
+        distinct.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        sizes[key] = total
+        if total - len(distinct) > MAX_ALIAS_EXPANSION:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"aliases expand this value to more than {MAX_ALIAS_EXPANSION} extra values (an alias bomb?); write it out or drop the aliases",
+                node.start_mark,
+            )
+        return total
+
+    size(root)
+
+
 class YamlFileError(ValueError):
     """A YAML file cannot be used; one-line message (file, line, problem, fix)."""
 
 
 class StrictSafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping with the same key twice (merge keys ``<<`` excepted)."""
+    """``yaml.SafeLoader`` that refuses a mapping with the same key twice (merge keys ``<<`` excepted)
+    and any alias (``*name``): every YAML file the project reads goes through it."""
+
+    def get_single_node(self) -> Any:
+        """Compose the document, then refuse it when its aliases expand past :data:`MAX_ALIAS_EXPANSION`
+        values or refer to themselves -- before anything is constructed.
+
+        Raises:
+            yaml.composer.ComposerError: too large an expansion or a recursive alias (with the mark).
+        """
+        node = super().get_single_node()
+        if node is not None:
+            _check_expansion(node)
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}

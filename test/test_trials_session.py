@@ -233,3 +233,23 @@ def test_operator_end_and_shutdown(session):
     s.close()
     last = store.trials()[-1]
     assert (last.outcome, last.reason, last.end_reason) == ("aborted", "shutdown", "shutdown")
+
+
+@pytest.mark.parametrize("auto_judge", [True, False])
+def test_log_lines_escape_free_text_from_topics(tmp_path, auto_judge):
+    """An episode_done reason arrives from any publisher: the log line shows its control characters escaped."""
+    from havln_robot.trials.session import SessionConfig, TrialMeta, TrialSession
+
+    store = TrialStore(tmp_path / "t.db")
+    log = Log()
+    s = TrialSession(
+        store, SessionConfig(auto_start=True, auto_end=True, auto_judge=auto_judge), lambda: TrialMeta(META, "sim"), log, Clock()
+    )
+    try:
+        s.on_instruction("go\x1b]0;PWNED\x07")
+        s.on_episode_done(EpisodeDone("stop\x1b[2J\rfake\nline", 0))
+    finally:
+        store.close()
+    text = " ".join(m for _, m in log.lines)
+    assert "\\x1b[2J\\rfake\\nline" in text
+    assert not any(ord(c) < 0x20 for _, m in log.lines for c in m)

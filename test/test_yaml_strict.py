@@ -75,3 +75,60 @@ def test_symlink_to_dev_zero_is_refused_without_eating_memory(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
     with pytest.raises(TrialError, match="larger than 1024 KiB"):
         load_plan(prof)
+
+
+def _alias_bomb(levels: int = 6) -> str:
+    s = "[&a0 [" + ", ".join(["{region: office, people: 0}"] * 10) + "]"
+    for i in range(1, levels + 1):
+        s += f", &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]"
+    return s + "]"
+
+
+@pytest.mark.parametrize(
+    "reader",
+    [
+        pytest.param(lambda f: load_yaml_file(f), id="load_yaml_file"),
+        pytest.param(lambda f: load_profile(f), id="profile"),
+        pytest.param(lambda f: load_plan(f), id="plan"),
+    ],
+)
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("description: " + _alias_bomb() + "\ncampaign: bomb\ntrials: [{region: office, people: 0}]\n", id="bomb"),
+        pytest.param("description: &r [*r]\ncampaign: c\ntrials: [{region: office, people: 0}]\n", id="recursive"),
+    ],
+)
+def test_alias_bomb_and_recursive_alias_refused_quickly_by_every_yaml_reader(tmp_path, reader, text):
+    import time
+
+    f = tmp_path / "bomb.yaml"
+    f.write_text(text)
+    t0 = time.monotonic()
+    with pytest.raises((YamlFileError, ConfigError, TrialError)) as ei:
+        reader(f)
+    assert time.monotonic() - t0 < 5
+    msg = str(ei.value)
+    assert "\n" not in msg and "bomb.yaml" in msg and ("alias" in msg) and "line 1" in msg
+
+
+def test_small_alias_use_still_loads(tmp_path):
+    f = tmp_path / "ok.yaml"
+    f.write_text("a: &x [1, 2]\nb: *x\nc: [*x, *x]\n")
+    assert load_yaml_file(f) == {"a": [1, 2], "b": [1, 2], "c": [[1, 2], [1, 2]]}
+
+
+def test_no_yaml_load_outside_the_strict_loader():
+    """Every YAML file is read by yamlio (aliases bounded, duplicate keys refused, size cap)."""
+    import pathlib
+    import re
+
+    import havln_robot
+
+    root = pathlib.Path(havln_robot.__file__).parent
+    bad = [
+        str(f.relative_to(root))
+        for f in root.rglob("*.py")
+        if f.name != "yamlio.py" and re.search(r"yaml\.(safe_|full_|unsafe_)?load(_all)?\(", f.read_text())
+    ]
+    assert bad == []

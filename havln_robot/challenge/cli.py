@@ -185,7 +185,10 @@ def export_main(argv: list[str]) -> int:
         if args.trials:
             if not args.split:
                 return _err("export", "--trials needs --split val_seen|val_unseen (the trial store does not record splits)")
-            records += trial_records(args.trials, split=args.split, platform=args.platform, campaign=args.campaign)
+            notes: list[str] = []
+            records += trial_records(args.trials, split=args.split, platform=args.platform, campaign=args.campaign, notes=notes)
+            for note in notes:
+                print(f"havln-robot export: warning: {note}", file=sys.stderr)
         named = {r.split for r in records if r.split} | ({args.split} if args.split else set())
         wanted = sorted(named) if not args.stop_only else ([args.split] if args.split else list(PHASE1_SPLITS))
         discrete_ids = bool(args.follow_reference) and not args.follow_reference.endswith(".gz")

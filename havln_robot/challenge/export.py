@@ -181,14 +181,29 @@ def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
 
 
 def trial_records(
-    store_path: str | os.PathLike[str], *, split: str | None = None, platform: str | None = None, campaign: str | None = None
+    store_path: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    platform: str | None = None,
+    campaign: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[Record]:
-    """Executed actions of logged trials that name an HA-R2R / challenge episode id.
+    """Executed actions of the finished logged trials that name an HA-R2R / challenge episode id.
 
     Reads through the trial store's public API (:class:`havln_robot.trials.store.TrialStore`,
     opened read-only; ``TrialStore.actions`` leaves out actions motion_node rejected). Trials without
-    an ``episode_id`` (free-form real-robot runs) are skipped. The store does not record a split,
-    so every record gets ``split``.
+    an ``episode_id`` (free-form real-robot runs) are skipped. Only finished trials are exported
+    (success, failure or awaiting a verdict): a running or interrupted trial has no final action
+    sequence and an aborted one was stopped from outside, so neither is a prediction -- nor can it
+    replace a finished trial of the same episode. The store does not record a split, so every
+    record gets ``split``.
+
+    Args:
+        store_path: the trial database.
+        split: the split every record gets.
+        platform: only trials of this platform.
+        campaign: only trials of this campaign (name or id).
+        notes: when given, one line is appended naming the trials left out and why (count + ids).
 
     Raises:
         ExportError: the store cannot be opened / filtered, or is not part of this build.
@@ -198,14 +213,25 @@ def trial_records(
     except ImportError as exc:
         raise ExportError(f"the trial store is not built in this checkout ({exc}); export run files with --runs instead") from None
     out = []
+    left: dict[str, list[int]] = {}
     try:
         with TrialStore(store_path, readonly=True, source="--trials") as store:
             for t in store.trials(campaign=campaign, platform=platform):
                 if not t.episode_id:
                     continue
+                if t.finished is None or t.outcome == "aborted":
+                    left.setdefault(t.state, []).append(t.id)
+                    continue
                 out.append(Record(str(t.episode_id), tuple(store.actions(t.id)), split, f"trial {t.id}"))
     except TrialError as exc:
         raise ExportError(str(exc)) from None
+    if left and notes is not None:
+        n = sum(map(len, left.values()))
+        why = "; ".join(f"{state}: {', '.join(map(str, ids[:10]))}{' ...' if len(ids) > 10 else ''}" for state, ids in left.items())
+        notes.append(
+            f"left out {plural(n, 'trial')} not finished or aborted ({why}) -- only finished trials are predictions; "
+            "end a running one (havln-robot trial end) to export it"
+        )
     return out
 
 

@@ -43,6 +43,7 @@ from havln_robot.policy.registry import make_policy, no_data_fallback
 from havln_robot.records import AgentStatus
 from havln_robot.ros.codec import encode_agent_status, image_array
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
+from havln_robot.text import terminal_safe
 
 _FRAMES_KEPT = 8
 _IMU_KEPT = 400  # IMU samples kept for the start of a sweep (4 s at the 100 Hz of the sim and the Go2 driver)
@@ -360,7 +361,7 @@ class AgentNode(HavlnNode):
                 self._running = True
             with self._cond:
                 self._ready_after = self._now()
-            self.get_logger().info(f"episode start: {text!r}")
+            self.get_logger().info(f'episode start: "{terminal_safe(text)}"')
             result = self.runner.run(text)
             self._running = False
             if result.reason == "aborted":

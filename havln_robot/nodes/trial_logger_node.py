@@ -60,6 +60,7 @@ from havln_robot.ros.codec import (
 )
 from havln_robot.ros.mcap import ros_recorder
 from havln_robot.ros.qos import DropCounter, sensor_qos
+from havln_robot.text import terminal_safe
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 from havln_robot.trials.privacy import blur_people
 from havln_robot.trials.provenance import collect as collect_provenance
@@ -273,7 +274,7 @@ class TrialLoggerNode(HavlnNode):
         try:
             return decode(msg)
         except RecordError as exc:
-            self.get_logger().warning(f"{self.params[topic]}: record ignored: {exc}", throttle_duration_sec=5.0)
+            self.get_logger().warning(f"{self.params[topic]}: record ignored: {terminal_safe(exc)}", throttle_duration_sec=5.0)
             return None
 
     def _on_instruction(self, msg: String) -> None:
@@ -359,7 +360,7 @@ class TrialLoggerNode(HavlnNode):
             try:
                 self.session.sync()
             except TrialError as exc:
-                self.get_logger().error(f"trial store: {exc}")
+                self.get_logger().error(f"trial store: {terminal_safe(exc)}")
 
     # --- services ---------------------------------------------------------------------------------
     def _srv_start(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:

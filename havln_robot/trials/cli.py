@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot.paths import input_file_problem
-from havln_robot.text import nonempty, number_in, outcome_label, path_arg, plural
+from havln_robot.text import nonempty, number_in, outcome_label, path_arg, plural, terminal_safe
 from havln_robot.trials.metrics import summarize
 from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import (
@@ -60,9 +60,10 @@ def _fmt_m(v: float | None) -> str:
 
 def _planned_line(p: PlannedTrial) -> str:
     goal = f" goal=({p.goal_x:g}, {p.goal_y:g}) [{p.goal_frame}]" if p.goal_x is not None else ""
-    inst = f" ({p.instance})" if p.instance else ""
+    inst = f" ({terminal_safe(p.instance)})" if p.instance else ""
     return (
-        f"#{p.seq + 1} {p.platform} {short_label(p.region)}{inst}, people={p.people_present}{goal}\n    instruction: {p.instruction or '-'}"
+        f"#{p.seq + 1} {p.platform} {terminal_safe(short_label(p.region))}{inst}, people={p.people_present}{goal}\n"
+        f"    instruction: {terminal_safe(p.instruction or '-')}"
     )
 
 
@@ -89,7 +90,7 @@ def _cmd_next(st: TrialStore, a: argparse.Namespace) -> int:
     rows = st.planned(name)
     name = next((c.name for c in st.campaigns() if c.id == rows[0][0].campaign_id), name) if rows else name
     done = sum(s == "done" for _, s in rows)
-    print(f"campaign {name}: {done}/{plural(len(rows), 'trial')} done")
+    print(f"campaign {terminal_safe(name)}: {done}/{plural(len(rows), 'trial')} done")
     nxt = next(((p, s) for p, s in rows if s != "done"), None)
     if nxt is None:
         print("campaign complete; havln-robot report --campaign " + name)
@@ -97,7 +98,7 @@ def _cmd_next(st: TrialStore, a: argparse.Namespace) -> int:
     p, status = nxt
     print(f"next ({status}): {_planned_line(p)}")
     if status == "pending":
-        print(f"start it with: havln-robot trial start --next --campaign {name}")
+        print(f"start it with: havln-robot trial start --next --campaign {terminal_safe(name)}")
     else:
         print("a trial for it is open; finish it with: havln-robot trial end --success|--failure|--abort")
     return 0
@@ -123,16 +124,18 @@ def _cmd_start(st: TrialStore, a: argparse.Namespace) -> int:
         name = _pick_campaign(st, a.campaign)
         p = st.next_planned(name)
         if p is None:
-            print(f"campaign {name} is complete; nothing to start")
+            print(f"campaign {terminal_safe(name)} is complete; nothing to start")
             return 0
         t = st.start_planned(p, supersede=supersede, platform=a.platform, region=a.region, **meta)
     else:
         if a.region is None:
             raise TrialError("start: --region is required (or --next to take the next planned trial)")
+        if a.campaign is not None:  # attach it (refused, naming the campaigns, when there is no such campaign)
+            meta["campaign_id"] = st.campaign_id(a.campaign)
         t = st.start_trial(a.platform or "go2", a.region, supersede=supersede, **meta)
     print(f"trial {t.id} started: {t.platform} {short_label(t.region)}, people={t.people_present}")
     if t.instruction:
-        print(f"  instruction: {t.instruction}")
+        print(f"  instruction: {terminal_safe(t.instruction)}")
     print("  end it with: havln-robot trial end --success|--failure|--abort [--reason ...]")
     return 0
 
@@ -166,8 +169,8 @@ def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
     for t in trials:
         state = t.state + ("*" if t.verdict_forced else "")
         print(
-            f"{t.id:>4}  {_fmt_time(t.started):19}  {t.platform:8}  {short_label(t.region)[:14]:14}  {t.people_present:>6}  "
-            f"{st.step_count(t.id):>5}  {state[:16]:16}  {_fmt_m(t.ne_m):>6}  {t.policy or '-'}"
+            f"{t.id:>4}  {_fmt_time(t.started):19}  {t.platform:8}  {terminal_safe(short_label(t.region))[:14]:14}  {t.people_present:>6}  "
+            f"{st.step_count(t.id):>5}  {state[:16]:16}  {_fmt_m(t.ne_m):>6}  {terminal_safe(t.policy or '-')}"
         )
     if any(t.state == "interrupted" for t in trials):
         print("interrupted: its logger died while the trial ran (kill -9, power loss); give a verdict with trial end --id N")
@@ -207,12 +210,12 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
     if t.state == "interrupted":
         rows.insert(2, ("note", "its logger is gone (killed or power loss); the next logger start closes it as interrupted"))
     for k, v in rows:
-        print(f"{k:>15}: {v}")
+        print(f"{k:>15}: {terminal_safe(v)}")
     if with_steps:
         for step in st.steps(t.id):
             pose = f"({_fmt_m(step.x)}, {_fmt_m(step.y)})" if step.x is not None else "-"
             outcome = outcome_label(step.outcome, (step.result or {}).get("detail", ""))
-            print(f"  [{step.seq:3}] {step.action:12} {outcome:10} pose={pose} collisions={step.collisions}")
+            print(f"  [{step.seq:3}] {terminal_safe(step.action):12} {terminal_safe(outcome):10} pose={pose} collisions={step.collisions}")
 
 
 def _cmd_show(st: TrialStore, a: argparse.Namespace) -> int:
@@ -225,7 +228,9 @@ def _cmd_campaigns(st: TrialStore, a: argparse.Namespace) -> int:
     if not camps:
         print("no campaigns")
     for c in camps:
-        print(f"{c.id:>3}  {c.name:24}  {c.done}/{c.planned} done  created {_fmt_time(c.created)}  {c.description}")
+        print(
+            f"{c.id:>3}  {terminal_safe(c.name):24}  {c.done}/{c.planned} done  created {_fmt_time(c.created)}  {terminal_safe(c.description)}"
+        )
     return 0
 
 
@@ -468,5 +473,5 @@ def main(argv: list[str] | None = None, mcap: McapParts | None = None) -> int:
                 print(f"havln-robot trial {a.cmd}: warning: {st.warning}", file=sys.stderr)
             return _COMMANDS[a.cmd](st, a)
     except TrialError as exc:
-        print(f"havln-robot trial {a.cmd}: {exc}", file=sys.stderr)
+        print(f"havln-robot trial {a.cmd}: {terminal_safe(exc)}", file=sys.stderr)
         return 2

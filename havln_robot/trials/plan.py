@@ -30,8 +30,6 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from havln_robot.trials.store import PlannedTrial, TrialError, check_meta
 
 _KEYS = (
@@ -54,7 +52,26 @@ _KEYS = (
 )
 
 
+#: Keys that must have a value when they are given (an empty cell is not "0 people" or "no region").
+_REQUIRED_VALUE = ("region", "people", "people_present")
+#: Text keys; the id-like ones also take a YAML integer (``episode_id: 12``), none takes a list or mapping.
+_TEXT_KEYS = ("instance", "instruction", "operator", "episode_id", "scan", "notes")
+_ID_KEYS = ("instance", "episode_id", "scan")
+
+
+def _text_value(value: Any, key: str, where: str) -> str:
+    """``value`` as text when it is text (or an integer id for :data:`_ID_KEYS`); else TrialError."""
+    if isinstance(value, str):
+        return value
+    if key in _ID_KEYS and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TrialError(f"{where}: {key}: expected text, got {type(value).__name__} {value!r}; quote it")
+
+
 def _row(raw: dict[str, Any], defaults: dict[str, Any], where: str) -> tuple[dict[str, Any], int]:
+    for k in _REQUIRED_VALUE:
+        if k in raw and (raw[k] is None or (isinstance(raw[k], str) and not raw[k].strip())):
+            raise TrialError(f"{where}: {k}: empty; give a value (people: a count >= 0, region: e.g. office)")
     d = {**defaults, **{k: v for k, v in raw.items() if v is not None and v != ""}}
     for k in d:
         if k not in _KEYS:
@@ -69,20 +86,49 @@ def _row(raw: dict[str, Any], defaults: dict[str, Any], where: str) -> tuple[dic
             raise TrialError(f"{where}: goal: expected [x, y] in metres, got {g!r}")
         d["goal_x"], d["goal_y"] = g
     repeat = d.pop("repeat", 1)
-    try:
-        repeat = int(repeat)
-    except (TypeError, ValueError):
-        repeat = -1
+    if isinstance(repeat, str) and repeat.strip().isascii() and repeat.strip().isdigit():
+        repeat = int(repeat)  # a CSV cell
+    if isinstance(repeat, bool) or not isinstance(repeat, int):
+        repeat = -1  # 2.7 is not silently 2, true is not 1
     if repeat < 1 or repeat > 1000:
         raise TrialError(f"{where}: repeat: expected an integer 1..1000, got {raw.get('repeat')!r}")
     if "region" not in d:
         raise TrialError(f"{where}: region: missing (e.g. office, living room, hallway, lobby)")
     d.setdefault("platform", "go2")
     d.setdefault("people_present", 0)
-    for k in ("instance", "instruction", "operator", "episode_id", "scan", "notes"):
+    for k in _TEXT_KEYS:
         if k in d:
-            d[k] = str(d[k])
+            d[k] = _text_value(d[k], k, where)
     return check_meta(d, where=where), repeat
+
+
+def _csv_rows(p: Path, text: str) -> list[tuple[dict[str, Any], str]]:
+    """The rows of a CSV plan as ``(mapping, where)``; header and row shapes are checked strictly.
+
+    Raises:
+        TrialError: no header, an empty or repeated column name, a row with more or fewer values
+            than columns (one line naming the file, line and column).
+    """
+    reader = csv.reader(text.splitlines())
+    header = next(reader, None)
+    if not header or not any(h.strip() for h in header):
+        raise TrialError(f"{p}: empty CSV; the first line must name the columns (region,people,instruction,...)")
+    cols = [h.strip() for h in header]
+    for j, c in enumerate(cols):
+        if not c:
+            raise TrialError(f"{p}: line 1: column {j + 1} has no name; name it or remove the empty column")
+        if c in cols[:j]:
+            raise TrialError(f"{p}: line 1: column {c!r} appears twice (columns {cols.index(c) + 1} and {j + 1}); keep one")
+    rows: list[tuple[dict[str, Any], str]] = []
+    for values in reader:
+        line = reader.line_num
+        if not any(v.strip() for v in values):
+            continue  # a blank line
+        if len(values) != len(cols):
+            more = "more" if len(values) > len(cols) else "fewer"
+            raise TrialError(f"{p}: line {line}: {len(values)} values for {len(cols)} columns ({more} values than columns); fix the row")
+        rows.append(({c: v.strip() for c, v in zip(cols, values, strict=True)}, f"{p}: line {line}"))
+    return rows
 
 
 def load_plan(path: str | Path, name: str | None = None) -> tuple[str, str, list[PlannedTrial]]:
@@ -98,34 +144,28 @@ def load_plan(path: str | Path, name: str | None = None) -> tuple[str, str, list
     Raises:
         TrialError: unreadable file or any invalid entry (one line naming the file, row and key).
     """
-    from havln_robot.yamlio import StrictSafeLoader, YamlFileError, read_text_capped
+    from havln_robot.yamlio import YamlFileError, load_yaml_file, read_text_capped
 
     p = Path(path)
-    try:
-        text = read_text_capped(p)
-    except FileNotFoundError:
-        raise TrialError(f"{p}: no such plan file") from None
-    except YamlFileError as exc:
-        raise TrialError(f"{exc}") from None
     rows: list[tuple[dict[str, Any], str]] = []
     description = ""
     defaults: dict[str, Any] = {}
     if p.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames:
-            raise TrialError(f"{p}: empty CSV; the first line must name the columns (region,people,instruction,...)")
-        for i, r in enumerate(reader, start=2):
-            if None in r:
-                raise TrialError(f"{p}: line {i}: more values than columns")
-            rows.append(({k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in r.items() if k}, f"{p}: line {i}"))
+        try:
+            text = read_text_capped(p)
+        except FileNotFoundError:
+            raise TrialError(f"{p}: no such plan file") from None
+        except YamlFileError as exc:
+            raise TrialError(f"{exc}") from None
+        rows = _csv_rows(p, text.removeprefix("\ufeff"))  # Excel's "CSV UTF-8" starts with a BOM
         cname = name or p.stem
     elif p.suffix.lower() in (".yaml", ".yml"):
         try:
-            data = yaml.load(text, Loader=StrictSafeLoader)  # noqa: S506 - a SafeLoader subclass (duplicate keys refused)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}:" if mark else ""
-            raise TrialError(f"{p}:{where} invalid YAML ({getattr(exc, 'problem', None) or str(exc).splitlines()[0]})") from None
+            data = load_yaml_file(p)  # the one strict loader: duplicate keys and aliases refused, size cap
+        except FileNotFoundError:
+            raise TrialError(f"{p}: no such plan file") from None
+        except YamlFileError as exc:
+            raise TrialError(f"{exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("trials"), list):
             raise TrialError(f"{p}: expected a mapping with a 'trials' list (see docs/trials.md)")
         extra = set(data) - {"campaign", "description", "defaults", "trials"}
@@ -136,12 +176,23 @@ def load_plan(path: str | Path, name: str | None = None) -> tuple[str, str, list
         defaults = data.get("defaults") or {}
         if not isinstance(defaults, dict):
             raise TrialError(f"{p}: defaults: expected a mapping")
-        description = str(data.get("description") or "")
+        description = data.get("description")
+        if description is None:
+            description = ""
+        elif not isinstance(description, str):
+            raise TrialError(f"{p}: description: expected text, got {type(description).__name__}; quote it or write one line")
         for i, r in enumerate(data["trials"]):
             if not isinstance(r, dict):
                 raise TrialError(f"{p}: trials[{i}]: expected a mapping like {{region: office, people: 0, ...}}")
             rows.append((r, f"{p}: trials[{i}]"))
-        cname = name or str(data.get("campaign") or "")
+        cname = name or ""
+        if not name and data.get("campaign") is not None:
+            raw_name = data["campaign"]
+            if isinstance(raw_name, bool) or not isinstance(raw_name, (str, int)):
+                raise TrialError(
+                    f"{p}: campaign: expected a name, got {type(raw_name).__name__} {raw_name!r}; write e.g. 'campaign: lab-2026-12'"
+                )
+            cname = str(raw_name).strip()
         if not cname:
             raise TrialError(f"{p}: campaign: missing name (add 'campaign: NAME' or pass --name)")
     else:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from havln_robot.text import nonempty, path_arg, plural
+from havln_robot.text import md_cell, nonempty, path_arg, plural
 from havln_robot.trials.cli import add_store_args, open_store, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, rate_with_ci, sr_success, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
@@ -222,8 +222,8 @@ def plot_trajectories(items: Sequence[tuple[TrialSummary, Trajectory]], path: Pa
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    out = ["| " + " | ".join(md_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -339,11 +339,11 @@ def write_report(
     ne_all = [t.ne_m for t in trials if t.ne_m is not None and t.outcome in ("success", "failure")]
     sel = []
     if campaign:
-        sel.append(f"campaign `{campaign}`")
+        sel.append(f"campaign `{md_cell(campaign)}`")
     if platform:
-        sel.append(f"platform `{platform}`")
+        sel.append(f"platform `{md_cell(platform)}`")
     if policy:
-        sel.append(f"policy `{policy}`")
+        sel.append(f"policy `{md_cell(policy)}`")
     judged = [s for s in summaries if s.trial.outcome in ("success", "failure")]
     n_ok = sum(s.trial.outcome == "success" for s in judged)
     n_sr = sum(sr_success(s.trial, s.collisions_human) for s in judged)
@@ -353,9 +353,9 @@ def write_report(
     for t in trials:
         prov.setdefault((t.policy or "unknown", t.checkpoint_sha256, t.software or "unknown", t.profile or "unknown"), []).append(t.id)
     md = [
-        f"# {title}",
+        f"# {md_cell(title)}",
         "",
-        f"Database `{store.path}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
+        f"Database `{md_cell(store.path)}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
         "",
         f"**{plural(len(trials), 'trial')}** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
@@ -379,7 +379,11 @@ def write_report(
         f"**{rate_with_ci(n_sr, len(judged) + counts['aborted'])}**; "
         f"**SR over completed episodes** (aborted left out): **{rate_with_ci(n_sr, len(judged))}**; "
         f"{counts['aborted']} aborted"
-        + (f" ({'; '.join(sorted({t.reason or 'no reason' for t in trials if t.outcome == 'aborted'}))})" if counts["aborted"] else "")
+        + (
+            f" ({'; '.join(sorted({md_cell(t.reason or 'no reason') for t in trials if t.outcome == 'aborted'}))})"
+            if counts["aborted"]
+            else ""
+        )
         + ".",
         "- Success and SR above are over the success/failure verdicts; 95% confidence intervals are Wilson score intervals.",
         "",
@@ -445,7 +449,7 @@ def write_report(
                     s.steps,
                     f"{s.collisions_human}/{s.collisions_static}",
                     f"{s.path_length_m:.1f}",
-                    (s.trial.reason or "").replace("|", "/"),
+                    s.trial.reason or "",
                     (s.trial.policy or "–") + (f" ({s.trial.checkpoint_sha256[:8]})" if s.trial.checkpoint_sha256 else ""),
                 ]
                 for s in summaries

@@ -43,6 +43,7 @@ from havln_robot.records import (
     finite_or_none,
     is_blocked_outcome,
 )
+from havln_robot.text import terminal_safe
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
@@ -314,7 +315,7 @@ class TrialSession:
             else:
                 self.log.info("instruction received; no trial running (auto_start off: call trial/start)")
         except (TrialError, ValueError) as exc:
-            self.log.error(f"trial not started: {exc}")
+            self.log.error(f"trial not started: {terminal_safe(exc)}")
 
     def on_odom(self, pose: Pose2D) -> None:
         """Odometry pose (x m, y m, yaw rad; odom frame)."""
@@ -348,7 +349,7 @@ class TrialSession:
         try:
             self.trial = self.store.update_trial(t.id, **meta)
         except TrialError as exc:
-            self.log.warning(f"trial {t.id}: episode from ground truth not recorded: {exc}")
+            self.log.warning(f"trial {t.id}: episode from ground truth not recorded: {terminal_safe(exc)}")
 
     def step_of(self, r: ActionResult, stamp: float) -> Step:
         """The :class:`Step` row of an action result with the latest pose, truth and people."""
@@ -397,7 +398,7 @@ class TrialSession:
             self.disk_full(f"trial store {self.store.path}")
             return None
         except TrialError as exc:
-            self.log.warning(f"step not recorded: {exc}")
+            self.log.warning(f"step not recorded: {terminal_safe(exc)}")
             if "is finished" in str(exc):
                 self.sync()
             return None
@@ -441,7 +442,7 @@ class TrialSession:
             self.disk_full(f"trial store {self.store.path}")
             return None
         except TrialError as exc:
-            self.log.warning(f"collision not recorded: {exc}")
+            self.log.warning(f"collision not recorded: {terminal_safe(exc)}")
             return None
         if to_last and late is not None:
             self._last_collision_step = _LastCollisionStep(late.seq, late.action, late.t, True)
@@ -465,7 +466,7 @@ class TrialSession:
         try:
             self.store.record_agent_summary(run.id, done.values)
             if not self.config.auto_end:
-                self.log.info(f"trial {run.id}: agent finished ({reason}); waiting for the operator's verdict")
+                self.log.info(f"trial {run.id}: agent finished ({terminal_safe(reason)}); waiting for the operator's verdict")
                 return run
             t = self.store.finish_trial(run.id, reason)
             if self.config.auto_judge:
@@ -478,14 +479,14 @@ class TrialSession:
                     t = self.store.set_outcome(run.id, verdict.value, reason=why)
                 else:
                     t = self.store.set_outcome(run.id, verdict.value, reason=why, ne_m=ne, ne_source="ground_truth")
-                self.log.info(f"trial {run.id}: {t.outcome} ({t.reason})")
+                self.log.info(f"trial {run.id}: {t.outcome} ({terminal_safe(t.reason)})")
             else:
-                self.log.info(f"trial {run.id} finished ({reason}); waiting for the operator's verdict")
+                self.log.info(f"trial {run.id} finished ({terminal_safe(reason)}); waiting for the operator's verdict")
         except DiskFull:
             self.disk_full(f"trial store {self.store.path}")
             return None
         except TrialError as exc:
-            self.log.error(f"episode_done: {exc}")
+            self.log.error(f"episode_done: {terminal_safe(exc)}")
         self._release()
         return t
 

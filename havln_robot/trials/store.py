@@ -41,13 +41,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from havln_robot import jsonio, locks
 from havln_robot.actions import ACTIONS, is_action
 from havln_robot.paths import atomic_output, user_data_root
+from havln_robot.text import terminal_safe
 from havln_robot.trials import faults
 from havln_robot.trials.metrics import navigation_error
 from havln_robot.trials.model import (  # noqa: F401  (re-exported: the store's public records)
@@ -505,7 +506,8 @@ class TrialStore:
             n = int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
         if row is None:
             return None
-        missing = n < int(row["trials"] or 0)
+        row = _typed_row(_StoreState, row, self.path, "store_state", "id 1", [f.name for f in fields(_StoreState)])
+        missing = n < row["trials"]
         live_copy = (
             row["writer_since"] is not None
             and not self._had_wal  # a killed logger leaves its WAL (and its lock file) beside the store
@@ -611,8 +613,19 @@ class TrialStore:
                 if not ok:
                     raise TrialError(f"backup: the copy {dst} failed its integrity check; the store may be damaged")
         except sqlite3.Error as exc:
-            raise _sqlite_error(self.path, "backup", exc) from None
+            err = _sqlite_error(self.path, "backup", exc)
+            if isinstance(err, DiskFull):  # the copy is what is written: its disk is the full one, the store is untouched
+                raise DiskFull(
+                    f"{dst}: disk full, the backup was not written ({exc}); {self.path} is unchanged -- free space on the disk "
+                    f"of {dst.parent} or back up to another disk"
+                ) from None
+            raise err from None
         except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise DiskFull(
+                    f"{dst}: disk full, the backup was not written; {self.path} is unchanged -- free space on the disk "
+                    f"of {dst.parent} or back up to another disk"
+                ) from None
             raise TrialError(f"backup: cannot write {dst} ({exc.strerror})") from None
         return dst
 
@@ -792,13 +805,13 @@ class TrialStore:
             TrialError: no such trial.
         """
         with self._lock:
-            return self._mark_gone([_trial(self._require(self._db, trial_id))])[0]
+            return self._mark_gone([_trial(self._require(self._db, trial_id), self.path)])[0]
 
     def running_trial(self) -> Trial | None:
         """The trial that is running (not finished), if any (``writer_gone`` set when its logger is gone)."""
         with self._lock:
             row = self._db.execute("SELECT * FROM trials WHERE finished IS NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return self._mark_gone([_trial(row)])[0] if row else None
+        return self._mark_gone([_trial(row, self.path)])[0] if row else None
 
     def current_trial(self) -> Trial | None:
         """The trial an operator's verdict applies to: the running one, else the latest unjudged one."""
@@ -807,7 +820,7 @@ class TrialStore:
             return run
         with self._lock:
             row = self._db.execute("SELECT * FROM trials WHERE outcome IS NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return _trial(row) if row else None
+        return _trial(row, self.path) if row else None
 
     def trials(
         self,
@@ -850,7 +863,7 @@ class TrialStore:
             where.append("outcome IS NOT NULL")
         sql = "SELECT * FROM trials" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
         with self._lock:
-            rows = [_trial(r) for r in self._db.execute(sql, args)]
+            rows = [_trial(r, self.path) for r in self._db.execute(sql, args)]
         if policy is not None:
             rows = [
                 t for t in rows if policy in (t.policy, t.checkpoint, Path(t.checkpoint).name, t.checkpoint_sha256[: max(8, len(policy))])
@@ -1021,12 +1034,7 @@ class TrialStore:
         """All steps of a trial, in order (empty list for an unknown id)."""
         with self._lock:
             rows = self._db.execute(f"SELECT {', '.join(_STEP_FIELDS)} FROM steps WHERE trial_id = ? ORDER BY seq", (trial_id,)).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["result"] = json.loads(d["result"] or "{}")
-            out.append(Step(**d))
-        return out
+        return [Step(**_typed_row(Step, r, self.path, "steps", f"trial {trial_id} seq {r['seq']!r}", _STEP_FIELDS)) for r in rows]
 
     def record_agent_summary(self, trial_id: int, summary: Mapping[str, Any]) -> None:
         """Store the agent's episode summary (havln/episode_done JSON) with the trial.
@@ -1067,29 +1075,40 @@ class TrialStore:
         """All collision events of a trial, in time order."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {', '.join(_COLL_FIELDS)} FROM collisions WHERE trial_id = ? ORDER BY stamp, id", (trial_id,)
+                f"SELECT id AS row_id, {', '.join(_COLL_FIELDS)} FROM collisions WHERE trial_id = ? ORDER BY stamp, id", (trial_id,)
             ).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["detail"] = json.loads(d["detail"] or "{}")
-            out.append(Collision(**d))
-        return out
+        return [
+            Collision(**_typed_row(Collision, r, self.path, "collisions", f"id {r['row_id']!r} (trial {trial_id})", _COLL_FIELDS))
+            for r in rows
+        ]
 
     def step_count(self, trial_id: int) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM steps WHERE trial_id = ?", (trial_id,)).fetchone()[0])
 
     # --- campaigns ---------------------------------------------------------------------------------
+    def campaign_id(self, campaign: str | int) -> int:
+        """The id of a campaign given by name or by numeric id (a name wins when nothing has that id).
+
+        Raises:
+            TrialError: no such campaign; the message lists the campaigns that exist.
+        """
+        return self._campaign_id(campaign)
+
     def _campaign_id(self, campaign: str | int) -> int:
         with self._lock:
-            if isinstance(campaign, int) or (isinstance(campaign, str) and campaign.isdigit()):
-                row = self._db.execute("SELECT id FROM campaigns WHERE id = ?", (int(campaign),)).fetchone()
+            as_id: int | None = None
+            if isinstance(campaign, int) and not isinstance(campaign, bool):
+                as_id = campaign
+            elif isinstance(campaign, str) and campaign.isascii() and campaign.isdigit():
+                as_id = int(campaign)
+            if as_id is not None and 0 <= as_id <= _SQLITE_INT_MAX:  # past int64 SQLite overflows; it is no id
+                row = self._db.execute("SELECT id FROM campaigns WHERE id = ?", (as_id,)).fetchone()
                 if row:
                     return int(row[0])
             row = self._db.execute("SELECT id FROM campaigns WHERE name = ?", (str(campaign),)).fetchone()
             if row is None:
-                names = [r[0] for r in self._db.execute("SELECT name FROM campaigns ORDER BY id")]
+                names = [terminal_safe(r[0]) for r in self._db.execute("SELECT name FROM campaigns ORDER BY id")]
                 known = f"known campaigns: {', '.join(names)}" if names else "no campaign imported yet (havln-robot trial plan FILE)"
                 raise TrialError(f"campaign {campaign!r}: not found; {known}")
             return int(row[0])
@@ -1108,7 +1127,7 @@ class TrialStore:
             row = db.execute("SELECT id FROM campaigns WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 cid = int(row[0])
-                have = [_planned(r) for r in db.execute("SELECT * FROM planned WHERE campaign_id = ? ORDER BY seq", (cid,))]
+                have = [_planned(r, self.path) for r in db.execute("SELECT * FROM planned WHERE campaign_id = ? ORDER BY seq", (cid,))]
                 if [_plan_key(p) for p in have] != [_plan_key(p) for p in planned]:
                     raise TrialError(
                         f"campaign {name!r} already exists with a different plan ({len(have)} trials); use another campaign name"
@@ -1135,7 +1154,8 @@ class TrialStore:
                 "(SELECT COUNT(DISTINCT t.planned_id) FROM trials t WHERE t.campaign_id = c.id AND t.outcome IN ('success','failure')) AS done "
                 "FROM campaigns c ORDER BY c.id"
             ).fetchall()
-        return [CampaignInfo(**dict(r)) for r in rows]
+        fields_ = [f.name for f in fields(CampaignInfo)]
+        return [CampaignInfo(**_typed_row(CampaignInfo, r, self.path, "campaigns", f"id {r['id']!r}", fields_)) for r in rows]
 
     def planned(self, campaign: str | int) -> list[tuple[PlannedTrial, str]]:
         """The plan of a campaign with each row's status (``done``, ``running``, ``awaiting verdict``, ``pending``).
@@ -1145,7 +1165,7 @@ class TrialStore:
         """
         cid = self._campaign_id(campaign)
         with self._lock:
-            plan = [_planned(r) for r in self._db.execute("SELECT * FROM planned WHERE campaign_id = ? ORDER BY seq", (cid,))]
+            plan = [_planned(r, self.path) for r in self._db.execute("SELECT * FROM planned WHERE campaign_id = ? ORDER BY seq", (cid,))]
             states: dict[int, list[str]] = {}
             for r in self._db.execute("SELECT planned_id, finished, outcome FROM trials WHERE campaign_id = ?", (cid,)):
                 st = "running" if r["finished"] is None else (r["outcome"] or "awaiting verdict")
@@ -1179,6 +1199,9 @@ class TrialStore:
         return self.start_trial(platform, region, supersede=supersede, campaign_id=planned.campaign_id, planned_id=planned.id, **meta)
 
 
+#: Largest integer SQLite stores (int64); a bigger Python int raises OverflowError when bound.
+_SQLITE_INT_MAX = 2**63 - 1
+
 _EMPTY_COPY = (
     "empty file, not a trial store -- if it was copied from a running logger's store, the trials are in the "
     "trials.db-wal file that was not copied with it; copy both, or use 'havln-robot trial backup OUT'"
@@ -1206,20 +1229,119 @@ def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _trial(row: sqlite3.Row) -> Trial:
-    d = dict(row)
-    try:
-        d["agent_summary"] = json.loads(d.get("agent_summary") or "{}")
-    except ValueError:
-        d["agent_summary"] = {}
-    if "verdict_forced" in d:
-        d["verdict_forced"] = bool(d["verdict_forced"])
-    return Trial(**{k: d[k] for k in _TRIAL_FIELDS if k in d})
+def _column_kinds(cls: type) -> dict[str, tuple[str, bool]]:
+    """``field -> (kind, nullable)`` of a record dataclass, kind one of float/int/str/bool/json."""
+    import types
+    import typing
+
+    kinds: dict[str, tuple[str, bool]] = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else (hint,)
+        nullable = type(None) in args
+        base = next(a for a in args if a is not type(None))
+        kinds[name] = ("json" if typing.get_origin(base) is dict else base.__name__, nullable)
+    return kinds
 
 
-def _planned(row: sqlite3.Row) -> PlannedTrial:
+@dataclass
+class _StoreState:
+    """The ``store_state`` row (the logger's bookkeeping; see :meth:`TrialStore._copy_check`)."""
+
+    trials: int
+    writer_pid: int | None = None
+    writer_since: float | None = None
+    checkpointed: float | None = None
+    last_trial_id: int | None = None
+
+
+_KINDS = {cls: _column_kinds(cls) for cls in (Trial, Step, Collision, PlannedTrial, CampaignInfo, _StoreState)}
+_KIND_WORDS = {
+    "float": "a finite number",
+    "int": "an integer",
+    "str": "text",
+    "bool": "0 or 1",
+    "json": "a JSON object (text)",
+}
+
+
+def _typed_row(cls: type, row: Mapping[str, Any], db_path: Path, table: str, row_name: str, wanted: Sequence[str]) -> dict[str, Any]:
+    """THE typed row reader: the columns ``wanted`` of one SQLite row, each checked against the type of
+    the record field (:data:`_KINDS`), JSON columns decoded. SQLite is dynamically typed (any column
+    holds any value, whatever its declared type), so nothing is taken on trust.
+
+    Args:
+        cls: the record (Trial, Step, Collision, PlannedTrial, CampaignInfo).
+        row: the row (``sqlite3.Row`` or a mapping).
+        db_path: the database, for the message.
+        table: its table, for the message.
+        row_name: which row (``id 3``, ``trial 2 seq 5``), for the message.
+        wanted: the field names to take (those the row has).
+
+    Returns:
+        field -> value (float for REAL columns, int, str, bool, dict for JSON columns).
+
+    Raises:
+        TrialError: one line naming the database, table, row, column, value and the fix.
+    """
     d = dict(row)
-    return PlannedTrial(**{k: d[k] for k in _PLAN_FIELDS if k in d})
+    kinds = _KINDS[cls]
+    out: dict[str, Any] = {}
+    for col in wanted:
+        if col not in d:
+            continue
+        value = d[col]
+        kind, nullable = kinds[col]
+        ok = True
+        if value is None:
+            ok = nullable
+        elif kind == "float":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            value = float(value) if ok else value
+        elif kind == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif kind == "bool":
+            ok = isinstance(value, int) and value in (0, 1)
+            value = bool(value) if ok else value
+        elif kind == "str":
+            ok = isinstance(value, str)
+        elif kind == "json":
+            if value == "":
+                value = {}
+            else:
+                try:
+                    value = json.loads(value) if isinstance(value, str) else None
+                except ValueError:
+                    value = None
+                ok = isinstance(value, dict)
+                value = value if ok else d[col]
+        if not ok:
+            raise _bad_column(db_path, table, row_name, col, value, _KIND_WORDS[kind] + (" or NULL" if nullable else ""))
+        out[col] = value
+    return out
+
+
+def _bad_column(db_path: Path, table: str, row_name: str, col: str, value: Any, want: str) -> TrialError:
+    """The one-line error of :func:`_typed_row` (database, table, row, column, value, fix)."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return TrialError(
+        f"{db_path}: table {table}, {row_name}: column {col} holds {shown}, expected {want} -- the database was "
+        f"edited or damaged; correct that value (sqlite3 UPDATE) or restore a backup (havln-robot trial backup)"
+    )
+
+
+def _trial(row: sqlite3.Row, db_path: Path) -> Trial:
+    name = f"id {row['id']!r}"
+    d = _typed_row(Trial, row, db_path, "trials", name, _TRIAL_FIELDS)
+    if d.get("people_present", 0) < 0:
+        raise _bad_column(db_path, "trials", name, "people_present", d["people_present"], "a count >= 0")
+    if "goal_radius" in d and not 0 < d["goal_radius"] <= MAX_GOAL_RADIUS_M:
+        raise _bad_column(db_path, "trials", name, "goal_radius", d["goal_radius"], f"a radius > 0 and <= {MAX_GOAL_RADIUS_M:g} m")
+    return Trial(**d)
+
+
+def _planned(row: sqlite3.Row, db_path: Path) -> PlannedTrial:
+    return PlannedTrial(**_typed_row(PlannedTrial, row, db_path, "planned", f"id {row['id']!r}", _PLAN_FIELDS))
 
 
 def _plan_key(p: PlannedTrial) -> tuple:

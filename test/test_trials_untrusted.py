@@ -1,0 +1,223 @@
+"""The trial database and campaign data are not trusted: names resolved strictly, values checked on load,
+free text escaped when printed."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from havln_robot.cli import main as top_main
+from havln_robot.trials import cli
+
+PLAN = "campaign: atk\ntrials:\n  - {region: office, people: 0}\n"
+
+
+@pytest.fixture
+def planned_db(tmp_path):
+    plan = tmp_path / "p.yaml"
+    plan.write_text(PLAN)
+    db = str(tmp_path / "c.db")
+    assert cli.main(["--db", db, "plan", str(plan)]) == 0
+    return db
+
+
+def test_start_campaign_without_next_attaches_or_refuses(planned_db, capsys):
+    assert cli.main(["--db", planned_db, "start", "--campaign", "atkk", "--region", "office"]) == 2
+    err = capsys.readouterr().err
+    assert "campaign 'atkk': not found" in err and "atk" in err and err.count("\n") == 1
+    assert cli.main(["--db", planned_db, "start", "--campaign", "atk", "--region", "office"]) == 0
+    with sqlite3.connect(planned_db) as db:
+        assert db.execute("SELECT id, campaign_id FROM trials").fetchall() == [(1, 1)]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trial", "--db", "{db}", "list", "--campaign", "{big}"],
+        ["trial", "--db", "{db}", "next", "--campaign", "{big}"],
+        ["report", "--db", "{db}", "--campaign", "{big}", "--out", "{tmp}/r"],
+        ["export", "--trials", "{db}", "--campaign", "{big}", "--split", "val_seen", "--out-dir", "{tmp}/o"],
+    ],
+    ids=["list", "next", "report", "export"],
+)
+@pytest.mark.parametrize("big", ["99999999999999999999", "9223372036854775808", "\u00b2"])
+def test_campaign_id_past_64_bits_is_not_found_not_a_traceback(planned_db, tmp_path, capsys, argv, big):
+    args = [a.format(db=planned_db, big=big, tmp=tmp_path) for a in argv]
+    assert top_main(args) == 2
+    err = capsys.readouterr().err
+    assert "not found; known campaigns: atk" in err and err.count("\n") == 1
+
+
+@pytest.fixture
+def judged_db(tmp_path):
+    from havln_robot.trials.store import TrialStore
+
+    db = tmp_path / "x.db"
+    with TrialStore(db) as st:
+        t = st.start_trial("go2", "office", goal_x=4.0, goal_y=0.0)
+        st.add_step(t.id, {"stamp": 1.0, "action": "MOVE_FORWARD", "outcome": "ok", "x": 0.25, "y": 0.0, "yaw": 0.0})
+        st.add_collision(t.id, {"step_seq": 0, "stamp": 1.0, "type": "human"})
+        st.set_outcome(t.id, "failure", ne_m=3.75)
+    return db
+
+
+CORRUPT = [
+    ("store_state", "trials", "'x'", "id 1", "'x'"),
+    ("store_state", "checkpointed", "'noon'", "id 1", "'noon'"),
+    ("trials", "started", "'yesterday'", "id 1", "'yesterday'"),
+    ("trials", "people_present", "'many'", "id 1", "'many'"),
+    ("trials", "people_present", "-2", "id 1", "-2"),
+    ("trials", "goal_radius", "'big'", "id 1", "'big'"),
+    ("trials", "goal_radius", "0", "id 1", "0.0"),
+    ("trials", "ne_m", "1e999", "id 1", "inf"),
+    ("trials", "ne_m", "'abc'", "id 1", "'abc'"),
+    ("trials", "verdict_forced", "'yes'", "id 1", "'yes'"),
+    ("trials", "agent_summary", "'not json'", "id 1", "'not json'"),
+    ("trials", "instruction", "x'00ff'", "id 1", "b'"),
+    ("steps", "result", "'not json'", "trial 1 seq 0", "'not json'"),
+    ("steps", "x", "'left'", "trial 1 seq 0", "'left'"),
+    ("collisions", "detail", "'[1]'", "id 1", "'[1]'"),
+    ("collisions", "stamp", "'x'", "id 1", "'x'"),
+]
+COMMANDS = [
+    ["trial", "--db", "{db}", "list"],
+    ["trial", "--db", "{db}", "show", "1"],
+    ["report", "--db", "{db}", "--out", "{tmp}/r"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=["list", "show", "report"])
+@pytest.mark.parametrize(("table", "col", "sql", "row", "shown"), CORRUPT, ids=[f"{c[1]}={c[2]}" for c in CORRUPT])
+def test_mistyped_database_value_is_one_line_naming_table_row_column(judged_db, tmp_path, capsys, argv, table, col, sql, row, shown):
+    with sqlite3.connect(judged_db) as db:
+        db.execute("PRAGMA ignore_check_constraints = ON")  # a crafted file has no CHECK to stop it
+        db.execute(f"UPDATE {table} SET {col} = {sql}")
+    if table in ("steps", "collisions") and argv[-1] == "list":
+        pytest.skip("trial list reads no steps or collisions")
+    assert top_main([a.format(db=judged_db, tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{judged_db}: table {table}, {row}" in err and f"column {col} holds {shown}" in err and "restore a backup" in err
+
+
+def test_export_takes_only_finished_trials_and_names_the_ones_left_out(tmp_path, capsys):
+    import json
+
+    from havln_robot.challenge.export import trial_records
+    from havln_robot.trials.store import TrialStore
+
+    db = tmp_path / "e.db"
+    with TrialStore(db) as st:
+
+        def trial(eid, actions, verdict=None, finish=True):
+            t = st.start_trial("sim", region="office", episode_id=eid)
+            for a in actions:
+                st.add_step(t.id, {"stamp": 1.0, "action": a, "outcome": "done"})
+            if finish:
+                st.finish_trial(t.id, "stop")
+            if verdict:
+                st.set_outcome(t.id, verdict, reason="estop")
+
+        trial("1", ["MOVE_FORWARD"] * 10 + ["STOP"], "success")
+        trial("1", ["MOVE_FORWARD"] * 2, "aborted")  # a later aborted re-run must not replace it
+        trial("2", ["TURN_LEFT", "STOP"])  # finished, awaiting a verdict: exported
+        trial("3", ["MOVE_FORWARD"] * 3, finish=False)  # still running: not exported
+    notes: list[str] = []
+    recs = trial_records(db, split="val_seen", notes=notes)
+    assert [(r.episode_id, len(r.actions)) for r in recs] == [("1", 11), ("2", 2)]
+    assert len(notes) == 1 and "left out 2 trials" in notes[0] and "aborted: 2" in notes[0] and "running: 4" in notes[0]
+    assert top_main(["export", "--trials", str(db), "--split", "val_seen", "--out-dir", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "left out 2 trials" in err
+    eps = {e["episode_id"]: e["actions"] for e in json.loads((tmp_path / "o" / "val_seen.json").read_text())["episodes"]}
+    assert eps == {"1": ["MOVE_FORWARD"] * 10 + ["STOP"], "2": ["TURN_LEFT", "STOP"]}
+
+
+EVIL_INSTRUCTION = "go\x1b]0;PWNED\x07\x1b[31mRED\rOVER\u202e"
+EVIL_REASON = "r\x1b[1A\x1b[2Kfake\n| 99 | fake row |"
+
+
+def _no_controls(text: str) -> bool:
+    return not any((ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F or c == "\u202e" for c in text)
+
+
+def test_terminal_safe_and_md_cell_escape_every_control_character():
+    from havln_robot.text import md_cell, terminal_safe
+
+    assert terminal_safe("plain text, ü ✓") == "plain text, ü ✓"
+    assert terminal_safe(EVIL_INSTRUCTION) == "go\\x1b]0;PWNED\\x07\\x1b[31mRED\\rOVER\\u202e"
+    assert terminal_safe("a\nb\tc\x7f\x9b") == "a\\nb\\tc\\x7f\\x9b"
+    assert md_cell(EVIL_REASON) == "r\\x1b[1A\\x1b[2Kfake\\n\\| 99 \\| fake row \\|"
+    for ch in map(chr, range(0x3000)):
+        assert _no_controls(terminal_safe(ch).replace("\n", ""))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["trial", "--db", "{db}", "show", "1"], ["trial", "--db", "{db}", "show", "1", "--steps"], ["trial", "--db", "{db}", "next"]],
+    ids=["show", "show-steps", "next"],
+)
+def test_free_text_from_the_database_is_printed_escaped(tmp_path, capsys, argv):
+    from havln_robot.trials.store import PlannedTrial, TrialStore
+
+    db = tmp_path / "esc.db"
+    with TrialStore(db) as st:
+        st.import_plan("c\x1b[2J", [PlannedTrial(seq=0, platform="go2", region="office", instruction=EVIL_INSTRUCTION)])
+        t = st.start_trial("go2", "office", instruction=EVIL_INSTRUCTION, operator="op\x1b[8m", notes="n\r")
+        st.add_step(t.id, {"stamp": 1.0, "action": "MOVE_FORWARD", "outcome": "ok\x1b[5m"})
+        st.set_outcome(t.id, "failure", reason=EVIL_REASON)
+    capsys.readouterr()
+    assert top_main([a.format(db=db) for a in argv]) == 0
+    out = capsys.readouterr().out
+    assert _no_controls(out) and "\\x1b" in out
+    assert "fake row" not in out or "\\n| 99" in out
+
+
+def test_start_echo_and_report_md_escape_free_text(tmp_path, capsys):
+    db = str(tmp_path / "esc.db")
+    assert cli.main(["--db", db, "start", "--region", "office", "--instruction", EVIL_INSTRUCTION]) == 0
+    assert cli.main(["--db", db, "end", "--failure", "--reason", EVIL_REASON]) == 0
+    out = capsys.readouterr().out
+    assert _no_controls(out) and "go\\x1b]0;PWNED" in out
+    assert top_main(["report", "--db", db, "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert _no_controls(md)
+    rows = [line for line in md.splitlines() if line.startswith("| 1 |")]
+    assert len(rows) == 1 and "\\n\\| 99 \\| fake row \\|" in rows[0]
+    assert not any(line.startswith("| 99 |") for line in md.splitlines())
+
+
+@pytest.mark.parametrize("how", ["sqlite", "oserror"])
+def test_backup_to_a_full_disk_names_the_target_not_the_store(tmp_path, how):
+    import errno
+
+    from havln_robot.trials.store import DiskFull, TrialStore
+
+    src = tmp_path / "trials.db"
+    dst = tmp_path / "full" / "b.db"
+    dst.parent.mkdir()
+    with TrialStore(src) as st:
+        st.start_trial("go2", "office")
+        real = st._db
+
+        class Full:
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def backup(self, target):
+                if how == "oserror":
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                exc = sqlite3.OperationalError("database or disk is full")
+                exc.sqlite_errorcode = 13
+                raise exc
+
+        st._db = Full()
+        try:
+            with pytest.raises(DiskFull) as ei:
+                st.backup(dst)
+        finally:
+            st._db = real
+    msg = str(ei.value)
+    assert msg.startswith(f"{dst}: disk full") and f"disk of {dst.parent}" in msg and "\n" not in msg
+    assert not dst.exists() and list(dst.parent.iterdir()) == []
