@@ -155,7 +155,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
 
     Returns:
         The :class:`Outcome`. Network failures to reach the server stop the run (``aborted``);
-        a missing or corrupt file on the server fails that file only.
+        a missing or corrupt file on the server fails that file only. A damaged local file is
+        replaced only by a verified copy: when the new copy fails, the local file stays as it was.
     """
     import logging
 
@@ -175,10 +176,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             out.present.append(entry.local)
             continue
         if st == "corrupt":
+            # kept until a verified copy replaces it (atomic_output): a failed fetch must not leave nothing
             log(f"{entry.local}: present but its sha256 does not match; fetching it again")
-            out.refetched.append(entry.local)
-            if target.is_file():
-                target.unlink()
         try:
             if mirror and mirror[0] == "dir":
                 src = Path(mirror[1]) / entry.local
@@ -195,6 +194,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             break
         except (_NotInMirror, OSError, ValueError, requests.exceptions.RequestException) as exc:
             why = str(exc) if isinstance(exc, _NotInMirror) else _why(exc)
+            if st == "corrupt" and target.exists():
+                why += "; the local file was kept as it was, and it is damaged (its sha256 does not match)"
             out.failed[entry.local] = str(why)
             if _permanent(exc):
                 out.permanent.append(entry.local)
@@ -207,6 +208,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             os.chmod(target, mode)
         except OSError:
             pass  # a file we cannot chmod is still a good copy
+        if st == "corrupt":
+            out.refetched.append(entry.local)
         out.fetched.append(entry.local)
     return out
 
