@@ -286,6 +286,109 @@ def test_failed_fetch_keeps_the_damaged_local_file(tmp_path: Path, capsys) -> No
     assert sorted(p.name for p in local.parent.iterdir()) == ["collision_num_val_seen.json", "collision_num_val_unseen.json"]
 
 
+def test_fetch_reads_no_more_than_the_registry_size(tmp_path: Path, capsys) -> None:
+    """A mirror file far larger than the registry says: refused at once, never copied whole into --dest."""
+    import os
+
+    from havln_robot.data.registry import select
+
+    m, d = _challenge_mirror(tmp_path), tmp_path / "d"
+    big = m / "challenge" / "collision_num_val_seen.json"
+    os.truncate(big, 3 << 30)  # sparse: 3 GB that take no disk
+    entry = next(e for e in select(["challenge"]) if e.local == "challenge/collision_num_val_seen.json")
+    assert cli_main(["data", "fetch", "--dest", str(d), "--mirror", str(m), "--only", "challenge"]) == 1
+    err = capsys.readouterr().err
+    assert "collision_num_val_seen.json" in err and f"{entry.size} bytes the registry records" in err
+    assert [p.name for p in (d / "challenge").iterdir()] == ["collision_num_val_unseen.json"]  # no temporary left
+
+
+class _Trickle:
+    """A loopback HTTP server (127.0.0.1 only) that sends ``body`` in ``step``-byte pieces, ``pause`` s apart."""
+
+    def __init__(self, body: bytes, step: int, pause: float, length: int | None = None) -> None:
+        import http.server
+        import threading
+        import time
+
+        outer = self
+        self.sent = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                self.send_response(200)
+                if length is not None:
+                    self.send_header("Content-Length", str(length))
+                self.end_headers()
+                try:
+                    for i in range(0, len(body), step):
+                        self.wfile.write(body[i : i + step])
+                        self.wfile.flush()
+                        outer.sent += step
+                        time.sleep(pause)
+                except OSError:  # the client stopped reading
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _entry(local: str):
+    from havln_robot.data.registry import select
+
+    return next(e for e in select(["challenge"]) if e.local == local)
+
+
+def test_trickling_http_mirror_hits_the_overall_deadline(tmp_path: Path) -> None:
+    import time
+
+    from havln_robot.data.fetch import fetch
+
+    entry = _entry("challenge/collision_num_val_seen.json")
+    srv = _Trickle(b"x" * entry.size, step=1, pause=0.05, length=entry.size)  # every read returns in time
+    d = tmp_path / "d"
+    (d / "challenge").mkdir(parents=True)
+    (d / entry.local).write_text("earlier, damaged")
+    lines: list[str] = []
+    try:
+        t0 = time.monotonic()
+        out = fetch(d, [entry], ("url", srv.url), log=lines.append, deadline_s=1.0)
+        took = time.monotonic() - t0
+    finally:
+        srv.close()
+    assert took < 5, took
+    assert entry.local in out.failed and "did not arrive within 1 s" in out.failed[entry.local]
+    assert entry.local not in out.permanent  # a re-run may succeed
+    assert (d / entry.local).read_text() == "earlier, damaged"
+    assert sorted(p.name for p in (d / "challenge").iterdir()) == ["collision_num_val_seen.json"]
+
+
+@pytest.mark.parametrize("announce", [True, False])
+def test_http_mirror_sending_too_much_is_cut_at_the_registry_size(tmp_path: Path, announce: bool) -> None:
+    from havln_robot.data.fetch import fetch
+
+    entry = _entry("challenge/collision_num_val_seen.json")
+    body = b"y" * (entry.size + (8 << 20))
+    srv = _Trickle(body, step=1 << 16, pause=0.0, length=len(body) if announce else None)
+    d = tmp_path / "d"
+    try:
+        out = fetch(d, [entry], ("url", srv.url), log=lambda s: None, deadline_s=30.0)
+    finally:
+        srv.close()
+    why = out.failed[entry.local]
+    assert f"more than the {entry.size} bytes" in why or f"larger than the {entry.size} bytes" in why
+    assert srv.sent < entry.size + (4 << 20)  # stopped reading long before the end
+    assert entry.local in out.permanent and not (d / entry.local).exists()
+
+
 # --- the kind: every writer of an output goes through atomic_output --------------------------------
 
 #: Writes that are not outputs a later run replaces: the write probe, save_figure's own savefig, jsonio's
