@@ -286,7 +286,9 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     ax.grid(True, alpha=0.25)
     out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png)
+    from havln_robot.paths import save_figure
+
+    save_figure(fig, out_png)
     plt.close(fig)
     return out_png
 
@@ -586,13 +588,23 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
             for t, run in matched:
                 run.trial_id, run.outcome = t.id, (t.outcome or t.state)
             write_report(store, out / "report", platform="sim", title="havln_robot demo")
-            from havln_robot.challenge.export import Record, export
+            from havln_robot.challenge.export import ExportError, Record, merge_into_split_file
 
             records = [
                 Record(run.episode_id, tuple(store.actions(t.id)), "val_seen", f"trial {t.id}") for t, run in matched if run.episode_id
             ]
             if records:
-                export(records, out, split="val_seen")
+                # the demo folder accumulates trials: the action file keeps the episodes of earlier runs
+                try:
+                    actions_file, replaced = merge_into_split_file(records, out, "val_seen")
+                except ExportError as exc:
+                    print(f"havln-robot demo: {exc}", file=sys.stderr)
+                    return 1
+                if replaced:
+                    print(
+                        f"note: {actions_file}: episode(s) {', '.join(replaced)} were in it from an earlier run; "
+                        "the newest trial's actions replace them"
+                    )
             rows = {t.id: t for t in trials}
     except TrialError as exc:
         print(f"havln-robot demo: trial store: {exc}", file=sys.stderr)

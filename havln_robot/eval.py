@@ -60,6 +60,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.actions import STOP, SWEEP_LEFT, finalize_sequence
 from havln_robot.agent.core import BlockedCounter, EpisodeBlocked
+from havln_robot.paths import atomic_output, staged_output_dir
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
@@ -972,8 +973,8 @@ class PartialResults:
             self._read(run)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("w") as fh:
-                fh.write(jsonio.dumps({"format": PARTIAL_FORMAT, "run": run}) + "\n")
+            with atomic_output(self.path) as tmp:
+                tmp.write_text(jsonio.dumps({"format": PARTIAL_FORMAT, "run": run}) + "\n")
 
     def _damaged(self, n: int, what: str) -> EvalError:
         fix = "delete that line (its episode runs again)" if n > 1 else "delete the file"
@@ -1034,7 +1035,8 @@ class PartialResults:
             self.done[eid] = result
         if not data.endswith(b"\n"):
             # drop a torn line, or end the last whole one, before appending
-            self.path.write_bytes(b"".join(line + b"\n" for line in lines))
+            with atomic_output(self.path) as tmp:  # a failed rewrite must not lose the finished episodes
+                tmp.write_bytes(b"".join(line + b"\n" for line in lines))
 
     def add(self, episode_id: str, result: dict | str) -> None:
         """Append one finished episode (a row with actions, or a skip reason) and flush it to disk."""
@@ -1048,19 +1050,22 @@ class PartialResults:
 
 def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) -> None:
     """Write results.jsonl, results.csv, actions.json (run file: id → format-v1 sequence) and summary.json into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     rows = [r.row() for r in records]
-    with (out_dir / "results.jsonl").open("w") as fh:
-        for row in rows:
-            fh.write(jsonio.dumps(row) + "\n")
-    if rows:
-        with (out_dir / "results.csv").open("w", newline="") as fh:
-            wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            wr.writeheader()
-            wr.writerows(rows)
     actions = {r.episode_id: finalize_sequence(r.actions) for r in records}
-    jsonio.write(out_dir / "actions.json", actions, newline=False)
-    jsonio.write(out_dir / "summary.json", summary, newline=False, indent=2)
+    # the four files at once (staging folder swapped in at the end): an earlier run's set or this one, never a mix
+    with staged_output_dir(out_dir, stale=("results.jsonl", "results.csv", "actions.json", "summary.json")) as stage:
+        with atomic_output(stage / "results.jsonl") as tmp, tmp.open("w") as fh:
+            for row in rows:
+                fh.write(jsonio.dumps(row) + "\n")
+        if rows:
+            with atomic_output(stage / "results.csv") as tmp, tmp.open("w", newline="") as fh:
+                wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
+                wr.writeheader()
+                wr.writerows(rows)
+        with atomic_output(stage / "actions.json") as tmp:
+            jsonio.write(tmp, actions, newline=False)
+        with atomic_output(stage / "summary.json") as tmp:
+            jsonio.write(tmp, summary, newline=False, indent=2)
 
 
 def default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:

@@ -668,7 +668,10 @@ def update_readme(path: Path, text: str) -> None:
         raise FiguresError(f"{path}: needs exactly one '{BEGIN}' followed by one '{END}' line around the figures")
     head, rest = doc.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{text.rstrip()}\n{END}{tail}", encoding="utf-8")
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(path) as tmp:  # a failed write must not truncate the README
+        tmp.write_text(f"{head}{BEGIN}\n{text.rstrip()}\n{END}{tail}", encoding="utf-8")
 
 
 def main(argv: list[str]) -> int:
@@ -735,7 +738,10 @@ def main(argv: list[str]) -> int:
     else:
         print(jsonio.dumps(fig, nonfinite="null", indent=2, default=str))
     if args.json:
-        jsonio.write(args.json, fig, nonfinite="null", indent=2, default=str)
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, fig, nonfinite="null", indent=2, default=str)
     if readme is not None:
         update_readme(readme, text)
         log(f"updated the figures of {readme}")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -210,7 +212,8 @@ def refuse_overwrite(target: str | os.PathLike[str], flag: str, overwrite: bool,
         target: the output file, or the output folder when ``names`` is given.
         flag: the option that named it (``--out``, ``--json``, ``-o``).
         overwrite: the command's ``--overwrite``.
-        names: the file names (glob patterns allowed) the command writes into the folder ``target``.
+        names: the file names (glob patterns allowed, also below subfolders: ``demo_*/*``) the command
+            writes into the folder ``target``.
         also: another way out for the message, e.g. ``", --resume to continue it"``.
 
     Raises:
@@ -220,7 +223,7 @@ def refuse_overwrite(target: str | os.PathLike[str], flag: str, overwrite: bool,
         return
     base = Path(target)
     if names:
-        taken = sorted({p.name for pat in names for p in base.glob(pat) if p.is_file()}) if base.is_dir() else []
+        taken = sorted({p.relative_to(base).as_posix() for pat in names for p in base.glob(pat) if p.is_file()}) if base.is_dir() else []
         if taken:
             shown = ", ".join(taken[:4]) + (", ..." if len(taken) > 4 else "")
             raise OutputPathError(
@@ -314,6 +317,108 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def staged_output_dir(folder: str | os.PathLike[str], stale: tuple[str, ...] = (), leaf: str | None = None) -> Iterator[Path]:
+    """Write a folder's set of outputs all at once: yield an empty staging folder (hidden, inside
+    ``folder``, so on the same filesystem); on a clean exit each file written there is renamed
+    over its name in ``folder`` (one atomic rename per file, which needs no disk space), then the
+    earlier outputs matching ``stale`` that this run did not write are removed; on an exception
+    the staging folder is removed and ``folder`` is left exactly as it was (a full disk, a failed
+    plot or a refused run never leaves a mix of old and new or a truncated file).
+
+    Files already in ``folder`` that neither this run writes nor ``stale`` matches are kept.
+    An output that is a symbolic link is written through it (as :func:`atomic_output` does).
+
+    Args:
+        folder: the output folder (created, parents too; removed again on failure when it was
+            created here and is empty).
+        stale: glob patterns of the earlier outputs that a complete new set replaces (e.g.
+            ``trajectories*.png``: an earlier report's ``trajectories_3.png`` must not survive a
+            new report that has two figures).
+        leaf: write into ``<staging>/<leaf>`` instead (a writer that names its files after its
+            folder, like a bag folder); the files of that subfolder are moved.
+
+    Yields:
+        The staging folder (Path) to write the files into (only plain files at its top level are moved).
+
+    Raises:
+        OSError: the folder cannot be created, or a rename failed.
+    """
+    dest = Path(folder).expanduser()
+    created = not dest.exists()
+    dest.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=".havln_staging.", suffix=".tmp", dir=dest))
+    stage = root / leaf if leaf else root
+    stage.mkdir(exist_ok=True)
+    try:
+        try:
+            yield stage
+        except BaseException:
+            if created:
+                shutil.rmtree(root, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    dest.rmdir()
+            raise
+        written = sorted(p for p in stage.iterdir() if p.is_file() and not p.is_symlink())
+        earlier = {p.name for pat in stale for p in dest.glob(pat) if p.is_file()}
+        for p in written:
+            os.replace(p, os.path.realpath(dest / p.name))
+        for name in sorted(earlier - {p.name for p in written}):
+            (dest / name).unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+    """``fig.savefig`` (a matplotlib Figure) through :func:`atomic_output`: the image is rendered into a
+    temporary file beside ``path`` and renamed over it, so ``path`` is the old or the new complete image,
+    never a truncated one (a full disk, a failed render). The format comes from ``path``'s suffix.
+
+    Args:
+        fig: the figure.
+        path: the image file (``.png``, ``.pdf``, ``.svg`` ...).
+        kwargs: passed to ``savefig`` (``dpi`` ...).
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        OSError: the file cannot be written (``path`` untouched).
+    """
+    p = Path(path)
+    with atomic_output(p) as tmp:
+        fig.savefig(tmp, format=kwargs.pop("format", None) or p.suffix.lstrip(".").lower() or "png", **kwargs)
+    return p
+
+
+def swap_in_folder(new: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
+    """Put the finished folder ``new`` in the place of ``dest`` (an earlier run's folder, same filesystem):
+    ``dest`` is renamed aside into ``new``'s parent, ``new`` renamed to ``dest``, then the earlier folder
+    is removed. Until this is called the earlier folder is untouched, so a run that failed never cost it.
+
+    Returns:
+        ``dest`` as a Path.
+
+    Raises:
+        OSError: a rename failed (``dest`` is put back when the second rename fails).
+    """
+    src, dst = Path(new), Path(dest)
+    aside = None
+    if dst.exists() or dst.is_symlink():
+        aside = Path(tempfile.mkdtemp(prefix=f".{dst.name[:100]}.earlier.", suffix=".tmp", dir=src.parent)) / "earlier"
+        os.replace(dst, aside)
+    try:
+        os.replace(src, dst)
+    except OSError:
+        if aside is not None:
+            os.replace(aside, dst)
+            aside.parent.rmdir()
+        raise
+    if aside is not None:
+        shutil.rmtree(aside.parent, ignore_errors=True)
+    return dst
 
 
 def _temp_prefix(name: str) -> str:

@@ -50,6 +50,7 @@ import numpy as np
 
 from havln_robot import eval as ev
 from havln_robot import jsonio
+from havln_robot.paths import atomic_output, save_figure, staged_output_dir
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
 Z95: float = 1.959963984540054
@@ -415,9 +416,11 @@ def markdown_table(spec: Spec, rows: list[dict]) -> str:
 
 
 def write_csv(path: Path, spec: Spec, rows: list[dict]) -> None:
-    """One line per setting: the swept values, n, and every figure with its ``_lo`` / ``_hi`` bounds (rates in [0, 1])."""
+    """One line per setting: the swept values, n, and every figure with its ``_lo`` / ``_hi`` bounds (rates in [0, 1]).
+
+    Written atomically (:func:`havln_robot.paths.atomic_output`); raises OSError with ``path`` untouched."""
     keys = ["n"] + [f"{k}{s}" for k, *_ in _COLS for s in ("", "_lo", "_hi")] + ["cr_denominator", "cache_key"]
-    with path.open("w", newline="") as fh:
+    with atomic_output(path) as tmp, tmp.open("w", newline="") as fh:
         wr = csv.writer(fh)
         wr.writerow(list(spec.swept) + keys)
         for r in rows:
@@ -469,7 +472,7 @@ def plot(path: Path, spec: Spec, rows: list[dict], title: str) -> None:
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(3, len(groups)), frameon=False)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -590,9 +593,20 @@ def main(argv: list[str] | None = None) -> int:
     if "policy" in spec.swept:
         fixed = fixed.split(", ", 1)[1]
     caption = f"Sweep {Path(args.spec).name}: {fixed}; 95 % intervals: Wilson (SR, success, CR), bootstrap (NE, SPL, TCR)."
-    (out / "sweep.md").write_text(caption + "\n\n" + table)
-    write_csv(out / "sweep.csv", spec, rows)
-    plot(out / "sweep_sr.png", spec, rows, caption.split(";")[0])
+    try:  # all three files at once: --out holds the earlier sweep's set or this one, never a mix
+        with staged_output_dir(out, stale=OUTPUT_NAMES) as stage:
+            with atomic_output(stage / "sweep.md") as tmp:
+                tmp.write_text(caption + "\n\n" + table)
+            write_csv(stage / "sweep.csv", spec, rows)
+            plot(stage / "sweep_sr.png", spec, rows, caption.split(";")[0])
+    except OSError as exc:
+        print(table, end="")
+        print(
+            f"havln-robot sweep: cannot write the results into --out {out} ({exc.strerror or exc}); it was left as it was -- "
+            "free space or choose another --out and rerun (the episodes are cached, nothing runs again)",
+            file=sys.stderr,
+        )
+        return 1
     print(caption + "\n")
     print(table, end="")
     print(f"\n{plural(sum(r['ran'] for r in rows), 'episode')} run in {seconds:.1f} s; wrote {out}/sweep.md, sweep.csv, sweep_sr.png")

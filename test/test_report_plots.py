@@ -8,6 +8,7 @@ plot shows, and the builtin scene's top-down map shows all of its free space.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import matplotlib
@@ -32,7 +33,9 @@ def saved_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, matplotlib.figur
         orig(self, fname, *a, **kw)
         if kw.get("dpi"):
             self.set_dpi(float(kw["dpi"]))  # as saved
-        figs[Path(str(fname)).name] = self
+        name = Path(str(fname)).name
+        tmp = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", name)  # saved through paths.atomic_output: .<name>.<random>.tmp
+        figs[tmp.group(1) if tmp else name] = self
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
     return figs

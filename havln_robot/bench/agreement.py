@@ -133,6 +133,27 @@ def _live_replay(eid: str, actions: list[str], episodes_file: Path, seed: int, r
 _ROW = re.compile(r"^\s+(\S+)\s+(success|failure|aborted|timeout|\?)\s+([-\d.naninf]+)\s+(\d+|\?)\s+(\d+|\?)/(\d+|\?)")
 
 
+#: What ``bench agreement --live-out DIR`` writes: one demo folder per live model episode.
+LIVE_OUT_NAMES: tuple[str, ...] = ("demo_*/*",)
+
+
+def _live_model_fresh(eid: str, episodes_file: Path, policy: str, seed: int, out: Path) -> Outcome:
+    """:func:`_live_model` into a new folder beside ``out`` that replaces ``out`` (an earlier run's demo
+    folder, --overwrite) only once the demo has ended; the earlier folder stays until then."""
+    from havln_robot.paths import swap_in_folder
+
+    if not out.exists():
+        return _live_model(eid, episodes_file, policy, seed, out)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        lv = _live_model(eid, episodes_file, policy, seed, stage / out.name)
+        if (stage / out.name).is_dir():
+            swap_in_folder(stage / out.name, out)
+        return lv
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def _live_model(eid: str, episodes_file: Path, policy: str, seed: int, out: Path) -> Outcome:
     """One live episode of the model through ``havln-robot demo`` (own interpreter; its summary row parsed)."""
     exe = Path(sys.executable).with_name("havln-robot")
@@ -396,7 +417,7 @@ def main(argv: list[str]) -> int:
         help="take the live side from an earlier run's --json file or printed output (episodes it lacks are left out)",
     )
     ap.add_argument("--json", type=path_arg, default=None, help="write every row and the summary to this JSON file")
-    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file and an earlier run's --live-out demo folders")
     ap.add_argument(
         "--live-out",
         type=path_arg,
@@ -413,7 +434,7 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
-    from havln_robot.paths import check_out_file, data_dir, prepare_out_dir
+    from havln_robot.paths import check_out_file, data_dir, prepare_out_dir, refuse_overwrite
 
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     bad = [k for k in kinds if k not in KINDS]
@@ -424,7 +445,8 @@ def main(argv: list[str]) -> int:
         check_out_file(
             args.json, "--json", inputs=(args.live_log,) if args.live_log else (), atomic=True, overwrite=args.overwrite
         )  # never over the recorded live rows, nor an earlier run's without --overwrite
-    if args.live_out:
+    if args.live_out:  # an earlier run's demo folders are replaced only with --overwrite
+        refuse_overwrite(args.live_out, "--live-out", args.overwrite, names=LIVE_OUT_NAMES)
         prepare_out_dir(args.live_out, "--live-out")
     recorded: dict[tuple[str, str], Outcome] | None = None
     if args.live_log:  # bad input is named before the data and the episodes are loaded
@@ -524,7 +546,7 @@ def main(argv: list[str]) -> int:
                 elif not args.batch_only:
                     try:
                         if kind == "model":
-                            lv = _live_model(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
+                            lv = _live_model_fresh(ep.episode_id, ep_file, args.policy, args.seed, tmp / f"demo_{ep.episode_id}")
                         else:
                             lv = _live_replay(ep.episode_id, seq, ep_file, args.seed, args.real_time_factor)
                     except ReplayError as exc:

@@ -389,8 +389,11 @@ def main(argv: list[str]) -> int:
         print(f"  [{'PASS' if passed else 'MISS'}] {name}")
     print(f"({wall:.1f} s wall)")
     if args.json:
-        Path(args.json).write_text(
-            jsonio.dumps({"actions": rows, "estop": estop, "checks": checks, "wall_s": wall}, nonfinite="null", indent=2, default=str),
-            encoding="utf-8",
-        )
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+            out_tmp.write_text(
+                jsonio.dumps({"actions": rows, "estop": estop, "checks": checks, "wall_s": wall}, nonfinite="null", indent=2, default=str),
+                encoding="utf-8",
+            )
     return 1 if args.check and not all(checks.values()) else 0

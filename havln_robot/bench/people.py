@@ -429,7 +429,10 @@ def main(argv: list[str] | None = None) -> int:
         fig["empty_scenes"] = empty_scenes(_empty_scans(args.empty_scans), args.empty_poses, args.seed)
     print(report(fig))
     if args.json:
-        jsonio.write(args.json, fig, nonfinite="null", indent=2)
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
     return 0
 
 

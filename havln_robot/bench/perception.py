@@ -138,7 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     fig["panorama_agent_s"] = bench_panorama(w, h, args.panoramas)
     print(f"panorama 12 views, agent-side work (instant robot): {fig['panorama_agent_s']:.3f} s/panorama")
     if args.json:
-        jsonio.write(args.json, fig, nonfinite="null", indent=2)
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
     return 0
 
 

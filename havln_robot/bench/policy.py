@@ -201,7 +201,10 @@ def main(argv: list[str]) -> int:
         figures["eval"] = rows
         figures["doubles_baselines"] = ok
     if args.json:
-        jsonio.write(args.json, figures, nonfinite="null", indent=2)
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, figures, nonfinite="null", indent=2)
     return 0
 
 

@@ -211,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
             doc["watchdog_ms"] = driver.params["cmd_timeout_s"] * 1e3
             doc["watchdog_dropped"] = starved
             doc["state_timeout_ms"] = driver.params["state_timeout_s"] * 1e3
-            jsonio.write(args.json, doc, nonfinite="null", indent=2)
+            from havln_robot.paths import atomic_output
+
+            with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+                jsonio.write(out_tmp, doc, nonfinite="null", indent=2)
         stop.set()
         th.join(timeout=2)
         driver.safe_stop()

@@ -104,5 +104,8 @@ def main(argv: list[str]) -> int:
         print(f"havln-robot bench scale: {exc}", file=sys.stderr)
         return 2
     if args.out:
-        jsonio.write(args.out, fig, nonfinite="null", indent=2)
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.out) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
     return 0

@@ -103,13 +103,26 @@ def _poses(ep: Any, k: int) -> list[tuple[float, float, float, float]]:
     return out
 
 
+#: The frames ``bench sim --save-frames DIR`` writes (``<scan>_<episode>_<w>x<h>_<i>.png``); an earlier run's are replaced only with --overwrite.
+SAVED_FRAMES: tuple[str, ...] = ("*_*x*_[0-9][0-9][0-9].png",)
+
+
 def save_frame(path: Path, rgb: np.ndarray, depth: np.ndarray, max_m: float = 10.0) -> None:
-    """Write colour | depth (grey, 0..max_m m, black = no return) side by side as a PNG."""
+    """Write colour | depth (grey, 0..max_m m, black = no return) side by side as a PNG, atomically.
+
+    Raises:
+        OSError: the PNG cannot be encoded or written (``path`` untouched).
+    """
     import cv2
 
+    from havln_robot.paths import atomic_output
+
     grey = (np.clip(depth / max_m, 0.0, 1.0) * 255).astype(np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cv2.imwrite(str(path), np.concatenate([rgb[:, :, ::-1], cv2.cvtColor(grey, cv2.COLOR_GRAY2BGR)], axis=1))
+    ok, png = cv2.imencode(".png", np.concatenate([rgb[:, :, ::-1], cv2.cvtColor(grey, cv2.COLOR_GRAY2BGR)], axis=1))
+    if not ok:
+        raise OSError(f"{path}: the frame could not be encoded as PNG")
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(png.tobytes())
 
 
 def bench_render(eps: list[tuple[Any, Any]], frames: int, save_dir: Path | None = None) -> list[dict[str, Any]]:
@@ -429,18 +442,21 @@ def main(argv: list[str]) -> int:
         help="measure sim_node topic rates for this long (default 10; 0 = skip)",
     )
     ap.add_argument("--out", type=path_arg, default=None, help="also write the figures as JSON here")
-    ap.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    ap.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out file and the frames of an earlier --save-frames run"
+    )
     ap.add_argument(
         "--save-frames", type=path_arg, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
     )
     args = ap.parse_args(argv)
     args.out = None if args.out is None else Path(args.out)
     args.save_frames = None if args.save_frames is None else Path(args.save_frames)
-    from havln_robot.paths import check_out_file, prepare_out_dir
+    from havln_robot.paths import check_out_file, prepare_out_dir, refuse_overwrite
 
     if args.out is not None:
         check_out_file(args.out, "--out", inputs=(args.episodes,), overwrite=args.overwrite)
     if args.save_frames is not None:
+        refuse_overwrite(args.save_frames, "--save-frames", args.overwrite, names=SAVED_FRAMES)  # an earlier run's frames
         prepare_out_dir(args.save_frames, "--save-frames")
     os.environ.setdefault("MUJOCO_GL", "egl")
     if args.scenes is not None and args.scenes.isdigit():  # the old spelling of --scans N
@@ -536,7 +552,10 @@ def main(argv: list[str]) -> int:
             print(f"  camera error: {node['camera_error']}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        jsonio.write(args.out, result, nonfinite="null", newline=False, indent=2)
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.out) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, result, nonfinite="null", newline=False, indent=2)
         print(f"wrote {args.out}")
     if tmp is not None:
         tmp.cleanup()

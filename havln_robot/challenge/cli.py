@@ -112,29 +112,46 @@ def pack_main(argv: list[str]) -> int:
     inputs = [Path(i) for i in args.inputs]
     inputs += [d / f"{s}.json" for d in inputs if d.is_dir() for s in PHASE1_SPLITS]
     check_out_file(args.out, "-o", inputs=tuple(inputs), atomic=True, overwrite=args.overwrite)
+    manifests = None
+    if not args.no_validate:
+        try:
+            manifests = resolve_manifests(args.manifest, [s for s in args.splits.split(",") if s], required=True)
+        except ManifestError as exc:
+            # asked for explicitly: a wrong --manifest/--splits is an error, before anything is written
+            if args.manifest or args.splits != ",".join(PHASE1_SPLITS):
+                return _err("pack", str(exc))
+            print(f"havln-robot pack: packing without validation: {exc}", file=sys.stderr)  # default manifests missing
+    reports = []
+
+    def _verify(tmp: Path) -> None:
+        # validate the finished temporary zip BEFORE it replaces -o: a rejected pack leaves an earlier zip as it was
+        rep = validate_zip(tmp, manifests)
+        rep.source = str(args.out)
+        reports.append(rep)
+        if not rep.ok:
+            raise _Rejected
+
     try:
-        out = pack(args.inputs, args.out)
-    except (PackError, FormatError, OSError) as exc:
-        return _err("pack", str(exc))
-    print(f"wrote {out}")
-    if args.no_validate:
-        return 0
-    try:
-        manifests = resolve_manifests(args.manifest, [s for s in args.splits.split(",") if s], required=True)
-    except ManifestError as exc:
-        print(f"havln-robot pack: packed, but not validated: {exc}", file=sys.stderr)
-        # asked for explicitly: a wrong --manifest/--splits is an error; default manifests missing is not
-        return 2 if args.manifest or args.splits != ",".join(PHASE1_SPLITS) else 0
-    report = validate_zip(out, manifests)
-    print(report.render())
-    if not report.ok:  # a zip the organisers would reject must not be left where it looks finished
-        Path(out).unlink(missing_ok=True)
+        out = pack(args.inputs, args.out, verify=_verify if manifests is not None else None)
+    except _Rejected:
+        print(reports[0].render())
+        kept = " (the earlier zip there is kept as it was)" if Path(args.out).exists() else ""
         print(
-            f"havln-robot pack: {out} fails validation and was removed; fix the problems above (--no-validate keeps an unchecked zip)",
+            f"havln-robot pack: the new zip fails validation and was not written to {args.out}{kept}; "
+            "fix the problems above (--no-validate writes an unchecked zip)",
             file=sys.stderr,
         )
         return 1
+    except (PackError, FormatError, OSError) as exc:
+        return _err("pack", str(exc))
+    print(f"wrote {out}")
+    if reports:
+        print(reports[0].render())
     return 0
+
+
+class _Rejected(Exception):
+    """The freshly packed temporary zip failed validation (pack_main)."""
 
 
 def export_main(argv: list[str]) -> int:

@@ -24,9 +24,9 @@ from typing import Any
 
 from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
-from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
+from havln_robot.challenge.format import MAX_FILE_BYTES, FormatError, decode_json, read_split_file, write_split_file
 from havln_robot.challenge.manifest import Manifest
-from havln_robot.paths import input_file_problem, safe_child
+from havln_robot.paths import atomic_output, input_file_problem, safe_child
 from havln_robot.text import plural
 
 
@@ -321,6 +321,55 @@ def export(
     return summary
 
 
+def merge_into_split_file(records: Iterable[Record], out_dir: str | os.PathLike[str], split: str) -> tuple[Path, list[str]]:
+    """Add ``records`` to ``<out_dir>/<split>.json``, keeping every episode an earlier run wrote there.
+
+    For a folder that accumulates runs (``havln-robot demo --out``): the earlier file is read strictly
+    first (a damaged one is refused and left as it is, nothing is written), this run's episodes are
+    added (an id already there is replaced: the newest record wins), and the file is written
+    atomically, so it holds every episode of every run.
+
+    Args:
+        records: this run's executed episodes (actions finalized with ``finalize_sequence``), oldest first.
+        out_dir: the folder of the action file.
+        split: the split of the file (``val_seen`` ...).
+
+    Returns:
+        (the file written, the episode ids whose earlier sequence was replaced by a newer record).
+
+    Raises:
+        ExportError: the earlier file is not a valid format-v1 file of ``split``, a record's actions are
+            not action literals, or the output is a link leaving ``out_dir`` (one line, naming the file and the fix).
+    """
+    _check_split(split, "split")
+    path = _out_file(Path(out_dir), split)
+    episodes: dict[str, list[str]] = {}
+    if path.exists() or path.is_symlink():
+        try:
+            earlier = read_split_file(path)
+        except FormatError as exc:
+            raise ExportError(
+                f"{exc}; the earlier action file was left as it is: move it away to start a new one "
+                f"(havln-robot export --trials rebuilds it from the trial store)"
+            ) from None
+        if earlier.split != split:
+            raise ExportError(f"{path}: holds split {earlier.split!r}, not {split!r}; move it away to start a new one")
+        episodes = {k: list(v) for k, v in earlier.episodes.items()}
+    replaced: list[str] = []
+    for r in records:
+        try:
+            actions = finalize_sequence(r.actions)
+        except ActionError as exc:
+            raise ExportError(f"{r.source}: episode {r.episode_id}: {exc}") from None
+        if r.episode_id in episodes and r.episode_id not in replaced:
+            replaced.append(r.episode_id)
+        episodes[r.episode_id] = actions
+    try:
+        return write_split_file(path, split, episodes), replaced
+    except FormatError as exc:
+        raise ExportError(str(exc)) from None
+
+
 def _out_file(out: Path, split: str) -> Path:
     """``out / "<split>.json"``, refusing a link there that points outside ``out``.
 
@@ -339,7 +388,8 @@ def write_records_json(records: Iterable[Record], path: str | os.PathLike[str]) 
     """Write records as a run file (JSON list of {episode_id, actions, split}); for tools and tests."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(
-        jsonio.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
-    )
+    with atomic_output(p) as tmp:
+        tmp.write_text(
+            jsonio.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
+        )
     return p

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from havln_robot.challenge.format import FormatError, read_split_file
@@ -43,7 +43,13 @@ def collect_inputs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
-def pack(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *, check: bool = True) -> Path:
+def pack(
+    inputs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    check: bool = True,
+    verify: Callable[[Path], None] | None = None,
+) -> Path:
     """Write ``out`` as a flat zip of ``inputs``.
 
     Args:
@@ -51,6 +57,8 @@ def pack(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], 
         out: the zip to write (replaced atomically; its folder is created).
         check: validate each file's format-v1 content first (sequence and schema rules; coverage
             is checked by ``havln-robot validate``).
+        verify: called with the finished temporary zip BEFORE it is renamed over ``out``; when it
+            raises, the temporary zip is removed and ``out`` (an earlier submission) stays as it was.
 
     Returns:
         The zip path.
@@ -58,6 +66,7 @@ def pack(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], 
     Raises:
         PackError: see :func:`collect_inputs`; two inputs share a base name or claim the same split;
             a file breaks format v1 (when ``check``).
+        Exception: whatever ``verify`` raises (``out`` untouched).
     """
     files = collect_inputs(inputs)
     names: dict[str, Path] = {}
@@ -75,11 +84,14 @@ def pack(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], 
                 raise PackError(f"{f} and {splits[sf.split]} both have split {sf.split!r}; keep one")
             splits[sf.split] = f
     out_p = Path(out)
-    with atomic_output(out_p) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for name, f in names.items():
-            info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o100644 << 16
-            info.create_system = 3
-            zf.writestr(info, f.read_bytes())
+    with atomic_output(out_p) as tmp:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+            for name, f in names.items():
+                info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o100644 << 16
+                info.create_system = 3
+                zf.writestr(info, f.read_bytes())
+        if verify is not None:
+            verify(tmp)  # raises: the temporary zip goes, an earlier ``out`` stays
     return out_p

@@ -456,7 +456,10 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
                 for r in results
             ],
         }
-        jsonio.write(args.json, doc, nonfinite="null", newline=False, indent=1, default=str)  # NE unknown on the robot -> null
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
+            jsonio.write(out_tmp, doc, nonfinite="null", newline=False, indent=1, default=str)  # NE unknown on the robot -> null
     return 0
 
 

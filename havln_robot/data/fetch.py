@@ -5,8 +5,11 @@ GitHub URLs of UWMILab/HA-VLN at pinned commits) or from a mirror (a folder or a
 holding the data layout), checks its sha256 and writes it into the data layout under ``--dest``
 (default: ``$HAVLN_DATA``, else the user data folder of :func:`havln_robot.paths.user_data_dir`).
 Files already present with the right sha256 are skipped, so a second run resumes an interrupted
-one; a present file whose sha256 is wrong is fetched again. Downloads go through pooch (which also
-checks the hash before a file is moved into place); a folder mirror is copied and hashed locally.
+one; a present file whose sha256 is wrong is fetched again, and replaced only by a verified copy.
+Every file is written to a temporary file beside it, hashed while it arrives and renamed into place
+only when its sha256 matches; a source is read no further than the size the registry records, and
+each file has an overall deadline (:func:`download_deadline_s`), so a wrong or trickling mirror
+neither fills the disk nor hangs the command.
 
 ``check`` reports, per group, which files are present, missing or corrupt, and exits 1 when any is.
 
@@ -18,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ from havln_robot.data.registry import FILES, GROUPS, VOCAB_COMMIT, DataFile, fil
 from havln_robot.paths import atomic_output, data_dir_and_origin, fetch_dest_default, prepare_out_dir
 from havln_robot.text import nonempty, path_arg
 
-#: Seconds pooch waits for a server to answer (connect and each read).
+#: Seconds to wait for a server to answer (connect and each read; a file's overall deadline is :func:`download_deadline_s`).
 HTTP_TIMEOUT_S = 60.0
 
 
@@ -84,36 +86,114 @@ def parse_mirror(mirror: str | None) -> tuple[str, str] | None:
     return "dir", str(p)
 
 
-def _copy_verified(src: Path, dest: Path, entry: DataFile) -> None:
+#: Slowest transfer accepted, bytes/s: a file's overall deadline is HTTP_TIMEOUT_S + its size / this.
+MIN_RATE_BPS = 20_000
+
+_CHUNK = 1 << 16
+
+
+class _TooSlow(Exception):
+    """A file did not arrive completely within its overall deadline (transient: a re-run resumes)."""
+
+
+def download_deadline_s(entry: DataFile) -> float:
+    """Overall seconds one file may take (connect, every read, all bytes): ``HTTP_TIMEOUT_S + size / MIN_RATE_BPS``."""
+    return HTTP_TIMEOUT_S + entry.size / MIN_RATE_BPS
+
+
+def _write_verified(read, dest: Path, entry: DataFile, deadline_s: float, what: str) -> None:
+    """Write the bytes ``read(n)`` returns (``b""`` at the end) to ``dest`` through a temporary file,
+    replacing ``dest`` only when their sha256 matches the registry.
+
+    Reading stops as soon as more than ``entry.size`` bytes (the size the registry records) arrived,
+    or when ``deadline_s`` seconds have passed since the start: a wrong or hostile source can neither
+    fill the disk nor hold the command forever. On any failure ``dest`` (a damaged local copy)
+    stays as it was and the temporary file is removed.
+
+    Raises:
+        ValueError: more bytes than the registry's size, or a sha256 mismatch (permanent).
+        _TooSlow: the deadline passed.
+        OSError: reading or writing failed.
+    """
+    import hashlib
+    import time
+
+    start = time.monotonic()
+    h = hashlib.sha256()
+    n = 0
+    with atomic_output(dest) as tmp, tmp.open("wb") as fh:  # the one atomic-write rule (paths.atomic_output)
+        while True:
+            if time.monotonic() - start > deadline_s:
+                raise _TooSlow(
+                    f"{what} did not arrive within {deadline_s:.0f} s ({n} of {entry.size} bytes); "
+                    "the source is too slow -- run again to resume, or choose another --mirror"
+                )
+            chunk = read(_CHUNK)
+            if not chunk:
+                break
+            n += len(chunk)
+            if n > entry.size:
+                raise ValueError(
+                    f"{what} is larger than the {entry.size} bytes the registry records for {entry.local}; "
+                    "stopped reading (not kept) -- check the --mirror"
+                )
+            h.update(chunk)
+            fh.write(chunk)
+        got = h.hexdigest()
+        if got != entry.sha256:
+            raise ValueError(f"sha256 of {what} is {got[:12]}..., expected {entry.sha256[:12]}... (not kept)")
+
+
+def _copy_verified(src: Path, dest: Path, entry: DataFile, deadline_s: float | None = None) -> None:
     """Copy ``src`` to ``dest`` through a temporary file next to it; replace only when the sha256 matches.
+
+    At most ``entry.size`` bytes are read (a larger mirror file is refused when it passes that size,
+    not after copying it all), within ``deadline_s`` (default :func:`download_deadline_s`).
 
     Raises:
         OSError: reading or writing failed.
-        ValueError: the copy's sha256 differs from the registry.
+        ValueError: the mirror's file is larger than the registry's size, or its sha256 differs.
+        _TooSlow: the deadline passed.
     """
-    with atomic_output(dest) as tmp:  # the one atomic-write rule (paths.atomic_output)
-        shutil.copyfile(src, tmp)
-        got = file_sha256(tmp)
-        if got != entry.sha256:
-            raise ValueError(f"sha256 of the mirror's copy is {got[:12]}..., expected {entry.sha256[:12]}...")
+    deadline = download_deadline_s(entry) if deadline_s is None else deadline_s
+    with open(src, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > entry.size:
+            raise ValueError(
+                f"the mirror's copy ({src}) has {size} bytes, more than the {entry.size} bytes the registry records "
+                f"for {entry.local}; not copied -- check the --mirror"
+            )
+        _write_verified(fh.read, dest, entry, deadline, "the mirror's copy")
 
 
-def _download(url: str, dest: Path, entry: DataFile) -> None:
-    """Download ``url`` to ``dest`` with pooch, which checks the sha256 before moving the file into place.
+def _download(url: str, dest: Path, entry: DataFile, deadline_s: float | None = None) -> None:
+    """Download ``url`` to ``dest`` through a temporary file next to it; replace only when the sha256 matches.
+
+    Bounded twice: at most ``entry.size`` bytes are accepted (a ``Content-Length`` above it is refused
+    before any byte is read, a body that passes it is cut), and the whole download must end within
+    ``deadline_s`` seconds (default :func:`download_deadline_s`; each wait for the server at most
+    ``min(HTTP_TIMEOUT_S, deadline_s)``), so a server that trickles bytes cannot hold the command.
 
     Raises:
         requests.exceptions.RequestException: HTTP or network failure.
-        ValueError: the downloaded file's sha256 differs from the registry.
+        ValueError: more bytes than the registry's size, or a sha256 mismatch.
+        _TooSlow: the deadline passed.
     """
-    import pooch
+    import requests
 
-    pooch.retrieve(
-        url,
-        known_hash=f"sha256:{entry.sha256}",
-        fname=dest.name,
-        path=dest.parent,
-        downloader=pooch.HTTPDownloader(progressbar=False, timeout=HTTP_TIMEOUT_S),
-    )
+    deadline = download_deadline_s(entry) if deadline_s is None else deadline_s
+    wait = max(0.1, min(HTTP_TIMEOUT_S, deadline))
+    with requests.get(url, stream=True, timeout=(wait, wait)) as r:
+        r.raise_for_status()
+        length = r.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > entry.size:
+            raise ValueError(
+                f"the server announces {int(length)} bytes, more than the {entry.size} bytes the registry records "
+                f"for {entry.local}; not downloaded -- check the --mirror"
+            )
+        raw = r.raw
+        read = raw.read1 if hasattr(raw, "read1") else raw.read  # read1: what has arrived, not a full chunk
+        _write_verified(lambda n: read(n, decode_content=True), dest, entry, deadline, "the download")
 
 
 def _why(exc: BaseException) -> str:
@@ -144,7 +224,9 @@ def _permanent(exc: BaseException) -> bool:
     return isinstance(exc, ValueError)
 
 
-def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = None, log=print) -> Outcome:
+def fetch(
+    dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = None, log=print, deadline_s: float | None = None
+) -> Outcome:
     """Fetch ``entries`` into ``dest`` (the data layout), skipping files already present and verified.
 
     Args:
@@ -152,17 +234,15 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
         entries: registry entries to fetch (:func:`havln_robot.data.registry.select`).
         mirror: None (public URLs), ``("url", base/)`` or ``("dir", folder)`` from :func:`parse_mirror`.
         log: called with one line per notable event (a corrupt file found, a failure).
+        deadline_s: overall seconds each file may take (default :func:`download_deadline_s`, from its size).
 
     Returns:
         The :class:`Outcome`. Network failures to reach the server stop the run (``aborted``);
-        a missing or corrupt file on the server fails that file only.
+        a missing or corrupt file on the server fails that file only. A damaged local file is
+        replaced only by a verified copy: when the new copy fails, the local file stays as it was.
     """
-    import logging
-
-    import pooch
     import requests
 
-    pooch.get_logger().setLevel(logging.WARNING)  # we print our own summary, not one line per file
     umask = os.umask(0)
     os.umask(umask)
     mode = 0o666 & ~umask  # temporary files are created 0600; give fetched files the usual permissions
@@ -175,26 +255,26 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             out.present.append(entry.local)
             continue
         if st == "corrupt":
+            # kept until a verified copy replaces it (atomic_output): a failed fetch must not leave nothing
             log(f"{entry.local}: present but its sha256 does not match; fetching it again")
-            out.refetched.append(entry.local)
-            if target.is_file():
-                target.unlink()
         try:
             if mirror and mirror[0] == "dir":
                 src = Path(mirror[1]) / entry.local
                 if not src.is_file():
                     raise _NotInMirror(f"not in the mirror folder ({src})")
-                _copy_verified(src, target, entry)
+                _copy_verified(src, target, entry, deadline_s)
             else:
                 url = mirror[1] + entry.local if mirror else entry.url
-                _download(url, target, entry)
+                _download(url, target, entry, deadline_s)
         except requests.exceptions.ConnectionError as exc:
             where = mirror[1] if mirror else entry.url
             out.aborted = f"cannot reach {where} ({_why(exc)}); check --mirror or the network, then run again to resume"
             out.failed[entry.local] = "server unreachable"
             break
-        except (_NotInMirror, OSError, ValueError, requests.exceptions.RequestException) as exc:
-            why = str(exc) if isinstance(exc, _NotInMirror) else _why(exc)
+        except (_NotInMirror, _TooSlow, OSError, ValueError, requests.exceptions.RequestException) as exc:
+            why = str(exc) if isinstance(exc, (_NotInMirror, _TooSlow)) else _why(exc)
+            if st == "corrupt" and target.exists():
+                why += "; the local file was kept as it was, and it is damaged (its sha256 does not match)"
             out.failed[entry.local] = str(why)
             if _permanent(exc):
                 out.permanent.append(entry.local)
@@ -207,6 +287,8 @@ def fetch(dest: Path, entries: list[DataFile], mirror: tuple[str, str] | None = 
             os.chmod(target, mode)
         except OSError:
             pass  # a file we cannot chmod is still a good copy
+        if st == "corrupt":
+            out.refetched.append(entry.local)
         out.fetched.append(entry.local)
     return out
 

@@ -313,6 +313,9 @@ def _run(args, log, argv) -> int:
         "train_file": Path(args.train).name,
         "val_file": Path(args.val).name,
     }
-    jsonio.write(out.with_suffix(".json"), report, nonfinite="null", indent=2)  # a diverged loss (NaN) is unknown, not a lost report
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(out.with_suffix(".json")) as out_tmp:  # the old file or the new one, never half
+        jsonio.write(out_tmp, report, nonfinite="null", indent=2)  # a diverged loss (NaN) is unknown, not a lost report
     log(f"done in {time.time() - t0:.0f} s: {out} (+ {out.with_suffix('.json').name})")
     return 0

@@ -203,7 +203,10 @@ def main(argv: list[str]) -> int:
         ep = eps[0]
         people = [h.position for h in ep.humans]
         spawn = (*ep.start_position, ep.start_yaw)
-    Path(args.out).write_text(world_sdf(scene, mesh, args.scenes_up, people))
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(args.out) as out_tmp:  # the old world file or the new one, never half
+        out_tmp.write_text(world_sdf(scene, mesh, args.scenes_up, people))
     kind = f"mesh {mesh}" if mesh else "procedural scene"
     print(f"wrote {args.out}: scan {args.scan}, {kind}, {len(people)} people")
     if spawn is not None:

@@ -135,7 +135,10 @@ def _export(meshes: list, path: Path) -> None:
         m.apply_transform(MAP_TO_HABITAT)
         scene.add_geometry(m, geom_name=f"part_{i:04d}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(scene.export(file_type="glb"))
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(scene.export(file_type="glb"))
 
 
 def write_connectivity(path: Path, viewpoints: dict[str, tuple[float, float, float]], edges) -> Path:
@@ -162,7 +165,10 @@ def write_connectivity(path: Path, viewpoints: dict[str, tuple[float, float, flo
             }
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    jsonio.write(path, out, newline=False)
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(path) as out_tmp:  # the old file or the new one, never half
+        jsonio.write(out_tmp, out, newline=False)
     return path
 
 
@@ -325,7 +331,10 @@ def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS
         del e["distance"]  # let the loader measure the reference path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    jsonio.write(path, eps, newline=False)
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(path) as out_tmp:  # the old file or the new one, never half
+        jsonio.write(out_tmp, eps, newline=False)
     return path
 
 

@@ -49,6 +49,7 @@ import yaml
 from mcap.writer import CompressionType
 from mcap.writer import Writer as McapWriter
 
+from havln_robot.paths import staged_output_dir
 from havln_robot.trials import faults
 
 _PRIMITIVES = frozenset("bool byte char float32 float64 int8 uint8 int16 uint16 int32 uint32 int64 uint64 string wstring".split())
@@ -661,6 +662,39 @@ def _has_mcap_magic(path: Path) -> bool:
         return False
 
 
+def _recover_file(path: Path, rec: McapRecorder, report: RecoveryReport) -> None:
+    """Copy every message of every complete chunk of the ``.mcap`` file ``path`` into ``rec``, counting
+    them in ``report`` (its unfinished tail noted in ``report.truncated``)."""
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
+
+    schemas: dict[int, Schema] = {}
+    channels: dict[int, Channel] = {}
+    records = iter(StreamReader(str(path), validate_crcs=True).records)
+    while True:
+        try:
+            r = next(records)
+        except StopIteration:
+            break
+        except Exception:  # the mcap reader's end-of-file / CRC / record errors: the unfinished tail
+            report.truncated.append(path.name)
+            break
+        if isinstance(r, Schema):
+            schemas[r.id] = r
+        elif isinstance(r, Channel):
+            channels[r.id] = r
+        elif isinstance(r, Message) and r.channel_id in channels:
+            ch = channels[r.channel_id]
+            sc = schemas.get(ch.schema_id)
+            if sc is None:
+                continue
+            if sc.name not in rec._defs:
+                rec._defs[sc.name] = _recovered_definition(sc.name, sc.data)
+            rec.write_serialized(ch.topic, sc.name, r.data, r.log_time, r.publish_time, ch.metadata.get("offered_qos_profiles", ""))
+            report.messages += 1
+            report.topics[ch.topic] = report.topics.get(ch.topic, 0) + 1
+
+
 def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, overwrite: bool = False) -> RecoveryReport:
     """Salvage the MCAP bag of a killed run into a new, finished bag (``havln-robot trial recover-bag``).
 
@@ -675,7 +709,9 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
     Args:
         src: the bag folder (``trial_NNNN/``; its ``*.mcap`` in roll-over order) or one ``.mcap`` file.
         out: the new bag folder (default ``<src>_recovered`` beside it); must not exist or be empty.
-        overwrite: replace an existing ``out`` that holds only a bag (``*.mcap`` + ``metadata.yaml``).
+        overwrite: replace an existing ``out`` that holds only a bag (``*.mcap`` + ``metadata.yaml``);
+            the new bag is written beside it and swapped in only when the recovery succeeded, so a
+            failed recovery leaves the earlier bag as it was.
 
     Returns:
         A :class:`RecoveryReport`.
@@ -683,9 +719,6 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
     Raises:
         RecorderError: no ``.mcap`` file at ``src``, nothing readable in it, or ``out`` not usable (one line).
     """
-    from mcap.records import Channel, Message, Schema
-    from mcap.stream_reader import StreamReader
-
     src = Path(src).expanduser()
     if src.is_dir():
         files = sorted((p for p in src.glob("*.mcap") if p.is_file()), key=_file_index)
@@ -709,47 +742,22 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
             "(havln-robot trial show N prints it)"
         )
     files = [p for p in files if p not in not_mcap]
-    if dst.exists() and any(dst.iterdir()):
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
         if not overwrite:
             raise RecorderError(f"--out {dst}: exists and is not empty; choose another folder or pass --overwrite")
         if not dst.is_dir() or any(not (p.is_file() and (p.suffix == ".mcap" or p.name == "metadata.yaml")) for p in dst.iterdir()):
             raise RecorderError(f"--out {dst}: holds more than a bag (*.mcap, metadata.yaml); not replaced")
-        for p in dst.iterdir():
-            p.unlink()
     report = RecoveryReport(source=src, out=dst, not_mcap=[p.name for p in not_mcap])
-    rec = McapRecorder(dst, compression="zstd")
-    try:
-        for path in files:
-            schemas: dict[int, Schema] = {}
-            channels: dict[int, Channel] = {}
-            records = iter(StreamReader(str(path), validate_crcs=True).records)
-            while True:
-                try:
-                    r = next(records)
-                except StopIteration:
-                    break
-                except Exception:  # the mcap reader's end-of-file / CRC / record errors: the unfinished tail
-                    report.truncated.append(path.name)
-                    break
-                if isinstance(r, Schema):
-                    schemas[r.id] = r
-                elif isinstance(r, Channel):
-                    channels[r.id] = r
-                elif isinstance(r, Message) and r.channel_id in channels:
-                    ch = channels[r.channel_id]
-                    sc = schemas.get(ch.schema_id)
-                    if sc is None:
-                        continue
-                    if sc.name not in rec._defs:
-                        rec._defs[sc.name] = _recovered_definition(sc.name, sc.data)
-                    rec.write_serialized(ch.topic, sc.name, r.data, r.log_time, r.publish_time, ch.metadata.get("offered_qos_profiles", ""))
-                    report.messages += 1
-                    report.topics[ch.topic] = report.topics.get(ch.topic, 0) + 1
-    finally:
-        rec.close()
-    if report.messages == 0:
-        for p in dst.iterdir():
-            p.unlink()
-        dst.rmdir()
-        raise RecorderError(f"{src}: no complete message could be read (the run was killed before its first chunk was written)")
+    # recovered into a staging folder inside ``dst`` and swapped in only on success: a failed recovery
+    # (nothing readable) leaves an earlier bag in ``dst`` as it was
+    with staged_output_dir(dst, stale=("*.mcap", "metadata.yaml"), leaf=dst.name) as stage:
+        rec = McapRecorder(stage, compression="zstd")
+        try:
+            for path in files:
+                _recover_file(path, rec, report)
+        finally:
+            rec.close()
+        if report.messages == 0:
+            kept = " (--out keeps its earlier bag)" if any(dst.glob("*.mcap")) else ""
+            raise RecorderError(f"{src}: no complete message could be read (the run was killed before its first chunk was written){kept}")
     return report

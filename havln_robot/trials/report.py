@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from havln_robot.paths import atomic_output, save_figure, staged_output_dir
 from havln_robot.text import md_cell, nonempty, path_arg, plural
 from havln_robot.trials.cli import add_store_args, open_store, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, rate_with_ci, sr_success, success_table, summarize, trajectory
@@ -83,7 +84,7 @@ def plot_success(table: dict, path: Path) -> None:
     ax.legend(loc="upper center", fontsize=8, ncols=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -115,7 +116,7 @@ def plot_collisions(summaries: Sequence[TrialSummary], path: Path) -> None:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -158,7 +159,7 @@ def plot_ne(summaries: Sequence[TrialSummary], path: Path) -> None:
     if not all_ne:
         ax.text(0.5, 0.5, "no trial with a known NE", transform=ax.transAxes, ha="center")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -217,7 +218,7 @@ def plot_trajectories(items: Sequence[tuple[TrialSummary, Trajectory]], path: Pa
         Line2D([], [], marker="X", color="#ff7f0e", mec="k", mew=0.5, ms=8, ls="none", label="collision: static"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -262,12 +263,26 @@ def write_report(
 
     Raises:
         TrialError: unknown campaign, or no trial matches.
+        OSError: a file cannot be written (a full disk): ``out`` is left as it was.
+
+    The report is built in a staging folder inside ``out`` and swapped in at the end
+    (:func:`havln_robot.paths.staged_output_dir`): ``out`` holds the earlier report or the new one,
+    never a mix, and an earlier report's ``trajectories_N.png`` that the new one lacks is removed.
     """
     trials = store.trials(campaign=campaign, platform=platform, policy=policy)
     if not trials:
         sel = (f" for campaign {campaign!r}" if campaign else "") + (f" of policy {policy!r}" if policy else "")
         raise TrialError(f"no trials{sel} in {store.path}; run some first (havln-robot trial start ...)")
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out)
+    with staged_output_dir(out, stale=REPORT_NAMES) as stage:
+        files = _write_report_files(store, trials, stage, campaign, platform, title, policy)
+    return {k: out / p.name for k, p in files.items()}
+
+
+def _write_report_files(
+    store: TrialStore, trials: list, out: Path, campaign: str | None, platform: str | None, title: str, policy: str | None
+) -> dict[str, Path]:
+    """The body of :func:`write_report`: every file of the report written into ``out`` (the staging folder)."""
     items = []
     for t in trials:
         steps, colls = store.steps(t.id), store.collisions(t.id)
@@ -278,7 +293,7 @@ def write_report(
 
     # CSV ------------------------------------------------------------------------------------------
     files["success_csv"] = out / "success_by_region.csv"
-    with files["success_csv"].open("w", newline="") as fh:
+    with atomic_output(files["success_csv"]) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             [
@@ -305,7 +320,7 @@ def write_report(
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
             "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path",
             "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile"]  # fmt: skip
-    with files["trials_csv"].open("w", newline="") as fh:
+    with atomic_output(files["trials_csv"]) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for s in summaries:
@@ -458,7 +473,8 @@ def write_report(
     )
     md += ["", "CSV: [trials.csv](trials.csv), [success_by_region.csv](success_by_region.csv).", ""]
     files["report_md"] = out / "report.md"
-    files["report_md"].write_text("\n".join(md), encoding="utf-8")
+    with atomic_output(files["report_md"]) as tmp:
+        tmp.write_text("\n".join(md), encoding="utf-8")
     return files
 
 
@@ -504,5 +520,12 @@ def main(argv: list[str] | None = None) -> int:
     except TrialError as exc:
         print(f"havln-robot report: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk while writing: the staging folder is gone, --out as it was
+        print(
+            f"havln-robot report: cannot write the report into --out {a.out} ({exc.strerror or exc}); "
+            "it was left as it was -- free space or choose another --out",
+            file=sys.stderr,
+        )
+        return 1
     print(f"report written to {Path(a.out) / 'report.md'} ({plural(len(files), 'file')})")
     return 0
