@@ -29,7 +29,6 @@ the start yaw is the heading of that axis after ``start_rotation``, projected in
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -190,7 +189,12 @@ def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | No
             f"scan {scan!r}: {why}; pass --connectivity DIR (the HA-VLN 'connectivity' folder, holding <scan>_connectivity.json)"
         )
     try:
-        data = json.loads(path.read_text())
+        from havln_robot.jsonio import JsonFileError, load_json_file
+
+        try:
+            data = load_json_file(path)
+        except JsonFileError as exc:
+            raise EpisodeError(f"connectivity file {exc}; re-download it") from None
         out = {}
         for v in data:
             p = v["pose"]
@@ -245,10 +249,12 @@ def load_episodes(
     if why is not None:
         raise EpisodeError(f"episode file {p}: {why}; pass {flag} FILE (HA-R2R/R2R *.json or continuous *.json.gz)")
     try:
-        raw = p.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        from havln_robot.jsonio import JsonFileError, read_bytes_capped
+
+        raw = read_bytes_capped(p)
         data = json.loads(raw)
+    except JsonFileError as exc:
+        raise EpisodeError(f"episode file {exc}") from None
     except (OSError, ValueError, EOFError) as exc:
         raise EpisodeError(f"episode file {p} is not readable (gzip) JSON: {exc}") from None
     if isinstance(data, list):

@@ -982,7 +982,12 @@ class PartialResults:
     def _read(self, run: dict) -> None:
         import json
 
-        data = self.path.read_bytes()
+        from havln_robot.jsonio import JsonFileError, read_bytes_capped
+
+        try:
+            data = read_bytes_capped(self.path, gunzip=False)
+        except JsonFileError as exc:
+            raise EvalError(f"{exc}; {self.restart}") from None
         lines = data.split(b"\n")
         if lines[-1] == b"":
             lines.pop()  # the file ends with a newline: no torn line

@@ -26,6 +26,7 @@ from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, decode_json, write_split_file
 from havln_robot.challenge.manifest import Manifest
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import input_file_problem, safe_child
 from havln_robot.text import plural
 
@@ -146,7 +147,9 @@ def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
     try:
         if p.stat().st_size > MAX_FILE_BYTES * 4:
             raise ExportError(f"{p}: too large for a run file")
-        data = p.read_bytes()
+        data = read_bytes_capped(p, MAX_FILE_BYTES * 4, gunzip=False)
+    except JsonFileError as exc:
+        raise ExportError(f"{exc} (a run file is at most {MAX_FILE_BYTES * 4} bytes)") from None
     except OSError as exc:
         raise ExportError(
             f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror or exc})'}; give a run file (JSON / JSON Lines)"

@@ -30,6 +30,7 @@ from typing import Any
 
 from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError, SequenceProblem, is_action, sequence_problems
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import atomic_output, input_file_problem
 
 FORMAT_VERSION = 1
@@ -430,7 +431,9 @@ def read_split_file(path: str | os.PathLike[str], *, strict: bool = True) -> Spl
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
             raise FormatError(f"{p}: {size} bytes exceed the {MAX_FILE_BYTES}-byte limit of one prediction file")
-        data = p.read_bytes()
+        data = read_bytes_capped(p, MAX_FILE_BYTES, gunzip=False)
+    except JsonFileError as exc:
+        raise FormatError(f"{exc} (one prediction file is at most {MAX_FILE_BYTES} bytes)") from None
     except OSError as exc:
         raise FormatError(
             f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror or exc})'}; give the prediction file's path"

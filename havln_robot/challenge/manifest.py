@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from havln_robot.challenge.format import decode_json
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import data_dir
 
 #: split → sha256 prefix of the official manifest (``../shared/data/ha-vln/README.md``).
@@ -99,7 +100,9 @@ def load_manifest(path: str | os.PathLike[str], split: str | None = None, *, req
         size = p.stat().st_size
         if size > MAX_MANIFEST_BYTES:
             raise ManifestError(f"{p}: {size} bytes is too large for a manifest (limit {MAX_MANIFEST_BYTES})")
-        data = p.read_bytes()
+        data = read_bytes_capped(p, MAX_MANIFEST_BYTES, gunzip=False)
+    except JsonFileError as exc:
+        raise ManifestError(f"{exc} (a manifest is at most {MAX_MANIFEST_BYTES} bytes); pass --manifest {split}=PATH") from None
     except OSError as exc:
         raise ManifestError(
             f"{p}: cannot read the {split} manifest ({exc.strerror or exc}); pass --manifest {split}=PATH or set HAVLN_DATA"
