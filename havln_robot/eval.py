@@ -1275,7 +1275,7 @@ def main(argv: list[str] | None = None) -> int:
             refuse_overwrite(args.out, "--out", args.overwrite, names=(*OUTPUT_NAMES, PARTIAL_NAME), also=also)
 
     from havln_robot.cluster import ClusterError
-    from havln_robot.episodes import EpisodeError, load_episodes
+    from havln_robot.episodes import EpisodeError, empty_instruction_ids, load_episodes
     from havln_robot.paths import data_dir
     from havln_robot.sim.metrics import aggregate, load_collision_baseline
 
@@ -1288,6 +1288,14 @@ def main(argv: list[str] | None = None) -> int:
     except EpisodeError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
+    empty = empty_instruction_ids(episodes, args.instruction_index)
+    if empty:
+        shown = ", ".join(empty[:5]) + (f" (+{len(empty) - 5} more)" if len(empty) > 5 else "")
+        print(
+            f"havln-robot eval: warning: instruction {args.instruction_index} is empty in {len(empty)} path(s) of {ep_file.name} "
+            f"({shown}); the next non-empty instruction is used for them",
+            file=sys.stderr,
+        )
     try:
         if args.baseline:
             baselines, why = load_collision_baseline(args.baseline), f"baseline from {args.baseline}"
