@@ -30,6 +30,23 @@ class JsonFileError(ValueError):
     """A JSON input file is too large (on disk or decompressed) or not valid gzip; one line naming the file."""
 
 
+#: Longest integer literal read from JSON, digits: Python refuses to convert past 4300 digits with a
+#: message about ``sys.set_int_max_str_digits``; no count, id or version needs more than this.
+MAX_INT_DIGITS = 100
+
+
+def parse_int(literal: str) -> int:
+    """``json.loads`` ``parse_int`` hook: ``int(literal)``, refusing a literal over :data:`MAX_INT_DIGITS` digits.
+
+    Raises:
+        ValueError: the literal is too long (its digit count, not its text, is in the message).
+    """
+    digits = len(literal) - literal.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"an integer literal of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(literal)
+
+
 def _mib(n: int) -> str:
     return f"{n / (1024 * 1024):g} MiB" if n >= 1024 * 1024 else f"{n} bytes"
 
@@ -90,7 +107,7 @@ def load_json_file(path: str | os.PathLike[str], max_bytes: int | None = None, *
     p = Path(path)
     data = read_bytes_capped(p, max_bytes, gunzip=gunzip)
     try:
-        return json.loads(data.decode("utf-8-sig"))
+        return json.loads(data.decode("utf-8-sig"), parse_int=parse_int)
     except UnicodeDecodeError as exc:
         raise JsonFileError(f"{p}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except RecursionError:
