@@ -384,3 +384,30 @@ def safe_child(root: str | os.PathLike[str], name: object, what: str) -> Path:
         if base.resolve() not in target.parents:
             raise UnsafePathError(f"{what} {name!r}: {child} is a link to {target}, outside {base}; remove the link")
     return child
+
+
+@contextlib.contextmanager
+def scratch_home(prefix: str = "havln-home-") -> Iterator[Path]:
+    """Point ``$HOME`` at a fresh temporary folder for the ``with`` block, then restore it and remove the folder.
+
+    For third-party calls that write into ``$HOME`` with no switch to stop them: librealsense
+    (pyrealsense2 >= 2.57) writes its usage statistics to ``~/.rum/rum.json`` whenever a context is
+    created or a pipeline starts (``RS2_RUM_CLOUD_ENABLED`` only governs the upload, not the file).
+    ``$HOME`` is process-wide: use it around short calls made from one thread.
+
+    Yields:
+        The temporary folder.
+    """
+    old = os.environ.get("HOME")
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["HOME"] = str(tmp)
+    try:
+        yield tmp
+    finally:
+        if old is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = old
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
