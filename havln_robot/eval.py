@@ -971,8 +971,10 @@ class PartialResults:
         if resume and self.path.is_file() and self.path.stat().st_size > 0:
             self._read(run)
         else:
+            from havln_robot.paths import naming_errors
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("w") as fh:
+            with naming_errors(self.path), self.path.open("w") as fh:
                 fh.write(jsonio.dumps({"format": PARTIAL_FORMAT, "run": run}) + "\n")
 
     def _damaged(self, n: int, what: str) -> EvalError:
@@ -1043,8 +1045,10 @@ class PartialResults:
 
     def add(self, episode_id: str, result: dict | str) -> None:
         """Append one finished episode (a row with actions, or a skip reason) and flush it to disk."""
+        from havln_robot.paths import naming_errors
+
         row = {"episode_id": episode_id, "skipped": result} if isinstance(result, str) else result
-        with self.path.open("a") as fh:
+        with naming_errors(self.path), self.path.open("a") as fh:
             fh.write(jsonio.dumps(row) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

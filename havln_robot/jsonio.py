@@ -147,5 +147,11 @@ def dumps(obj: Any, *, nonfinite: str = "error", **kwargs: Any) -> str:
 def write(path: str | os.PathLike[str], obj: Any, *, nonfinite: str = "error", newline: bool = True, **kwargs: Any) -> Path:
     """Write ``obj`` as strict JSON (UTF-8) to ``path``, with a trailing newline unless ``newline`` is False; returns the path."""
     p = Path(path)
-    p.write_text(dumps(obj, nonfinite=nonfinite, **kwargs) + ("\n" if newline else ""), encoding="utf-8")
+    text = dumps(obj, nonfinite=nonfinite, **kwargs) + ("\n" if newline else "")
+    try:
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a full disk raises from the file object, naming no file: name it
+        if not exc.filename:
+            exc.filename = str(p)
+        raise
     return p
