@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from havln_robot.quoting import quote
+
 STOP = "STOP"
 MOVE_FORWARD = "MOVE_FORWARD"
 TURN_LEFT = "TURN_LEFT"
@@ -146,7 +148,7 @@ def parse_action(value: object) -> str:
         ActionError: ``value`` is not one of :data:`ACTIONS` (the message lists them).
     """
     if not is_action(value):
-        raise ActionError(f"unknown action {value!r}; expected one of {', '.join(ACTIONS)}")
+        raise ActionError(f"unknown action {quote(value)}; expected one of {', '.join(ACTIONS)}")
     return value  # type: ignore[return-value]
 
 
@@ -186,7 +188,7 @@ def sequence_problems(actions: object) -> list[SequenceProblem]:
     stops: list[int] = []
     for i, a in enumerate(actions):
         if not is_action(a):
-            problems.append(SequenceProblem(i, "literal", f"{a!r} is not one of {', '.join(ACTIONS)}"))
+            problems.append(SequenceProblem(i, "literal", f"{quote(a)} is not one of {', '.join(ACTIONS)}"))
         elif a == STOP:
             stops.append(i)
     if len(stops) > 1:

@@ -147,13 +147,14 @@ def _one_line(exc: BaseException) -> str | None:
     import sqlite3
 
     if isinstance(exc, OSError):
-        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        from havln_robot.paths import os_error_text
+
         hint = ""
         if exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
             hint = "; check the path and its permissions"
-        elif exc.errno == errno.ENOSPC:
+        elif exc.errno == errno.ENOSPC and not getattr(exc, "filename", None):
             hint = "; free some space or write elsewhere"
-        return f"{exc.strerror or exc}{where}{hint} (set HAVLN_DEBUG=1 for the traceback)"
+        return f"{os_error_text(exc)}{hint} (set HAVLN_DEBUG=1 for the traceback)"
     if isinstance(exc, sqlite3.DatabaseError):
         text = str(exc)
         if "not a database" in text or "malformed" in text:

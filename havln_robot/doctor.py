@@ -133,9 +133,13 @@ def _default_go2_state(interface: str, domain: int, topic: str, timeout_s: float
 
 
 def _default_realsense_devices() -> list[Any]:
+    """The enumerated librealsense devices; librealsense's ~/.rum statistics go to a scratch $HOME (paths.scratch_home)."""
     import pyrealsense2 as rs
 
-    return list(rs.context().query_devices())
+    from havln_robot.paths import scratch_home
+
+    with scratch_home():
+        return list(rs.context().query_devices())
 
 
 def _default_realsense_stream(device: Any, modes: dict[str, tuple[int, int, int]], timeout_s: float) -> int:
@@ -149,8 +153,11 @@ def _default_realsense_stream(device: Any, modes: dict[str, tuple[int, int, int]
     cfg.enable_stream(rs.stream.color, w, h, rs.format.rgb8, fps)
     w, h, fps = modes["depth"]
     cfg.enable_stream(rs.stream.depth, w, h, rs.format.z16, fps)
-    pipe = rs.pipeline()
-    pipe.start(cfg)
+    from havln_robot.paths import scratch_home
+
+    with scratch_home():  # librealsense writes ~/.rum/rum.json on pipeline start
+        pipe = rs.pipeline()
+        pipe.start(cfg)
     n = 0
     try:
         end = time.monotonic() + timeout_s
@@ -420,7 +427,22 @@ def _rs_info(rs: Any, dev: Any, what: str) -> str:
 def check_realsense(ctx: Context) -> Result:
     """RealSense: FAIL when pyrealsense2 is missing, no device is enumerated, the wanted serial is
     absent, the link is USB 2 (848x480 depth + colour at 30 Hz needs USB 3), a profile mode is not
-    offered, or no frames arrive; OK lists serial, firmware and USB speed."""
+    offered, or no frames arrive; OK lists serial, firmware and USB speed.
+
+    librealsense writes usage statistics to ``~/.rum/rum.json`` when its contexts are created and
+    destroyed: the whole check runs with a scratch ``$HOME`` (:func:`havln_robot.paths.scratch_home`),
+    every librealsense object freed before it is restored, so ``$HOME`` is left as it was."""
+    import gc
+
+    from havln_robot.paths import scratch_home
+
+    with scratch_home():
+        result = _check_realsense(ctx)
+        gc.collect()
+    return result
+
+
+def _check_realsense(ctx: Context) -> Result:
     if "camera_node" not in ctx.nodes:
         return Result("realsense", OK, "profile has no camera_node: skipped")
     try:

@@ -29,7 +29,6 @@ the start yaw is the heading of that axis after ``start_rotation``, projected in
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -180,6 +179,13 @@ def yaw_to_habitat_quat(yaw: float) -> tuple[float, float, float, float]:
 
 # ---------------------------------------------------------------------------- connectivity
 _GRAPH_MEMO: dict[str, dict[str, Vec3]] = {}
+#: Per connectivity file: camera positions (m) and ``unobstructed`` neighbours (None: the file has no edges).
+_EDGE_MEMO: dict[str, tuple[dict[str, Vec3], dict[str, frozenset[str]] | None]] = {}
+
+#: A discrete path's recorded ``distance`` must match its summed edge length on the connectivity
+#: graph within ``DISTANCE_TOL_M + DISTANCE_TOL_REL * length`` (HA val_seen agrees to 5 mm).
+DISTANCE_TOL_M: float = 0.05
+DISTANCE_TOL_REL: float = 0.01
 
 
 def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | None = None) -> dict[str, Vec3]:
@@ -211,10 +217,21 @@ def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | No
             f"scan {scan!r}: {why}; pass --connectivity DIR (the HA-VLN 'connectivity' folder, holding <scan>_connectivity.json)"
         )
     try:
-        data = json.loads(path.read_text())
+        from havln_robot.jsonio import JsonFileError, load_json_file
+
+        try:
+            data = load_json_file(path)
+        except JsonFileError as exc:
+            raise EpisodeError(f"connectivity file {exc}; re-download it") from None
         out = {}
+        cams: dict[str, Vec3] = {}
+        order: list[str] = []
+        flags: list = []
         for v in data:
             p = v["pose"]
+            cams[str(v["image_id"])] = (float(p[3]), float(p[7]), float(p[11]))
+            order.append(str(v["image_id"]))
+            flags.append(v.get("unobstructed"))
             xyz = (float(p[3]), float(p[7]), float(p[11]) - float(v["height"]))
             if not all(math.isfinite(c) for c in xyz):
                 raise EpisodeError(
@@ -225,10 +242,34 @@ def viewpoint_positions(scan: str, connectivity_dir: str | os.PathLike[str] | No
         raise
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise EpisodeError(f"connectivity file {path} is malformed ({exc!r}); re-download it") from None
+    adj: dict[str, frozenset[str]] | None = None
+    if any(f is not None for f in flags):
+        if not all(isinstance(f, list) and len(f) == len(order) for f in flags):
+            raise EpisodeError(f"connectivity file {path}: every 'unobstructed' must be a list of {len(order)} booleans; re-download it")
+        adj = {a: frozenset(order[j] for j, ok in enumerate(f) if ok is True) for a, f in zip(order, flags, strict=True)}
     _GRAPH_MEMO[key] = out
+    _EDGE_MEMO[key] = (cams, adj)
     if len(_GRAPH_MEMO) > 32:
+        _EDGE_MEMO.pop(next(iter(_GRAPH_MEMO)), None)
         _GRAPH_MEMO.pop(next(iter(_GRAPH_MEMO)))
     return out
+
+
+def viewpoint_graph(
+    scan: str, connectivity_dir: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, Vec3], dict[str, frozenset[str]] | None]:
+    """Camera positions (m, map frame: ``pose[3], pose[7], pose[11]``) and the ``unobstructed``
+    neighbours of every viewpoint of ``scan`` (None when the file records no edges).
+
+    Raises:
+        EpisodeError: as :func:`viewpoint_positions`.
+    """
+    viewpoint_positions(scan, connectivity_dir)
+    if connectivity_dir is None:
+        from havln_robot.paths import data_dir
+
+        connectivity_dir = data_dir() / "connectivity"
+    return _EDGE_MEMO[str(Path(connectivity_dir) / f"{scan}_connectivity.json")]
 
 
 # ---------------------------------------------------------------------------- readers
@@ -248,15 +289,18 @@ def load_episodes(
             ``data_dir()/connectivity``).
         limit: keep only the first ``limit`` episodes (None: all).
         instruction_index: discrete files: which of each path's instructions to use (episode id
-            ``str(path_id)``; an empty instruction -- 13 HA_val_seen paths have one -- is replaced by
-            the next non-empty one), or None to expand every non-empty instruction (ids ``"<path_id>_<k>"``).
+            ``str(path_id)``; an empty selected instruction -- 13 HA_val_seen paths have one, at
+            index 0, 1 or 2 -- is replaced by the next non-empty one, which callers must report:
+            :func:`empty_instruction_ids`), or None to expand every non-empty instruction (ids
+            ``"<path_id>_<k>"``).
         flag: the caller's option that names the file, for the not-found message.
 
     Returns:
         Episodes in file order.
 
     Raises:
-        EpisodeError: unreadable file, unknown layout, or an entry missing/invalid field (the
+        EpisodeError: unreadable file, unknown layout, an entry missing/invalid field, a repeated
+            episode id, a path off the navigation graph or a ``distance`` disagreeing with it (the
             message names the file, entry and field).
     """
     p = Path(path)
@@ -266,10 +310,12 @@ def load_episodes(
     if why is not None:
         raise EpisodeError(f"episode file {p}: {why}; pass {flag} FILE (HA-R2R/R2R *.json or continuous *.json.gz)")
     try:
-        raw = p.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        from havln_robot.jsonio import JsonFileError, read_bytes_capped
+
+        raw = read_bytes_capped(p)
         data = json.loads(raw)
+    except JsonFileError as exc:
+        raise EpisodeError(f"episode file {exc}") from None
     except (OSError, ValueError, EOFError) as exc:
         raise EpisodeError(f"episode file {p} is not readable (gzip) JSON: {exc}") from None
     if isinstance(data, list):
@@ -283,6 +329,18 @@ def load_episodes(
     if not eps:
         raise EpisodeError(f"episode file {p} holds no episodes")
     return eps
+
+
+def empty_instruction_ids(episodes: list[Episode], instruction_index: int | None) -> list[str]:
+    """Ids of the discrete episodes whose instruction ``instruction_index`` is empty, so that
+    :func:`load_episodes` used the next non-empty one instead (a caller warns with these ids)."""
+    if instruction_index is None:
+        return []
+    return [
+        e.episode_id
+        for e in episodes
+        if e.path_ids and instruction_index < len(e.instructions) and not e.instructions[instruction_index].strip()
+    ]
 
 
 def _finite(v, where: str, field: str) -> float:
@@ -309,14 +367,58 @@ def _path_length(pts: list[Vec3]) -> float:
     return float(sum(math.dist(a, b) for a, b in zip(pts[:-1], pts[1:], strict=False)))
 
 
+def _reference_length(e: dict, where: str, scan: str, path_ids: list[str], connectivity_dir) -> float:
+    """SPL's reference length (m) of a discrete path: its summed edge length on the connectivity graph.
+
+    R2R reference paths are shortest paths between start and goal viewpoints, so this is the geodesic
+    start->goal distance HA-VLN / VLN-CE SPL divides by. Every consecutive pair must be an
+    ``unobstructed`` edge, and a recorded ``distance`` must be a positive finite number agreeing with
+    the graph (:data:`DISTANCE_TOL_M`, :data:`DISTANCE_TOL_REL`).
+
+    Raises:
+        EpisodeError: non-adjacent consecutive viewpoints, or a bad / disagreeing ``distance``.
+    """
+    cams, adj = viewpoint_graph(scan, connectivity_dir)
+    if adj is not None:
+        for k, (a, b) in enumerate(zip(path_ids[:-1], path_ids[1:], strict=True)):
+            if b not in adj.get(a, ()):
+                raise EpisodeError(
+                    f"{where}: field 'path' steps {k} -> {k + 1} ({a!r} -> {b!r}) are not connected in scan {scan!r}'s "
+                    "navigation graph; give a path along 'unobstructed' edges"
+                )
+    length = _path_length([cams[v] for v in path_ids])
+    if length <= 0:
+        raise EpisodeError(f"{where}: field 'path' has length 0 (start = goal); SPL needs a reference path of at least one edge")
+    dist = e.get("distance")
+    if dist is None:
+        return length
+    if isinstance(dist, bool) or not isinstance(dist, (int, float)):
+        raise EpisodeError(f"{where}: field 'distance' has type {type(dist).__name__}; give the path length in m (or omit it)")
+    d = _finite(dist, where, "distance")
+    if d <= 0:
+        raise EpisodeError(f"{where}: field 'distance' is {d!r}; give the positive path length in m (or omit it)")
+    if abs(d - length) > DISTANCE_TOL_M + DISTANCE_TOL_REL * length:
+        raise EpisodeError(
+            f"{where}: field 'distance' {d:g} m disagrees with the path's length on the connectivity graph ({length:.3f} m); "
+            "fix the distance (or omit it) or the path"
+        )
+    return d
+
+
 def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -> list[Episode]:
     out: list[Episode] = []
+    seen: dict[str, int] = {}
     for i, e in enumerate(data):
         if limit is not None and len(out) >= limit:
             break
         where = f"{p.name} entry {i}"
         scan = _need(e, "scan", str, where, "give the Matterport3D scan id")
         pid = _need(e, "path_id", (int, str), where)
+        if str(pid) in seen:
+            raise EpisodeError(
+                f"{where}: path_id {pid!r} repeats entry {seen[str(pid)]}; episode ids must be unique -- keep one of the two entries"
+            )
+        seen[str(pid)] = i
         where = f"{p.name} entry {i} (path_id {pid})"
         path_ids = _need(e, "path", list, where, "give the list of viewpoint ids")
         if len(path_ids) < 1 or not all(isinstance(v, str) for v in path_ids):
@@ -330,8 +432,7 @@ def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -
         if missing:
             raise EpisodeError(f"{where}: field 'path' names viewpoint {missing[0]!r} not in scan {scan!r}; check the connectivity folder")
         ref = [pos[v] for v in path_ids]
-        dist = e.get("distance")
-        geo = _finite(dist, where, "distance") if isinstance(dist, (int, float)) and not isinstance(dist, bool) else _path_length(ref)
+        geo = _reference_length(e, where, scan, path_ids, connectivity_dir)
         humans = []
         hs = e.get("human", [])
         if not isinstance(hs, list):
@@ -352,7 +453,8 @@ def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -
         else:
             if not 0 <= instruction_index < len(instr):
                 raise EpisodeError(f"{where}: instruction_index {instruction_index} out of range (path has {len(instr)} instructions)")
-            # a few real HA-R2R paths carry an empty instruction: use the next non-empty one
+            # 13 real HA_val_seen paths carry an empty instruction (at index 0, 1 or 2, so no single
+            # index covers the split): use the next non-empty one; callers report it (empty_instruction_ids)
             idxs = [next(k % len(instr) for k in range(instruction_index, instruction_index + len(instr)) if instr[k % len(instr)].strip())]
         for k in idxs:
             out.append(
@@ -387,11 +489,17 @@ def _continuous(p: Path, episodes, limit) -> list[Episode]:
     if not isinstance(episodes, list):
         raise EpisodeError(f"{p.name}: field 'episodes' must be a list")
     out: list[Episode] = []
+    seen: dict[str, int] = {}
     for i, e in enumerate(episodes):
         if limit is not None and len(out) >= limit:
             break
         where = f"{p.name} episode {i}"
         eid = _need(e, "episode_id", (int, str), where)
+        if str(eid) in seen:
+            raise EpisodeError(
+                f"{where}: episode_id {eid!r} repeats episode {seen[str(eid)]}; episode ids must be unique -- keep one of the two"
+            )
+        seen[str(eid)] = i
         where = f"{p.name} episode {i} (episode_id {eid})"
         scene_id = _need(e, "scene_id", str, where, 'give "mp3d/<scan>/<scan>.glb"')
         scan = Path(scene_id).stem
@@ -430,6 +538,11 @@ def _continuous(p: Path, episodes, limit) -> list[Episode]:
             if isinstance(geo, (int, float)) and not isinstance(geo, bool)
             else _path_length(ref)
         )
+        if geo <= 0:
+            raise EpisodeError(
+                f"{where}: field 'info.geodesic_distance' (or the reference path's length) is {geo!r}; "
+                "SPL's reference length must be positive -- give the start-to-goal geodesic distance in m"
+            )
         out.append(
             Episode(
                 episode_id=str(eid),

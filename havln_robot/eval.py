@@ -972,8 +972,10 @@ class PartialResults:
         if resume and self.path.is_file() and self.path.stat().st_size > 0:
             self._read(run)
         else:
+            from havln_robot.paths import naming_errors
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_output(self.path) as tmp:
+            with naming_errors(self.path), atomic_output(self.path) as tmp:
                 tmp.write_text(jsonio.dumps({"format": PARTIAL_FORMAT, "run": run}) + "\n")
 
     def _damaged(self, n: int, what: str) -> EvalError:
@@ -983,7 +985,12 @@ class PartialResults:
     def _read(self, run: dict) -> None:
         import json
 
-        data = self.path.read_bytes()
+        from havln_robot.jsonio import JsonFileError, read_bytes_capped
+
+        try:
+            data = read_bytes_capped(self.path, gunzip=False)
+        except JsonFileError as exc:
+            raise EvalError(f"{exc}; {self.restart}") from None
         lines = data.split(b"\n")
         if lines[-1] == b"":
             lines.pop()  # the file ends with a newline: no torn line
@@ -1040,8 +1047,10 @@ class PartialResults:
 
     def add(self, episode_id: str, result: dict | str) -> None:
         """Append one finished episode (a row with actions, or a skip reason) and flush it to disk."""
+        from havln_robot.paths import naming_errors
+
         row = {"episode_id": episode_id, "skipped": result} if isinstance(result, str) else result
-        with self.path.open("a") as fh:
+        with naming_errors(self.path), self.path.open("a") as fh:
             fh.write(jsonio.dumps(row) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -1275,7 +1284,7 @@ def main(argv: list[str] | None = None) -> int:
             refuse_overwrite(args.out, "--out", args.overwrite, names=(*OUTPUT_NAMES, PARTIAL_NAME), also=also)
 
     from havln_robot.cluster import ClusterError
-    from havln_robot.episodes import EpisodeError, load_episodes
+    from havln_robot.episodes import EpisodeError, empty_instruction_ids, load_episodes
     from havln_robot.paths import data_dir
     from havln_robot.sim.metrics import aggregate, load_collision_baseline
 
@@ -1288,6 +1297,14 @@ def main(argv: list[str] | None = None) -> int:
     except EpisodeError as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
+    empty = empty_instruction_ids(episodes, args.instruction_index)
+    if empty:
+        shown = ", ".join(empty[:5]) + (f" (+{len(empty) - 5} more)" if len(empty) > 5 else "")
+        print(
+            f"havln-robot eval: warning: instruction {args.instruction_index} is empty in {len(empty)} path(s) of {ep_file.name} "
+            f"({shown}); the next non-empty instruction is used for them",
+            file=sys.stderr,
+        )
     try:
         if args.baseline:
             baselines, why = load_collision_baseline(args.baseline), f"baseline from {args.baseline}"

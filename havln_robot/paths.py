@@ -297,7 +297,9 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
         The temporary file's path (an empty file, mode 0600 until the rename).
 
     Raises:
-        OSError: the folder cannot be created or written, or the rename failed.
+        OSError: the folder cannot be created or written, or the rename failed. An error raised
+            while the block writes (a full disk: ``[Errno 28]`` from a file object, which names no
+            file) carries the destination as its ``filename`` (:func:`os_error_text` words it).
     """
     target = Path(os.path.realpath(Path(path).expanduser()))
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -305,7 +307,13 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(name)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.filename in (str(tmp), name):
+                exc.filename = None
+            _name_error(exc, path)
+            raise
         try:
             mode = target.stat().st_mode & 0o777  # keep an existing file's permissions
         except FileNotFoundError:
@@ -489,3 +497,75 @@ def safe_child(root: str | os.PathLike[str], name: object, what: str) -> Path:
         if base.resolve() not in target.parents:
             raise UnsafePathError(f"{what} {name!r}: {child} is a link to {target}, outside {base}; remove the link")
     return child
+
+
+@contextlib.contextmanager
+def scratch_home(prefix: str = "havln-home-") -> Iterator[Path]:
+    """Point ``$HOME`` at a fresh temporary folder for the ``with`` block, then restore it and remove the folder.
+
+    For third-party calls that write into ``$HOME`` with no switch to stop them: librealsense
+    (pyrealsense2 >= 2.57) writes its usage statistics to ``~/.rum/rum.json`` whenever a context is
+    created or a pipeline starts (``RS2_RUM_CLOUD_ENABLED`` only governs the upload, not the file).
+    ``$HOME`` is process-wide: use it around short calls made from one thread.
+
+    Yields:
+        The temporary folder.
+    """
+    old = os.environ.get("HOME")
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["HOME"] = str(tmp)
+    try:
+        yield tmp
+    finally:
+        if old is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = old
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def mount_point(path: str | os.PathLike[str]) -> Path:
+    """The mount point (file system) holding ``path``, or its nearest existing folder's."""
+    p = Path(os.path.realpath(Path(path).expanduser()))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    while not os.path.ismount(p) and p != p.parent:
+        p = p.parent
+    return p
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an :class:`OSError` that names the file and, for a full disk or quota, the file system.
+
+    E.g. ``No space left on device: writing runs/sub.zip (file system /work: free some space or write elsewhere)``.
+    """
+    import errno
+
+    text = exc.strerror or str(exc)
+    where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and getattr(exc, "filename", None):
+        try:
+            fs = mount_point(Path(os.fsdecode(exc.filename)).parent)
+        except (OSError, ValueError):
+            fs = None
+        on = f" on the file system {fs}" if fs is not None else ""
+        return f"{text}: writing {exc.filename}{on}; free some space there or write elsewhere"
+    return f"{text}{where}"
+
+
+def _name_error(exc: OSError, path: str | os.PathLike[str]) -> None:
+    if not getattr(exc, "filename", None):
+        exc.filename = os.fspath(path)
+
+
+@contextlib.contextmanager
+def naming_errors(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Re-raise an :class:`OSError` of the block that names no file (a write through a file object on
+    a full disk) with ``path`` as its ``filename``, so the one-line error says which file (and disk)."""
+    try:
+        yield
+    except OSError as exc:
+        _name_error(exc, path)
+        raise

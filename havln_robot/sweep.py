@@ -56,6 +56,9 @@ from havln_robot.text import nonempty, number_in, path_arg, plural
 Z95: float = 1.959963984540054
 """Standard normal quantile of 0.975 (two-sided 95 % intervals)."""
 BOOTSTRAP_RESAMPLES: int = 2000
+MAX_SETTINGS: int = 256
+"""Largest grid (settings = product of the grid's list lengths) a sweep runs unless ``--max-settings`` raises it;
+a larger grid is refused before any work (no cache file, no output)."""
 OUTPUT_NAMES: tuple[str, ...] = ("sweep.md", "sweep.csv", "sweep_sr.png")
 """What ``--out`` receives (an existing one is replaced only with ``--overwrite``)."""
 
@@ -221,11 +224,17 @@ def _apply(name: str, raw: Any, run: dict) -> None:
     run[var.option] = var.convert(raw)
 
 
-def parse_spec(doc: Any, where: str = "spec") -> Spec:
+def parse_spec(doc: Any, where: str = "spec", max_settings: int = MAX_SETTINGS) -> Spec:
     """Check a loaded spec (see the module docstring) and expand its grid.
 
+    Args:
+        doc: the loaded YAML document.
+        where: the spec's name for messages.
+        max_settings: largest grid accepted; the grid is counted before it is expanded.
+
     Raises:
-        SweepError: one line naming the field and the fix.
+        SweepError: one line naming the field and the fix (a grid over ``max_settings`` names its size
+            and ``--max-settings``).
     """
     if not isinstance(doc, dict):
         raise SweepError(f"{where}: expected a mapping with base: and grid:")
@@ -256,6 +265,13 @@ def parse_spec(doc: Any, where: str = "spec") -> Spec:
         if len({repr(v) for v in vals}) != len(vals):
             raise SweepError(f"{where}: grid: {name}: a value is listed twice")
         axes.append((str(name), vals))
+    count = math.prod(len(v) for _, v in axes)
+    if count > max_settings:
+        sizes = " x ".join(f"{len(v)} {n}" for n, v in axes)
+        raise SweepError(
+            f"{where}: grid: {count} settings ({sizes}) exceed the limit of {max_settings}; "
+            "narrow the grid, or pass --max-settings N to run that many"
+        )
     settings = []
     names = [n for n, _ in axes]
     for combo in itertools.product(*[v for _, v in axes]):
@@ -273,8 +289,8 @@ def parse_spec(doc: Any, where: str = "spec") -> Spec:
     return Spec(limit, tuple(names), tuple(settings), ii)
 
 
-def load_spec(path: str | Path) -> Spec:
-    """Read and check a spec file.
+def load_spec(path: str | Path, max_settings: int = MAX_SETTINGS) -> Spec:
+    """Read and check a spec file (grids over ``max_settings`` settings are refused, :func:`parse_spec`).
 
     Raises:
         SweepError: missing file, invalid YAML or a bad field (one line).
@@ -287,7 +303,7 @@ def load_spec(path: str | Path) -> Spec:
         raise SweepError(f"{path}: no such spec file; give a YAML file with base: and grid: (docs/scale.md)") from None
     except YamlFileError as exc:
         raise SweepError(str(exc)) from None
-    return parse_spec(doc, str(path))
+    return parse_spec(doc, str(path), max_settings)
 
 
 # --------------------------------------------------------------------------------------- cache keys
@@ -563,6 +579,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=number_in(1, 4096, integer=True), default=None, help="Ray local with N CPUs (as eval --workers)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--overwrite", action="store_true", help="replace the table and plot of an earlier sweep in --out")
+    ap.add_argument(
+        "--max-settings",
+        type=number_in(1, 10**9, integer=True),
+        default=MAX_SETTINGS,
+        help=f"largest grid to run (default {MAX_SETTINGS}); a larger one is refused before any work",
+    )
     args = ap.parse_args(argv)
     try:
         target = parse_target(args.ray, args.workers)
@@ -571,12 +593,13 @@ def main(argv: list[str] | None = None) -> int:
     from havln_robot.paths import prepare_out_dir, refuse_overwrite
 
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, args.max_settings)
     except SweepError as exc:
         print(f"havln-robot sweep: {exc}", file=sys.stderr)
         return 2
     out = prepare_out_dir(args.out, "--out")  # before the episodes run, so their table cannot be lost
     refuse_overwrite(out, "--out", args.overwrite, names=OUTPUT_NAMES)  # nor an earlier sweep's (its episodes stay cached)
+    print(f"sweep: {plural(len(spec.settings), 'setting')} in the grid of {Path(args.spec).name}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
         rows = run_sweep(spec, target, args.quiet, log=lambda s: print(s, file=sys.stderr))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from havln_robot.quoting import QUOTE_CHARS, quote  # noqa: F401 - re-exported: text.quote is the helper to use
 from havln_robot.records import refused_before_start
 
 #: Irregular plurals of the nouns this project counts.

@@ -145,7 +145,7 @@ def test_small_checkpoint_round_trip_and_size(tmp_path, monkeypatch):
         build_policy(tmp_path / "bad.pt", vocab_path=_vocab_file(tmp_path))
     assert "\n" not in str(ei.value)
     torch.save({"format": "havln_robot.policy/1", "kind": "small", "config": {"bogus": 1}, "state_dict": {}}, tmp_path / "cfg.pt")
-    with pytest.raises(PolicyError, match="bad small-model config"):
+    with pytest.raises(PolicyError, match="config has unknown field .bogus."):
         build_policy(tmp_path / "cfg.pt", vocab_path=_vocab_file(tmp_path))
 
 

@@ -78,7 +78,7 @@ def _to_continuous(ep) -> dict:
     fwd = Rotation.from_quat(q).apply([0.0, 0.0, -1.0])
     assert fwd[0] == pytest.approx(math.cos(ep.start_yaw)) and -fwd[2] == pytest.approx(math.sin(ep.start_yaw))
     return {
-        "episode_id": 17,
+        "episode_id": f"17-{ep.episode_id}",  # unique per episode (repeated ids are refused)
         "trajectory_id": int(ep.episode_id),
         "scene_id": f"mp3d/{ep.scan}/{ep.scan}.glb",
         "start_position": hab(ep.start_position),
@@ -98,7 +98,7 @@ def test_continuous_schema_round_trips_to_the_same_map_frame(val_seen, tmp_path)
     got = load_episodes(f)
     assert len(got) == 2
     for e, c in zip(src, got, strict=True):
-        assert c.episode_id == "17" and c.scan == e.scan and c.path_ids == ()
+        assert c.episode_id == f"17-{e.episode_id}" and c.scan == e.scan and c.path_ids == ()
         assert c.start_position == pytest.approx(e.start_position, abs=1e-9)
         assert c.goal_position == pytest.approx(e.goal_position, abs=1e-9)
         assert np.allclose(c.reference_path, e.reference_path, atol=1e-9)

@@ -16,7 +16,7 @@ from havln_robot.challenge.format import PHASE1_SPLITS, FormatError
 from havln_robot.challenge.manifest import Manifest, ManifestError, default_manifest_path, load_manifest, parse_manifest_arg
 from havln_robot.challenge.pack import PackError, pack
 from havln_robot.challenge.validate import Limits, validate_zip
-from havln_robot.paths import OutputPathError, refuse_overwrite
+from havln_robot.paths import OutputPathError, os_error_text, refuse_overwrite
 from havln_robot.text import nonempty, number_in, path_arg
 
 
@@ -142,8 +142,10 @@ def pack_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    except (PackError, FormatError, OSError) as exc:
+    except (PackError, FormatError) as exc:
         return _err("pack", str(exc))
+    except OSError as exc:
+        return _err("pack", os_error_text(exc))
     print(f"wrote {out}")
     if reports:
         print(reports[0].render())
@@ -226,7 +228,7 @@ def export_main(argv: list[str]) -> int:
     except (ExportError, ManifestError, FormatError, OutputPathError) as exc:
         return _err("export", str(exc))
     except OSError as exc:
-        return _err("export", f"cannot write to {args.out_dir}: {exc.strerror or exc}")
+        return _err("export", os_error_text(exc) if exc.filename else f"cannot write to {args.out_dir}: {exc.strerror or exc}")
     if not summary.files:
         return _err("export", "no records found in the given sources")
     for line in summary.lines():

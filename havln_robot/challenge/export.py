@@ -26,7 +26,9 @@ from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, FormatError, decode_json, read_split_file, write_split_file
 from havln_robot.challenge.manifest import Manifest
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import atomic_output, input_file_problem, safe_child
+from havln_robot.quoting import quote
 from havln_robot.text import plural
 
 
@@ -92,7 +94,7 @@ class ExportSummary:
                     hint = (
                         " -- most ids are foreign to the manifest: discrete HA-R2R path_ids are not challenge ids (see docs/challenge.md)"
                     )
-                extra.append(f"{len(self.unknown[split])} id(s) not in the manifest, e.g. {self.unknown[split][0]!r}{hint}")
+                extra.append(f"{len(self.unknown[split])} id(s) not in the manifest, e.g. {quote(self.unknown[split][0])}{hint}")
             out.append(f"{path}: {plural(self.episodes[split], 'episode')}" + ("; " + "; ".join(extra) if extra else ""))
         if self.duplicates:
             out.append(
@@ -114,9 +116,9 @@ def _record(obj: Any, where: str, split: str | None, key: str | None = None) -> 
     if isinstance(eid, int) and not isinstance(eid, bool):
         eid = str(eid)
     if not isinstance(eid, str) or not eid:
-        raise ExportError(f"{where}: episode_id {eid!r} must be a non-empty string (or integer)")
+        raise ExportError(f"{where}: episode_id {quote(eid)} must be a non-empty string (or integer)")
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
-        raise ExportError(f"{where}: actions of episode {eid!r} must be a list of action strings")
+        raise ExportError(f"{where}: actions of episode {quote(eid)} must be a list of action strings")
     if split is not None:
         _check_split(split, where)
     return Record(eid, tuple(actions), split, where)
@@ -146,7 +148,9 @@ def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
     try:
         if p.stat().st_size > MAX_FILE_BYTES * 4:
             raise ExportError(f"{p}: too large for a run file")
-        data = p.read_bytes()
+        data = read_bytes_capped(p, MAX_FILE_BYTES * 4, gunzip=False)
+    except JsonFileError as exc:
+        raise ExportError(f"{exc} (a run file is at most {MAX_FILE_BYTES * 4} bytes)") from None
     except OSError as exc:
         raise ExportError(
             f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror or exc})'}; give a run file (JSON / JSON Lines)"
@@ -176,7 +180,7 @@ def read_run_file(path: str | os.PathLike[str]) -> list[Record]:
     if isinstance(eps, list):
         return [_record(e, f"{p}: episodes[{n}]", split) for n, e in enumerate(eps)]
     if isinstance(eps, dict):
-        return [_record(v, f"{p}: episode {k!r}", split, key=k) for k, v in eps.items()]
+        return [_record(v, f"{p}: episode {quote(k)}", split, key=k) for k, v in eps.items()]
     raise ExportError(f"{p}: expected a list of records or an {{episode_id: actions}} object, got {type(eps).__name__}")
 
 

@@ -30,7 +30,9 @@ from typing import Any
 
 from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError, SequenceProblem, is_action, sequence_problems
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import atomic_output, input_file_problem
+from havln_robot.quoting import QUOTE_CHARS, quote
 
 FORMAT_VERSION = 1
 """The only ``format_version`` the organisers accept (participant README, "Submission Format")."""
@@ -190,7 +192,7 @@ def decode_json(data: bytes, member: str = "") -> tuple[Any, list[Problem]]:
         return None, [Problem("encoding", f"not UTF-8 text (byte {exc.start}: {exc.reason}); save the file as UTF-8 JSON", member)]
     hook = _DuplicateKeys()
     try:
-        value = json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
+        value = json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant, parse_int=jsonio.parse_int)
     except json.JSONDecodeError as exc:
         return None, [Problem("json", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", member)]
     except RecursionError:
@@ -200,7 +202,7 @@ def decode_json(data: bytes, member: str = "") -> tuple[Any, list[Problem]]:
     if value is None:  # JSON null: valid JSON, but None here means "not usable"; say why
         return None, [Problem("schema", "the file is JSON null; it must be a JSON object (format_version, split, episodes)", member)]
     problems = [
-        Problem("duplicate-key", f"JSON key {k!r} appears more than once in one object; keep one", member)
+        Problem("duplicate-key", f"JSON key {quote(k)} appears more than once in one object; keep one", member)
         for k in dict.fromkeys(hook.duplicates)
     ]
     return value, problems
@@ -210,8 +212,10 @@ def decode_json(data: bytes, member: str = "") -> tuple[Any, list[Problem]]:
 
 
 def _id_label(value: Any) -> str:
-    s = repr(value) if not isinstance(value, str) else value
-    return s if len(s) <= 40 else s[:37] + "..."
+    """``value`` for a problem line: a string as itself, anything else as :func:`quote` gives it; bounded."""
+    if isinstance(value, str):
+        return value if len(value) <= QUOTE_CHARS else f"{value[:QUOTE_CHARS]}… ({len(value)} chars)"
+    return quote(value)
 
 
 class _Problems(list):
@@ -245,9 +249,7 @@ def _sequence_problems(actions: Any) -> list[Any]:
             )
         ]
         out += [
-            SequenceProblem(i, "literal", f"{_id_label(a)!r} is not one of {', '.join(ACTIONS)}")
-            for i, a in enumerate(head)
-            if not is_action(a)
+            SequenceProblem(i, "literal", f"{quote(a)} is not one of {', '.join(ACTIONS)}") for i, a in enumerate(head) if not is_action(a)
         ]
         return out  # the length problem first: it is the one to fix
     return sequence_problems(actions)
@@ -283,7 +285,9 @@ def parse_split_object(obj: Any, member: str = "", *, duplicate_keys: Sequence[P
     if "format_version" not in obj:
         problems.append(Problem("format-version", f'missing "format_version"; add "format_version": {FORMAT_VERSION}', member, split_s))
     elif type(fv) is not int or fv != FORMAT_VERSION:
-        problems.append(Problem("format-version", f"format_version is {fv!r}; it must be the integer {FORMAT_VERSION}", member, split_s))
+        problems.append(
+            Problem("format-version", f"format_version is {quote(fv)}; it must be the integer {FORMAT_VERSION}", member, split_s)
+        )
     extra = [k for k in obj if k not in ("format_version", "split", "episodes")]
     eps = obj.get("episodes")
     if "episodes" not in obj:
@@ -304,7 +308,7 @@ def parse_split_object(obj: Any, member: str = "", *, duplicate_keys: Sequence[P
         eps = None
     if split_s is None or eps is None:
         return None, problems.finish()
-    out = SplitFile(split_s, {}, member, [f"root.{k}" for k in extra])
+    out = SplitFile(split_s, {}, member, [f"root.{_id_label(k)}" for k in extra])
     seen_at: dict[str, int] = {}
     for n, entry in enumerate(eps):
         if not isinstance(entry, dict):
@@ -320,7 +324,7 @@ def parse_split_object(obj: Any, member: str = "", *, duplicate_keys: Sequence[P
             continue
         for k in entry:
             if k not in ("episode_id", "actions"):
-                out.extra_keys.append(f"episodes[{n}].{k}")
+                out.extra_keys.append(f"episodes[{n}].{_id_label(k)}")
         if "episode_id" not in entry:
             problems.append(Problem("episode-id", 'no "episode_id"', member, split_s, entry=n))
             continue
@@ -384,7 +388,7 @@ def coverage_problems(sf: SplitFile, manifest_ids: Iterable[str]) -> list[Proble
             problems.append(
                 Problem(
                     "episode-unknown",
-                    f"episode id {eid!r} is not in the {sf.split} manifest; use the official string ids",
+                    f"episode id {quote(eid)} is not in the {sf.split} manifest; use the official string ids",
                     sf.member,
                     sf.split,
                     _id_label(eid),
@@ -430,7 +434,9 @@ def read_split_file(path: str | os.PathLike[str], *, strict: bool = True) -> Spl
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
             raise FormatError(f"{p}: {size} bytes exceed the {MAX_FILE_BYTES}-byte limit of one prediction file")
-        data = p.read_bytes()
+        data = read_bytes_capped(p, MAX_FILE_BYTES, gunzip=False)
+    except JsonFileError as exc:
+        raise FormatError(f"{exc} (one prediction file is at most {MAX_FILE_BYTES} bytes)") from None
     except OSError as exc:
         raise FormatError(
             f"{p}: {input_file_problem(p) or f'cannot read ({exc.strerror or exc})'}; give the prediction file's path"
@@ -456,7 +462,7 @@ def split_object(split: str, episodes: Mapping[str, Sequence[str]]) -> dict[str,
     problems: list[Problem] = []
     for eid, actions in episodes.items():
         if not isinstance(eid, str) or not eid:
-            problems.append(Problem("episode-id", f"episode id {eid!r} must be a non-empty string", split=split))
+            problems.append(Problem("episode-id", f"episode id {quote(eid)} must be a non-empty string", split=split))
             continue
         for q in sequence_problems(list(actions)):
             problems.append(Problem(q.rule, q.message, split=split, episode_id=eid, index=q.index))

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from havln_robot.challenge.format import decode_json
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import data_dir
+from havln_robot.quoting import quote
 
 #: split → sha256 prefix of the official manifest (``../shared/data/ha-vln/README.md``).
 OFFICIAL_SHA256_PREFIX: dict[str, str] = {"val_seen": "632b5a47", "val_unseen": "2c9111b1"}
@@ -99,7 +101,9 @@ def load_manifest(path: str | os.PathLike[str], split: str | None = None, *, req
         size = p.stat().st_size
         if size > MAX_MANIFEST_BYTES:
             raise ManifestError(f"{p}: {size} bytes is too large for a manifest (limit {MAX_MANIFEST_BYTES})")
-        data = p.read_bytes()
+        data = read_bytes_capped(p, MAX_MANIFEST_BYTES, gunzip=False)
+    except JsonFileError as exc:
+        raise ManifestError(f"{exc} (a manifest is at most {MAX_MANIFEST_BYTES} bytes); pass --manifest {split}=PATH") from None
     except OSError as exc:
         raise ManifestError(
             f"{p}: cannot read the {split} manifest ({exc.strerror or exc}); pass --manifest {split}=PATH or set HAVLN_DATA"
@@ -117,7 +121,7 @@ def load_manifest(path: str | os.PathLike[str], split: str | None = None, *, req
     if isinstance(value, dict):
         for k, v in value.items():
             if type(v) is not int or v < 0:
-                raise ManifestError(f"{p}: baseline of episode {k!r} is {v!r}; expected a non-negative integer")
+                raise ManifestError(f"{p}: baseline of episode {quote(k)} is {quote(v)}; expected a non-negative integer")
             baseline[k] = v
         ids = tuple(value)
     elif isinstance(value, list):

@@ -16,7 +16,6 @@ word list; :func:`vocab_problem` checks it.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,8 +228,10 @@ def vocab_problem(path: str | Path) -> str | None:
     :data:`VOCAB_SPECIAL` and whose ``sha256`` field equals :func:`vocab_fingerprint` of that list.
     """
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        from havln_robot.jsonio import load_json_file
+
+        doc = load_json_file(path)
+    except (OSError, ValueError) as exc:
         return f"not readable as JSON ({exc})"
     words = doc.get("word_list") if isinstance(doc, dict) else None
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):

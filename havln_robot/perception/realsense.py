@@ -233,18 +233,22 @@ class PipelineSource:
 
     def start(self) -> None:
         # rs.pipeline.start() blocks ~15 s waiting for a missing device; enumerate first (a few ms).
-        serials = [d.get_info(rs.camera_info.serial_number) for d in rs.context().query_devices()]
+        from havln_robot.paths import scratch_home
+
+        with scratch_home():  # librealsense writes usage statistics to ~/.rum/rum.json; keep $HOME untouched
+            serials = [d.get_info(rs.camera_info.serial_number) for d in rs.context().query_devices()]
         if not serials:
             raise RuntimeError("No device connected (no RealSense on USB; check the cable and 'rs-enumerate-devices')")
         if self.serial and self.serial not in serials:
             raise RuntimeError(f"RealSense {self.serial} not found (connected: {', '.join(serials)}); fix camera_node serial_number")
-        pipe = rs.pipeline()
         cfg = rs.config()
         if self.serial:
             cfg.enable_device(self.serial)
         cfg.enable_stream(rs.stream.depth, self.depth_size[0], self.depth_size[1], rs.format.z16, self.fps)
         cfg.enable_stream(rs.stream.color, self.color_size[0], self.color_size[1], rs.format.rgb8, self.fps)
-        profile = pipe.start(cfg)
+        with scratch_home():
+            pipe = rs.pipeline()
+            profile = pipe.start(cfg)
         self._pipe, self._device = pipe, profile.get_device()
 
     def wait(self, timeout_ms: int) -> Any:
@@ -253,25 +257,33 @@ class PipelineSource:
         return self._pipe.wait_for_frames(timeout_ms)
 
     def hardware_reset(self) -> None:
-        dev = self._device
-        if dev is None:
-            devices = rs.context().query_devices()
-            for d in devices:
-                if not self.serial or d.get_info(rs.camera_info.serial_number) == self.serial:
-                    dev = d
-                    break
-        if dev is None:
-            raise RuntimeError(f"no RealSense device {self.serial or ''} to reset")
-        dev.hardware_reset()
+        from havln_robot.paths import scratch_home
+
+        with scratch_home():  # librealsense's ~/.rum statistics: written when its contexts come and go
+            dev = self._device
+            if dev is None:
+                devices = rs.context().query_devices()
+                for d in devices:
+                    if not self.serial or d.get_info(rs.camera_info.serial_number) == self.serial:
+                        dev = d
+                        break
+                del devices
+            if dev is None:
+                raise RuntimeError(f"no RealSense device {self.serial or ''} to reset")
+            dev.hardware_reset()
+            del dev
 
     def stop(self) -> None:
-        try:
-            if self._pipe is not None:
-                self._pipe.stop()
-        except RuntimeError:
-            pass
-        self._pipe = None
-        self._device = None
+        from havln_robot.paths import scratch_home
+
+        with scratch_home():  # the pipeline's context goes: librealsense writes ~/.rum statistics then
+            try:
+                if self._pipe is not None:
+                    self._pipe.stop()
+            except RuntimeError:
+                pass
+            self._pipe = None
+            self._device = None
 
 
 def _rs_intrinsics(i: Intrinsics, coeffs: list[float] | None = None) -> Any:

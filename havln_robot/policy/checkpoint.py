@@ -177,12 +177,110 @@ def detect_kind(doc: dict) -> str:
     )
 
 
+#: Allowed range of every config field, per checkpoint kind: (type, low, high), inclusive. A value
+#: outside is refused before any model is built (a bad size is an allocation error or a crash later).
+CONFIG_LIMITS: dict[str, dict[str, tuple[type, float, float]]] = {
+    "small": {
+        "views": (int, 1, 72),
+        "res": (int, 4, 512),
+        "use_rgb": (bool, 0, 1),
+        "view_dim": (int, 1, 4096),
+        "vocab_rows": (int, 2, 200_000),
+        "embedding_size": (int, 1, 4096),
+        "instr_hidden": (int, 1, 4096),
+        "hidden": (int, 1, 8192),
+        "max_steps": (int, 1, 1000),
+        "max_decisions": (int, 1, 100_000),
+        "camera_hfov_deg": (float, 0.0, 90.0),
+        "camera_vfov_deg": (float, 0.0, 90.0),
+    },
+    "cma": {
+        "vocab_rows": (int, 2, 200_000),
+        "embedding_size": (int, 1, 4096),
+        "instruction_hidden": (int, 1, 4096),
+        "bidirectional": (bool, 0, 1),
+        "rgb_output": (int, 1, 8192),
+        "depth_output": (int, 1, 8192),
+        "depth_size": (int, 1, 8192),
+        "hidden_size": (int, 1, 8192),
+        "prev_action_dim": (int, 1, 4096),
+        "num_actions": (int, 1, 64),
+    },
+}
+#: Largest instruction embedding table (``vocab_rows * embedding_size`` floats; the release: 5401 x 50).
+MAX_EMBEDDING_ELEMENTS = 50_000_000
+
+
+def check_config(kind: str, config: Any, where: str) -> dict:
+    """Check a checkpoint's ``config`` field by field against :data:`CONFIG_LIMITS` before any allocation.
+
+    Args:
+        kind: ``"small"`` or ``"cma"``.
+        config: the checkpoint's config mapping (missing fields take the dataclass defaults).
+        where: the checkpoint file, for messages.
+
+    Returns:
+        The config as a plain dict (floats for float fields given as integers).
+
+    Raises:
+        PolicyError: one line naming the file, the field, its value and the allowed range: not a
+            mapping, an unknown field, a wrong type, a value out of range, or an embedding table over
+            :data:`MAX_EMBEDDING_ELEMENTS`.
+    """
+    from havln_robot.quoting import quote
+
+    limits = CONFIG_LIMITS[kind]
+    if not isinstance(config, dict):
+        raise PolicyError(f"checkpoint {where}: config must be a mapping of {kind} hyper-parameters, got {type(config).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key not in limits:
+            raise PolicyError(f"checkpoint {where}: config has unknown field {quote(key)}; the {kind} fields are {', '.join(limits)}")
+        typ, lo, hi = limits[key]
+        if typ is bool:
+            if not isinstance(value, bool):
+                raise PolicyError(f"checkpoint {where}: config.{key} is {quote(value)}; expected true or false")
+            out[key] = value
+            continue
+        ok_type = isinstance(value, int) if typ is int else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type:
+            want = "a whole number" if typ is int else "a number"
+            raise PolicyError(f"checkpoint {where}: config.{key} is {quote(value)}; expected {want} in [{lo}, {hi}]")
+        if not lo <= value <= hi:  # NaN fails too
+            raise PolicyError(f"checkpoint {where}: config.{key} is {quote(value)}; allowed range [{lo}, {hi}]")
+        out[key] = float(value) if typ is float else int(value)
+    rows, size = out.get("vocab_rows"), out.get("embedding_size")
+    if rows is not None and size is not None and rows * size > MAX_EMBEDDING_ELEMENTS:
+        raise PolicyError(
+            f"checkpoint {where}: config.vocab_rows x config.embedding_size = {rows} x {size} exceeds "
+            f"{MAX_EMBEDDING_ELEMENTS} embedding values; not an instruction embedding of this project"
+        )
+    return out
+
+
+def check_state_values(state_dict: dict, where: str) -> None:
+    """Every state_dict key a string and every value a tensor.
+
+    Raises:
+        PolicyError: one line naming the file and the first bad key.
+    """
+    from havln_robot.quoting import quote
+
+    for k, v in state_dict.items():
+        if not isinstance(k, str):
+            raise PolicyError(f"checkpoint {where}: state_dict key {quote(k)} is not a parameter name; the file is damaged")
+        if not isinstance(v, torch.Tensor):
+            raise PolicyError(f"checkpoint {where}: state_dict[{quote(k)}] is {type(v).__name__}, not a tensor; the file is damaged")
+
+
 def load_state_strict(model: torch.nn.Module, state_dict: dict, where: str) -> None:
     """``model.load_state_dict(state_dict, strict=True)`` with a one-line error on any mismatch.
 
     Raises:
-        PolicyError: missing / unexpected keys or a shape mismatch (the first few are named).
+        PolicyError: a value that is not a tensor, missing / unexpected keys or a shape mismatch
+            (the first few are named).
     """
+    check_state_values(state_dict, where)
     own = model.state_dict()
     missing = [k for k in own if k not in state_dict]
     unexpected = [k for k in state_dict if k not in own]
@@ -275,29 +373,28 @@ def build_model(doc: dict, where: str) -> torch.nn.Module:
         :class:`~havln_robot.policy.cma.CMAModel` or :class:`~havln_robot.policy.small.SmallNet`.
 
     Raises:
-        PolicyError: see :func:`detect_kind`, :func:`load_state_strict`; a bad ``config`` entry.
+        PolicyError: see :func:`detect_kind`, :func:`load_state_strict`; a bad ``config`` field
+            (:func:`check_config`: named with its allowed range, before the model is built) or a
+            state_dict value that is not a tensor (:func:`check_state_values`).
     """
     kind = detect_kind(doc)
     if kind == "cma":
         from havln_robot.policy.cma import CMAConfig, CMAModel
 
+        check_state_values(doc["state_dict"], where)
         state, _ = map_legacy_keys(doc["state_dict"])
         if "format" in doc:
-            try:
-                cfg = CMAConfig(**doc.get("config", {}))
-            except TypeError as exc:
-                raise PolicyError(f"checkpoint {where}: bad CMA config ({exc})") from None
+            cfg = CMAConfig(**check_config("cma", doc.get("config", {}), where))
         else:
-            cfg = cma_config_from_state(state)
+            inferred = cma_config_from_state(state)
+            cfg = CMAConfig(**check_config("cma", inferred.to_dict(), f"{where} (inferred from its tensor shapes)"))
         model = CMAModel(cfg)
         load_state_strict(model, state, where)
         return model.eval()
     from havln_robot.policy.small import SmallConfig, SmallNet
 
-    try:
-        cfg = SmallConfig.from_dict(doc.get("config", {}))
-    except (TypeError, ValueError) as exc:
-        raise PolicyError(f"checkpoint {where}: bad small-model config ({exc})") from None
+    check_state_values(doc["state_dict"], where)
+    cfg = SmallConfig.from_dict(check_config("small", doc.get("config", {}), where))
     model = SmallNet(cfg)
     load_state_strict(model, doc["state_dict"], where)
     return model.eval()

@@ -18,9 +18,7 @@ released checkpoint did, so rows 5079..5400 are never used.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -29,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot import jsonio
+from havln_robot.jsonio import load_json_file
 from havln_robot.policy.api import PolicyError
 
 PAD_INDEX = 0
@@ -102,7 +101,7 @@ class Vocabulary:
         """
         p = Path(path) if path is not None else default_vocab_path()
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
+            doc = load_json_file(p)
         except FileNotFoundError:
             raise PolicyError(f"vocabulary {p} not found; set HAVLN_DATA to the HA-VLN data folder") from None
         except (OSError, ValueError) as exc:
@@ -161,8 +160,7 @@ def load_embeddings(path: str | os.PathLike[str] | None = None) -> np.ndarray:
     """
     p = Path(path) if path is not None else default_embeddings_path()
     try:
-        with gzip.open(p, "rt", encoding="utf-8") as f:
-            rows = json.load(f)
+        rows = load_json_file(p)
     except FileNotFoundError:
         raise PolicyError(f"embedding table {p} not found; set HAVLN_DATA to the HA-VLN data folder") from None
     except (OSError, ValueError, EOFError) as exc:

@@ -22,7 +22,6 @@ Definitions (HA-VLN challenge, organisers' public docs; copied in ``../shared/da
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -227,7 +226,9 @@ def load_collision_baseline(path: str | os.PathLike[str]) -> dict[str, int]:
     if why is not None:
         raise ValueError(f"collision baseline {p}: {why}; give the collision_num_<split>.json file")
     try:
-        data = json.loads(p.read_text())
+        from havln_robot.jsonio import load_json_file
+
+        data = load_json_file(p)
     except (OSError, ValueError) as exc:
         raise ValueError(f"collision baseline {p}: not readable JSON ({exc})") from None
     if not isinstance(data, dict):

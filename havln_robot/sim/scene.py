@@ -30,7 +30,6 @@ no external data (used by ``havln-robot demo`` on a fresh clone).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import pickle
@@ -599,7 +598,9 @@ class Scene:
         path = Path(path)
         name = path.name.replace("_connectivity.json", "")
         try:
-            data = json.loads(path.read_text())
+            from havln_robot.jsonio import load_json_file
+
+            data = load_json_file(path)
         except (FileNotFoundError, IsADirectoryError):
             from havln_robot.paths import input_file_problem
 
