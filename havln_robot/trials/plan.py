@@ -144,9 +144,12 @@ def load_plan(path: str | Path, name: str | None = None) -> tuple[str, str, list
     Raises:
         TrialError: unreadable file or any invalid entry (one line naming the file, row and key).
     """
+    from havln_robot.paths import input_file_problem
     from havln_robot.yamlio import YamlFileError, load_yaml_file, read_text_capped
 
     p = Path(path)
+    if p.is_dir():  # before the suffix: a folder is named as a folder (paths.input_file_problem's words)
+        raise TrialError(f"{p}: {input_file_problem(p)}; give a .yaml or .csv plan file")
     rows: list[tuple[dict[str, Any], str]] = []
     description = ""
     defaults: dict[str, Any] = {}
