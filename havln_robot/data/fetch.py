@@ -101,17 +101,16 @@ def download_deadline_s(entry: DataFile) -> float:
     return HTTP_TIMEOUT_S + entry.size / MIN_RATE_BPS
 
 
-def _write_verified(read, dest: Path, entry: DataFile, deadline_s: float, what: str) -> None:
-    """Write the bytes ``read(n)`` returns (``b""`` at the end) to ``dest`` through a temporary file,
-    replacing ``dest`` only when their sha256 matches the registry.
+def _bounded_copy(read, fh, entry: DataFile, deadline_s: float, what: str) -> str:
+    """Copy the bytes ``read(n)`` returns (``b""`` at the end) into the open binary file ``fh``,
+    within bounds; returns their sha256 (hex).
 
     Reading stops as soon as more than ``entry.size`` bytes (the size the registry records) arrived,
     or when ``deadline_s`` seconds have passed since the start: a wrong or hostile source can neither
-    fill the disk nor hold the command forever. On any failure ``dest`` (a damaged local copy)
-    stays as it was and the temporary file is removed.
+    fill the disk nor hold the command forever.
 
     Raises:
-        ValueError: more bytes than the registry's size, or a sha256 mismatch (permanent).
+        ValueError: more bytes than the registry's size (permanent).
         _TooSlow: the deadline passed.
         OSError: reading or writing failed.
     """
@@ -121,34 +120,32 @@ def _write_verified(read, dest: Path, entry: DataFile, deadline_s: float, what: 
     start = time.monotonic()
     h = hashlib.sha256()
     n = 0
-    with atomic_output(dest) as tmp, tmp.open("wb") as fh:  # the one atomic-write rule (paths.atomic_output)
-        while True:
-            if time.monotonic() - start > deadline_s:
-                raise _TooSlow(
-                    f"{what} did not arrive within {deadline_s:.0f} s ({n} of {entry.size} bytes); "
-                    "the source is too slow -- run again to resume, or choose another --mirror"
-                )
-            chunk = read(_CHUNK)
-            if not chunk:
-                break
-            n += len(chunk)
-            if n > entry.size:
-                raise ValueError(
-                    f"{what} is larger than the {entry.size} bytes the registry records for {entry.local}; "
-                    "stopped reading (not kept) -- check the --mirror"
-                )
-            h.update(chunk)
-            fh.write(chunk)
-        got = h.hexdigest()
-        if got != entry.sha256:
-            raise ValueError(f"sha256 of {what} is {got[:12]}..., expected {entry.sha256[:12]}... (not kept)")
+    while True:
+        if time.monotonic() - start > deadline_s:
+            raise _TooSlow(
+                f"{what} did not arrive within {deadline_s:.0f} s ({n} of {entry.size} bytes); "
+                "the source is too slow -- run again to resume, or choose another --mirror"
+            )
+        chunk = read(_CHUNK)
+        if not chunk:
+            return h.hexdigest()
+        n += len(chunk)
+        if n > entry.size:
+            raise ValueError(
+                f"{what} is larger than the {entry.size} bytes the registry records for {entry.local}; "
+                "stopped reading (not kept) -- check the --mirror"
+            )
+        h.update(chunk)
+        fh.write(chunk)
 
 
 def _copy_verified(src: Path, dest: Path, entry: DataFile, deadline_s: float | None = None) -> None:
-    """Copy ``src`` to ``dest`` through a temporary file next to it; replace only when the sha256 matches.
+    """Copy ``src`` to ``dest`` through a temporary file next to it (:func:`havln_robot.paths.atomic_output`);
+    replace ``dest`` only when the sha256 matches, so a damaged local copy stays until a verified one
+    exists.
 
-    At most ``entry.size`` bytes are read (a larger mirror file is refused when it passes that size,
-    not after copying it all), within ``deadline_s`` (default :func:`download_deadline_s`).
+    At most ``entry.size`` bytes are read (a larger mirror file is refused before copying, not after
+    copying it all), within ``deadline_s`` (default :func:`download_deadline_s`).
 
     Raises:
         OSError: reading or writing failed.
@@ -163,37 +160,70 @@ def _copy_verified(src: Path, dest: Path, entry: DataFile, deadline_s: float | N
                 f"the mirror's copy ({src}) has {size} bytes, more than the {entry.size} bytes the registry records "
                 f"for {entry.local}; not copied -- check the --mirror"
             )
-        _write_verified(fh.read, dest, entry, deadline, "the mirror's copy")
+        with atomic_output(dest) as tmp, tmp.open("wb") as out:
+            got = _bounded_copy(fh.read, out, entry, deadline, "the mirror's copy")
+            if got != entry.sha256:
+                raise ValueError(f"sha256 of the mirror's copy is {got[:12]}..., expected {entry.sha256[:12]}... (not kept)")
+
+
+class _BoundedDownloader:
+    """A pooch downloader (``downloader(url, output_file, pooch, check_only=False)``) that streams
+    with requests within the registry's size and an overall deadline (:func:`_bounded_copy`); pooch
+    writes into a temporary file beside the target, checks the sha256 and moves it into place."""
+
+    def __init__(self, entry: DataFile, deadline_s: float) -> None:
+        self.entry, self.deadline_s = entry, deadline_s
+
+    def __call__(self, url: str, output_file, pooch=None, check_only: bool = False) -> bool | None:  # noqa: ARG002 - pooch's protocol
+        import requests
+
+        wait = max(0.1, min(HTTP_TIMEOUT_S, self.deadline_s))
+        with requests.get(url, stream=True, timeout=(wait, wait)) as r:
+            r.raise_for_status()
+            if check_only:
+                return True
+            length = r.headers.get("Content-Length", "")
+            if length.isdigit() and int(length) > self.entry.size:
+                raise ValueError(
+                    f"the server announces {int(length)} bytes, more than the {self.entry.size} bytes the registry records "
+                    f"for {self.entry.local}; not downloaded -- check the --mirror"
+                )
+            raw = r.raw
+            read = raw.read1 if hasattr(raw, "read1") else raw.read  # read1: what has arrived, not a full chunk
+            if hasattr(output_file, "write"):
+                _bounded_copy(lambda n: read(n, decode_content=True), output_file, self.entry, self.deadline_s, "the download")
+            else:
+                with open(output_file, "wb") as fh:
+                    _bounded_copy(lambda n: read(n, decode_content=True), fh, self.entry, self.deadline_s, "the download")
+        return None
 
 
 def _download(url: str, dest: Path, entry: DataFile, deadline_s: float | None = None) -> None:
-    """Download ``url`` to ``dest`` through a temporary file next to it; replace only when the sha256 matches.
-
-    Bounded twice: at most ``entry.size`` bytes are accepted (a ``Content-Length`` above it is refused
-    before any byte is read, a body that passes it is cut), and the whole download must end within
-    ``deadline_s`` seconds (default :func:`download_deadline_s`; each wait for the server at most
-    ``min(HTTP_TIMEOUT_S, deadline_s)``), so a server that trickles bytes cannot hold the command.
+    """Download ``url`` to ``dest`` with pooch (which checks the sha256 before moving its temporary
+    file into place, so a damaged ``dest`` stays until a verified copy exists), through
+    :class:`_BoundedDownloader`: at most ``entry.size`` bytes are accepted (a ``Content-Length`` above
+    it is refused before any byte is read, a body that passes it is cut), and the whole download must
+    end within ``deadline_s`` seconds (default :func:`download_deadline_s`; each wait for the server
+    at most ``min(HTTP_TIMEOUT_S, deadline_s)``), so a server that trickles bytes cannot hold the command.
 
     Raises:
         requests.exceptions.RequestException: HTTP or network failure.
         ValueError: more bytes than the registry's size, or a sha256 mismatch.
         _TooSlow: the deadline passed.
     """
-    import requests
+    import logging
 
+    import pooch
+
+    pooch.get_logger().setLevel(logging.WARNING)  # we print our own summary, not one line per file
     deadline = download_deadline_s(entry) if deadline_s is None else deadline_s
-    wait = max(0.1, min(HTTP_TIMEOUT_S, deadline))
-    with requests.get(url, stream=True, timeout=(wait, wait)) as r:
-        r.raise_for_status()
-        length = r.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > entry.size:
-            raise ValueError(
-                f"the server announces {int(length)} bytes, more than the {entry.size} bytes the registry records "
-                f"for {entry.local}; not downloaded -- check the --mirror"
-            )
-        raw = r.raw
-        read = raw.read1 if hasattr(raw, "read1") else raw.read  # read1: what has arrived, not a full chunk
-        _write_verified(lambda n: read(n, decode_content=True), dest, entry, deadline, "the download")
+    pooch.retrieve(
+        url,
+        known_hash=f"sha256:{entry.sha256}",
+        fname=dest.name,
+        path=dest.parent,
+        downloader=_BoundedDownloader(entry, deadline),
+    )
 
 
 def _why(exc: BaseException) -> str:
