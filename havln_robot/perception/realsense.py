@@ -233,22 +233,22 @@ class PipelineSource:
 
     def start(self) -> None:
         # rs.pipeline.start() blocks ~15 s waiting for a missing device; enumerate first (a few ms).
-        from havln_robot.paths import scratch_home
-
-        with scratch_home():  # librealsense writes usage statistics to ~/.rum/rum.json; keep $HOME untouched
-            serials = [d.get_info(rs.camera_info.serial_number) for d in rs.context().query_devices()]
+        # librealsense (>= 2.57) writes its usage statistics to ~/.rum/rum.json here and at pipeline
+        # start/stop, with no switch to stop it. doctor points $HOME elsewhere for its one-shot check
+        # (paths.scratch_home); a node must not: $HOME is process-wide, and the other nodes of a
+        # bringup process resolve their stores and logs from it at the same time (docs/perception.md).
+        serials = [d.get_info(rs.camera_info.serial_number) for d in rs.context().query_devices()]
         if not serials:
             raise RuntimeError("No device connected (no RealSense on USB; check the cable and 'rs-enumerate-devices')")
         if self.serial and self.serial not in serials:
             raise RuntimeError(f"RealSense {self.serial} not found (connected: {', '.join(serials)}); fix camera_node serial_number")
+        pipe = rs.pipeline()
         cfg = rs.config()
         if self.serial:
             cfg.enable_device(self.serial)
         cfg.enable_stream(rs.stream.depth, self.depth_size[0], self.depth_size[1], rs.format.z16, self.fps)
         cfg.enable_stream(rs.stream.color, self.color_size[0], self.color_size[1], rs.format.rgb8, self.fps)
-        with scratch_home():
-            pipe = rs.pipeline()
-            profile = pipe.start(cfg)
+        profile = pipe.start(cfg)
         self._pipe, self._device = pipe, profile.get_device()
 
     def wait(self, timeout_ms: int) -> Any:
@@ -257,33 +257,25 @@ class PipelineSource:
         return self._pipe.wait_for_frames(timeout_ms)
 
     def hardware_reset(self) -> None:
-        from havln_robot.paths import scratch_home
-
-        with scratch_home():  # librealsense's ~/.rum statistics: written when its contexts come and go
-            dev = self._device
-            if dev is None:
-                devices = rs.context().query_devices()
-                for d in devices:
-                    if not self.serial or d.get_info(rs.camera_info.serial_number) == self.serial:
-                        dev = d
-                        break
-                del devices
-            if dev is None:
-                raise RuntimeError(f"no RealSense device {self.serial or ''} to reset")
-            dev.hardware_reset()
-            del dev
+        dev = self._device
+        if dev is None:
+            devices = rs.context().query_devices()
+            for d in devices:
+                if not self.serial or d.get_info(rs.camera_info.serial_number) == self.serial:
+                    dev = d
+                    break
+        if dev is None:
+            raise RuntimeError(f"no RealSense device {self.serial or ''} to reset")
+        dev.hardware_reset()
 
     def stop(self) -> None:
-        from havln_robot.paths import scratch_home
-
-        with scratch_home():  # the pipeline's context goes: librealsense writes ~/.rum statistics then
-            try:
-                if self._pipe is not None:
-                    self._pipe.stop()
-            except RuntimeError:
-                pass
-            self._pipe = None
-            self._device = None
+        try:
+            if self._pipe is not None:
+                self._pipe.stop()
+        except RuntimeError:
+            pass
+        self._pipe = None
+        self._device = None
 
 
 def _rs_intrinsics(i: Intrinsics, coeffs: list[float] | None = None) -> Any:
