@@ -226,7 +226,7 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    floor = scene.floor_index(ep.start_position[2])
+    floor = scene.floor_at(*ep.start_position)  # the floor holding the start (not the nearest in height: split levels)
     fig, ax = plt.subplots(figsize=(8, 8.6), dpi=110, layout="constrained")
     ax.set_facecolor(_WALL_COLOR)  # everything that is not free space is wall / no floor
     geom = scene.floors[floor].free

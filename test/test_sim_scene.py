@@ -160,3 +160,19 @@ def test_free_disc_certifies_what_first_contact_and_support_answer(val_seen, hav
     mx, my = (ramp.a[0] + ramp.b[0]) / 2, (ramp.a[1] + ramp.b[1]) / 2
     s = scene.support(mx, my, (ramp.a[2] + ramp.b[2]) / 2)
     assert s is not None and s.kind == "ramp" and scene.free_disc(s, r, mx, my, 0.5) == 0.0
+
+
+def test_the_floor_at_a_start_holds_it_where_the_nearest_in_height_does_not(val_seen, havln_data):
+    """Split levels: episode 5593's start (z -0.34) is nearer in height to floor 1 (z -0.45) than to
+    the floor 2 (z -0.01) whose free space holds it; the demo's top-down map drew floor 1, so the
+    robot stood on "wall / no floor". The map's floor (Scene.floor_at) holds every val_seen start."""
+    scenes: dict[str, Scene] = {}
+    nearest_in_height_misses = []
+    for ep in val_seen:
+        scene = scenes.setdefault(ep.scan, Scene.load(ep.scan, havln_data / "connectivity"))
+        x, y, z = ep.start_position
+        k = scene.floor_at(x, y, z)
+        assert scene.floors[k].free.buffer(1e-6).contains(shapely.Point(x, y)), (ep.episode_id, k)
+        if not scene.floors[scene.floor_index(z)].free.buffer(1e-6).contains(shapely.Point(x, y)):
+            nearest_in_height_misses.append(ep.episode_id)
+    assert "5593" in nearest_in_height_misses  # the case the map showed

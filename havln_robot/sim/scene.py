@@ -760,8 +760,19 @@ class Scene:
 
     # ------------------------------------------------------------------ queries
     def floor_index(self, z: float) -> int:
-        """Index of the floor whose height is nearest to ``z`` (m)."""
+        """Index of the floor whose height is nearest to ``z`` (m). Height alone: on split levels a
+        neighbouring floor can be nearer in z than the one under a point; :meth:`floor_at` asks
+        which floor's free space holds the point."""
         return int(np.argmin(np.abs(self._floor_z - z)))
+
+    def floor_at(self, x: float, y: float, z: float) -> int:
+        """Index of the floor under map (x, y) (m) for a body at height ``z`` (m): the floor whose own
+        free space holds the point (:meth:`support`); on a flight or off the free space, the floor
+        nearest in height (:meth:`floor_index`)."""
+        s = self.support(x, y, z)
+        if s is not None and s.kind == "floor":
+            return int(s.index)
+        return self.floor_index(z)
 
     def support(
         self, x: float, y: float, z_hint: float, prefer: Support | None = None, heading: tuple[float, float] | None = None

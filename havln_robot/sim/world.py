@@ -189,8 +189,9 @@ class World:
 
     @property
     def floor(self) -> int:
-        """Index of the floor nearest to the robot's height."""
-        return self.scene.floor_index(self._z)
+        """Index of the floor the robot stands on (its support); on a flight, the floor nearest to its height."""
+        s = self._support
+        return int(s.index) if s is not None and s.kind == "floor" else self.scene.floor_index(self._z)
 
     def human_positions(self) -> np.ndarray:
         """(M, 3) people positions (map frame, m) at the current sim time."""
