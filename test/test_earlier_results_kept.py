@@ -263,17 +263,17 @@ def test_swap_in_folder_replaces_an_earlier_folder_only_at_the_end(tmp_path: Pat
 # --- data fetch: a damaged local file is replaced only by a verified copy; bounded sources -------
 
 
-def _challenge_mirror(tmp_path: Path) -> Path:
-    import os
+def _challenge_mirror(tmp_path: Path, havln_data: Path) -> Path:
+    """A mirror folder holding the real challenge files (their sha256 are the registry's)."""
     import shutil
 
     m = tmp_path / "m"
-    shutil.copytree(Path(os.environ["HAVLN_DATA"]) / "challenge", m / "challenge")
+    shutil.copytree(havln_data / "challenge", m / "challenge")
     return m
 
 
-def test_failed_fetch_keeps_the_damaged_local_file(tmp_path: Path, capsys) -> None:
-    m, d = _challenge_mirror(tmp_path), tmp_path / "d"
+def test_failed_fetch_keeps_the_damaged_local_file(tmp_path: Path, capsys, havln_data) -> None:
+    m, d = _challenge_mirror(tmp_path, havln_data), tmp_path / "d"
     assert cli_main(["data", "fetch", "--dest", str(d), "--mirror", str(m), "--only", "challenge"]) == 0
     local = d / "challenge" / "collision_num_val_seen.json"
     local.write_text("x\n")
@@ -286,13 +286,13 @@ def test_failed_fetch_keeps_the_damaged_local_file(tmp_path: Path, capsys) -> No
     assert sorted(p.name for p in local.parent.iterdir()) == ["collision_num_val_seen.json", "collision_num_val_unseen.json"]
 
 
-def test_fetch_reads_no_more_than_the_registry_size(tmp_path: Path, capsys) -> None:
+def test_fetch_reads_no_more_than_the_registry_size(tmp_path: Path, capsys, havln_data) -> None:
     """A mirror file far larger than the registry says: refused at once, never copied whole into --dest."""
     import os
 
     from havln_robot.data.registry import select
 
-    m, d = _challenge_mirror(tmp_path), tmp_path / "d"
+    m, d = _challenge_mirror(tmp_path, havln_data), tmp_path / "d"
     big = m / "challenge" / "collision_num_val_seen.json"
     os.truncate(big, 3 << 30)  # sparse: 3 GB that take no disk
     entry = next(e for e in select(["challenge"]) if e.local == "challenge/collision_num_val_seen.json")

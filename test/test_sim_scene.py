@@ -102,7 +102,7 @@ def test_cache_round_trip(tmp_path, havln_data):
 
 
 def test_missing_or_bad_connectivity_names_the_file(tmp_path):
-    with pytest.raises(SceneError, match="no connectivity file for scan 'nope'"):
+    with pytest.raises(SceneError, match=r"scan 'nope': connectivity file .*nope_connectivity\.json: not found; pass --connectivity"):
         Scene.load("nope", tmp_path)
     bad = tmp_path / "bad_connectivity.json"
     bad.write_text('[{"image_id": "a", "included": true}]')
