@@ -405,20 +405,36 @@ def _reference_length(e: dict, where: str, scan: str, path_ids: list[str], conne
     return d
 
 
+def _unique_ids(p: Path, entries: list, key: str, noun: str) -> None:
+    """Refuse a file whose entries repeat an id (``key``: R2R ``path_id`` / VLN-CE ``episode_id``),
+    over the WHOLE file whatever ``--limit`` is: a file that repeats one is the wrong file, and
+    results keyed by id would lose one of the two. Entries whose id is missing or mistyped are
+    left to the entry's own check.
+
+    Raises:
+        EpisodeError: naming both entries.
+    """
+    seen: dict[str, int] = {}
+    for i, e in enumerate(entries):
+        eid = e.get(key) if isinstance(e, dict) else None
+        if not isinstance(eid, (int, str)) or isinstance(eid, bool):
+            continue
+        if str(eid) in seen:
+            raise EpisodeError(
+                f"{p.name} {noun} {i}: {key} {eid!r} repeats {noun} {seen[str(eid)]}; episode ids must be unique -- keep one of the two"
+            )
+        seen[str(eid)] = i
+
+
 def _discrete(p: Path, data: list, connectivity_dir, limit, instruction_index) -> list[Episode]:
     out: list[Episode] = []
-    seen: dict[str, int] = {}
+    _unique_ids(p, data, "path_id", "entry")
     for i, e in enumerate(data):
         if limit is not None and len(out) >= limit:
             break
         where = f"{p.name} entry {i}"
         scan = _need(e, "scan", str, where, "give the Matterport3D scan id")
         pid = _need(e, "path_id", (int, str), where)
-        if str(pid) in seen:
-            raise EpisodeError(
-                f"{where}: path_id {pid!r} repeats entry {seen[str(pid)]}; episode ids must be unique -- keep one of the two entries"
-            )
-        seen[str(pid)] = i
         where = f"{p.name} entry {i} (path_id {pid})"
         path_ids = _need(e, "path", list, where, "give the list of viewpoint ids")
         if len(path_ids) < 1 or not all(isinstance(v, str) for v in path_ids):
@@ -489,17 +505,12 @@ def _continuous(p: Path, episodes, limit) -> list[Episode]:
     if not isinstance(episodes, list):
         raise EpisodeError(f"{p.name}: field 'episodes' must be a list")
     out: list[Episode] = []
-    seen: dict[str, int] = {}
+    _unique_ids(p, episodes, "episode_id", "episode")
     for i, e in enumerate(episodes):
         if limit is not None and len(out) >= limit:
             break
         where = f"{p.name} episode {i}"
         eid = _need(e, "episode_id", (int, str), where)
-        if str(eid) in seen:
-            raise EpisodeError(
-                f"{where}: episode_id {eid!r} repeats episode {seen[str(eid)]}; episode ids must be unique -- keep one of the two"
-            )
-        seen[str(eid)] = i
         where = f"{p.name} episode {i} (episode_id {eid})"
         scene_id = _need(e, "scene_id", str, where, 'give "mp3d/<scan>/<scan>.glb"')
         scan = Path(scene_id).stem

@@ -240,6 +240,7 @@ def check_out_file(
     inputs: tuple[str | os.PathLike[str], ...] = (),
     atomic: bool = False,
     overwrite: bool | None = None,
+    example: str = "out.json",
 ) -> Path:
     """Check that the output file ``path`` can be written and is not one of ``inputs``, before any work.
 
@@ -258,7 +259,7 @@ def check_out_file(
     if len(p.name.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
         raise OutputPathError(f"{flag} {str(p)[:60]}...: the file name is longer than {MAX_COMPONENT_BYTES} bytes; choose a shorter name")
     if p.is_dir():
-        raise OutputPathError(f"{flag} {p}: is a folder; give a file name, e.g. {p / 'out.json'}")
+        raise OutputPathError(f"{flag} {p}: is a folder; give a file name, e.g. {p / example}")
     for i in inputs:
         if Path(i).exists() and p.exists() and p.resolve() == Path(i).resolve():
             raise OutputPathError(f"{flag} {p}: is also an input; writing it would destroy the input -- choose another name")

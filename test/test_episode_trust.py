@@ -65,6 +65,12 @@ def test_duplicate_path_ids_are_refused(tmp_path):
         _load(tmp_path, [_entry(7), _entry(8), _entry(7)])
 
 
+def test_duplicate_ids_are_refused_whatever_the_limit(tmp_path):
+    """--limit 1 stopped the checks at the first entry: a file repeating an id ran (a re-check found it)."""
+    with pytest.raises(EpisodeError, match=r"eps.json entry 1: path_id 7 repeats entry 0"):
+        _load(tmp_path, [_entry(7), _entry(7)], limit=1)
+
+
 def test_duplicate_continuous_episode_ids_are_refused(tmp_path):
     ep = {
         "episode_id": 3,
@@ -78,6 +84,8 @@ def test_duplicate_continuous_episode_ids_are_refused(tmp_path):
     f.write_text(json.dumps({"episodes": [ep, dict(ep, episode_id=4), ep]}))
     with pytest.raises(EpisodeError, match=r"c.json episode 2: episode_id 3 repeats episode 0"):
         load_episodes(f)
+    with pytest.raises(EpisodeError, match=r"c.json episode 2: episode_id 3 repeats episode 0"):
+        load_episodes(f, limit=1)
 
 
 @pytest.mark.parametrize(

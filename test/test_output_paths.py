@@ -222,3 +222,13 @@ def test_atomic_outputs_never_replace_a_device_or_pipe(tmp_path, capsys):
             st.backup(fifo, overwrite=True)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the pipe was replaced by a file"
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_folder_given_as_an_output_file_suggests_a_name_of_the_right_kind(tmp_path, capsys):
+    """pack -o FOLDER suggested 'FOLDER/out.json' for a zip (a re-check found it)."""
+    from havln_robot.cli import main as top_main
+
+    (tmp_path / "z").mkdir()
+    assert top_main(["pack", str(tmp_path), "-o", str(tmp_path / "z")]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "submission.zip" in err and "out.json" not in err

@@ -126,7 +126,7 @@ def test_export_takes_only_finished_trials_and_names_the_ones_left_out(tmp_path,
     notes: list[str] = []
     recs = trial_records(db, split="val_seen", notes=notes)
     assert [(r.episode_id, len(r.actions)) for r in recs] == [("1", 11), ("2", 2)]
-    assert len(notes) == 1 and "left out 2 trials" in notes[0] and "aborted: 2" in notes[0] and "running: 4" in notes[0]
+    assert len(notes) == 1 and "left out 2 trials" in notes[0] and "aborted: trial id 2" in notes[0] and "running: trial id 4" in notes[0]
     assert top_main(["export", "--trials", str(db), "--split", "val_seen", "--out-dir", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "left out 2 trials" in err
@@ -221,3 +221,32 @@ def test_backup_to_a_full_disk_names_the_target_not_the_store(tmp_path, how):
     msg = str(ei.value)
     assert msg.startswith(f"{dst}: disk full") and f"disk of {dst.parent}" in msg and "\n" not in msg
     assert not dst.exists() and list(dst.parent.iterdir()) == []
+
+
+def test_add_step_ignores_seq_and_names_unknown_fields(tmp_path):
+    """A mapping with 'seq' was a TypeError although seq is documented as ignored; an unknown key
+    was a TypeError too (a re-check found both)."""
+    from havln_robot.trials.store import TrialError, TrialStore
+
+    with TrialStore(tmp_path / "t.db", writer=True) as st:
+        t = st.start_trial("sim", region="office")
+        s = st.add_step(t.id, {"seq": 41, "stamp": 0.0, "action": "STOP"})
+        assert s.seq == 0
+        with pytest.raises(TrialError, match=r"step: unknown field\(s\) speed"):
+            st.add_step(t.id, {"stamp": 0.0, "action": "STOP", "speed": 1})
+
+
+def test_a_report_that_writes_nothing_leaves_no_folder_it_made(tmp_path, capsys):
+    """A failed report said --out 'was left as it was' but left the empty folder it had made."""
+    from havln_robot.trials.report import main as report_main
+
+    db = tmp_path / "t.db"
+    assert top_main(["trial", "--db", str(db), "start", "--region", "office"]) == 0
+    assert top_main(["trial", "--db", str(db), "end", "--success", "--ne", "1"]) == 0
+    out = tmp_path / "new_report"
+    assert report_main(["--db", str(db), "--out", str(out), "--campaign", "nosuch"]) == 2
+    assert not out.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert report_main(["--db", str(db), "--out", str(kept), "--campaign", "nosuch"]) == 2
+    assert kept.is_dir()  # a folder the user had stays

@@ -111,7 +111,7 @@ def pack_main(argv: list[str]) -> int:
 
     inputs = [Path(i) for i in args.inputs]
     inputs += [d / f"{s}.json" for d in inputs if d.is_dir() for s in PHASE1_SPLITS]
-    check_out_file(args.out, "-o", inputs=tuple(inputs), atomic=True, overwrite=args.overwrite)
+    check_out_file(args.out, "-o", inputs=tuple(inputs), atomic=True, overwrite=args.overwrite, example="submission.zip")
     manifests = None
     if not args.no_validate:
         try:

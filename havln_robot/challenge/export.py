@@ -231,7 +231,10 @@ def trial_records(
         raise ExportError(str(exc)) from None
     if left and notes is not None:
         n = sum(map(len, left.values()))
-        why = "; ".join(f"{state}: {', '.join(map(str, ids[:10]))}{' ...' if len(ids) > 10 else ''}" for state, ids in left.items())
+        why = "; ".join(
+            f"{state}: trial {'id' if len(ids) == 1 else 'ids'} {', '.join(map(str, ids[:10]))}{' ...' if len(ids) > 10 else ''}"
+            for state, ids in left.items()
+        )
         notes.append(
             f"left out {plural(n, 'trial')} not finished or aborted ({why}) -- only finished trials are predictions; "
             "end a running one (havln-robot trial end) to export it"

@@ -124,7 +124,7 @@ def _bounded_copy(read, fh, entry: DataFile, deadline_s: float, what: str) -> st
         if time.monotonic() - start > deadline_s:
             raise _TooSlow(
                 f"{what} did not arrive within {deadline_s:.0f} s ({n} of {entry.size} bytes); "
-                "the source is too slow -- run again to resume, or choose another --mirror"
+                "the source is too slow -- run again to retry (files already fetched are kept), or choose another --mirror"
             )
         chunk = read(_CHUNK)
         if not chunk:

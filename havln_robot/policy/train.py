@@ -224,7 +224,7 @@ def _run(args, log, argv) -> int:
     if args.views < 2:
         raise ValueError(f"--views must be >= 2 for the panoramic model, got {args.views}")
     # before hours of training: the checkpoint can be written, and replaces an earlier one only with --overwrite
-    check_out_file(args.out, "--out", inputs=(args.train, args.val), atomic=True, overwrite=args.overwrite)
+    check_out_file(args.out, "--out", inputs=(args.train, args.val), atomic=True, overwrite=args.overwrite, example="model.pt")
     refuse_overwrite(Path(args.out).with_suffix(".json"), "--out", args.overwrite)
     torch.set_num_threads(max(1, args.threads))
     torch.manual_seed(args.seed)

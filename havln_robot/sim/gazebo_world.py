@@ -176,7 +176,7 @@ def main(argv: list[str]) -> int:
     from havln_robot.sim.mesh_scene import load_scene, scene_mesh_path
     from havln_robot.sim.scene import SceneError
 
-    check_out_file(args.out, "--out", inputs=tuple(p for p in (args.episodes,) if p))
+    check_out_file(args.out, "--out", inputs=tuple(p for p in (args.episodes,) if p), example="world.sdf")
     try:
         scene = load_scene(args.scan, args.connectivity, args.scenes, up=args.scenes_up)
         mesh = scene_mesh_path(args.scenes, args.scan) if args.scenes else None

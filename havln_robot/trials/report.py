@@ -21,6 +21,7 @@ trials are listed but excluded (their count is printed next to the table).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as _dt
 import math
@@ -509,8 +510,19 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     from havln_robot.paths import prepare_out_dir, refuse_overwrite
 
+    created = not Path(a.out).exists()  # a folder this run makes is removed again when it writes nothing
     prepare_out_dir(a.out, "--out")
     refuse_overwrite(a.out, "--out", a.overwrite, names=REPORT_NAMES)
+    try:
+        return _report(a)
+    finally:
+        if created:
+            with contextlib.suppress(OSError):
+                Path(a.out).rmdir()  # only when empty: a written report stays
+
+
+def _report(a: argparse.Namespace) -> int:
+    """The work of :func:`main` once ``--out`` is checked; returns the exit code."""
     try:
         db, _ = store_path(a)
         with open_store(db, readonly=True) as st:

@@ -989,7 +989,18 @@ class TrialStore:
         Raises:
             TrialError: no such trial, the trial is finished, or ``action`` is not a literal.
         """
-        s = step if isinstance(step, Step) else Step(seq=0, **dict(step))
+        if isinstance(step, Step):
+            s = step
+        else:
+            given = {k: v for k, v in dict(step).items() if k != "seq"}  # seq is the store's to give
+            known = {f.name for f in fields(Step)}
+            unknown = sorted(map(str, set(given) - known))
+            if unknown:
+                raise TrialError(f"step: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known - {'seq'}))}")
+            try:
+                s = Step(seq=0, **given)
+            except TypeError as exc:
+                raise TrialError(f"step: {exc}") from None
         if not is_action(s.action):
             raise TrialError(f"step action: {s.action!r} is not one of {', '.join(ACTIONS)}")
         with self._tx() as db:
