@@ -50,3 +50,17 @@ def test_yaml_ids_may_be_integers_and_csv_optional_blank_cells_stay_empty(tmp_pa
     c = tmp_path / "p.csv"
     c.write_text("region,people,instruction\noffice,0,\n")
     assert load_plan(c)[2][0].instruction in ("", None)
+
+
+def test_a_refused_plan_creates_no_store(tmp_path, capsys):
+    """`trial plan BAD` opened (and so created) the store before reading the plan: a refused plan
+    left an empty default store behind (found through test_user_paths under the full suite)."""
+    from havln_robot.cli import main as top_main
+
+    db = tmp_path / "t.db"
+    (tmp_path / "adir").mkdir()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("region,region\noffice,kitchen\n")
+    for plan in (tmp_path / "adir", bad, tmp_path / "missing.yaml"):
+        assert top_main(["trial", "--db", str(db), "plan", str(plan)]) == 2
+        assert not db.exists(), plan

@@ -80,7 +80,8 @@ def _pick_campaign(st: TrialStore, name: str | None) -> str:
 def _cmd_plan(st: TrialStore, a: argparse.Namespace) -> int:
     from havln_robot.trials.plan import load_plan
 
-    name, desc, planned = load_plan(a.file, a.name)
+    # main reads the plan before it opens (or creates) the store: a refused plan creates nothing
+    name, desc, planned = a.plan if getattr(a, "plan", None) is not None else load_plan(a.file, a.name)
     st.import_plan(name, planned, source=str(Path(a.file).resolve()), description=desc)
     return _cmd_next(st, argparse.Namespace(campaign=name))
 
@@ -464,6 +465,10 @@ def main(argv: list[str] | None = None, mcap: McapParts | None = None) -> int:
         if a.cmd == "recover-bag":
             return _cmd_recover_bag(a)
         db, where = store_path(a)
+        if a.cmd == "plan":  # the plan is checked before the store is opened (or created)
+            from havln_robot.trials.plan import load_plan
+
+            a.plan = load_plan(a.file, a.name)
         if a.cmd in (*_READERS, "end") and not db.is_file():
             # reading commands never create a store: a mistyped --db would look like an empty campaign
             why = input_file_problem(db, missing="no trial store there")
