@@ -250,3 +250,37 @@ def test_a_report_that_writes_nothing_leaves_no_folder_it_made(tmp_path, capsys)
     kept.mkdir()
     assert report_main(["--db", str(db), "--out", str(kept), "--campaign", "nosuch"]) == 2
     assert kept.is_dir()  # a folder the user had stays
+
+
+EVIL_NOTES = "chair\x1b[2J moved\nby | bob"
+
+
+def test_notes_are_shown_by_next_start_show_and_the_report(tmp_path, capsys):
+    """``trial start --notes`` stored the notes but nothing showed them: not trial show, not trial next
+    (a plan row's notes), not report.md nor trials.csv. They are shown now, escaped like all free text."""
+    import csv
+
+    from havln_robot.trials.store import PlannedTrial, TrialStore
+
+    db = tmp_path / "n.db"
+    with TrialStore(db) as st:
+        st.import_plan("c", [PlannedTrial(seq=0, platform="go2", region="office", notes="bring\x1b[31m the chair")])
+    assert cli.main(["--db", str(db), "next"]) == 0
+    out = capsys.readouterr().out
+    assert _no_controls(out) and "notes: bring\\x1b[31m the chair" in out
+    assert cli.main(["--db", str(db), "start", "--region", "office", "--notes", EVIL_NOTES]) == 0
+    out = capsys.readouterr().out
+    assert _no_controls(out) and "notes: chair\\x1b[2J moved\\nby | bob" in out
+    assert cli.main(["--db", str(db), "end", "--failure", "--reason", "lost"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--db", str(db), "show", "1"]) == 0
+    out = capsys.readouterr().out
+    assert _no_controls(out) and "notes: chair\\x1b[2J moved\\nby | bob" in out
+    assert top_main(["report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| id |"))
+    row = next(line for line in md.splitlines() if line.startswith("| 1 |"))
+    assert head.rstrip(" |").endswith("notes") and row.rstrip(" |").endswith("chair\\x1b[2J moved\\nby \\| bob")
+    with open(tmp_path / "r" / "trials.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[0]["notes"].startswith("chair") and rows[0]["notes"].endswith("by | bob")

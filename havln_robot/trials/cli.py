@@ -61,9 +61,10 @@ def _fmt_m(v: float | None) -> str:
 def _planned_line(p: PlannedTrial) -> str:
     goal = f" goal=({p.goal_x:g}, {p.goal_y:g}) [{p.goal_frame}]" if p.goal_x is not None else ""
     inst = f" ({terminal_safe(p.instance)})" if p.instance else ""
+    notes = f"\n    notes: {terminal_safe(p.notes)}" if p.notes else ""
     return (
         f"#{p.seq + 1} {p.platform} {terminal_safe(short_label(p.region))}{inst}, people={p.people_present}{goal}\n"
-        f"    instruction: {terminal_safe(p.instruction or '-')}"
+        f"    instruction: {terminal_safe(p.instruction or '-')}{notes}"
     )
 
 
@@ -137,6 +138,8 @@ def _cmd_start(st: TrialStore, a: argparse.Namespace) -> int:
     print(f"trial {t.id} started: {t.platform} {short_label(t.region)}, people={t.people_present}")
     if t.instruction:
         print(f"  instruction: {terminal_safe(t.instruction)}")
+    if t.notes:
+        print(f"  notes: {terminal_safe(t.notes)}")
     print("  end it with: havln-robot trial end --success|--failure|--abort [--reason ...]")
     return 0
 
@@ -192,6 +195,7 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
         ("instruction", t.instruction or "-"),
         ("goal", f"({t.goal_x:g}, {t.goal_y:g}) in {t.goal_frame}, radius {t.goal_radius:g} m" if t.goal_known else "unknown"),
         ("operator", t.operator or "-"),
+        ("notes", t.notes or "-"),
         ("episode / scan", f"{t.episode_id or '-'} / {t.scan or '-'}"),
         ("started", _fmt_time(t.started)),
         ("finished", f"{_fmt_time(t.finished)} ({t.end_reason or '-'})"),

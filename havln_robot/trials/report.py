@@ -320,7 +320,7 @@ def _write_report_files(
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
             "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path",
-            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile"]  # fmt: skip
+            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile", "notes"]  # fmt: skip
     with atomic_output(files["trials_csv"]) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
@@ -333,7 +333,7 @@ def _write_report_files(
                         "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, t.goal_frame or "",
                         "" if t.campaign_id is None else t.campaign_id, t.mcap_path,
                         t.state, int(sr_success(t, s.collisions_human)) if t.outcome in ("success", "failure") else "",
-                        int(t.verdict_forced), t.policy, t.checkpoint, t.checkpoint_sha256, t.software, t.profile])  # fmt: skip
+                        int(t.verdict_forced), t.policy, t.checkpoint, t.checkpoint_sha256, t.software, t.profile, t.notes])  # fmt: skip
 
     # PNG ------------------------------------------------------------------------------------------
     files["success_png"] = out / "success_by_region.png"
@@ -452,6 +452,7 @@ def _write_report_files(
                 "path (m)",
                 "reason",
                 "policy",
+                "notes",
             ],
             [
                 [
@@ -467,6 +468,7 @@ def _write_report_files(
                     f"{s.path_length_m:.1f}",
                     s.trial.reason or "",
                     (s.trial.policy or "–") + (f" ({s.trial.checkpoint_sha256[:8]})" if s.trial.checkpoint_sha256 else ""),
+                    s.trial.notes,
                 ]
                 for s in summaries
             ],
