@@ -1067,10 +1067,13 @@ def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) ->
             for row in rows:
                 fh.write(jsonio.dumps(row) + "\n")
         if rows:
+            from havln_robot.text import csv_text
+
             with atomic_output(stage / "results.csv") as tmp, tmp.open("w", newline="") as fh:
                 wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
                 wr.writeheader()
-                wr.writerows(rows)
+                # text cells (episode id, scan: from the episodes file) through the one CSV rule; numbers as they are
+                wr.writerows({k: csv_text(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
         with atomic_output(stage / "actions.json") as tmp:
             jsonio.write(tmp, actions, newline=False)
         with atomic_output(stage / "summary.json") as tmp:

@@ -51,7 +51,7 @@ import numpy as np
 from havln_robot import eval as ev
 from havln_robot import jsonio
 from havln_robot.paths import atomic_output, save_figure, staged_output_dir
-from havln_robot.text import nonempty, number_in, path_arg, plural
+from havln_robot.text import csv_text, md_cell, nonempty, number_in, path_arg, plural
 
 Z95: float = 1.959963984540054
 """Standard normal quantile of 0.975 (two-sided 95 % intervals)."""
@@ -426,7 +426,7 @@ def markdown_table(spec: Spec, rows: list[dict]) -> str:
     head = list(spec.swept) + ["n"] + [f"{label}{f' ({u})' if u else ''}" for _k, label, _s, u in _COLS]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
-        cells = [str(v) for _k, v in r["setting"].values] + [str(r["n"])] + [_fmt(r, k, s) for k, _l, s, _u in _COLS]
+        cells = [md_cell(v) for _k, v in r["setting"].values] + [str(r["n"])] + [_fmt(r, k, s) for k, _l, s, _u in _COLS]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -440,7 +440,8 @@ def write_csv(path: Path, spec: Spec, rows: list[dict]) -> None:
         wr = csv.writer(fh)
         wr.writerow(list(spec.swept) + keys)
         for r in rows:
-            wr.writerow([v for _k, v in r["setting"].values] + [r[k] for k in keys])
+            # a swept value is text from the spec (a policy spec, an episodes file): the one CSV rule (text.csv_text)
+            wr.writerow([csv_text(v) if isinstance(v, str) else v for _k, v in r["setting"].values] + [r[k] for k in keys])
 
 
 def plot(path: Path, spec: Spec, rows: list[dict], title: str) -> None:

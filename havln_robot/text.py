@@ -1,4 +1,5 @@
-"""Small helpers for user-facing text (counts with the right plural, command-line numbers)."""
+"""Small helpers for user-facing text (counts with the right plural, command-line numbers, untrusted
+text made safe for a terminal, a Markdown cell or a CSV cell)."""
 
 from __future__ import annotations
 
@@ -194,3 +195,32 @@ def md_cell(text: object) -> str:
         One line to put between two ``|``.
     """
     return terminal_safe(text).replace("|", "\\|")
+
+
+#: First characters that make a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell as a formula,
+#: the ASCII ones and their fullwidth forms.
+_FORMULA_LEAD = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+
+
+def csv_text(text: object) -> str:
+    """Untrusted free text (a note, a reason, an instruction, an id or scan from a data file, a value
+    from a spec) made safe for one CSV cell, the one rule of every CSV the project writes:
+
+    * every control character is escaped as :func:`terminal_safe` shows it (``\\n``, ``\\x1b``,
+      ``\\x00``): a newline or CR inside a cell is legal CSV, but one row per line is what ``grep``,
+      ``wc -l`` and line-based tools expect, and ESC/NUL reach the terminal of whoever runs ``cat`` on it;
+    * a cell that starts with ``=``, ``+``, ``-`` or ``@`` (or a fullwidth form) gets a ``'`` in front,
+      so a spreadsheet opens it as text, not as a formula (CSV injection).
+
+    Only for free text: numbers are written as numbers (a negative goal coordinate stays ``-1.5``).
+
+    Args:
+        text: anything; None gives ``""`` (an empty cell, as ``csv.writer`` writes None).
+
+    Returns:
+        The cell's text.
+    """
+    if text is None:
+        return ""
+    s = terminal_safe(text)
+    return "'" + s if s[:1] in _FORMULA_LEAD else s

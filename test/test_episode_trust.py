@@ -190,3 +190,23 @@ def test_eval_warns_when_the_selected_instruction_is_empty(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert warn and f"instruction 1 is empty in 1 path(s) of real.json ({raw[0]['path_id']})" in warn[0], r.stderr[-2000:]
+
+
+def test_results_csv_cells_from_an_episode_file_are_escaped(tmp_path):
+    """eval's results.csv wrote an episode id or scan of the episodes file as it came: a newline split the
+    row, ESC reached the terminal that cats it, '=...' opened as a formula (text.csv_text now)."""
+    import csv
+
+    from havln_robot import eval as ev
+    from havln_robot.sim.metrics import episode_metrics
+
+    m = episode_metrics(ne=-0.0 + 1.25, stopped=True, path_length=4.0, geodesic=4.0, collisions_human=0)
+    rec = ev.EpisodeRecord("=1+1\r\nx", "sc\x1b[2Jan", 0, m, ["STOP"], 0.5, False)
+    ev.write_outputs(tmp_path, [rec], {"n": 1})
+    raw = (tmp_path / "results.csv").read_bytes().decode("utf-8")
+    assert raw.count("\r\n") == 2 and "\x1b" not in raw and "\n" not in raw.replace("\r\n", "")
+    with open(tmp_path / "results.csv", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["episode_id"] == "'=1+1\\r\\nx" and row["scan"] == "sc\\x1b[2Jan" and row["ne"] == "1.25"
+    # results.jsonl keeps the id as it is (a data file, not a spreadsheet)
+    assert json.loads((tmp_path / "results.jsonl").read_text())["episode_id"] == "=1+1\r\nx"

@@ -84,3 +84,26 @@ def test_count_is_printed_first_and_a_damaged_cache_row_is_one_line(tmp_path):
     last = r.stderr.strip().splitlines()[-1]
     assert str(cache) in last and "line 2" in last, last
     assert cache.read_text() == damaged  # the cache is kept as it is
+
+
+def test_sweep_csv_and_md_cells_from_the_spec_are_escaped(tmp_path):
+    """A swept value is text from the spec file (a policy spec, an episodes file): sweep.csv wrote it as it
+    came (a newline split the row, '=...' opened as a formula) and sweep.md did not escape '|' (text.csv_text
+    and text.md_cell now)."""
+    import csv
+    from types import SimpleNamespace
+
+    from havln_robot import sweep
+
+    spec = SimpleNamespace(swept=("policy", "split"))
+    keys = ["n"] + [f"{k}{s}" for k, *_ in sweep._COLS for s in ("", "_lo", "_hi")] + ["cr_denominator", "cache_key"]
+    row = {k: 0.5 for k in keys} | {"n": 3, "cr_denominator": 2, "cache_key": "ab12"}
+    row["setting"] = SimpleNamespace(values=(("policy", "=cmd|' /C calc'!A0"), ("split", "a\nb|c.json")))
+    sweep.write_csv(tmp_path / "sweep.csv", spec, [row])
+    raw = (tmp_path / "sweep.csv").read_bytes().decode("utf-8")
+    assert raw.count("\r\n") == 2 and "\n" not in raw.replace("\r\n", "")
+    with open(tmp_path / "sweep.csv", newline="") as fh:
+        (got,) = list(csv.DictReader(fh))
+    assert got["policy"] == "'=cmd|' /C calc'!A0" and got["split"] == "a\\nb|c.json" and got["sr"] == "0.5" and got["n"] == "3"
+    md = sweep.markdown_table(spec, [row]).splitlines()
+    assert len(md) == 3 and md[2].startswith("| =cmd\\|' /C calc'!A0 | a\\nb\\|c.json | 3 |")

@@ -284,3 +284,61 @@ def test_notes_are_shown_by_next_start_show_and_the_report(tmp_path, capsys):
     with open(tmp_path / "r" / "trials.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert rows[0]["notes"].startswith("chair") and rows[0]["notes"].endswith("by | bob")
+
+
+def test_csv_text_escapes_controls_and_defuses_formulas():
+    """The one rule for a free-text CSV cell (text.csv_text): control characters escaped as terminal_safe
+    shows them (one row per line, no ESC/NUL in a spreadsheet), a leading = + - @ prefixed with '."""
+    from havln_robot.text import csv_text, terminal_safe
+
+    assert csv_text("plain, text ü") == "plain, text ü"
+    assert csv_text("a\nb\r\x00c\x1b[31m\u202e") == "a\\nb\\r\\x00c\\x1b[31m\\u202e" == terminal_safe("a\nb\r\x00c\x1b[31m\u202e")
+    for lead in ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20"):
+        assert csv_text(f'{lead}HYPERLINK("http://x")') == f'\'{lead}HYPERLINK("http://x")'
+    assert csv_text("\t=1+1") == "\\t=1+1"  # escaped first: a tab no longer leads the cell
+    assert csv_text(None) == "" and csv_text("") == ""
+    for ch in map(chr, range(0x3000)):
+        assert _no_controls(csv_text(f"x{ch}y").replace("\n", ""))
+
+
+def test_trials_csv_holds_no_control_character_nor_a_formula(tmp_path):
+    """trials.csv (and success_by_region.csv) kept ESC, CR, LF, NUL of notes, reasons and instructions in
+    their cells -- a row over several lines, escapes for the terminal that cats it -- and a cell starting
+    with '=' opened as a formula in a spreadsheet."""
+    import csv
+
+    from havln_robot.trials.store import TrialStore
+
+    db = tmp_path / "c.db"
+    with TrialStore(db) as st:
+        t = st.start_trial(
+            "go2", "office", instruction='=HYPERLINK("http://x","go")', operator="@op\x00", notes=EVIL_NOTES, instance="+1", goal_x=-1.5,
+            goal_y=2.0,
+        )  # fmt: skip
+        st.finish_trial(t.id, "stop")
+        st.set_outcome(t.id, "failure", reason="-" + EVIL_REASON)
+    assert top_main(["report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
+    for name in ("trials.csv", "success_by_region.csv"):
+        raw = (tmp_path / "r" / name).read_bytes().decode("utf-8")
+        lines = raw.split("\r\n")
+        assert lines[-1] == "" and all(_no_controls(line) and "\n" not in line for line in lines), name
+    raw = (tmp_path / "r" / "trials.csv").read_bytes().decode("utf-8")
+    assert raw.count("\r\n") == 2  # the header and one row
+    with open(tmp_path / "r" / "trials.csv", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["instruction"] == '\'=HYPERLINK("http://x","go")' and row["operator"] == "'@op\\x00" and row["instance"] == "'+1"
+    assert row["reason"] == "'-r\\x1b[1A\\x1b[2Kfake\\n| 99 | fake row |" and row["notes"] == "chair\\x1b[2J moved\\nby | bob"
+    assert row["goal_x"] == "-1.5" and row["goal_y"] == "2.0"  # numbers are written as numbers
+
+
+def test_every_csv_writer_uses_the_one_cell_rule():
+    """Each module that writes CSV passes its free-text cells through text.csv_text (the rule is
+    tested above; this catches a new writer that forgets it)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "havln_robot"
+    writers = [f for f in sorted(root.rglob("*.py")) if re.search(r"csv\.(writer|DictWriter)\(", f.read_text(encoding="utf-8"))]
+    assert len(writers) >= 3  # report, eval, sweep
+    bad = [str(f.relative_to(root)) for f in writers if "csv_text" not in f.read_text(encoding="utf-8")]
+    assert not bad, f"CSV writers without text.csv_text on their free-text cells: {bad}"

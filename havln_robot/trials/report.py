@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from havln_robot.paths import atomic_output, save_figure, staged_output_dir
-from havln_robot.text import md_cell, nonempty, path_arg, plural
+from havln_robot.text import csv_text, md_cell, nonempty, path_arg, plural
 from havln_robot.trials.cli import add_store_args, open_store, store_path
 from havln_robot.trials.metrics import Trajectory, TrialSummary, rate_with_ci, sr_success, success_table, summarize, trajectory
 from havln_robot.trials.regions import short_label
@@ -315,7 +315,7 @@ def _write_report_files(
             for col in ("without", "with", "all"):
                 r = row[col]
                 cells += [r.k, r.n, "" if r.rate is None else f"{r.rate:.4f}"]
-            w.writerow([region, *cells])
+            w.writerow([csv_text(region), *cells])
     files["trials_csv"] = out / "trials.csv"
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
@@ -326,14 +326,17 @@ def _write_report_files(
         w.writerow(cols)
         for s in summaries:
             t = s.trial
-            w.writerow([t.id, _dt.datetime.fromtimestamp(t.started).isoformat(timespec="seconds"), t.platform, t.region, t.instance,
-                        t.people_present, t.operator, t.episode_id, t.scan, t.instruction, t.outcome or "", t.reason, t.end_reason,
-                        _ne_str(t.ne_m), t.ne_source, s.steps, s.motions, s.collisions_human, s.collisions_static, s.collisions_other,
-                        f"{s.path_length_m:.3f}", "" if s.duration_s is None else f"{s.duration_s:.1f}",
-                        "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, t.goal_frame or "",
-                        "" if t.campaign_id is None else t.campaign_id, t.mcap_path,
-                        t.state, int(sr_success(t, s.collisions_human)) if t.outcome in ("success", "failure") else "",
-                        int(t.verdict_forced), t.policy, t.checkpoint, t.checkpoint_sha256, t.software, t.profile, t.notes])  # fmt: skip
+            # every text cell goes through text.csv_text (free text from the store: no control character, no formula)
+            c = csv_text
+            w.writerow([t.id, _dt.datetime.fromtimestamp(t.started).isoformat(timespec="seconds"), c(t.platform), c(t.region),
+                        c(t.instance), t.people_present, c(t.operator), c(t.episode_id), c(t.scan), c(t.instruction), c(t.outcome),
+                        c(t.reason), c(t.end_reason), _ne_str(t.ne_m), c(t.ne_source), s.steps, s.motions, s.collisions_human,
+                        s.collisions_static, s.collisions_other, f"{s.path_length_m:.3f}", "" if s.duration_s is None else f"{s.duration_s:.1f}",
+                        "" if t.goal_x is None else t.goal_x, "" if t.goal_y is None else t.goal_y, c(t.goal_frame),
+                        "" if t.campaign_id is None else t.campaign_id, c(t.mcap_path),
+                        c(t.state), int(sr_success(t, s.collisions_human)) if t.outcome in ("success", "failure") else "",
+                        int(t.verdict_forced), c(t.policy), c(t.checkpoint), c(t.checkpoint_sha256), c(t.software), c(t.profile),
+                        c(t.notes)])  # fmt: skip
 
     # PNG ------------------------------------------------------------------------------------------
     files["success_png"] = out / "success_by_region.png"
