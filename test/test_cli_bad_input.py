@@ -51,7 +51,12 @@ def test_outputs_that_would_destroy_their_inputs_are_refused(predictions, havln_
     _one_line_error(_cli("pack", predictions.parent, "-o", predictions), "-o", "is also an input")
     _one_line_error(_export_reference(havln_data, 1, predictions.parent), "--out-dir", "val_seen.json", "--overwrite")
     assert predictions.read_bytes() == before
-    assert _export_reference(havln_data, 1, predictions.parent, "--overwrite").returncode == 0
+    # one episode in place of two: --overwrite alone loses one, and is refused naming --allow-partial
+    _one_line_error(
+        _export_reference(havln_data, 1, predictions.parent, "--overwrite"), "val_seen.json", "holds 2 episodes", "--allow-partial"
+    )
+    assert predictions.read_bytes() == before
+    assert _export_reference(havln_data, 1, predictions.parent, "--overwrite", "--allow-partial").returncode == 0
     assert predictions.read_bytes() != before
 
 

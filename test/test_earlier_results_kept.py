@@ -50,6 +50,56 @@ def test_rejected_pack_with_overwrite_keeps_the_earlier_zip(tmp_path: Path, caps
     assert not fresh.exists()
 
 
+# --- export --overwrite: a complete split file is not replaced by a partial one --------------------
+
+
+def _split_bytes(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+def test_export_overwrite_refuses_to_lose_episodes_of_the_earlier_file(tmp_path: Path, capsys) -> None:
+    """export --overwrite replaced a complete val_seen.json by a run of one episode, after only a warning
+    (pack refuses such a zip; the file it packs was already gone). Now the replacement is refused, naming
+    the file, the counts and --allow-partial, before any file is written; the same ids or more replace it."""
+    from havln_robot.challenge.export import ExportError, Record, export
+    from havln_robot.challenge.format import read_split_file
+
+    man = _manifests(tmp_path)  # val_seen: ids 1, 2; val_unseen: id 1
+    out = tmp_path / "out"
+    assert cli_main(["export", "--stop-only", "--out-dir", str(out), *man]) == 0
+    before = _split_bytes(out)
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps([{"episode_id": "1", "actions": ["MOVE_FORWARD", "STOP"], "split": "val_seen"}]))
+    capsys.readouterr()
+    assert cli_main(["export", "--runs", str(one), "--out-dir", str(out), "--overwrite", *man]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{out / 'val_seen.json'}: holds 2 episodes, the new file would have 1" in err
+    assert "1 of them ('2') would be lost" in err and "--allow-partial" in err and "--fill-missing" in err
+    assert _split_bytes(out) == before
+    # two splits: val_seen complete, val_unseen losing its episode -- refused before either file is written
+    both = tmp_path / "both.json"
+    recs = [{"episode_id": i, "actions": ["TURN_LEFT", "STOP"], "split": "val_seen"} for i in ("1", "2")]
+    recs.append({"episode_id": "9", "actions": ["STOP"], "split": "val_unseen"})
+    both.write_text(json.dumps(recs))
+    assert cli_main(["export", "--runs", str(both), "--out-dir", str(out), "--overwrite", *man]) == 2
+    assert "val_unseen.json: holds 1 episode, the new file would have 1" in capsys.readouterr().err
+    assert _split_bytes(out) == before
+    # no episode lost: replaced (with --overwrite, as before)
+    assert cli_main(["export", "--runs", str(both), "--out-dir", str(out), "--overwrite", "--fill-missing", *man]) == 0
+    assert read_split_file(out / "val_seen.json").episodes["2"] == ["TURN_LEFT", "STOP"]
+    assert set(read_split_file(out / "val_unseen.json").episodes) == {"1", "9"}
+    # asked for: --allow-partial replaces it, and the summary says what was lost
+    capsys.readouterr()
+    assert cli_main(["export", "--runs", str(one), "--out-dir", str(out), "--overwrite", "--allow-partial", *man]) == 0
+    assert "1 episode of the earlier file left out (--allow-partial)" in capsys.readouterr().out
+    assert read_split_file(out / "val_seen.json").episodes == {"1": ["MOVE_FORWARD", "STOP"]}
+    # the library call refuses the same way
+    with pytest.raises(ExportError, match=r"val_seen\.json: holds 1 episode, the new file would have 1 -- 1 of them \('1'\)"):
+        export([Record("2", ("STOP",), "val_seen", "test")], out)
+    assert export([Record("2", ("STOP",), "val_seen", "test")], out, allow_partial=True).episodes == {"val_seen": 1}
+
+
 # --- trial recover-bag ---------------------------------------------------------------------------
 
 

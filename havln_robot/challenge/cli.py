@@ -157,7 +157,8 @@ class _Rejected(Exception):
 
 
 def export_main(argv: list[str]) -> int:
-    """``havln-robot export (--runs FILE ... | --trials DB | --stop-only) [--split S] [--out-dir DIR] [--fill-missing]``."""
+    """``havln-robot export (--runs FILE ... | --trials DB | --stop-only) [--split S] [--out-dir DIR] [--fill-missing]
+    [--overwrite [--allow-partial]]``."""
     ap = argparse.ArgumentParser(
         prog="havln-robot export",
         description="Write format-v1 prediction files (val_seen.json / val_unseen.json) from sim runs or logged trials.",
@@ -190,6 +191,11 @@ def export_main(argv: list[str]) -> int:
         help="manifest of a split's official ids (default: the official files)",
     )
     ap.add_argument("--overwrite", action="store_true", help="replace prediction files already in --out-dir")
+    ap.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="with --overwrite: replace a prediction file even when the new one leaves out episodes it holds (they are lost)",
+    )
     args = ap.parse_args(argv)
     if not (args.runs or args.trials or args.stop_only or args.follow_reference):
         return _err("export", "nothing to export: give --runs FILE, --trials DB, --follow-reference EPISODES or --stop-only")
@@ -224,6 +230,7 @@ def export_main(argv: list[str]) -> int:
             manifests=manifests,
             fill_missing=args.fill_missing or args.stop_only,
             splits=wanted if args.stop_only else (),
+            allow_partial=args.allow_partial,
         )
     except (ExportError, ManifestError, FormatError, OutputPathError) as exc:
         return _err("export", str(exc))

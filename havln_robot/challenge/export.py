@@ -65,6 +65,7 @@ class ExportSummary:
         missing: split → manifest ids still without a prediction.
         unknown: split → written ids not in the manifest.
         duplicates: ids seen more than once (the last record wins), with their sources.
+        lost: split → episodes of the earlier file left out of the new one (only with ``allow_partial``).
     """
 
     files: dict[str, Path] = field(default_factory=dict)
@@ -74,6 +75,7 @@ class ExportSummary:
     missing: dict[str, list[str]] = field(default_factory=dict)
     unknown: dict[str, list[str]] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
+    lost: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """Human-readable summary, one line per split plus warnings."""
@@ -88,6 +90,8 @@ class ExportSummary:
                 extra.append(
                     f"{len(self.missing[split])} manifest id(s) still missing -- validate will reject; --fill-missing writes STOP for them"
                 )
+            if self.lost.get(split):
+                extra.append(f"{plural(self.lost[split], 'episode')} of the earlier file left out (--allow-partial)")
             if self.unknown.get(split):
                 hint = ""
                 if len(self.unknown[split]) * 2 > self.episodes[split]:
@@ -268,8 +272,14 @@ def export(
     manifests: Mapping[str, Manifest] | None = None,
     fill_missing: bool = False,
     splits: Sequence[str] = (),
+    allow_partial: bool = False,
 ) -> ExportSummary:
     """Write one ``<split>.json`` per split.
+
+    An existing ``<split>.json`` (the caller has checked ``--overwrite``) is replaced only when the new
+    file keeps every episode id of it, unless ``allow_partial``: a run of a few episodes must not
+    silently take the place of a complete file (:func:`check_no_episode_lost`). Every file is
+    checked before the first one is written.
 
     Args:
         records: executed episodes.
@@ -278,12 +288,15 @@ def export(
         manifests: split → manifest, used for coverage (and ``fill_missing``).
         fill_missing: give manifest ids without a record the sequence ``["STOP"]``.
         splits: splits to write even when no record names them (e.g. a STOP-only bundle).
+        allow_partial: replace an existing file even when episodes of it are left out (counted in
+            :attr:`ExportSummary.lost`).
 
     Returns:
         The :class:`ExportSummary`.
 
     Raises:
-        ExportError: a record has no split, or an action is not a literal.
+        ExportError: a record has no split, an action is not a literal, or an existing file would
+            lose episodes without ``allow_partial`` (nothing is written then).
     """
     manifests = manifests or {}
     by_split: dict[str, dict[str, list[str]]] = {s: {} for s in splits}
@@ -308,6 +321,7 @@ def export(
     out = Path(out_dir)
     for s in by_split:
         _check_split(s, "--split / --splits")
+    planned: dict[str, dict[str, list[str]]] = {}
     for s, eps in by_split.items():
         man = manifests.get(s)
         if man is not None:
@@ -323,9 +337,51 @@ def export(
             ordered = {i: eps[i] for i in man.ids if i in eps} | {i: eps[i] for i in eps if i not in known}
         else:
             ordered = eps
+        planned[s] = ordered
+    for s, ordered in planned.items():  # every file checked before the first is written
+        lost = check_no_episode_lost(_out_file(out, s), ordered, allow_partial)
+        if lost:
+            summary.lost[s] = lost
+    for s, ordered in planned.items():
         summary.files[s] = write_split_file(_out_file(out, s), s, ordered)
         summary.episodes[s] = len(ordered)
     return summary
+
+
+def check_no_episode_lost(path: Path, episodes: Mapping[str, Any], allow_partial: bool = False) -> int:
+    """Refuse to replace the prediction file ``path`` by ``episodes`` when ids of it would be lost.
+
+    The file is read leniently (:func:`read_split_file` ``strict=False``: an entry with a problem still
+    counts); a file that is not a prediction file at all holds no episode to lose.
+
+    Args:
+        path: the existing (or not) ``<split>.json``.
+        episodes: the new file's episodes (id → actions).
+        allow_partial: do not refuse, only count.
+
+    Returns:
+        The number of the earlier file's episodes that the new one leaves out (0 when none or no file).
+
+    Raises:
+        ExportError: episodes would be lost and not ``allow_partial``; one line naming the file, the
+            counts, some of the ids and the ways out.
+    """
+    if not path.is_file():
+        return 0
+    try:
+        earlier = read_split_file(path, strict=False).episodes
+    except FormatError:
+        return 0  # damaged or not a prediction file: nothing countable to keep (--overwrite replaces it)
+    gone = [i for i in earlier if i not in episodes]
+    if gone and not allow_partial:
+        shown = ", ".join(quote(i) for i in gone[:5]) + (", ..." if len(gone) > 5 else "")
+        raise ExportError(
+            f"{path}: holds {plural(len(earlier), 'episode')}, the new file would have {len(episodes)} -- "
+            f"{len(gone)} of them ({shown}) would be lost; add the run that has them (--runs / --trials), "
+            "--fill-missing to give the manifest's missing ids [STOP], pass --allow-partial to replace it all the same, "
+            "or choose another --out-dir"
+        )
+    return len(gone)
 
 
 def merge_into_split_file(records: Iterable[Record], out_dir: str | os.PathLike[str], split: str) -> tuple[Path, list[str]]:
