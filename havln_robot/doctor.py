@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -722,7 +721,10 @@ def check_store(ctx: Context) -> Result:
     try:
         if not where.is_dir():
             raise NotADirectoryError(20, "not a directory")
-        with tempfile.NamedTemporaryFile(dir=where, prefix=".havln-doctor-") as f:
+        from havln_robot.paths import scratch_dir
+
+        # a staging folder named after this process: one left by a doctor killed here is removed by the next
+        with scratch_dir(where, "doctor") as d, open(d / "probe", "wb") as f:
             f.write(b"ok")
             f.flush()
             os.fsync(f.fileno())

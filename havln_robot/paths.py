@@ -8,7 +8,9 @@ data folder (``$HAVLN_DATA``, else the user data folder that ``havln-robot data 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -288,8 +290,10 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     replaced, the link stays), as a plain ``open(path, "w")`` would: renaming over the link itself
     would silently turn the user's link into a file. The temporary name is unique (``mkstemp``),
     so two writers never share it and an attacker-planted ``<name>.tmp`` link is never followed;
-    it is ``.<name>.<random>.tmp`` with ``<name>`` cut so that it fits in
+    it is ``.<name>.<owner>.<random>.tmp`` with ``<name>`` cut so that it fits in
     :data:`MAX_COMPONENT_BYTES` (a 250-byte output name must not fail only when it is written).
+    ``<owner>`` (:func:`staging_owner`) lets the next write of the same file remove the temporary
+    of a writer killed with SIGKILL (:func:`clean_stale_staging`).
 
     Args:
         path: the output file (its folder is created).
@@ -304,7 +308,8 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(os.path.realpath(Path(path).expanduser()))
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=".tmp", dir=target.parent)
+    clean_stale_staging(target)
+    fd, name = tempfile.mkstemp(prefix=_temp_prefix(target.name) + staging_owner() + ".", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -339,6 +344,9 @@ def staged_output_dir(folder: str | os.PathLike[str], stale: tuple[str, ...] = (
 
     Files already in ``folder`` that neither this run writes nor ``stale`` matches are kept.
     An output that is a symbolic link is written through it (as :func:`atomic_output` does).
+    A run killed with SIGKILL cannot remove its staging folder: it names its owner
+    (:func:`new_staging_dir`), and the next run into ``folder`` removes it once that process is gone
+    (:func:`clean_stale_staging`).
 
     Args:
         folder: the output folder (created, parents too; removed again on failure when it was
@@ -358,7 +366,8 @@ def staged_output_dir(folder: str | os.PathLike[str], stale: tuple[str, ...] = (
     dest = Path(folder).expanduser()
     created = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix=".havln_staging.", suffix=".tmp", dir=dest))
+    clean_stale_staging(dest)
+    root = new_staging_dir(dest)
     stage = root / leaf if leaf else root
     stage.mkdir(exist_ok=True)
     try:
@@ -404,8 +413,10 @@ def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> Path:
 
 def swap_in_folder(new: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
     """Put the finished folder ``new`` in the place of ``dest`` (an earlier run's folder, same filesystem):
-    ``dest`` is renamed aside into ``new``'s parent, ``new`` renamed to ``dest``, then the earlier folder
-    is removed. Until this is called the earlier folder is untouched, so a run that failed never cost it.
+    ``dest`` is renamed aside into a staging folder beside it, ``new`` renamed to ``dest``, then the
+    earlier folder is removed. Until this is called the earlier folder is untouched, so a run that
+    failed never cost it; a run killed between the two renames left the earlier folder aside, and the
+    next swap into ``dest`` puts it back first (:func:`clean_stale_staging`).
 
     Returns:
         ``dest`` as a Path.
@@ -414,9 +425,10 @@ def swap_in_folder(new: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
         OSError: a rename failed (``dest`` is put back when the second rename fails).
     """
     src, dst = Path(new), Path(dest)
+    clean_stale_staging(dst)
     aside = None
     if dst.exists() or dst.is_symlink():
-        aside = Path(tempfile.mkdtemp(prefix=f".{dst.name[:100]}.earlier.", suffix=".tmp", dir=src.parent)) / "earlier"
+        aside = new_staging_dir(dst.parent, f"{_cut(dst.name, 100)}.earlier") / "earlier"
         os.replace(dst, aside)
     try:
         os.replace(src, dst)
@@ -431,13 +443,178 @@ def swap_in_folder(new: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
 
 
 def _temp_prefix(name: str) -> str:
-    """``.<name>.`` cut to leave room for mkstemp's 8 random characters and ``.tmp`` within
-    :data:`MAX_COMPONENT_BYTES` bytes (UTF-8, never splitting a character)."""
-    room = MAX_COMPONENT_BYTES - len(".") - len(".") - 8 - len(".tmp") - 8  # 8 spare: a future longer random part
+    """``.<name>.`` cut to leave room for the owner (:func:`staging_owner`, at most 20 bytes and a dot),
+    mkstemp's 8 random characters and ``.tmp`` within :data:`MAX_COMPONENT_BYTES` bytes (UTF-8, never
+    splitting a character)."""
+    room = MAX_COMPONENT_BYTES - len(".") - len(".") - 21 - 8 - len(".tmp") - 8  # 8 spare: a future longer random part
+    return f".{_cut(name, room)}."
+
+
+def _cut(name: str, max_bytes: int) -> str:
+    """``name`` cut to at most ``max_bytes`` bytes of UTF-8, never splitting a character."""
     raw = name.encode("utf-8", "surrogateescape")
-    if len(raw) > room:
-        name = raw[:room].decode("utf-8", "ignore")
-    return f".{name}."
+    return raw[:max_bytes].decode("utf-8", "ignore") if len(raw) > max_bytes else name
+
+
+# --- staging folders and temporary files of a killed run ------------------------------------------
+#
+# SIGKILL (kill -9, the OOM killer, a power cut) cannot be caught: a writer's ``finally`` never runs and
+# its hidden staging folder or temporary file stays beside the output. Each is named after its owner,
+# ``<pid>-<host>``; the next writer of the same output removes those whose owner is gone.
+
+#: Name prefix of the hidden staging folders beside (or inside) an output (:func:`new_staging_dir`).
+STAGING_PREFIX = ".havln_staging."
+#: mkdtemp / mkstemp's random part.
+_RANDOM = r"[a-z0-9_]{8}"
+_OWNER = re.compile(r"(\d{1,10})-([0-9a-f]{8})")
+
+
+@functools.cache
+def _host_tag() -> str:
+    """8 hex digits naming this host and PID namespace: a pid means something only there (a container
+    or another machine writing into a shared folder has its own)."""
+    import hashlib
+    import socket
+
+    try:
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        ns = 0
+    return hashlib.sha256(f"{socket.gethostname()}\0{ns}".encode()).hexdigest()[:8]
+
+
+def staging_owner(pid: int | None = None) -> str:
+    """``<pid>-<host>``: the owner part of a staging folder's or temporary file's name.
+
+    Args:
+        pid: the owning process (default: this one).
+    """
+    return f"{os.getpid() if pid is None else pid}-{_host_tag()}"
+
+
+def new_staging_dir(parent: str | os.PathLike[str], label: str = "") -> Path:
+    """A new, empty, hidden staging folder in ``parent``: ``.havln_staging.<owner>[.<label>].<random>.tmp``.
+
+    Args:
+        parent: the folder (the output itself, or the folder holding it: same filesystem).
+        label: the output it stages, when ``parent`` holds other outputs too (its name, cut to fit).
+
+    Returns:
+        The folder (mode 0700).
+    """
+    tag = f".{_cut(label, 120)}" if label else ""
+    return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{staging_owner()}{tag}.", suffix=".tmp", dir=parent))
+
+
+def _pid_alive(pid: int) -> bool:
+    """The process ``pid`` exists (a zombie or another user's process counts: never remove theirs)."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, another user's
+        return True
+    return True
+
+
+def _stale_candidates(dest: Path) -> Iterator[tuple[Path, str, str]]:
+    """``(path, owner, kind)`` of every staging folder or temporary file of ``dest`` a writer may have
+    left: kind ``inside`` (staged_output_dir's, in ``dest``), ``stage`` (beside ``dest``, labelled
+    with its name), ``aside`` (swap_in_folder's earlier folder) or ``temp`` (atomic_output's file)."""
+    name = dest.name
+    own = re.compile(re.escape(STAGING_PREFIX) + _OWNER.pattern + r"\.(.*)\.tmp")
+    label = re.escape(_cut(name, 120))
+    kinds = ((re.compile(_RANDOM), "stage_inside"), (re.compile(label + r"\." + _RANDOM), "stage"))
+    kinds += ((re.compile(re.escape(_cut(f"{_cut(name, 100)}.earlier", 120)) + r"\." + _RANDOM), "aside"),)
+    temp = re.compile(re.escape(_temp_prefix(name)) + _OWNER.pattern + r"\." + _RANDOM + r"\.tmp")
+    places = [(dest.parent, False)] + ([(dest, True)] if dest.is_dir() and not dest.is_symlink() else [])
+    for folder, inside in places:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            m = own.fullmatch(e.name)
+            if m is not None:
+                for pattern, kind in kinds:
+                    if (kind == "stage_inside") == inside and pattern.fullmatch(m.group(3)):
+                        yield Path(e.path), f"{m.group(1)}-{m.group(2)}", "inside" if inside else kind
+                        break
+            elif not inside:
+                t = temp.fullmatch(e.name)
+                if t is not None:
+                    yield Path(e.path), f"{t.group(1)}-{t.group(2)}", "temp"
+
+
+def clean_stale_staging(dest: str | os.PathLike[str], note: bool = True) -> list[tuple[Path, str]]:
+    """Remove what writers of ``dest`` killed with SIGKILL left: staging folders inside or beside it,
+    the earlier folder a swap had moved aside (put back first when ``dest`` is missing), temporary
+    files of :func:`atomic_output`. Only those of this host whose owning process is gone are removed;
+    the others are returned.
+
+    Called by every writer (:func:`staged_output_dir`, :func:`swap_in_folder`, :func:`atomic_output`)
+    before it starts; a command whose output must not be shared (``trial recover-bag``) calls it
+    first and refuses while another run writes there.
+
+    Args:
+        dest: the output file or folder.
+        note: print one ``havln-robot: note: ...`` line on stderr per folder or file removed or put back.
+
+    Returns:
+        ``(path, owner)`` of the staging folders and files kept: a process still running, or one of
+        another host or container (its pid cannot be checked here).
+    """
+    dest = Path(dest)
+    kept: list[tuple[Path, str]] = []
+    tag = _host_tag()
+    for path, owner, kind in list(_stale_candidates(dest)):
+        pid, host = owner.split("-")
+        if host != tag or int(pid) == os.getpid() or _pid_alive(int(pid)):
+            kept.append((path, owner))
+            continue
+        what = "temporary file" if kind == "temp" else "staging folder"
+        try:
+            if kind == "aside" and not (dest.exists() or dest.is_symlink()) and (path / "earlier").exists():
+                os.replace(path / "earlier", dest)
+                if note:
+                    msg = f"put {dest} back from {path}: a run (pid {pid}) was killed while it swapped in a new one"
+                    print(f"havln-robot: note: {msg}", file=sys.stderr)
+            if kind == "temp" or path.is_symlink():
+                path.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(path)
+        except OSError:
+            if path.exists() or path.is_symlink():  # else another run removed it first
+                kept.append((path, owner))
+            continue
+        if note:
+            print(f"havln-robot: note: removed {path}, the {what} of an earlier run that was killed (pid {pid} is gone)", file=sys.stderr)
+    return kept
+
+
+def describe_owner(owner: str) -> str:
+    """``"pid 123"`` for an owner of this host, ``"pid 123 of another host or container"`` otherwise."""
+    pid, _, host = owner.partition("-")
+    return f"pid {pid}" if host == _host_tag() else f"pid {pid} of another host or container"
+
+
+@contextlib.contextmanager
+def scratch_dir(parent: str | os.PathLike[str], label: str) -> Iterator[Path]:
+    """A run's scratch folder in ``parent`` (a staging folder named after ``label``), removed at the end;
+    one left by a run killed with SIGKILL is removed by the next run (:func:`clean_stale_staging`).
+
+    Yields:
+        The empty folder.
+    """
+    parent = Path(parent)
+    clean_stale_staging(parent / label)
+    d = new_staging_dir(parent, label)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 class UnsafePathError(OutputPathError):

@@ -100,7 +100,7 @@ def test_bench_agreement_json_writes_through_a_link(tmp_path: Path, havln_data: 
 
 
 def test_atomic_output_fits_the_temporary_name_of_a_long_output_name(tmp_path: Path) -> None:
-    """A 250-byte output name is a legal file name; its temporary ``.<name>.<random>.tmp`` must be one too."""
+    """A 250-byte output name is a legal file name; its temporary ``.<name>.<owner>.<random>.tmp`` must be one too."""
     for name in ("a" * 250 + ".json", "é" * 125 + ".json"):
         out = tmp_path / name
         with atomic_output(out) as tmp:

@@ -8,6 +8,7 @@ a mirror that sends too much or too slowly).
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -137,6 +138,116 @@ def test_failed_recover_bag_with_overwrite_keeps_the_earlier_bag(tmp_path: Path,
     (keep / "keep_1.mcap").write_bytes(before["keep_0.mcap"])
     assert trial_main(["recover-bag", str(good), "--out", str(keep), "--overwrite"]) == 0
     assert sorted(p.name for p in keep.iterdir()) == ["keep_0.mcap", "metadata.yaml"]
+
+
+# --- a run killed with SIGKILL: its staging folder is removed by the next run, a live one never ---
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _staging(parent: Path, pid: int, label: str = "", host: str | None = None) -> Path:
+    """A staging folder as paths.new_staging_dir names it, owned by ``pid`` (on this host unless ``host``)."""
+    from havln_robot.paths import STAGING_PREFIX, staging_owner
+
+    owner = staging_owner(pid) if host is None else f"{pid}-{host}"
+    d = parent / f"{STAGING_PREFIX}{owner}.{label + '.' if label else ''}abcd_123.tmp"
+    d.mkdir(parents=True)
+    (d / "half.mcap").write_bytes(b"\x89MCAP0\r\n")
+    return d
+
+
+def test_recover_bag_killed_midway_leaves_nothing_for_the_next_run(tmp_path: Path, capsys) -> None:
+    """SIGKILL cannot be caught: recover-bag killed mid-run left its hidden .havln_staging.* folder in --out,
+    and the next recover-bag into it refused ('holds more than a bag'). The staging folder names its owner
+    (pid, host); the next run removes it when that pid is gone, saying so, and never touches the staging
+    folder of a run still going (it names that run's pid instead)."""
+    import os
+
+    from havln_robot.trials.cli import main as trial_main
+
+    good, keep = tmp_path / "b", tmp_path / "keep"
+    _bag(good)
+    assert trial_main(["recover-bag", str(good), "--out", str(keep)]) == 0
+    stale = _staging(keep, _dead_pid())
+    capsys.readouterr()
+    assert trial_main(["recover-bag", str(good), "--out", str(keep), "--overwrite"]) == 0
+    err = capsys.readouterr().err
+    assert f"removed {stale}" in err and "killed" in err and err.count("\n") == 1
+    assert not stale.exists() and sorted(p.name for p in keep.iterdir()) == ["keep_0.mcap", "metadata.yaml"]
+    # a fresh --out holding only the stale folder of a killed first run
+    fresh = tmp_path / "fresh"
+    stale = _staging(fresh, _dead_pid())
+    assert trial_main(["recover-bag", str(good), "--out", str(fresh)]) == 0
+    assert not stale.exists() and (fresh / "fresh_0.mcap").is_file()
+    # a run still going (this process), or one of another host / container: kept, and named
+    for make in (lambda: _staging(keep, os.getpid()), lambda: _staging(keep, _dead_pid(), host="0badc0de")):
+        live = make()
+        capsys.readouterr()
+        assert trial_main(["recover-bag", str(good), "--out", str(keep), "--overwrite"]) == 2
+        err = capsys.readouterr().err
+        assert live.is_dir() and str(live) in err and "another run" in err and err.count("\n") == 1, err
+        shutil.rmtree(live)
+
+
+def test_staged_outputs_swaps_and_atomic_files_clean_up_after_a_killed_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The same for every writer: staged_output_dir (report, eval, sweep), swap_in_folder (bench agreement's
+    --live-out), the temporary file of atomic_output, bench agreement's stage and trial bench's scratch
+    folder -- a stale one of a dead pid is removed, a live one kept; an earlier folder that a killed
+    swap had moved aside is put back."""
+    import os
+
+    from havln_robot.bench import agreement
+    from havln_robot.paths import atomic_output, staged_output_dir, staging_owner, swap_in_folder
+
+    out = tmp_path / "report"
+    stale, live = _staging(out, _dead_pid()), _staging(out, os.getpid())
+    with staged_output_dir(out) as stage:
+        (stage / "report.md").write_text("new")
+    assert not stale.exists() and live.is_dir() and (out / "report.md").read_text() == "new"
+    assert f"removed {stale}" in capsys.readouterr().err
+    # atomic_output: .<name>.<owner>.<random>.tmp
+    target = tmp_path / "summary.json"
+    dead_tmp = tmp_path / f".summary.json.{staging_owner(_dead_pid())}.abcd_123.tmp"
+    live_tmp = tmp_path / f".summary.json.{staging_owner(os.getpid())}.abcd_123.tmp"
+    other = tmp_path / f".other.json.{staging_owner(_dead_pid())}.abcd_123.tmp"
+    for f in (dead_tmp, live_tmp, other):
+        f.write_text("half")
+    with atomic_output(target) as tmp:
+        assert staging_owner(os.getpid()) in tmp.name
+        tmp.write_text("{}")
+    assert not dead_tmp.exists() and live_tmp.exists() and other.exists()  # another output's temporary: its own writer's
+    # swap_in_folder: killed between its two renames -> the earlier folder is put back, then swapped as usual
+    dest = tmp_path / "demo_1"
+    aside = _staging(tmp_path, _dead_pid(), label="demo_1.earlier")
+    (aside / "earlier").mkdir()
+    (aside / "earlier" / "trials.db").write_text("earlier")
+    new = tmp_path / "stage" / "demo_1"
+    new.mkdir(parents=True)
+    (new / "trials.db").write_text("new")
+    capsys.readouterr()
+    assert swap_in_folder(new, dest) == dest and (dest / "trials.db").read_text() == "new" and not aside.exists()
+    err = capsys.readouterr().err
+    assert f"put {dest} back" in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted([live_tmp.name, other.name])
+    # bench agreement's stage beside --live-out
+    stale = _staging(tmp_path, _dead_pid(), label="demo_1")
+    monkeypatch.setattr(agreement, "_live_model", lambda eid, ep, pol, seed, o: (o.mkdir(), "ran")[1])
+    assert agreement._live_model_fresh("1", Path("e.json"), "p", 0, dest) == "ran"
+    assert not stale.exists() and dest.is_dir()
+    # trial bench --dir: its scratch folder
+    from havln_robot.trials.cli import main as trial_main
+
+    bench = tmp_path / "bench"
+    stale = _staging(bench, _dead_pid(), label="trial-bench")
+    assert trial_main(["bench", "--steps", "2", "--dir", str(bench)]) == 0
+    assert not stale.exists() and list(bench.iterdir()) == []
 
 
 # --- demo: the action file of a folder that accumulates trials -----------------------------------
@@ -449,6 +560,7 @@ _NOT_OUTPUTS = {
     ("jsonio.py", "write_text"),
     ("trials/recorder.py", "open"),
     ("bench/sim.py", "jsonio.write"),  # poses.json in a TemporaryDirectory
+    ("doctor.py", "open"),  # the store check's probe file, in its paths.scratch_dir (writability test, not an output)
     ("data/fetch.py", "open"),  # the pooch downloader writes pooch's own temporary file, which pooch moves into place after the sha256
 }
 
@@ -524,3 +636,28 @@ def test_eval_outputs_are_replaced_as_a_set(tmp_path: Path, monkeypatch) -> None
     monkeypatch.undo()
     ev.write_outputs(out, [], {"n": 0})
     assert sorted(_snapshot(out)) == ["actions.json", "results.jsonl", "summary.json"]  # no stale CSV of the earlier run
+
+
+def test_no_writer_makes_its_own_temporary_beside_an_output() -> None:
+    """A temporary folder or file made with ``dir=`` (beside an output, in a user's folder) outlives a
+    SIGKILL; only havln_robot/paths.py makes them, named after their owner so the next run removes a
+    killed one's (new_staging_dir, scratch_dir, atomic_output). bench agreement's stage and trial bench's
+    scratch folder were made by hand."""
+    import ast
+
+    import havln_robot
+
+    root = Path(havln_robot.__file__).parent
+    bad = []
+    for f in sorted(root.rglob("*.py")):
+        if f.name == "paths.py" and f.parent == root:
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("mkdtemp", "mkstemp", "TemporaryDirectory", "NamedTemporaryFile")
+                and any(k.arg == "dir" for k in node.keywords)
+            ):
+                bad.append(f"{f.relative_to(root.parent)}:{node.lineno}")
+    assert not bad, "make staging folders / scratch files through havln_robot.paths (new_staging_dir, scratch_dir): " + ", ".join(bad)

@@ -34,7 +34,7 @@ def saved_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, matplotlib.figur
         if kw.get("dpi"):
             self.set_dpi(float(kw["dpi"]))  # as saved
         name = Path(str(fname)).name
-        tmp = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", name)  # saved through paths.atomic_output: .<name>.<random>.tmp
+        tmp = re.fullmatch(r"\.(.+)\.\d+-[0-9a-f]{8}\.[^.]+\.tmp", name)  # paths.atomic_output: .<name>.<owner>.<random>.tmp
         figs[tmp.group(1) if tmp else name] = self
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)

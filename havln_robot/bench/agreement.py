@@ -140,11 +140,12 @@ LIVE_OUT_NAMES: tuple[str, ...] = ("demo_*/*",)
 def _live_model_fresh(eid: str, episodes_file: Path, policy: str, seed: int, out: Path) -> Outcome:
     """:func:`_live_model` into a new folder beside ``out`` that replaces ``out`` (an earlier run's demo
     folder, --overwrite) only once the demo has ended; the earlier folder stays until then."""
-    from havln_robot.paths import swap_in_folder
+    from havln_robot.paths import clean_stale_staging, new_staging_dir, swap_in_folder
 
+    clean_stale_staging(out)  # a run killed with SIGKILL: its stage removed, an earlier folder it had moved aside put back
     if not out.exists():
         return _live_model(eid, episodes_file, policy, seed, out)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    stage = new_staging_dir(out.parent, out.name)
     try:
         lv = _live_model(eid, episodes_file, policy, seed, stage / out.name)
         if (stage / out.name).is_dir():

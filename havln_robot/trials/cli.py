@@ -267,11 +267,12 @@ def _cmd_recover_bag(a: argparse.Namespace) -> int:
 def _cmd_bench(a: argparse.Namespace, mcap: McapParts | None = None) -> int:
     if a.steps < 1 or a.frames < 1:
         raise TrialError(f"--steps {a.steps} / --frames {a.frames}: both must be >= 1")
-    if a.dir is not None:
-        from havln_robot.paths import prepare_out_dir
+    from havln_robot.paths import prepare_out_dir, scratch_dir
 
+    if a.dir is not None:
         prepare_out_dir(a.dir, "--dir")
-    with tempfile.TemporaryDirectory(dir=a.dir) as d:
+    # scratch_dir: a bench killed with SIGKILL leaves its folder in --dir; the next bench removes it
+    with scratch_dir(a.dir or tempfile.gettempdir(), "trial-bench") as d:
         with TrialStore(Path(d) / "bench.db") as st:
             t = st.start_trial("sim", "office")
             lat = []
@@ -297,6 +298,8 @@ def _bench_mcap(a: argparse.Namespace, mcap: McapParts | None) -> None:
     """MCAP cost of one 640x480 rgb8 frame per recorder setting (needs the ROS parts, injected)."""
     import numpy as np
 
+    from havln_robot.paths import scratch_dir
+
     if mcap is None:
         print("MCAP bench skipped: the ROS message serialiser is not available here (run 'havln-robot trial bench --mcap')")
         return
@@ -312,7 +315,7 @@ def _bench_mcap(a: argparse.Namespace, mcap: McapParts | None) -> None:
     frames = [np.clip(base.astype(int) + rng.integers(-8, 8, size=base.shape), 0, 255).astype(np.uint8) for _ in range(4)]
     print("MCAP recording of 640x480 rgb8 frames (per frame: time to downsample/encode/serialise/write, bytes on disk):")
     for stride, fmt in ((1, "raw"), (2, "raw"), (2, "jpeg"), (1, "jpeg")):
-        with tempfile.TemporaryDirectory(dir=a.dir) as d:
+        with scratch_dir(a.dir or tempfile.gettempdir(), "trial-bench") as d:
             rec = make_recorder(Path(d) / "bench", image_stride=stride, image_format=fmt)
             t0 = time.perf_counter()
             for i in range(a.frames):

@@ -49,7 +49,7 @@ import yaml
 from mcap.writer import CompressionType
 from mcap.writer import Writer as McapWriter
 
-from havln_robot.paths import staged_output_dir
+from havln_robot.paths import clean_stale_staging, describe_owner, staged_output_dir
 from havln_robot.trials import faults
 
 _PRIMITIVES = frozenset("bool byte char float32 float64 int8 uint8 int16 uint16 int32 uint32 int64 uint64 string wstring".split())
@@ -742,6 +742,14 @@ def recover_bag(src: str | os.PathLike[str], out: str | os.PathLike[str] | None 
             "(havln-robot trial show N prints it)"
         )
     files = [p for p in files if p not in not_mcap]
+    # a recover-bag killed (SIGKILL) into this --out left its staging folder: removed once its process is gone
+    busy = [(p, owner) for p, owner in clean_stale_staging(dst) if p.parent == dst]
+    if busy:
+        path, owner = busy[0]
+        raise RecorderError(
+            f"--out {dst}: another run ({describe_owner(owner)}) is writing into it ({path}); wait for it to end, or choose another "
+            "--out (remove that folder if no run writes there any more)"
+        )
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
         if not overwrite:
             raise RecorderError(f"--out {dst}: exists and is not empty; choose another folder or pass --overwrite")
