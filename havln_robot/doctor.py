@@ -636,7 +636,13 @@ def check_model(ctx: Context) -> Result:
     digest = h.hexdigest()
     side = path.with_name(path.name + ".sha256")
     if side.is_file():
-        want = side.read_text().split()[0].lower() if side.read_text().split() else ""
+        from havln_robot.jsonio import JsonFileError, read_bytes_capped
+
+        try:  # "<hex digest>  <name>": bounded, any bytes (a wrong file is a mismatch, not a traceback)
+            words = read_bytes_capped(side, 4096, gunzip=False).decode("utf-8", "replace").split()
+        except (JsonFileError, OSError):
+            return Result("model", WARN, f"{path.name} sha256 {digest[:16]}...: {side.name} is not a digest file", "copy the model again")
+        want = words[0].lower() if words else ""
         if want != digest:
             return Result("model", WARN, f"{path.name} sha256 {digest[:16]}... != {side.name}", "copy the model again")
     return Result("model", OK, f"{path} sha256 {digest}")

@@ -40,6 +40,8 @@ from havln_robot import jsonio
 from havln_robot.text import nonempty, number_in, path_arg
 
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
+#: Largest ``--update-readme`` file read, bytes (the project's README is ~60 KiB).
+MAX_README_BYTES = 16 * 1024 * 1024
 
 #: The four policies of the README's simulator table, in its order (label, --policy value).
 POLICIES = (("expert", "expert"), ("forward", "forward"), ("random", "random"), ("`small_panoramic` (trained, shipped)", "small_panoramic"))
@@ -201,8 +203,8 @@ def run_eval(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None]) -> d
             if limit:
                 args += ["--limit", str(limit)]
             _havln(args, 7200, log)
-            s = json.loads((out / "summary.json").read_text())
-            recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+            s = jsonio.load_json_file(out / "summary.json")
+            recs = _json_lines(out / "results.jsonl")
             ne = sorted(float(x["ne"]) for x in recs)
             runs.append(
                 {
@@ -223,13 +225,30 @@ def run_eval(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None]) -> d
     return {"episodes_file": str(ep_file), "rows": rows, "floor_changing": floors}
 
 
+def _json_lines(path: Path) -> list[Any]:
+    """The records of a JSON Lines file a benchmark wrote (eval's results.jsonl), read through the bounded reader.
+
+    Raises:
+        jsonio.JsonFileError: too large, not UTF-8, or a line that is not JSON (names the file and line).
+    """
+    text = jsonio.read_bytes_capped(path, gunzip=False).decode("utf-8", "replace")
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line, parse_int=jsonio.parse_int))
+            except (ValueError, RecursionError) as exc:
+                raise jsonio.JsonFileError(f"{path}: line {n}: not valid JSON ({exc})") from None
+    return out
+
+
 def _json_runs(name: str, base: list[str], flag: str, plan: Plan, tmp: Path, log: Callable[[str], None]) -> list[dict]:
     """Run ``havln-robot bench NAME`` ``plan.repeats`` times, each writing its figures as JSON via ``flag``."""
     docs = []
     for r in range(plan.repeats):
         out = tmp / f"{name}_{r}.json"
         _havln(["bench", name, *base, flag, str(out)], 3600, log)
-        docs.append(json.loads(out.read_text()))
+        docs.append(jsonio.load_json_file(out))
     return docs
 
 
@@ -288,7 +307,7 @@ def run_people(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, A
     deterministic -- seeded people, deterministic rendering and tracking; CPU time is this run's)."""
     out = tmp / "people.json"
     _havln(["bench", "people", *plan.people, "--json", str(out)], 3600, log)
-    return json.loads(out.read_text())
+    return jsonio.load_json_file(out)
 
 
 def run_robot(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
@@ -313,7 +332,7 @@ def run_scale(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, An
     """``bench scale``: eval throughput serial vs Ray 1 / 2 local workers, runtime start, overhead per episode (one run: ~3 min)."""
     out = tmp / "scale.json"
     _havln(["bench", "scale", *plan.scale, "--out", str(out)], 3600, log)
-    return json.loads(out.read_text())
+    return jsonio.load_json_file(out)
 
 
 def run_trial(plan: Plan, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
@@ -395,7 +414,7 @@ def run_agreement(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None])
     if plan.quick:
         args += ["--kinds", "reference", "--real-time-factor", "2"]
     _havln(args, 6 * 3600, log)
-    doc = json.loads(out.read_text(encoding="utf-8"))
+    doc = jsonio.load_json_file(out)
     return {"episodes": plan.agreement_episodes, "summary": doc["summary"]}
 
 
@@ -657,13 +676,39 @@ def collect(plan: Plan, parts: Sequence[str], data: Path, log: Callable[[str], N
     return fig
 
 
+def read_readme(path: str | os.PathLike[str]) -> str:
+    """The text of the ``--update-readme`` file, read bounded (at most :data:`MAX_README_BYTES`).
+
+    Raises:
+        FiguresError: not a regular file (a folder, /dev/zero), unreadable, too large or not UTF-8;
+            one line naming the file and the fix.
+    """
+    from havln_robot.paths import input_file_problem
+
+    p = Path(path)
+    why = input_file_problem(p)
+    if why is not None:
+        raise FiguresError(f"{p}: {why}; give the README to update")
+    try:
+        data = jsonio.read_bytes_capped(p, MAX_README_BYTES, gunzip=False)
+    except jsonio.JsonFileError:
+        cap = f"{MAX_README_BYTES / 2**20:g} MiB" if MAX_README_BYTES >= 2**20 else f"{MAX_README_BYTES} bytes"
+        raise FiguresError(f"{p}: larger than {cap} -- not a README; give the README to update") from None
+    except OSError as exc:
+        raise FiguresError(f"{p}: cannot be read ({exc.strerror or exc}); give the README to update") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FiguresError(f"{p}: not UTF-8 text (byte {exc.start}); give the README to update") from None
+
+
 def update_readme(path: Path, text: str) -> None:
     """Replace what lies between the figure markers in ``path`` with ``text``.
 
     Raises:
         FiguresError: the markers are missing, doubled or out of order.
     """
-    doc = path.read_text(encoding="utf-8")
+    doc = read_readme(path)
     if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
         raise FiguresError(f"{path}: needs exactly one '{BEGIN}' followed by one '{END}' line around the figures")
     head, rest = doc.split(BEGIN, 1)
@@ -719,9 +764,10 @@ def main(argv: list[str]) -> int:
         check_out_file(args.json, "--json", overwrite=args.overwrite)
     readme = Path(args.update_readme) if args.update_readme else None
     if readme is not None:
-        if not readme.is_file():
-            ap.error(f"--update-readme {readme}: no such file; give the README to update")
-        doc = readme.read_text(encoding="utf-8")
+        try:
+            doc = read_readme(readme)
+        except FiguresError as exc:
+            ap.error(f"--update-readme {exc}")
         if doc.count(BEGIN) != 1 or doc.count(END) != 1:
             ap.error(f"--update-readme {readme}: needs one '{BEGIN}' and one '{END}' line; add them around the figures")
     data = Path(args.data) if args.data else data_dir()

@@ -285,6 +285,12 @@ def test_model_check(tmp_path):
     assert doctor.check_model(ctx).status == WARN
     (tmp_path / "m.pt.sha256").write_text(f"{want}  m.pt\n")
     assert doctor.check_model(ctx).status == OK
+    # a sidecar that is not a digest file: read bounded, never a traceback (it was read whole, twice, as text)
+    (tmp_path / "m.pt.sha256").write_bytes(b"\xff\xfe" * 10)
+    assert doctor.check_model(ctx).status == WARN
+    (tmp_path / "m.pt.sha256").write_bytes(b"0" * (1 << 20))
+    r = doctor.check_model(ctx)
+    assert r.status == WARN and "m.pt.sha256" in r.detail and "\n" not in r.detail
     ctx.nodes["agent_node"]["policy"] = "forward:steps=3"
     assert doctor.check_model(ctx).status == WARN
 

@@ -42,6 +42,7 @@ def test_reader_bounds_plain_and_gzip(tmp_path):
 
 
 def _readers():
+    from havln_robot.bench import agreement
     from havln_robot.challenge import export, format, manifest
     from havln_robot.data import registry
     from havln_robot.episodes import EpisodeError, load_episodes, viewpoint_positions
@@ -70,6 +71,7 @@ def _readers():
         "vocabulary": (lambda f: lambda: Vocabulary.load(f), PolicyError),
         "embeddings": (lambda f: lambda: load_embeddings(f), PolicyError),
         "vocab check": (lambda f: lambda: _raise(registry.vocab_problem(f)), ValueError),
+        "agreement live log": (lambda f: lambda: agreement.read_live_log(f), ValueError),
     }
 
 
@@ -81,9 +83,11 @@ def _raise(problem):
 @pytest.mark.parametrize("kind", ["bomb", "large"])
 @pytest.mark.parametrize("reader", sorted(_readers()))
 def test_every_json_reader_is_bounded(reader, kind, tmp_path, monkeypatch):
+    from havln_robot.bench import agreement
     from havln_robot.challenge import export, format, manifest
 
     monkeypatch.setattr(jsonio, "MAX_JSON_BYTES", CAP)
+    monkeypatch.setattr(agreement, "LIVE_LOG_MAX_BYTES", CAP)
     monkeypatch.setattr(manifest, "MAX_MANIFEST_BYTES", CAP)
     monkeypatch.setattr(format, "MAX_FILE_BYTES", CAP)
     monkeypatch.setattr(export, "MAX_FILE_BYTES", CAP // 4)
@@ -119,3 +123,74 @@ def test_cli_manifest_dev_zero_is_one_line(tmp_path):
     assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr, r.stderr[-2000:]
     last = r.stderr.strip().splitlines()[-1]
     assert "/dev/zero" in last and "larger than 16 MiB" in last, last
+
+
+def test_bench_all_readme_and_benchmark_outputs_are_bounded(tmp_path, monkeypatch, capsys):
+    """bench all read --update-readme with read_text (a huge file whole, a binary one a UnicodeDecodeError
+    traceback, /dev/zero 'no such file') and every benchmark's JSON output with json.loads(read_text())."""
+    from havln_robot import figures
+
+    for readme, words in (
+        ("/dev/zero", "/dev/zero: not a regular file"),
+        (tmp_path / "dir", "dir: is a folder, not a file"),
+        (tmp_path / "big.md", "big.md: larger than 4096 bytes"),
+        (tmp_path / "bin.md", "bin.md: not UTF-8 text"),
+    ):
+        monkeypatch.setattr(figures, "MAX_README_BYTES", CAP)
+        (tmp_path / "dir").mkdir(exist_ok=True)
+        (tmp_path / "big.md").write_text(f"{figures.BEGIN}\n{figures.END}\n" + "x" * (2 * CAP))
+        (tmp_path / "bin.md").write_bytes(f"{figures.BEGIN}\n{figures.END}\n".encode() + b"\xff\xfe")
+        with pytest.raises(SystemExit) as ei:
+            figures.main(["--only", "trial", "--update-readme", str(readme)])
+        err = capsys.readouterr().err
+        assert ei.value.code == 2 and words in err and "Traceback" not in err, err
+    # a benchmark's --json output past the cap (or a gzip bomb): one line naming it, no MemoryError
+    monkeypatch.setattr(jsonio, "MAX_JSON_BYTES", CAP)
+
+    def fake(args, timeout, log):
+        out = Path(args[args.index("--json") + 1]) if "--json" in args else Path(args[args.index("--out") + 1])
+        _bomb(out) if "people" in args else out.write_bytes(b"{" + b" " * (4 * CAP) + b"}")
+        return ""
+
+    monkeypatch.setattr(figures, "_havln", fake)
+    plan = figures.Plan.make(True, 1)
+    for run, words in ((figures.run_people, "decompresses to more than 4096 bytes"), (figures.run_scale, "larger than 4096 bytes")):
+        with pytest.raises(jsonio.JsonFileError, match=words):
+            run(plan, tmp_path, print)
+
+
+def test_pack_without_check_reads_a_bounded_input(tmp_path, monkeypatch):
+    """pack(check=False) read each input with read_bytes(): a huge file whole."""
+    from havln_robot.challenge import format, pack
+
+    monkeypatch.setattr(format, "MAX_FILE_BYTES", CAP)
+    monkeypatch.setattr(pack, "MAX_FILE_BYTES", CAP, raising=False)
+    big = tmp_path / "val_seen.json"
+    big.write_bytes(b"{" + b" " * (4 * CAP) + b"}")
+    with pytest.raises(pack.PackError, match="val_seen.json: larger than 4096 bytes"):
+        pack.pack([big], tmp_path / "s.zip", check=False)
+    assert not (tmp_path / "s.zip").exists()
+
+
+def test_no_module_parses_json_read_by_hand():
+    """One bounded reader: json.load(fh) and json.loads(<path>.read_text() / read_bytes()) read a file whole
+    (figures, bench policy / renderers did); parse files through jsonio.load_json_file / read_bytes_capped."""
+    import ast
+
+    import havln_robot
+
+    root = Path(havln_robot.__file__).parent
+    bad = []
+    for f in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "loads")):
+                continue
+            if getattr(node.func.value, "id", None) != "json":
+                continue
+            arg = node.args[0] if node.args else None
+            whole = (
+                isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in ("read_text", "read_bytes", "read")
+            )
+            if node.func.attr == "load" or whole:
+                bad.append(f"{f.relative_to(root.parent)}:{node.lineno}")
+    assert not bad, "parse JSON files through havln_robot.jsonio (load_json_file / read_bytes_capped): " + ", ".join(bad)

@@ -238,26 +238,33 @@ def read_live_log(path: Path) -> dict[tuple[str, str], Outcome]:
     Every field is type-checked (``success`` a bool, counts whole numbers >= 0, ``ne``/``load``
     finite numbers >= 0 or null): a file edited by hand is refused, never read as other values.
 
+    Read through the project's bounded reader (:func:`havln_robot.jsonio.read_bytes_capped`): at most
+    :data:`LIVE_LOG_MAX_BYTES` bytes, on disk or gzip-decompressed (a saved log may be gzipped).
+
     Raises:
         OSError: the file cannot be read.
-        ValueError: not a regular file, larger than :data:`LIVE_LOG_MAX_BYTES`, or a JSON file whose
-            rows are not those of ``bench agreement --json`` / a printed line that does not parse;
-            the message names the file, the row or line, and the field.
+        ValueError: not a regular file, larger than :data:`LIVE_LOG_MAX_BYTES` (on disk or
+            decompressed), or a JSON file whose rows are not those of ``bench agreement --json`` / a
+            printed line that does not parse; the message names the file, the row or line, and the field.
     """
+    from havln_robot import jsonio
+
     path = Path(path)
     st = path.stat()
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read
         raise ValueError(f"{path}: not a regular file; give the --json file or the saved output of an earlier 'bench agreement' run")
-    if st.st_size > LIVE_LOG_MAX_BYTES:
-        raise ValueError(f"{path}: {st.st_size} bytes, more than any 'bench agreement' output ({LIVE_LOG_MAX_BYTES} bytes)")
-    text = path.read_text(encoding="utf-8-sig", errors="replace")  # -sig: the same file saved by an editor with a BOM
+    try:
+        data = jsonio.read_bytes_capped(path, LIVE_LOG_MAX_BYTES)
+    except jsonio.JsonFileError as exc:
+        raise ValueError(f"{exc} (no 'bench agreement' output is that large)") from None
+    text = data.decode("utf-8-sig", errors="replace")  # -sig: the same file saved by an editor with a BOM
     out: dict[tuple[str, str], Outcome] = {}
     if text.lstrip().startswith("{"):
         import json
 
         bad = f"{path}: not a 'bench agreement --json' file"
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, parse_int=jsonio.parse_int)
         except RecursionError:
             raise ValueError(f"{bad} (its JSON nests too deeply)") from None
         except ValueError as exc:

@@ -119,7 +119,7 @@ def run_eval(policy: str, episodes: str | None, limit: int, seed: int) -> dict:
             msg = (out.stderr.strip() or out.stdout.strip()).splitlines()
             raise RuntimeError(f"havln-robot eval --policy {policy} failed: {msg[-1] if msg else out.returncode}")
         summary_path = Path(tmp) / "summary.json"
-        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+        summary = jsonio.load_json_file(summary_path) if summary_path.is_file() else {}
     parsed = {k: float(m.group(1)) for k, p in _PAT.items() if (m := p.search(out.stdout))}
     res = {
         "policy": policy,

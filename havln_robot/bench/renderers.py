@@ -16,11 +16,9 @@ POSES_JSON W H HFOV_DEG``; prints one JSON object (``fps``, ``build_s``, ``frame
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -129,7 +127,7 @@ def main(argv: list[str]) -> int:
     if backend not in BACKENDS:
         print(jsonio.dumps({"backend": backend, "error": f"unknown backend; choose one of {BACKENDS}"}))
         return 2
-    poses = [tuple(p) for p in json.loads(Path(poses_json).read_text())]
+    poses = [tuple(p) for p in jsonio.load_json_file(poses_json)]
     print(jsonio.dumps(measure(backend, scenes, scan, conn, poses, int(w), int(h), float(hfov)), nonfinite="null"))
     return 0
 

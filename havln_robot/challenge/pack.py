@@ -12,7 +12,8 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from havln_robot.challenge.format import FormatError, read_split_file
+from havln_robot.challenge.format import MAX_FILE_BYTES, FormatError, read_split_file
+from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import atomic_output
 
 _FIXED_DATE = (2026, 1, 1, 0, 0, 0)
@@ -83,15 +84,22 @@ def pack(
             if sf.split in splits:
                 raise PackError(f"{f} and {splits[sf.split]} both have split {sf.split!r}; keep one")
             splits[sf.split] = f
+    # read bounded (check=False reads no file before): a prediction file is at most MAX_FILE_BYTES
+    data: dict[str, bytes] = {}
+    for name, f in names.items():
+        try:
+            data[name] = read_bytes_capped(f, MAX_FILE_BYTES, gunzip=False)
+        except JsonFileError as exc:
+            raise PackError(f"{exc} (one prediction file is at most {MAX_FILE_BYTES} bytes)") from None
     out_p = Path(out)
     with atomic_output(out_p) as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-            for name, f in names.items():
+            for name in names:
                 info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.external_attr = 0o100644 << 16
                 info.create_system = 3
-                zf.writestr(info, f.read_bytes())
+                zf.writestr(info, data[name])
         if verify is not None:
             verify(tmp)  # raises: the temporary zip goes, an earlier ``out`` stays
     return out_p
