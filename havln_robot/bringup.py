@@ -43,7 +43,7 @@ from havln_robot.params import Raw
 from havln_robot.paths import data_dir
 from havln_robot.policy.registry import no_data_fallback
 from havln_robot.rosnames import namespace_arg
-from havln_robot.sim.session import missing_episode_data
+from havln_robot.sim.session import episode_data_problem
 from havln_robot.text import number_in, path_arg
 
 
@@ -630,10 +630,11 @@ def no_data_overrides(profile: Profile) -> tuple[dict[str, dict[str, Any]], str 
     why: list[str] = []
     sim = profile.nodes.get("sim_node")
     if sim is not None and sim.get("scene_source", "auto") == "auto":
-        missing = missing_episode_data(sim)
-        if missing is not None:
+        problem = episode_data_problem(sim)
+        if problem is not None:
             over["sim_node"] = {"scene_source": "builtin"}
-            why.append("sim_node runs the builtin scene and episode")
+            key, path, what = problem  # a folder given as the file is named as such, not "not found"
+            why.append("sim_node runs the builtin scene and episode" + ("" if what == "not found" else f" (sim_node.{key} {path}: {what})"))
     agent = profile.nodes.get("agent_node")
     if agent is not None:
         spec, reason = no_data_fallback(agent.get("policy", ""))

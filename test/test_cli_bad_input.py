@@ -356,6 +356,88 @@ def test_a_folder_given_as_a_file_is_named_as_a_folder(args, words, havln_data, 
     assert rc == 2 and all(w in last for w in words) and "not found" not in last, last
 
 
+def _node_param_errors(adir, afile):
+    """What each node's file parameter says about a folder (or a file where a folder is wanted): label -> call."""
+    from havln_robot.console.control import tls_problem
+    from havln_robot.console.lookup import instruction_for
+    from havln_robot.perception.people import AppearanceCheck
+    from havln_robot.sim.session import open_episode
+    from havln_robot.trials.store import TrialStore
+
+    return {
+        "sim_node.episodes_file": (
+            lambda: open_episode({"scene_source": "episodes", "episodes_file": str(adir)}),
+            f"episodes_file: {adir}: is a folder, not a file",
+        ),
+        "sim_node.connectivity_dir": (
+            lambda: open_episode({"scene_source": "episodes", "episodes_file": str(afile), "connectivity_dir": str(afile)}),
+            f"connectivity_dir: {afile}: is a file, not a folder",
+        ),
+        "console_node.episodes_file": (lambda: instruction_for(adir, "17"), f"episodes_file {adir}: is a folder, not a file"),
+        "console_node.db_path": (lambda: TrialStore(adir, source="db_path").close(), f"{adir}: is a folder, not a file; give db_path"),
+        "trial_logger_node.db_path": (
+            lambda: TrialStore(adir, writer=True, source="db_path").close(),
+            f"{adir}: is a folder, not a file; give db_path",
+        ),
+        "console_node.tls_certfile": (lambda: _raise(tls_problem(str(adir), "")), f"tls_certfile {adir}: is a folder, not a file"),
+        "console_node.tls_keyfile": (lambda: _raise(tls_problem(str(afile), str(adir))), f"tls_keyfile {adir}: is a folder, not a file"),
+        "people_node.appearance_model": (lambda: AppearanceCheck(str(adir)), f"appearance_model: {adir}: is a folder, not a file"),
+    }
+
+
+def _raise(problem):
+    if problem:
+        raise ValueError(problem)
+
+
+_NODE_FILE_PARAMS = (
+    "console_node.db_path",
+    "console_node.episodes_file",
+    "console_node.tls_certfile",
+    "console_node.tls_keyfile",
+    "people_node.appearance_model",
+    "sim_node.connectivity_dir",
+    "sim_node.episodes_file",
+    "trial_logger_node.db_path",
+)
+
+
+@pytest.mark.parametrize("param", _NODE_FILE_PARAMS)
+def test_a_folder_given_as_a_node_file_parameter_is_named_as_a_folder(param, tmp_path):
+    """The node parameters said "not found" for a folder that is there (sim_node / console_node
+    episodes_file; connectivity_dir given a file), or an error of another layer (a trial store: "unable to
+    open database file"; TLS: "port taken?"); the one rule of the options (paths.input_file_problem /
+    input_folder_problem) now names what is there."""
+    adir, afile = tmp_path / "adir", tmp_path / "afile.json"
+    adir.mkdir()
+    afile.write_text("{}")
+    calls = _node_param_errors(adir, afile)
+    assert sorted(calls) == list(_NODE_FILE_PARAMS)
+    call, words = calls[param]
+    with pytest.raises(ValueError) as ei:
+        call()
+    msg = str(ei.value)
+    assert words in msg and "not found" not in msg and "\n" not in msg, msg
+
+
+def test_auto_scene_falls_back_naming_a_folder_given_as_the_episodes_file(tmp_path, monkeypatch):
+    """scene_source auto with a folder as episodes_file ran the builtin scene saying "HA-VLN data not found";
+    sim_node and launch / demo now say what is wrong with the parameter."""
+    from havln_robot.bringup import no_data_overrides
+    from havln_robot.config import load_profile
+    from havln_robot.paths import REPO_ROOT
+    from havln_robot.sim.session import open_episode
+
+    adir = tmp_path / "adir"
+    adir.mkdir()
+    opened = open_episode({"scene_source": "auto", "episodes_file": str(adir)})
+    assert opened.scene.name == "builtin" and opened.fallback and f"episodes_file {adir}: is a folder, not a file" in opened.note
+    assert not open_episode({"scene_source": "builtin"}).fallback
+    monkeypatch.setenv("HAVLN_DATA", "/nonexistent")
+    over, warning = no_data_overrides(load_profile(REPO_ROOT / "config" / "sim.yaml", {"sim_node": {"episodes_file": str(adir)}}))
+    assert over["sim_node"] == {"scene_source": "builtin"} and f"sim_node.episodes_file {adir}: is a folder, not a file" in warning
+
+
 def test_export_trials_names_its_own_flag(tmp_path, monkeypatch, capsys):
     """export --trials named a --db flag it does not have."""
     import sqlite3

@@ -209,7 +209,7 @@ def test_missing_data_falls_back_to_builtin_or_fails_clearly(ros_context, tmp_pa
         assert sim.session.scene.name == "builtin"
     finally:
         sim.destroy_node()
-    with pytest.raises(ConfigError, match=r"episodes_file: .*nope.json not found"):
+    with pytest.raises(ConfigError, match=r"episodes_file: .*nope.json: not found"):
         SimNode(params=_params(scene_source="episodes", episodes_file=missing, camera_enabled=False), context=ros_context)
 
 

@@ -59,6 +59,20 @@ def check_bind(host: str, token: str, tls: bool, allow_plain_remote: bool) -> st
     return ""
 
 
+def tls_problem(certfile: str, keyfile: str) -> str:
+    """Check console_node's ``tls_certfile`` / ``tls_keyfile`` before the server starts; returns ``""`` or a
+    one-line reason naming the parameter (a folder is "is a folder", not "not found" nor a server that
+    failed to start: :func:`havln_robot.paths.input_file_problem`).
+    """
+    from havln_robot.paths import input_file_problem
+
+    for key, value, what in (("tls_certfile", certfile, "the PEM certificate"), ("tls_keyfile", keyfile, "the PEM private key")):
+        why = input_file_problem(value) if value else None
+        if why is not None:
+            return f"{key} {value}: {why}; give {what} file (or leave tls_certfile empty: plain HTTP, loopback only)"
+    return ""
+
+
 @dataclass
 class Session:
     """One logged-in browser (or script)."""

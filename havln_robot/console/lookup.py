@@ -19,9 +19,17 @@ def instruction_for(episodes_file: str | Path, episode_id: str) -> str:
     """
     if not str(episodes_file or ""):
         raise ValueError(f"episode {episode_id}: no HA-R2R data loaded (console_node.episodes_file is empty); type the instruction")
+    from havln_robot.paths import input_file_problem
+
     p = Path(episodes_file).expanduser()
-    if not p.is_file():
-        raise ValueError(f"episode {episode_id}: {p} not found; get the data with `havln-robot data fetch`, or type the instruction")
+    why = input_file_problem(p)
+    if why is not None:  # a folder is named as a folder, not "not found"
+        fix = (
+            "set console_node.episodes_file to the episodes file (*.json / *.json.gz)"
+            if p.exists()
+            else "get the data with `havln-robot data fetch`"
+        )
+        raise ValueError(f"episode {episode_id}: episodes_file {p}: {why}; {fix}, or type the instruction")
     key = (str(p), p.stat().st_mtime)
     with _lock:
         if key not in _cache:

@@ -41,7 +41,7 @@ from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from havln_robot.actions import STOP
-from havln_robot.console.control import Control, check_bind, new_token
+from havln_robot.console.control import Control, check_bind, new_token, tls_problem
 from havln_robot.console.frames import PanoramaStrip, depth_colormap, encode
 from havln_robot.console.hub import Hub
 from havln_robot.console.lookup import instruction_for
@@ -113,7 +113,7 @@ class ConsoleNode(HavlnNode):
         p = self.params
         tls = bool(p["tls_certfile"])
         self.token = p["token"] or new_token()
-        why = check_bind(p["host"], self.token, tls, p["allow_plain_remote"])
+        why = check_bind(p["host"], self.token, tls, p["allow_plain_remote"]) or tls_problem(p["tls_certfile"], p["tls_keyfile"])
         if why:
             raise ConfigError(f"{self.get_name()}: {why}")
         self.view = LiveView()

@@ -156,7 +156,7 @@ class SimNode(HavlnNode):
         except SessionError as exc:
             raise ConfigError(f"{self.get_name()}: {exc}") from None
         log = self.get_logger()
-        if "not found" in opened.note:  # one call site per severity (rclpy refuses a change at one site)
+        if opened.fallback:  # one call site per severity (rclpy refuses a change at one site)
             log.warning(f"sim: {opened.note}")
         else:
             log.info(f"sim: {opened.note}")

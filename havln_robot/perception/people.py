@@ -591,10 +591,16 @@ class AppearanceCheck:
         model_path: the .onnx file. input_size: (W, H) the model expects, px. min_score: box threshold.
 
     Raises:
-        ValueError: onnxruntime is not installed or the model cannot be loaded (message says which).
+        ValueError: the model file is missing or not a file, onnxruntime is not installed, or the
+            model cannot be loaded (message says which).
     """
 
     def __init__(self, model_path: str, input_size: tuple[int, int] = (640, 640), min_score: float = 0.5) -> None:
+        from havln_robot.paths import input_file_problem
+
+        why = input_file_problem(model_path)
+        if why is not None:
+            raise ValueError(f"appearance_model: {model_path}: {why}; give the .onnx file, or set appearance_model to ''")
         try:
             import onnxruntime as ort  # type: ignore[import-not-found]
         except ImportError:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot.episodes import Episode, EpisodeError, builtin_episode, load_episodes
-from havln_robot.paths import resolve
+from havln_robot.paths import input_file_problem, input_folder_problem, resolve
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.robot import BaseLimits, NoiseModel, NoisyBase, StepOutcome, base_config  # noqa: F401 (re-exported for sim_node)
 from havln_robot.sim.scene import Scene, SceneError
@@ -32,25 +32,45 @@ class SessionError(ValueError):
 
 @dataclass(frozen=True)
 class Opened:
-    """A scene and episode chosen from parameters, with a one-line note for the log."""
+    """A scene and episode chosen from parameters, with a one-line note for the log.
+
+    Attributes:
+        fallback: the builtin scene runs because the data named by the parameters is unusable
+            (``scene_source: auto``); the note says why, and sim_node logs it as a warning.
+    """
 
     scene: Scene
     episode: Episode
     note: str
+    fallback: bool = False
 
 
-def missing_episode_data(p: Mapping[str, Any]) -> Path | None:
-    """The first of ``episodes_file`` / ``connectivity_dir`` (sim_node parameters) that is absent, else None.
-
-    ``scene_source: builtin`` needs neither, so it returns None.
+def episode_data_problem(p: Mapping[str, Any]) -> tuple[str, Path, str] | None:
+    """What is wrong with sim_node's ``episodes_file`` / ``connectivity_dir``, first one first:
+    ``(parameter, resolved path, problem)`` with the problem worded by
+    :func:`havln_robot.paths.input_file_problem` / :func:`~havln_robot.paths.input_folder_problem`
+    (``"not found"``, ``"is a folder, not a file"``, ``"is a file, not a folder"``, ...); None when both
+    are usable or ``scene_source: builtin`` needs neither.
     """
     if p.get("scene_source", "auto") == "builtin":
         return None
     ep_file = resolve(p.get("episodes_file", "$DATA/ha_r2r_de/HA_val_seen.json"))
-    if not ep_file.is_file():
-        return ep_file
+    why = input_file_problem(ep_file)
+    if why is not None:
+        return "episodes_file", ep_file, why
     conn = resolve(p.get("connectivity_dir", "$DATA/connectivity"))
-    return None if conn.is_dir() else conn
+    why = input_folder_problem(conn)
+    return None if why is None else ("connectivity_dir", conn, why)
+
+
+def missing_episode_data(p: Mapping[str, Any]) -> Path | None:
+    """The first of ``episodes_file`` / ``connectivity_dir`` (sim_node parameters) that is unusable
+    (absent, or a folder where a file is wanted and the reverse), else None (:func:`episode_data_problem`).
+
+    ``scene_source: builtin`` needs neither, so it returns None.
+    """
+    problem = episode_data_problem(p)
+    return None if problem is None else problem[1]
 
 
 def open_episode(p: Mapping[str, Any]) -> Opened:
@@ -68,16 +88,18 @@ def open_episode(p: Mapping[str, Any]) -> Opened:
         return Opened(Scene.builtin(), builtin_episode(), "builtin scene and episode (scene_source=builtin)")
     ep_file = resolve(p.get("episodes_file", "$DATA/ha_r2r_de/HA_val_seen.json"))
     conn = resolve(p.get("connectivity_dir", "$DATA/connectivity"))
-    missing = missing_episode_data(p)
-    if missing is not None:
+    problem = episode_data_problem(p)
+    if problem is not None:
+        key, path, why = problem
         if source == "auto":
+            head = f"HA-VLN data not found ({path})" if why == "not found" else f"HA-VLN data not usable ({key} {path}: {why})"
             return Opened(
                 Scene.builtin(),
                 builtin_episode(),
-                f"HA-VLN data not found ({missing}); using the builtin scene and episode (set episodes_file/connectivity_dir to run real episodes)",
+                f"{head}; using the builtin scene and episode (set episodes_file/connectivity_dir to run real episodes)",
+                fallback=True,
             )
-        key = "episodes_file" if not ep_file.is_file() else "connectivity_dir"
-        raise SessionError(f"{key}: {missing} not found; point it at the HA-VLN data or set scene_source to builtin")
+        raise SessionError(f"{key}: {path}: {why}; point it at the HA-VLN data or set scene_source to builtin")
     eid = str(p.get("episode_id", "") or "")
     idx = int(p.get("episode_index", 0))
     try:

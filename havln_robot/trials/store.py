@@ -427,6 +427,14 @@ class TrialStore:
                     )
                 self._db = self._connect_ro(timeout_s)
             else:
+                if not self._mem and (self.path.exists() and not self.path.is_file()):
+                    from havln_robot.paths import input_file_problem
+
+                    # sqlite3 said "unable to open database file" for a folder
+                    raise TrialError(
+                        f"{self.path}: {input_file_problem(self.path)}; give {self.source} a trial store's .db file "
+                        "(a new file name creates one)"
+                    )
                 if not self._mem:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     self._refuse_empty_copy()
