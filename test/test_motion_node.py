@@ -247,8 +247,17 @@ class PersonAhead:
         return [Person(0.9, 0.0, 5)]
 
 
-def test_in_process_person_detector(rig):
-    node, base, spin = rig(require_depth=True, person_detector="test_motion_node:PersonAhead")
+@pytest.fixture
+def person_ahead_detector():
+    from havln_robot.motion.safety import register_person_detector, unregister_person_detector
+
+    register_person_detector("person_ahead", PersonAhead)
+    yield "person_ahead"
+    unregister_person_detector("person_ahead")
+
+
+def test_in_process_person_detector(rig, person_ahead_detector):
+    node, base, spin = rig(require_depth=True, person_detector=person_ahead_detector)
     base.wall_m = 3.0  # free corridor, so only the detector's person can block
     assert spin(lambda: node._color is not None and node._depth is not None and node._k is not None)
     base.send("MOVE_FORWARD")
@@ -261,6 +270,17 @@ def test_in_process_person_detector(rig):
 def test_bad_person_detector_is_a_config_error(ros_context):
     with pytest.raises(ConfigError, match="person_detector"):
         MotionNode(params={**MOTION_PARAMS.defaults(), "person_detector": "no.such.module:Thing"}, context=ros_context)
+    with pytest.raises(ConfigError, match="not a known detector.*depth_people_tracker"):
+        MotionNode(params={**MOTION_PARAMS.defaults(), "person_detector": "os:getpid"}, context=ros_context)
+
+
+def test_shipped_person_detector_by_name(ros_context):
+    for name in ("depth_people_tracker", "havln_robot.perception.people:DepthPeopleTracker"):
+        node = MotionNode(params={**MOTION_PARAMS.defaults(), "person_detector": name}, context=ros_context)
+        try:
+            assert type(node.detector).__name__ == "DepthPeopleTracker"
+        finally:
+            node.destroy_node()
 
 
 class FrozenBase(FakeBase):

@@ -23,7 +23,9 @@ from havln_robot.motion.safety import (
     forward_hazard,
     load_person_detector,
     obstacle_points,
+    register_person_detector,
     turn_hazard,
+    unregister_person_detector,
 )
 
 K = Intrinsics.from_hfov(320, 240, 69.4)  # D435i colour HFOV
@@ -245,15 +247,64 @@ class _Det:
 
 
 def test_person_detector_interface():
-    det = load_person_detector(f"{__name__}:_Det")
-    assert isinstance(det, PersonDetector)
-    assert det.detect(None, None, K, MOUNT)[0].x == 1.0
-    with pytest.raises(ValueError, match="module:ClassName"):
+    register_person_detector("test_det", _Det)
+    try:
+        det = load_person_detector("test_det")
+        assert isinstance(det, PersonDetector)
+        assert det.detect(None, None, K, MOUNT)[0].x == 1.0
+        det = load_person_detector("shipped", {"shipped": _Det})  # the caller's built-in table
+        assert det.detect(None, None, K, MOUNT)[0].x == 1.0
+    finally:
+        unregister_person_detector("test_det")
+    with pytest.raises(ValueError, match="not a known detector"):
         load_person_detector("nonsense")
-    with pytest.raises(ValueError, match="cannot load"):
-        load_person_detector("havln_robot.motion.safety:Nope")
     with pytest.raises(ValueError, match="detect"):
-        load_person_detector("havln_robot.motion.safety:Footprint")
+        load_person_detector("footprint", {"footprint": Footprint})
+    with pytest.raises(ValueError, match="failed to start"):
+        load_person_detector("broken", {"broken": lambda: 1 / 0})
+
+
+class _Trap:
+    """Set when a params-file string made the loader import and call code."""
+
+    called = False
+
+
+def _trap():
+    _Trap.called = True
+    return _Det()
+
+
+def test_person_detector_from_a_params_file_never_imports_code(monkeypatch, tmp_path):
+    """A params file names a detector, never code: ``"module:Class"`` strings were imported and
+    called (``os:fork`` forked motion_node, ``pdb:set_trace`` stopped it at a debugger prompt)."""
+    import sys
+
+    monkeypatch.setattr(sys.modules[__name__], "_trap", _trap)
+    for spec in (f"{__name__}:_trap", "os:getpid", "this:s", "havln_robot.perception.people:DepthPeopleTracker"):
+        with pytest.raises(ValueError, match="not a known detector") as e:
+            load_person_detector(spec)
+        assert "entry point" in str(e.value) and "never imported" in str(e.value)
+    assert not _Trap.called
+    # a module named in the spec is not even imported
+    mod = tmp_path / "planted_detector_mod.py"
+    mod.write_text("import pathlib; pathlib.Path(__file__).with_suffix('.ran').touch()\nclass D:\n    def detect(self, *a): return []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="not a known detector"):
+        load_person_detector("planted_detector_mod:D")
+    assert not mod.with_suffix(".ran").exists() and "planted_detector_mod" not in sys.modules
+
+
+def test_person_detector_offered_by_an_installed_entry_point(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from havln_robot.motion import safety
+
+    ep = EntryPoint(name="lab_det", value=f"{__name__}:_Det", group=safety.PERSON_DETECTOR_GROUP)
+    monkeypatch.setattr(safety, "_installed_detectors", lambda: {"lab_det": ep})
+    assert load_person_detector("lab_det").detect(None, None, K, MOUNT)[0].x == 1.0
+    with pytest.raises(ValueError, match=r"known: lab_det"):
+        load_person_detector("other")
 
 
 DISC = Footprint(radius=0.383)  # the embedded simulator's contact model

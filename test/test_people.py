@@ -175,7 +175,10 @@ def test_appearance_model_needs_onnxruntime_or_a_loadable_file(tmp_path):
 
 # --------------------------------------------------------------------------- plug-in + message
 def test_tracker_is_a_person_detector_plugin():
-    det = load_person_detector("havln_robot.perception.people:DepthPeopleTracker")
+    from havln_robot.nodes.motion_node import BUILTIN_PERSON_DETECTORS
+
+    det = load_person_detector("depth_people_tracker", BUILTIN_PERSON_DETECTORS)
+    assert isinstance(det, DepthPeopleTracker)
     k = Intrinsics.from_hfov(160, 120, 69.4)
     depth = np.zeros((120, 160), np.float32)
     assert det.detect(np.zeros((120, 160, 3), np.uint8), depth, k, CameraMount()) == []

@@ -48,8 +48,9 @@ MOTION_PARAMS = ParamSpec(
             "person_detector",
             "",
             "str",
-            "'' = people come from people_topic only; 'package.module:Class' = also run this PersonDetector "
-            "(havln_robot.motion.safety) in-process on each colour + depth frame",
+            "'' = people come from people_topic only; a detector's name ('depth_people_tracker', or one an installed "
+            "package offers as a 'havln_robot.person_detectors' entry point) = also run that PersonDetector "
+            "(havln_robot.motion.safety) in-process on each colour + depth frame; module paths are never imported",
         ),
         # --- control ------------------------------------------------------------------------
         Param("control_rate_hz", 50.0, "float", "executor tick and cmd_vel publish rate, Hz", min=10.0, max=500.0),

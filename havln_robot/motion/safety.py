@@ -12,7 +12,6 @@ camera mount (:class:`CameraMount`).
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -607,8 +606,8 @@ def forecast_hazard(
 class PersonDetector(Protocol):
     """Pluggable person detector for the real robot (in sim, havln/people carries ground truth).
 
-    An implementation is loaded by ``"package.module:ClassName"`` (see :func:`load_person_detector`),
-    constructed without arguments, and called on each colour + aligned depth frame pair.
+    An implementation is chosen by name among the known ones (:func:`load_person_detector`: shipped,
+    registered in-process, or an installed entry point), constructed without arguments, and called on each colour + aligned depth frame pair.
     """
 
     def detect(self, rgb: np.ndarray, depth_m: np.ndarray, k: Intrinsics, mount: CameraMount) -> list[Person]:
@@ -626,22 +625,85 @@ class PersonDetector(Protocol):
         ...
 
 
-def load_person_detector(spec: str) -> PersonDetector:
-    """Instantiate a detector from ``"module:ClassName"``.
+#: Entry-point group through which an installed package offers a :class:`PersonDetector`
+#: (``[project.entry-points."havln_robot.person_detectors"] my_detector = "pkg.mod:Class"``).
+PERSON_DETECTOR_GROUP = "havln_robot.person_detectors"
+
+#: Detectors registered in-process (:func:`register_person_detector`): name -> factory.
+_REGISTERED: dict[str, Callable[[], PersonDetector]] = {}
+
+
+def register_person_detector(name: str, factory: Callable[[], PersonDetector]) -> None:
+    """Offer ``factory`` (called without arguments) as the person detector ``name``.
+
+    For Python code that embeds motion_node (a test, a lab's own launcher); a deployment installs
+    its detector as an entry point of :data:`PERSON_DETECTOR_GROUP` instead.
 
     Raises:
-        ValueError: ``spec`` is malformed, the class cannot be imported, or it lacks ``detect``.
+        ValueError: ``name`` is empty or contains ``:`` (the old module path form).
     """
-    if ":" not in spec:
-        raise ValueError(f"person_detector: expected 'package.module:ClassName', got {spec!r}")
-    mod_name, attr = spec.split(":", 1)
+    if not name or ":" in name:
+        raise ValueError(f"person detector name {name!r}: a plain name without ':'")
+    _REGISTERED[name] = factory
+
+
+def unregister_person_detector(name: str) -> None:
+    """Forget a detector :func:`register_person_detector` offered (nothing if it is not there)."""
+    _REGISTERED.pop(name, None)
+
+
+def _installed_detectors() -> dict[str, object]:
+    """Entry points of :data:`PERSON_DETECTOR_GROUP` of the installed packages: name -> entry point."""
+    from importlib.metadata import entry_points
+
     try:
-        cls = getattr(importlib.import_module(mod_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"person_detector: cannot load {spec!r} ({exc})") from None
-    det = cls()
+        return {ep.name: ep for ep in entry_points(group=PERSON_DETECTOR_GROUP)}
+    except Exception:  # a broken distribution's metadata must not stop motion_node  # noqa: BLE001
+        return {}
+
+
+def load_person_detector(name: str, builtin: dict[str, Callable[[], PersonDetector]] | None = None) -> PersonDetector:
+    """Instantiate the person detector ``name``, chosen among the known ones only.
+
+    The parameter comes from a params file, so it never names code to import: it picks one of the
+    ``builtin`` detectors (motion_node passes the shipped ones), those registered in-process
+    (:func:`register_person_detector`), or those an installed package offers as an entry point of
+    :data:`PERSON_DETECTOR_GROUP` (installing the package is the trust decision, as with ROS
+    pluginlib). A ``"package.module:Class"`` path that is none of these is refused, not imported
+    (before, ``os:fork`` or ``pdb:set_trace`` in a params file ran in the motion node).
+
+    Args:
+        name: the detector's name (or the module path a built-in one is also known by).
+        builtin: name -> factory of the shipped detectors.
+
+    Returns:
+        The detector, constructed without arguments.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones), a factory that fails, or an
+            object without ``detect(rgb, depth_m, k, mount)``.
+    """
+    known: dict[str, object] = {**(builtin or {}), **_REGISTERED}
+    installed = _installed_detectors()
+    factory: object | None = known.get(name)
+    if factory is None and name in installed:
+        try:
+            factory = installed[name].load()  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own import error, named
+            raise ValueError(f"person_detector: installed detector {name!r} failed to load ({type(exc).__name__}: {exc})") from None
+    if factory is None:
+        names = sorted(set(known) | set(installed))
+        how = (
+            "a detector of your own is offered by an installed package as an entry point of group "
+            f"{PERSON_DETECTOR_GROUP!r} (docs/motion.md); module paths are never imported from a params file"
+        )
+        raise ValueError(f"person_detector: {name!r} is not a known detector (known: {', '.join(names) or 'none'}); {how}")
+    try:
+        det = factory()  # type: ignore[operator]
+    except Exception as exc:  # noqa: BLE001 - a plug-in's constructor, named
+        raise ValueError(f"person_detector: {name!r} failed to start ({type(exc).__name__}: {exc})") from None
     if not isinstance(det, PersonDetector):
-        raise ValueError(f"person_detector: {spec!r} has no detect(rgb, depth_m, k, mount) method")
+        raise ValueError(f"person_detector: {name!r} has no detect(rgb, depth_m, k, mount) method")
     return det
 
 

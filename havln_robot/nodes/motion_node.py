@@ -46,6 +46,21 @@ from havln_robot.text import outcome_label
 from havln_robot.topics import BASE_FRAME
 
 
+#: The shipped person detectors, by the names ``person_detector`` accepts (the module path is the
+#: old spelling of the same detector, still accepted).
+def _depth_people_tracker() -> Any:
+    """people_node's depth tracker in-process (imported only when chosen)."""
+    from havln_robot.perception.people import DepthPeopleTracker
+
+    return DepthPeopleTracker()
+
+
+BUILTIN_PERSON_DETECTORS = {
+    "depth_people_tracker": _depth_people_tracker,
+    "havln_robot.perception.people:DepthPeopleTracker": _depth_people_tracker,
+}
+
+
 class MotionNode(HavlnNode):
     """The motion node. See the module docstring for its interface.
 
@@ -83,7 +98,7 @@ class MotionNode(HavlnNode):
         self._detected: list[Person] = []
         if p["person_detector"]:
             try:
-                self.detector = load_person_detector(p["person_detector"])
+                self.detector = load_person_detector(p["person_detector"], BUILTIN_PERSON_DETECTORS)
             except ValueError as exc:
                 msg = f"{self.get_name()}: {exc}"
                 self.destroy_node()
