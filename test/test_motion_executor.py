@@ -487,3 +487,120 @@ def test_in_flight_travel_is_recomputed_after_every_new_command():
     assert ex._unmeasured(0.2, 0.2) == pytest.approx((0.5 * 0.05, 1.0 * 0.05))
     ex.time_jumped_back(0.0)  # the clock jumped back: no history, nothing in flight
     assert ex._unmeasured(0.2, 0.2) == (0.0, 0.0)
+
+
+# --- faults: non-finite or implausible sensor values, unbounded correction --------------------------
+
+
+def test_gyro_yaw_drops_non_finite_samples():
+    """One NaN gyro rate / orientation used to make the integrated yaw NaN for good."""
+    for add in ("add", "add_orientation"):
+        g = GyroYaw(2.0)
+        feed = getattr(g, add)
+        feed(0.0, 0.0, stationary=True)
+        feed(0.01, 0.0, stationary=True)
+        for bad in (math.nan, math.inf, -math.inf):
+            assert feed(0.02, bad) == 0.0
+            assert feed(math.nan, 0.1) == 0.0
+        feed(0.03, 0.0)
+        assert math.isfinite(g.yaw) and math.isfinite(g.bias) and math.isfinite(g.rate), add
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("where", ["x", "yaw", "imu"])
+def test_non_finite_sensor_values_abort_and_are_never_ingested(bad, where):
+    """A non-finite odometry / IMU value while moving: zero command, outcome aborted naming it; a
+    start on one is refused. Never a result with non-finite figures."""
+    ex = Executor(MotionConfig(require_depth=False))
+    odom = {"x": (bad, 0.0, 0.0), "yaw": (0.0, 0.0, bad), "imu": (0.0, 0.0, 0.0)}[where]
+    imu = bad if where == "imu" else 0.0
+    (r,) = ex.start(A.MOVE_FORWARD, 0.0, odom, imu).results
+    assert r.outcome == "rejected" and "not finite" in r.detail
+    ex.start(A.TURN_LEFT, 1.0, (0.0, 0.0, 0.0), 0.0)
+    assert ex.update(1.02, (0.0, 0.0, 0.0), 0.001).cmd[1] > 0
+    tick = ex.update(1.04, odom, imu)
+    assert tick.cmd == (0.0, 0.0) and not ex.busy
+    (r,) = tick.results
+    assert r.outcome == "aborted" and "not finite" in r.detail, r.detail
+    assert all(math.isfinite(v) for v in (r.distance_odom_m, r.position_error_m, r.yaw_imu_deg, r.yaw_odom_deg, r.yaw_error_deg))
+
+
+def test_result_with_non_finite_figures_is_never_ok():
+    """The last line of defence: a result whose measured figures are not finite is not ``ok``."""
+    ex = Executor(MotionConfig(require_depth=False))
+    ex.start(A.MOVE_FORWARD, 0.0, (0.0, 0.0, 0.0), 0.0)
+    ex._a.outcome = "ok"
+    r = ex._finish(1.0, (math.nan, 0.0, 0.0), 0.0)
+    assert r.outcome == "aborted" and "not finite" in r.detail
+
+
+@pytest.mark.parametrize("offset", [2.0, -2.0])
+def test_odometry_jump_while_moving_aborts(offset):
+    """An odometry reset (+2 m: used to back the robot 0.62 m behind the start; -2 m: used to drive
+    1.24 m for a 0.25 m step) stops the robot at once, outcome aborted naming the jump."""
+    ex, p = Executor(MotionConfig(require_depth=False)), Plant(0)
+
+    def hook(plant, k):
+        if k == 40:
+            plant.ox += offset
+
+    results, _, (dx, _, _) = drive(ex, p, A.MOVE_FORWARD, hook=hook)
+    (r,) = results
+    assert r.outcome == "aborted" and "odometry jumped" in r.detail and "robot stopped" in r.detail, r.detail
+    assert 0.0 <= dx <= 0.25, dx
+
+
+def test_imu_yaw_jump_while_turning_aborts():
+    ex, p = Executor(MotionConfig(require_depth=False)), Plant(0)
+    g = GyroYaw(2.0)
+
+    def hook(plant, k):
+        if k == 40:
+            g.yaw -= 1.0  # a reset yaw estimate
+
+    results, _, (_, _, dth) = drive(ex, p, A.TURN_LEFT, hook=hook, gyro=g)
+    (r,) = results
+    assert r.outcome == "aborted" and "imu yaw jumped" in r.detail, r.detail
+    assert 0.0 <= math.degrees(dth) <= 16.0
+
+
+@pytest.mark.parametrize("drift", [-0.4, 0.4])
+def test_move_forward_correction_is_bounded_when_odometry_drifts(drift):
+    """Odometry sliding at 0.4 m/s (below the jump bound per sample) would make MOVE_FORWARD chase it:
+    forward far past the goal or backwards behind the start. The correction is bounded: aborted."""
+    ex, p = Executor(MotionConfig(require_depth=False)), Plant(0)
+
+    def hook(plant, k):
+        plant.ox += drift * plant.dt
+
+    results, _, (dx, _, _) = drive(ex, p, A.MOVE_FORWARD, hook=hook)
+    (r,) = results
+    assert r.outcome == "aborted" and "robot stopped" in r.detail, (r.outcome, r.detail)
+    bound = ex._overshoot_bound() if ex._a else 0.1
+    assert -bound - 0.02 <= dx <= 1.5 * 0.25 + bound + 0.02, dx
+
+
+def test_move_forward_stops_when_odometry_sees_half_the_travel():
+    """Odometry that under-reads (scale 0.5) used to end ``ok`` 0.5 m from the start for a 0.25 m step."""
+    ex, p = Executor(MotionConfig(require_depth=False)), Plant(0)
+    p.scale = 0.5
+    results, _, (dx, _, _) = drive(ex, p, A.MOVE_FORWARD)
+    (r,) = results
+    assert r.outcome == "aborted" and "commanded" in r.detail, (r.outcome, r.detail)
+    assert dx <= 1.5 * 0.25 + 0.1 + 0.02  # the bound on commanded travel + what is in flight
+
+
+def test_turn_correction_is_bounded_when_imu_yaw_goes_the_wrong_way():
+    """A gyro bias appearing mid-turn (IMU yaw running backwards) used to spin the robot until the
+    timeout; the turn stops once the IMU yaw is further the wrong way than a correction explains
+    (the slip check, which would see it too, is loosened to show this bound alone)."""
+    ex, p = Executor(MotionConfig(require_depth=False, slip_rad=math.pi)), Plant(0)
+
+    def hook(plant, k):
+        if k == 1:
+            plant.bias = -1.0
+
+    results, _, (_, _, dth) = drive(ex, p, A.TURN_LEFT, hook=hook)
+    (r,) = results
+    assert r.outcome == "aborted" and "imu yaw" in r.detail, (r.outcome, r.detail)
+    assert math.degrees(dth) <= 15.0 + 10.0 + 5.0, math.degrees(dth)

@@ -51,8 +51,11 @@ class GyroYaw:
             stationary: the robot is known to stand still (no command, no odometry motion).
 
         Returns:
-            The integrated, bias-corrected yaw, rad.
+            The integrated, bias-corrected yaw, rad. A sample with a non-finite ``t`` or ``gyro_z``
+            is dropped (the yaw, bias and time base stay as they were).
         """
+        if not (math.isfinite(t) and math.isfinite(gyro_z)):
+            return self.yaw
         if self.t is not None and t <= self.t:
             if self.t - t <= self.max_gap_s:
                 return self.yaw  # late or repeated sample
@@ -86,8 +89,11 @@ class GyroYaw:
             stationary: the robot is known to stand still.
 
         Returns:
-            The unwrapped, drift-corrected yaw, rad.
+            The unwrapped, drift-corrected yaw, rad. A sample with a non-finite ``t`` or ``yaw_abs``
+            is dropped (the yaw, bias and time base stay as they were).
         """
+        if not (math.isfinite(t) and math.isfinite(yaw_abs)):
+            return self.yaw
         if self.t is not None and t <= self.t:
             if self.t - t <= self.max_gap_s:
                 return self.yaw  # late or repeated sample

@@ -103,6 +103,30 @@ SWEEP_SLIP_PER_RAD = 0.03
 CHAIN_MAX_AGE_S = 10.0
 
 
+#: Odometry / IMU jump check (see :meth:`Executor.update`): between two consecutive samples the robot
+#: cannot move faster than this factor times the fastest speed the executor ever commands
+#: (:attr:`MotionConfig.v_max` / :attr:`MotionConfig.v_rev_max`, i.e. motion_node's
+#: ``max_linear_speed`` / ``max_reverse_speed``; :attr:`MotionConfig.w_max` / :attr:`MotionConfig.sweep_w`
+#: for yaw). 2x leaves room for the base's own overshoot and a push; a faster step is an odometry
+#: reset, a wrong pose estimate or a corrupt message, never motion.
+JUMP_SPEED_FACTOR = 2.0
+
+#: Position step always allowed between two samples on top of ``JUMP_SPEED_FACTOR * v * dt``, m:
+#: leg-odometry jitter (cm on the Go2; the simulator's random walk is 5 mm per sqrt(m)) and a sample
+#: stamped before the action started. A 2 m odometry reset is 20 times this.
+JUMP_MARGIN_M = 0.10
+
+#: Yaw step always allowed between two samples on top of ``JUMP_SPEED_FACTOR * w * dt``, rad (10 deg):
+#: odometry yaw jitter and gyro noise integrated over a sample (a few tenths of a degree).
+JUMP_MARGIN_RAD = math.radians(10.0)
+
+#: Commanded travel toward the goal during an action (m or rad, integral of the command) is bounded by
+#: this factor times the goal plus the overshoot bound (:meth:`Executor._overshoot_bound`): a robot that
+#: delivers two thirds of its commanded speed still arrives; more than that is odometry that does not
+#: follow the robot (it lags, froze or jumped back), and driving on would run the robot far past the goal.
+CMD_TRAVEL_FACTOR = 1.5
+
+
 @dataclass(frozen=True)
 class MotionConfig:
     """Executor settings; build it from ``MOTION_PARAMS`` values with :meth:`from_params`.
@@ -251,6 +275,14 @@ class _Axis:
         return sgn * v
 
 
+def _non_finite(odom: Pose2D, imu_yaw: float) -> str | None:
+    """Name the first non-finite input (``odometry x = nan``), else None."""
+    for name, v in (("odometry x", odom[0]), ("odometry y", odom[1]), ("odometry yaw", odom[2]), ("imu yaw", imu_yaw)):
+        if not math.isfinite(v):
+            return f"{name} = {v} (not finite)"
+    return None
+
+
 def _toward(v: float, target: float, step: float) -> float:
     if v < target:
         return min(target, v + step)
@@ -291,6 +323,10 @@ class ActionRun:
         revert_budget: measured (odometry / gyro) progress when the revert began, m or rad: the most
             a revert may travel back. revert_cmd_travel: travel commanded during the revert so far
             (integral of |command| dt), m or rad.
+        cmd_toward, cmd_away: travel commanded on the action's axis toward / away from the goal's
+            direction while driving to the goal (MOVING / TURNING, corrections included), m or rad.
+        jump_ref: the last accepted sample for the jump check: (odom pose, its time s, imu yaw rad,
+            its time s).
     """
 
     seq: int
@@ -314,6 +350,9 @@ class ActionRun:
     revert_budget: float = 0.0
     revert_cmd_travel: float = 0.0
     sweep: bool = False
+    cmd_toward: float = 0.0
+    cmd_away: float = 0.0
+    jump_ref: tuple[Pose2D, float, float, float] | None = None
 
 
 class Executor:
@@ -389,6 +428,9 @@ class Executor:
         if odom is None or imu_yaw is None:
             missing = "odometry" if odom is None else "imu"
             return Tick(ZERO, [self._simple(action, "rejected", odom, f"no {missing} received yet; check the {missing} topic")], [])
+        bad = _non_finite(odom, imu_yaw)
+        if bad is not None:
+            return Tick(ZERO, [self._simple(action, "rejected", None, f"{bad}: cannot measure the action; check the sensor")], [])
         forward = spec.kind is A.ActionKind.TRANSLATE  # else ROTATE: STOP and TILT returned above
         target = spec.amount
         # Heading chain: when the robot still stands within chain_heading of the heading the last
@@ -416,6 +458,7 @@ class Executor:
             yaw_aim=yaw_aim,
             last=(odom, imu_yaw),
             sweep=action in A.SWEEPS,
+            jump_ref=(odom, t, imu_yaw, t),
         )
         self._stall = StallDetector(self.cfg.stall_time_s, self.cfg.stall_m if forward else self.cfg.stall_rad)
         if forward and self.cfg.require_depth and (obstacles is None or obstacles.points is None):
@@ -540,9 +583,15 @@ class Executor:
                 return self.abort(t, f"{name} silent for {t - st:.2f} s (> sensor_timeout_s {cfg.sensor_timeout_s:g}); robot stopped")
         if odom is None or imu_yaw is None:
             return self.abort(t, "odometry or imu lost while moving; robot stopped")
-        a.last = (odom, imu_yaw)
+        bad = _non_finite(odom, imu_yaw)
+        if bad is not None:  # never ingested: the result keeps the last finite sample
+            return self.abort(t, f"{bad}; robot stopped")
         tm_odom = t if odom_t is None else min(t, odom_t)
         tm_imu = t if imu_t is None else min(t, imu_t)
+        why = self._jumped(odom, tm_odom, imu_yaw, tm_imu)
+        if why is not None:
+            return self.abort(t, f"{why}; robot stopped")
+        a.last = (odom, imu_yaw)
         dt = max(1e-3, t - (self._last_t if self._last_t is not None else t))
         self._last_t = t
         prog, dyaw_imu, dyaw_odom, lateral = self._progress(odom, imu_yaw)
@@ -555,6 +604,11 @@ class Executor:
             a.reverted = False
             a.detail += f"; revert not finished after {t - a.t0:.2f} s"
             return self._end_now(t, odom, imu_yaw)
+        if self.phase in (Phase.MOVING, Phase.TURNING, Phase.SETTLING):
+            why = self._unbounded(prog, dt)
+            if why is not None:
+                a.outcome, a.detail = "aborted", f"{why}; robot stopped"
+                return self._end_now(t, odom, imu_yaw)
         if self.phase != Phase.STOPPING:
             # compare both yaws predicted to the same instant: odometry and IMU may be stamped apart
             slip_rad = cfg.slip_rad + (SWEEP_SLIP_PER_RAD * abs(dyaw_imu) if a.sweep else 0.0)
@@ -654,6 +708,83 @@ class Executor:
         return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
 
     # ------------------------------------------------------------------ internals
+    def _jumped(self, odom: Pose2D, tm_odom: float, imu_yaw: float, tm_imu: float) -> str | None:
+        """Why the new sample is a step the robot cannot have made physically, else None.
+
+        Compared with the previous sample the executor accepted during this action: a position step
+        above ``JUMP_SPEED_FACTOR * max(v_max, v_rev_max) * dt + JUMP_MARGIN_M`` (m), or an odometry /
+        IMU yaw step above ``JUMP_SPEED_FACTOR * max(w_max, sweep_w) * dt + JUMP_MARGIN_RAD`` (rad),
+        ``dt`` being the time between the two samples' stamps (s; 0 when the new one is not newer).
+        The reference moves on to every accepted sample.
+        """
+        a, cfg = self._a, self.cfg
+        o0, t_o0, y0, t_y0 = a.jump_ref
+        dt_o, dt_y = max(0.0, tm_odom - t_o0), max(0.0, tm_imu - t_y0)
+        step = math.hypot(odom[0] - o0[0], odom[1] - o0[1])
+        bound = JUMP_SPEED_FACTOR * max(cfg.v_max, cfg.v_rev_max) * dt_o + JUMP_MARGIN_M
+        if step > bound:
+            return f"odometry jumped {step:.3f} m in {dt_o:.3f} s (bound {bound:.3f} m at the speed limits)"
+        w_bound = JUMP_SPEED_FACTOR * max(cfg.w_max, cfg.sweep_w)
+        for name, dyaw, dt_s in (("odometry yaw", wrap_angle(odom[2] - o0[2]), dt_o), ("imu yaw", imu_yaw - y0, dt_y)):
+            bound = w_bound * dt_s + JUMP_MARGIN_RAD
+            if abs(dyaw) > bound:
+                return (
+                    f"{name} jumped {math.degrees(dyaw):.1f} deg in {dt_s:.3f} s (bound {math.degrees(bound):.1f} deg at the speed limits)"
+                )
+        a.jump_ref = (odom, max(tm_odom, t_o0), imu_yaw, max(tm_imu, t_y0))
+        return None
+
+    def _overshoot_bound(self) -> float:
+        """How far past the goal (or back past the start) the running action may measure, m or rad.
+
+        The most a robot that runs at full speed when it should stop can travel: the tolerance, one
+        actuation latency at the speed limit and the braking distance at the acceleration limit
+        (``tol + v * latency_s + v**2 / (2 * a)``; 0.098 m / 10.0 deg with the defaults). Beyond it the
+        measurement, not the robot, is wrong.
+        """
+        a, cfg = self._a, self.cfg
+        if a.forward:
+            v = max(cfg.v_max, cfg.v_rev_max)
+            return cfg.pos_tol + v * cfg.latency_s + v * v / (2.0 * cfg.a_lin)
+        w = cfg.sweep_w if a.sweep else cfg.w_max
+        tol = cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol
+        return tol + w * cfg.latency_s + w * w / (2.0 * cfg.a_ang)
+
+    def _unbounded(self, prog: float, dt: float) -> str | None:
+        """Why driving on to the goal would be an unbounded correction, else None.
+
+        Called every tick while the action drives to its goal or settles (not while stopping or
+        reverting). With ``b`` = :meth:`_overshoot_bound` and ``g`` the goal along the action's
+        direction: the measured progress must stay within ``[-b, g + b]``; the travel commanded toward
+        the goal within ``CMD_TRAVEL_FACTOR * g + b`` and away from it (corrections of an overshoot)
+        within ``b`` plus one latency of travel at the speed limit.
+        """
+        a, cfg = self._a, self.cfg
+        axis = 0 if a.forward else 1
+        sgn = 1.0 if a.goal >= 0 else -1.0
+        if self.phase in (Phase.MOVING, Phase.TURNING):
+            c = self._last_cmd[axis] * sgn * dt
+            if c > 0:
+                a.cmd_toward += c
+            else:
+                a.cmd_away -= c
+        b, g, p = self._overshoot_bound(), abs(a.goal), prog * sgn
+        unit, scale = ("m", 1.0) if a.forward else ("deg", math.degrees(1.0))
+        v = max(cfg.v_max, cfg.v_rev_max) if a.forward else max(cfg.w_max, cfg.sweep_w)
+        what = "odometry" if a.forward else "imu yaw"
+        if p > g + b:
+            return f"{what} says {p * scale:.3f} {unit} travelled toward a goal of {g * scale:.3f} {unit}, past it by more than the {b * scale:.3f} {unit} a stop can overshoot"
+        if p < -b:
+            return f"{what} says {-p * scale:.3f} {unit} travelled away from the goal, more than the {b * scale:.3f} {unit} a correction explains"
+        if a.cmd_toward > CMD_TRAVEL_FACTOR * g + b:
+            return (
+                f"commanded {a.cmd_toward * scale:.3f} {unit} toward a goal of {g * scale:.3f} {unit} yet {what} "
+                f"shows {p * scale:.3f} {unit} (sensor lagging or frozen?)"
+            )
+        if a.cmd_away > b + v * cfg.latency_s:
+            return f"commanded {a.cmd_away * scale:.3f} {unit} of correction away from the goal, more than an overshoot of {b * scale:.3f} {unit} needs"
+        return None
+
     def _revert_unverified(self, t: float, dt: float, prog: float, t_meas: float) -> str | None:
         """Why a revert must stop because the sensors do not confirm it, else None.
 
@@ -837,6 +968,19 @@ class Executor:
             r.position_error_m = math.hypot(along - intended_d, lateral)
             r.yaw_error_deg = math.degrees(intended_yaw - dyaw_imu)
             r.x, r.y, r.yaw_deg = odom[0], odom[1], math.degrees(odom[2])
+        if r.outcome == Outcome.OK:
+            figures = {
+                "distance_odom_m": r.distance_odom_m,
+                "position_error_m": r.position_error_m,
+                "yaw_imu_deg": r.yaw_imu_deg,
+                "yaw_odom_deg": r.yaw_odom_deg,
+                "yaw_error_deg": r.yaw_error_deg,
+            }
+            bad = [k for k, v in figures.items() if v is None or not math.isfinite(v)]
+            if bad:
+                r.outcome = a.outcome = Outcome.ABORTED.value
+                note = f"measured figures not finite ({', '.join(bad)}): the action cannot be verified"
+                r.detail = a.detail = f"{a.detail}; {note}" if a.detail else note
         if r.outcome == Outcome.OK and not a.reverted:
             self._nominal_yaw, self._nominal_t = a.imu0 + a.yaw_aim, t
         return r
