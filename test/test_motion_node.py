@@ -411,3 +411,112 @@ def test_people_are_moved_from_their_capture_pose_into_the_current_base_link(ros
         assert p.y == pytest.approx(-2.0 * math.sin(math.radians(20.0)), abs=0.02)
     finally:
         node.destroy_node()
+
+
+# --- non-finite / jumping sensor values --------------------------------------------------------------
+
+
+class _Poisoned:
+    """A publisher proxy that spoils the next ``count`` messages with ``spoil(msg)`` (count < 0: all)."""
+
+    def __init__(self, pub, spoil):
+        self.pub, self.spoil, self.count = pub, spoil, 0
+
+    def publish(self, msg):
+        if self.count != 0:
+            self.spoil(msg)
+            self.count -= 1
+        self.pub.publish(msg)
+
+
+def _nan_imu(msg):
+    msg.orientation.z = math.nan
+    msg.angular_velocity.z = math.nan
+
+
+def _nan_odom(msg):
+    msg.pose.pose.position.x = math.nan
+
+
+@pytest.mark.parametrize("imu_orientation", [True, False], ids=["imu-orientation", "gyro-only-imu"])
+def test_one_nan_imu_message_is_dropped(rig, imu_orientation):
+    """One IMU message with orientation.z = angular_velocity.z = NaN used to make the gyro yaw NaN for
+    good: the heading hold spun the robot at +w_max during MOVE_FORWARD and the next turn crashed
+    the node (turn_hazard: ceil(nan)). Now the message is dropped with a warning; both actions end ok."""
+    node, base, spin = rig()
+    base.imu_orientation = imu_orientation
+    base.imu_pub = _Poisoned(base.imu_pub, _nan_imu)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: base.x > 0.05)
+    base.imu_pub.count = 1
+    assert spin(lambda: len(base.results) >= 1)
+    assert base.imu_pub.count == 0 and math.isfinite(node.gyro.yaw)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "ok"), rec.get("detail")
+    assert abs(math.degrees(base.th)) < 2.0
+    base.send("TURN_LEFT")
+    assert spin(lambda: len(base.results) >= 2)
+    name, outcome, rec = _result(base.results[1])
+    assert (name, outcome) == ("TURN_LEFT", "ok"), rec.get("detail")
+    assert abs(math.degrees(base.th) - 15.0) < 2.0
+
+
+def test_persistent_nan_odometry_stops_the_robot_naming_the_sensor(rig):
+    """Only NaN odometry from mid-step on used to end MOVE_FORWARD ``ok`` with distance_odom_m NaN (or
+    drive it backwards blind on inf); it is now a silent sensor: aborted, zero command, the reason
+    names the topic and the field."""
+    node, base, spin = rig(sensor_timeout_s=1.0)
+    base.odom_pub = _Poisoned(base.odom_pub, _nan_odom)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: base.x > 0.05)
+    base.odom_pub.count = -1
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "aborted"), rec.get("detail")
+    assert "odom silent" in rec["detail"] and "pose.position.x = nan" in rec["detail"], rec["detail"]
+    assert all(math.isfinite(float(rec[k])) for k in ("distance_odom_m", "position_error_m"))
+    spin(lambda: False, 0.2)
+    assert base.cmd == (0.0, 0.0) and base.x < 0.3
+
+
+@pytest.mark.parametrize("offset", [2.0, -2.0])
+def test_odometry_jump_over_ros_aborts(rig, offset):
+    """An odometry reset mid-step (+2 m: used to drive back to x = -0.62; -2 m: 1.24 m forward)."""
+    node, base, spin = rig()
+
+    def shift(msg):
+        msg.pose.pose.position.x += offset
+
+    base.odom_pub = _Poisoned(base.odom_pub, shift)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: base.x > 0.05)
+    base.odom_pub.count = -1
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "aborted") and "odometry jumped" in rec["detail"], rec["detail"]
+    spin(lambda: False, 0.2)
+    assert base.cmd == (0.0, 0.0) and 0.0 < base.x < 0.3
+
+
+def test_non_finite_people_and_tracks_are_dropped(ros_context):
+    """A PoseArray / people-tracks message with a NaN position is dropped (the last finite one stays)."""
+    from havln_robot.ros.codec import encode_tracks
+
+    node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False}, context=ros_context)
+    try:
+        stamp = node.get_clock().now().to_msg()
+        pa = PoseArray()
+        pa.header.stamp, pa.header.frame_id = stamp, "base_link"
+        for x in (2.0, math.nan):
+            ps = Pose()
+            ps.position.x = x
+            pa.poses.append(ps)
+        node._on_people(pa)
+        assert node._people[0] == []
+        node._on_tracks(encode_tracks([(1.0, 0.0, math.nan, 0.0, 3)], "base_link", stamp))
+        assert node._tracks[0] == []
+        node._on_tracks(encode_tracks([(1.0, 0.0, 0.1, 0.0, 3)], "base_link", stamp))
+        assert [p.human_id for p in node._tracks[0]] == [3]
+        assert {"people", "tracks"} - set(node._non_finite) == {"tracks"}
+    finally:
+        node.destroy_node()

@@ -110,6 +110,8 @@ class MotionNode(HavlnNode):
         self._detected_at: Pose2D | None = None
         self._zero_until = -math.inf
         self._warned: set[str] = set()
+        # stream -> "field = value" of the last message dropped as not finite, while no finite one came since
+        self._non_finite: dict[str, str] = {}
 
         # all callbacks serialised: the executor is not thread-safe; the lock also serialises
         # safe_stop(), which bringup calls from another thread while this node still spins
@@ -226,11 +228,38 @@ class MotionNode(HavlnNode):
                 tick = self.motion.start(action, t, self._odom, imu_yaw, self._obstacles(t))
             self._emit(tick, t)
 
+    def _finite(self, stream: str, topic: str, fields: tuple[tuple[str, float], ...]) -> bool:
+        """True when every ``(field, value)`` is finite; else the message is dropped: a warning once per
+        topic and field, and ``stream`` is marked as sending only non-finite values until a finite one
+        comes (:meth:`_on_tick` then stops the action once the stream's last accepted sample is older
+        than ``sensor_timeout_s``)."""
+        for name, v in fields:
+            if not math.isfinite(v):
+                self._non_finite[stream] = f"{name} = {v}"
+                key = "".join(c for c in name if not c.isdigit())  # once per field, not per person
+                self._warn_once(f"non-finite-{topic}-{key}", f"{topic}: {name} = {v} is not finite; message dropped (sensor fault?)")
+                return False
+        self._non_finite.pop(stream, None)
+        return True
+
     def _on_odom(self, msg: Odometry) -> None:
         t = self._now()
         pp, q = msg.pose.pose.position, msg.pose.pose.orientation
-        self._odom = (float(pp.x), float(pp.y), quat_to_yaw(q.x, q.y, q.z, q.w))
         tw = msg.twist.twist
+        fields = (
+            ("pose.position.x", pp.x),
+            ("pose.position.y", pp.y),
+            ("pose.orientation.x", q.x),
+            ("pose.orientation.y", q.y),
+            ("pose.orientation.z", q.z),
+            ("pose.orientation.w", q.w),
+            ("twist.linear.x", tw.linear.x),
+            ("twist.linear.y", tw.linear.y),
+            ("twist.angular.z", tw.angular.z),
+        )
+        if not self._finite("odom", self.params["odom_topic"], fields):
+            return
+        self._odom = (float(pp.x), float(pp.y), quat_to_yaw(q.x, q.y, q.z, q.w))
         self._odom_speed = abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z)
         self._odom_t = self._stamp_time(msg.header.stamp, t, "odom")
         self.tracker.add_odom(self._odom_t, self._odom)
@@ -262,7 +291,15 @@ class MotionNode(HavlnNode):
         q = msg.orientation
         has_orientation = msg.orientation_covariance[0] != -1.0 and (q.x, q.y, q.z, q.w) != (0.0, 0.0, 0.0, 0.0)
         w, a = msg.angular_velocity, msg.linear_acceleration
-        if self.params["imu_yaw_source"] == "orientation" and has_orientation and axes.orientation_usable:
+        use_orientation = self.params["imu_yaw_source"] == "orientation" and has_orientation and axes.orientation_usable
+        fields = (
+            (("orientation.x", q.x), ("orientation.y", q.y), ("orientation.z", q.z), ("orientation.w", q.w))
+            if use_orientation
+            else (("angular_velocity.x", w.x), ("angular_velocity.y", w.y), ("angular_velocity.z", w.z))
+        ) + (("linear_acceleration.x", a.x), ("linear_acceleration.y", a.y), ("linear_acceleration.z", a.z))
+        if not self._finite("imu", self.params["imu_topic"], fields):
+            return
+        if use_orientation:
             self.gyro.add_orientation(sample_t, quat_to_yaw(q.x, q.y, q.z, q.w), stationary=still)
         else:
             self.gyro.add(sample_t, axes.yaw_rate(float(w.x), float(w.y), float(w.z)), stationary=still)
@@ -297,6 +334,9 @@ class MotionNode(HavlnNode):
             )
             return
         # PoseArray carries no ids (sim_node sorts people nearest first), so human_id stays unknown.
+        fields = tuple((f"poses[{i}].position.{k}", getattr(ps.position, k)) for i, ps in enumerate(msg.poses) for k in "xy")
+        if not self._finite("people", self.params["people_topic"], fields):
+            return  # the people of the last finite message stay until people_timeout_s
         people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
         t = self._now()
         self._people = (people, t, self._captured_at(msg.header.stamp, t, "people"))
@@ -312,6 +352,9 @@ class MotionNode(HavlnNode):
         except ValueError as exc:
             self._warn_once("tracks", f"{self.params['people_tracks_topic']}: {exc}")
             return
+        fields = tuple((f"track {int(r['id'])} {k}", float(r[k])) for r in a for k in ("x", "y", "vx", "vy"))
+        if not self._finite("tracks", self.params["people_tracks_topic"], fields):
+            return  # the tracks of the last finite message stay until people_timeout_s
         people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
         t = self._now()
         self._tracks = (people, t, self._captured_at(msg.header.stamp, t, "tracks"))
@@ -321,6 +364,7 @@ class MotionNode(HavlnNode):
         ex = self.motion
         with self._lock:
             frozen, self._frozen = self._frozen, None
+            frozen = frozen or self._non_finite_silence(t)
             if ex.busy and frozen is not None:
                 self.get_logger().error(f"{frozen}; robot stopped")
                 self._emit(ex.abort(t, f"{frozen}; robot stopped"), t)
@@ -330,6 +374,16 @@ class MotionNode(HavlnNode):
                 self._emit(tick, t)
             elif ex.phase == "holding" or t < self._zero_until:
                 self._publish_cmd((0.0, 0.0))
+
+    def _non_finite_silence(self, t: float) -> str | None:
+        """Why odometry / IMU count as silent (only non-finite messages for longer than
+        ``sensor_timeout_s`` since the last accepted one), else None."""
+        timeout = self.cfg.sensor_timeout_s
+        for stream, st, topic in (("odom", self._odom_t, "odom_topic"), ("imu", self._imu_t, "imu_topic")):
+            bad = self._non_finite.get(stream)
+            if bad is not None and st is not None and t - st > timeout:
+                return f"{self.params[topic]} silent for {t - st:.2f} s (> sensor_timeout_s {timeout:g}): only non-finite messages ({bad})"
+        return None
 
     def safe_stop(self) -> None:
         """Abort the running action (outcome aborted) and publish zero cmd_vel. Never raises."""
