@@ -253,3 +253,22 @@ def test_log_lines_escape_free_text_from_topics(tmp_path, auto_judge):
     text = " ".join(m for _, m in log.lines)
     assert "\\x1b[2J\\rfake\\nline" in text
     assert not any(ord(c) < 0x20 for _, m in log.lines for c in m)
+
+
+def test_non_finite_odometry_opens_the_trial_with_an_unknown_start_pose(session):
+    """NaN odometry when the instruction arrived used to drop the whole trial ('trial not started:
+    start_x: expected a finite number, got nan'); it is now opened with start_x/y/yaw NULL and a
+    warning, and the next finite odometry is used again."""
+    s, store = session, session.store
+    s.on_odom((math_nan(), 0.0, 0.0))
+    s.on_instruction("walk to the door")
+    t = store.running_trial()
+    assert t is not None and t.instruction == "walk to the door"
+    assert (t.start_x, t.start_y, t.start_yaw) == (None, None, None)
+    assert any(level == "warning" and "start pose unknown" in m and "x = nan" in m for level, m in s.test_log.lines), s.test_log.lines
+    assert not any(level == "error" for level, _ in s.test_log.lines)
+    s.on_result(_result(A.MOVE_FORWARD, x=math_nan()), 1.0)  # a step's pose falls back on no NaN odometry
+    s.on_odom((1.0, 2.0, 0.5))
+    s.on_instruction("go back")
+    t2 = store.running_trial()
+    assert t2.id != t.id and (t2.start_x, t2.start_y, t2.start_yaw) == (1.0, 2.0, 0.5)

@@ -233,6 +233,7 @@ class TrialSession:
         self.unclosable: int | None = None  # a trial a full disk left open: not recorded into again
         self.trial: Trial | None = None
         self.odom: Pose2D | None = None
+        self.odom_problem = ""  # why the latest odometry was not usable ("x = nan"), "" when it was
         self.imu_yaw: float | None = None
         self.ground_truth: GroundTruth | None = None
         self.people: tuple[int, float | None, str] = (0, None, "")
@@ -271,7 +272,11 @@ class TrialSession:
         return run
 
     def start_pose(self) -> dict[str, Any]:
-        """Start fields from the latest odometry and ground truth (:func:`start_pose_meta`)."""
+        """Start fields from the latest odometry and ground truth (:func:`start_pose_meta`). When the
+        latest odometry was not finite the start pose is left unknown (NULL) with a warning: the
+        trial is still recorded."""
+        if self.odom is None and self.odom_problem:
+            self.log.warning(f"start pose unknown: the latest odometry is not finite ({self.odom_problem}); start_x/y/yaw left empty")
         return start_pose_meta(self.odom, self.ground_truth)
 
     def begin(self, instruction: str, supersede: str | None) -> Trial:
@@ -318,8 +323,10 @@ class TrialSession:
             self.log.error(f"trial not started: {terminal_safe(exc)}")
 
     def on_odom(self, pose: Pose2D) -> None:
-        """Odometry pose (x m, y m, yaw rad; odom frame)."""
-        self.odom = pose
+        """Odometry pose (x m, y m, yaw rad; odom frame). A pose with a non-finite value makes the pose
+        unknown (None) until a finite one comes: the start pose of a trial opened meanwhile is NULL."""
+        bad = [f"{k} = {v}" for k, v in zip(("x", "y", "yaw"), pose, strict=True) if not math.isfinite(v)]
+        self.odom, self.odom_problem = (None, ", ".join(bad)) if bad else (pose, "")
 
     def on_imu_yaw(self, yaw: float) -> None:
         """IMU orientation yaw, rad."""
