@@ -539,3 +539,18 @@ def test_no_phantom_people_at_the_6047_demo_pose(havln_data):
     finally:
         rend.close()
     assert near == []
+
+
+def test_tracker_ignores_non_finite_poses_and_detections():
+    """One NaN odometry pose used to crash people_node (linear_sum_assignment: 'matrix contains invalid
+    numeric entries'); a NaN pose is ignored (the last finite one stays), a NaN detection dropped."""
+    tr = PeopleTracker(PeopleConfig())
+    person = Detection(2.0, 0.0, 1.7, 0, 0.5, 0.3, 80)
+    for k in range(5):
+        tr.update(0.1 * k, [person], pose=(0.0, 0.0, 0.0))
+    for bad in ((math.nan, 0.0, 0.0), (0.0, math.inf, 0.0), (0.0, 0.0, math.nan)):
+        out = tr.update(0.6, [person], pose=bad)
+        assert [round(t.x, 1) for t in out] == [2.0] and tr._pose == (0.0, 0.0, 0.0)
+    out = tr.update(0.7, [person, Detection(math.nan, 1.0, 1.7, 0, 0.5, 0.3, 80)], pose=(0.0, 0.0, 0.0))
+    assert [round(t.x, 1) for t in out] == [2.0]
+    assert all(math.isfinite(v) for t in tr.update(math.nan, [person]) for v in (t.x, t.y, t.vx, t.vy))

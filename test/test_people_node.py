@@ -229,3 +229,34 @@ def test_people_node_places_a_frame_at_its_capture_pose(ros_context):
         assert abs(node.core.tracker._pose[2]) < math.radians(1.0)  # output in the base_link of the capture
     finally:
         node.destroy_node()
+
+
+def test_people_node_drops_non_finite_odometry(ros_context):
+    """people_node crashed on one NaN odometry message (the tracker's assignment on NaN costs); the
+    message is now dropped with a warning, the last finite pose stays and frames keep being tracked."""
+    node = PeopleNode(params={**PEOPLE_PARAMS.defaults(), "camera_z_m": CAM_Z, "camera_x_m": 0.3, "rate_hz": 60.0}, context=ros_context)
+    try:
+        info = CameraInfo()
+        info.width, info.height = W, H
+        info.k = [F, 0.0, (W - 1) / 2, 0.0, F, (H - 1) / 2, 0.0, 0.0, 1.0]
+        node._on_info(info)
+        od = Odometry()
+        od.header.stamp = node.get_clock().now().to_msg()
+        od.pose.pose.orientation.w = 1.0
+        node._on_odom(od)
+        for _ in range(3):
+            node._on_depth(image_msg(person_depth(), "16UC1", "camera_color_optical_frame", node.get_clock().now().to_msg()))
+            time.sleep(0.03)
+        bad = Odometry()
+        bad.header.stamp = node.get_clock().now().to_msg()
+        bad.pose.pose.position.x = math.nan
+        bad.pose.pose.orientation.w = 1.0
+        node._on_odom(bad)
+        assert node._pose == (0.0, 0.0, 0.0)
+        for _ in range(3):
+            time.sleep(0.03)
+            node._on_depth(image_msg(person_depth(), "16UC1", "camera_color_optical_frame", node.get_clock().now().to_msg()))
+        kf = node.core.tracker._tracks
+        assert kf and all(math.isfinite(float(v)) for v in kf[0].kf.x)
+    finally:
+        node.destroy_node()

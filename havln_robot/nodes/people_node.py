@@ -85,8 +85,15 @@ class PeopleNode(HavlnNode):
         self.poses.clear()
 
     def _on_odom(self, msg: Odometry) -> None:
+        """Odometry pose for placing frames; a message with a non-finite pose value is dropped (a
+        warning once per field), the last finite pose stays."""
         ps = msg.pose.pose
         o = ps.orientation
+        fields = (("position.x", ps.position.x), ("position.y", ps.position.y)) + tuple((f"orientation.{k}", getattr(o, k)) for k in "xyzw")
+        for name, v in fields:
+            if not math.isfinite(v):
+                self._warn_once(f"odom-non-finite-{name}", f"{self.params['odom_topic']}: pose.{name} = {v} is not finite; message dropped")
+                return
         pose = (float(ps.position.x), float(ps.position.y), quat_to_yaw(o.x, o.y, o.z, o.w))
         self._pose = pose
         self.poses.add(self._stamp_time(msg.header.stamp, self._now(), "odom"), pose)

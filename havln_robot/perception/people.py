@@ -474,16 +474,23 @@ class PeopleTracker:
             pose: odom pose of base_link (x, y m, yaw rad); None = unchanged.
             visible: (N, 2) base_link points -> (N,) bool, where the sensors see; None = everywhere.
                 An unseen track inside it is dropped after ``max_age_s``, outside after ``max_unseen_s``.
+
+        Non-finite input is never folded in: a ``pose`` with a non-finite value is ignored (the last
+        finite one stays), as is a detection with a non-finite ``x`` / ``y``; a non-finite ``t`` leaves
+        the tracker as it was (its tracks at the last time are returned).
         """
         cfg = self.cfg
+        if not math.isfinite(t):
+            return self.tracks(self._t) if self._t is not None else []
         if self._t is not None and t < self._t:
             self.reset()
         self._t = t
-        if pose is not None:
+        if pose is not None and all(math.isfinite(float(v)) for v in pose[:3]):
             self._pose = (float(pose[0]), float(pose[1]), float(pose[2]))
         px, py, th = self._pose
         c, s = math.cos(th), math.sin(th)
-        z = np.array([[px + c * d.x - s * d.y, py + s * d.x + c * d.y] for d in detections]).reshape(-1, 2)
+        z = np.array([[px + c * d.x - s * d.y, py + s * d.x + c * d.y] for d in detections if math.isfinite(d.x) and math.isfinite(d.y)])
+        z = z.reshape(-1, 2)
         for tr in self._tracks:
             tr.predict(t, cfg.accel_std)
         used: set[int] = set()
