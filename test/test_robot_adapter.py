@@ -314,3 +314,28 @@ def test_bad_limits_are_refused_with_the_key_name():
         GO2_DRIVER_PARAMS.validate({"max_forward_speed": 5.0})
     with pytest.raises(ConfigError, match="command_rate_hz"):
         GO2_DRIVER_PARAMS.validate({"command_rate_hz": 10.0})
+
+
+@pytest.mark.parametrize(
+    "where,field,odom_bad,imu_bad",
+    [
+        ("position", "position[0] = nan", True, False),
+        ("velocity", "velocity[1] = inf", True, False),
+        ("gyroscope", "imu_state.gyroscope[2] = nan", True, True),
+        ("quaternion", "imu_state.quaternion[3] = nan", True, True),
+        ("accelerometer", "imu_state.accelerometer[0] = nan", False, True),
+    ],
+)
+def test_non_finite_state_values_are_named_not_passed_on(where, field, odom_bad, imu_bad):
+    """go2_driver refused non-finite cmd_vel but passed non-finite SportModeState_ position / gyroscope
+    values into odom / imu. The conversion names the first non-finite field; the driver does not
+    publish such a sample (see go2_driver_node._publish_state)."""
+    s = _state(0.3)
+    value = math.inf if where == "velocity" else math.nan
+    target = {"position": s.position, "velocity": s.velocity}.get(where) or getattr(s.imu_state, where)
+    target[{"position": 0, "velocity": 1, "gyroscope": 2, "quaternion": 3, "accelerometer": 0}[where]] = value
+    od, im = odom_fields(s), imu_fields(s)
+    assert (od.problem == field) is odom_bad and (od.problem == "") is not odom_bad, od.problem
+    assert (im.problem == field) is imu_bad and (im.problem == "") is not imu_bad, im.problem
+    ok = _state(0.3)
+    assert odom_fields(ok).problem == "" and imu_fields(ok).problem == ""

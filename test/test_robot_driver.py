@@ -382,3 +382,19 @@ def test_ten_minutes_unreachable_robot_bounded_retries_no_future_leak(fake):
     assert failed.count("StopMove") <= 20 and failed.count("Damp") <= 20, failed
     assert max(pending) == 0 and link.pending_futures() == 0
     assert _rss_mb() - rss0 < 30.0
+
+
+def test_non_finite_sportmodestate_is_not_published(rig, fake):
+    """go2_driver refused non-finite cmd_vel but passed a NaN SportModeState_ position / gyroscope
+    straight into odom / imu (motion_node then integrated it). Such a sample is no longer published;
+    the finite samples around it are."""
+    import math
+    from types import SimpleNamespace
+
+    imu = SimpleNamespace(quaternion=[1.0, 0.0, 0.0, 0.0], gyroscope=[0.0, 0.0, math.nan], accelerometer=[0.0, 0.0, 9.8])
+    rig.driver._publish_state(SimpleNamespace(position=[math.nan, 0.0, 0.0], velocity=[0.0, 0.0, 0.0], imu_state=imu, mode=1))
+    n_odom, n_imu = len(rig.odom), len(rig.imu)
+    # later samples of the same publishers arrive after the spoilt one would have
+    assert rig.wait_for(lambda: len(rig.odom) > n_odom + 3 and len(rig.imu) > n_imu + 3, 10.0)
+    assert all(math.isfinite(o.pose.pose.position.x) for o in list(rig.odom))
+    assert all(math.isfinite(m.angular_velocity.z) for m in list(rig.imu))

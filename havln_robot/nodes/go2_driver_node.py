@@ -30,7 +30,7 @@ from std_srvs.srv import Trigger
 from havln_robot import topics
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
-from havln_robot.robot.adapter import DriverCore, SdkCall, imu_fields, odom_fields
+from havln_robot.robot.adapter import DriverCore, OdomFields, SdkCall, imu_fields, odom_fields
 from havln_robot.robot.go2 import Go2Error, Go2Link, connect_with_retry
 from havln_robot.robot.params import GO2_DRIVER_PARAMS
 from havln_robot.ros.codec import status_msg
@@ -129,10 +129,34 @@ class Go2DriverNode(HavlnNode):
             self.get_logger().error(f"sportmodestate conversion failed: {exc}", throttle_duration_sec=5.0)
 
     def _publish_state(self, state: Any) -> None:
+        """Publish odom (+ tf) and imu of one SportModeState_ sample. A stream whose values are not all
+        finite is not published for this sample (a warning once per field): motion control would
+        integrate it; the receivers' sensor timeouts judge a stream that stays non-finite."""
         p = self.params
         stamp = self.get_clock().now().to_msg()
         od = odom_fields(state, p["state_velocity_frame"])
         im = imu_fields(state)
+        if od.problem:
+            field = od.problem.split(" ")[0]
+            self._warn_once(f"odom-{field}", f"{p['odom_topic']}: sportmodestate {od.problem} is not finite; odometry sample not published")
+        else:
+            self._publish_odom(od, stamp)
+        if im.problem:
+            field = im.problem.split(" ")[0]
+            self._warn_once(f"imu-{field}", f"{p['imu_topic']}: sportmodestate {im.problem} is not finite; imu sample not published")
+            return
+        m = Imu()
+        m.header.stamp, m.header.frame_id = stamp, p["imu_frame"]
+        m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = im.orientation
+        if not im.valid_orientation:
+            m.orientation_covariance[0] = -1.0  # REP 145 / sensor_msgs/Imu: orientation not available
+        m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = im.angular_velocity
+        m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = im.linear_acceleration
+        self.imu_pub.publish(m)
+
+    def _publish_odom(self, od: OdomFields, stamp: Any) -> None:
+        """Odometry (and tf) of one finite SportModeState_ sample."""
+        p = self.params
         o = Odometry()
         o.header.stamp, o.header.frame_id, o.child_frame_id = stamp, p["odom_frame"], p["base_frame"]
         pos, q = o.pose.pose.position, o.pose.pose.orientation
@@ -149,14 +173,6 @@ class Go2DriverNode(HavlnNode):
             r = tr.transform.rotation
             r.x, r.y, r.z, r.w = od.orientation
             self.tf_pub.publish(TFMessage(transforms=[tr]))
-        m = Imu()
-        m.header.stamp, m.header.frame_id = stamp, p["imu_frame"]
-        m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = im.orientation
-        if not im.valid_orientation:
-            m.orientation_covariance[0] = -1.0  # REP 145 / sensor_msgs/Imu: orientation not available
-        m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = im.angular_velocity
-        m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = im.linear_acceleration
-        self.imu_pub.publish(m)
 
     # --- SDK calls ------------------------------------------------------------------------------------
     def _issue(self, call: SdkCall) -> int:

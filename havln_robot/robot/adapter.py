@@ -408,12 +408,15 @@ class OdomFields:
         orientation: quaternion (x, y, z, w) of base_link in odom (ROS order).
         linear: (vx, vy, vz) in base_link (m/s).
         angular: (wx, wy, wz) in base_link (rad/s), from the IMU gyroscope.
+        problem: the first non-finite SportModeState_ value these came from (``position[0] = nan``),
+            "" when all are finite; such a sample must not be published.
     """
 
     position: tuple[float, float, float]
     orientation: tuple[float, float, float, float]
     linear: tuple[float, float, float]
     angular: tuple[float, float, float]
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -425,12 +428,24 @@ class ImuFields:
         angular_velocity: gyroscope (rad/s), body frame.
         linear_acceleration: accelerometer (m/s^2), body frame (includes gravity: about +9.8 on z at rest).
         valid_orientation: False when the robot sent a zero quaternion (identity used instead).
+        problem: the first non-finite ``imu_state`` value (``imu_state.gyroscope[2] = nan``), "" when all
+            are finite; such a sample must not be published.
     """
 
     orientation: tuple[float, float, float, float]
     angular_velocity: tuple[float, float, float]
     linear_acceleration: tuple[float, float, float]
     valid_orientation: bool
+    problem: str = ""
+
+
+def _first_non_finite(**arrays: Sequence[float]) -> str:
+    """``name[i] = value`` of the first non-finite value among ``arrays``, "" when all are finite."""
+    for name, values in arrays.items():
+        for i, v in enumerate(values):
+            if not math.isfinite(v):
+                return f"{name}[{i}] = {v}"
+    return ""
 
 
 def unitree_quat_to_ros(q_wxyz: Iterable[float]) -> tuple[tuple[float, float, float, float], bool]:
@@ -455,9 +470,11 @@ def imu_fields(state: Any) -> ImuFields:
     """IMU fields of a SportModeState_ (uses ``state.imu_state.quaternion/gyroscope/accelerometer``)."""
     imu = state.imu_state
     q, valid = unitree_quat_to_ros(imu.quaternion)
+    raw_q = tuple(float(v) for v in imu.quaternion)
     g = tuple(float(v) for v in imu.gyroscope)
     a = tuple(float(v) for v in imu.accelerometer)
-    return ImuFields(q, (g[0], g[1], g[2]), (a[0], a[1], a[2]), valid)
+    bad = _first_non_finite(**{"imu_state.quaternion": raw_q, "imu_state.gyroscope": g, "imu_state.accelerometer": a})
+    return ImuFields(q, (g[0], g[1], g[2]), (a[0], a[1], a[2]), valid, bad)
 
 
 def odom_fields(state: Any, velocity_frame: str = "odom") -> OdomFields:
@@ -476,8 +493,9 @@ def odom_fields(state: Any, velocity_frame: str = "odom") -> OdomFields:
     imu = imu_fields(state)
     p = tuple(float(v) for v in state.position)
     v = [float(c) for c in state.velocity]
+    bad = _first_non_finite(position=p, velocity=v) or (imu.problem if "accelerometer" not in imu.problem else "")
     if velocity_frame == "odom":
         yaw = _yaw(imu.orientation)
         c, s = math.cos(yaw), math.sin(yaw)
         v[0], v[1] = c * v[0] + s * v[1], -s * v[0] + c * v[1]
-    return OdomFields((p[0], p[1], p[2]), imu.orientation, (v[0], v[1], v[2]), imu.angular_velocity)
+    return OdomFields((p[0], p[1], p[2]), imu.orientation, (v[0], v[1], v[2]), imu.angular_velocity, bad)
