@@ -282,6 +282,38 @@ def test_people_message_is_capped_to_the_nearest(driver):
     assert len(d.log.having("max_people", "warning")) == 1
 
 
+def test_people_topic_is_decoded_raw_and_capped_before_python_objects(driver):
+    """The subscription is raw: the serialized PoseArray is read with numpy, so a 20,000-pose
+    message never becomes 60,000 Python objects (rclpy's conversion: 0.3 s each, at 10 Hz)."""
+    from rclpy.serialization import serialize_message
+
+    d = driver(require_depth=False, max_people=64)
+    pa = PoseArray()
+    pa.header.stamp, pa.header.frame_id = _stamp(d.t), "base_link"
+    for i in range(20000):
+        ps = Pose()
+        ps.position.x, ps.position.y = 40.0 + i * 1e-3, 40.0
+        pa.poses.append(ps)
+    near = Pose()
+    near.position.x, near.position.y = 0.9, float("nan")  # NaN distance: never taken as the nearest
+    pa.poses.insert(5000, near)
+    near = Pose()
+    near.position.x, near.position.y = 0.9, 0.1
+    pa.poses.insert(12000, near)
+    d.node._on_people_raw(serialize_message(pa))
+    kept = d.node._people[0]
+    assert len(kept) == 64 and (kept[0].x, kept[0].y) == (0.9, 0.1) and kept[1].x == pytest.approx(40.0)
+    assert len(d.log.having("20002 people in one message; only the nearest 64 used (max_people)", "warning")) == 1
+    d.node._on_people_raw(b"\x00\x01\x00\x00garbage")
+    assert d.log.having("message ignored", "warning")
+    small = PoseArray()
+    small.header.stamp, small.header.frame_id = _stamp(d.t), "base_link"
+    small.poses = [Pose()]
+    small.poses[0].position.x, small.poses[0].position.y = 2.0, -0.5
+    d.node._on_people_raw(serialize_message(small))
+    assert [(q.x, q.y) for q in d.node._people[0]] == [(2.0, -0.5)]
+
+
 def test_people_rebase_is_one_call_and_matches_rebase_person(driver):
     d = driver(require_depth=False)
     people = [Person(1.0 + i, 0.5 * i, i, 0.3, -0.2) for i in range(10)]
