@@ -495,7 +495,9 @@ class MotionNode(HavlnNode):
             self._last_ctl_t = t
             self._watch_people(t)
             people = self._people_reason(t) if ex.busy else None
-            depth = self._depth_problem(t) if ex.busy and ex.translating and self.params["require_depth"] else None
+            # as the executor's own stale-depth check: a forward step still driving to its goal
+            # (not settling, braking or reverting: stopping those is what they do already)
+            depth = self._depth_problem(t) if ex.translating and ex.phase == "moving" and self.params["require_depth"] else None
             if ex.busy and gap > self.params["sensor_timeout_s"]:
                 why = (
                     f"control loop overloaded: {gap:.2f} s since the previous control tick (period "
