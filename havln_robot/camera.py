@@ -20,6 +20,17 @@ class IntrinsicsError(ValueError):
     """Intrinsics cannot be built from the given numbers; the message names the field and the range."""
 
 
+#: Field of view (edge to edge, each axis) a camera_info must describe to be believed, degrees.
+#: A rectified pinhole image cannot reach 180 deg (the tangent diverges); real ones: D435i depth
+#: 87 x 58, colour 69 x 42; wide-angle rectified ~120-150; telephoto a few degrees. Outside
+#: 2-170 deg the numbers do not describe a camera (fx = 1e-300 px, a focal length of 1e12 px).
+PLAUSIBLE_FOV_DEG = (2.0, 170.0)
+#: How far the principal point may lie outside the image, in image sizes: a calibrated camera's
+#: principal point is near the centre (D435i: within ~2 % of it); a cropped image moves it, but
+#: never off the picture. cx must lie in [-m W, (1 + m) W], cy likewise (m = 0: on the image).
+PRINCIPAL_POINT_MARGIN = 0.0
+
+
 @dataclass(frozen=True)
 class Intrinsics:
     """Pinhole intrinsics of an image.
@@ -55,14 +66,31 @@ class Intrinsics:
     def from_k(cls, k: np.ndarray | list[float], width: int, height: int) -> Intrinsics:
         """From a row-major 3x3 camera matrix ``K`` (sensor_msgs/CameraInfo.k, 9 numbers) and the image size.
 
+        Implausible numbers are refused (:data:`PLAUSIBLE_FOV_DEG`, :data:`PRINCIPAL_POINT_MARGIN`):
+        projecting depth with them puts every obstacle somewhere else (a 1e-300 px focal length
+        puts a wall 0.3 m ahead at infinity sideways).
+
         Raises:
-            IntrinsicsError: ``K`` malformed or with a non-positive focal length, or size not positive.
+            IntrinsicsError: ``K`` malformed or with a non-positive focal length, size not positive,
+                a focal length giving a field of view outside :data:`PLAUSIBLE_FOV_DEG`, or the
+                principal point off the image. The message names the field.
         """
         a = np.asarray(k, dtype=np.float64).reshape(-1)
         if a.size != 9 or not np.isfinite(a).all() or a[0] <= 0 or a[4] <= 0:
             raise IntrinsicsError(f"camera_info K must be 9 finite numbers with fx, fy > 0, got {a.tolist()}")
         if width < 1 or height < 1:
             raise IntrinsicsError(f"camera_info size must be positive, got {width}x{height}")
+        lo, hi = PLAUSIBLE_FOV_DEG
+        for name, f, size in (("fx", a[0], width), ("fy", a[4], height)):
+            fov = math.degrees(2.0 * math.atan((size / 2.0) / f))
+            if not lo <= fov <= hi:
+                raise IntrinsicsError(
+                    f"camera_info K {name} = {f:.6g} px gives a {fov:.4g} deg field of view over {size} px; a camera's is {lo:g}-{hi:g} deg"
+                )
+        m = PRINCIPAL_POINT_MARGIN
+        for name, c, size in (("cx", a[2], width), ("cy", a[5], height)):
+            if not -m * size - 0.5 <= c <= (1.0 + m) * size - 0.5:
+                raise IntrinsicsError(f"camera_info K {name} = {c:.6g} px is off the {width}x{height} image (principal point)")
         return cls(int(width), int(height), float(a[0]), float(a[4]), float(a[2]), float(a[5]))
 
     @property

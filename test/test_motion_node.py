@@ -38,6 +38,7 @@ class FakeBase(Node):
         self.silent = False
         self.imu_orientation = True
         self.wall_m: float | None = None
+        self.info_size: tuple[int, int, float] | None = None  # (width, height, fx) of the camera_info sent, else the image's
         self.people: list[tuple[float, float]] | None = None
         self.last = time.monotonic()
         self.odom_pub = self.create_publisher(Odometry, "odom", 10)
@@ -90,8 +91,9 @@ class FakeBase(Node):
         if self.wall_m is not None:
             w, h, f = 160, 120, 100.0
             info = CameraInfo()
-            info.width, info.height = w, h
-            info.k = [f, 0.0, (w - 1) / 2, 0.0, f, (h - 1) / 2, 0.0, 0.0, 1.0]
+            iw, ih, fi = self.info_size or (w, h, f)
+            info.width, info.height = iw, ih
+            info.k = [fi, 0.0, (iw - 1) / 2, 0.0, fi, (ih - 1) / 2, 0.0, 0.0, 1.0]
             self.info_pub.publish(info)
             depth = np.full((h, w), int(self.wall_m * 1000), np.uint16)
             self.depth_pub.publish(image_msg(depth, "16UC1", "camera_color_optical_frame", stamp))
@@ -223,6 +225,20 @@ def test_depth_wall_blocks_forward_and_is_logged(rig):
     base.send("MOVE_FORWARD")
     assert spin(lambda: len(base.results) >= 2)
     assert base.results[1].message == "ok"
+
+
+@pytest.mark.parametrize("info_size", [(640, 480, 100.0), (160, 120, 1e-300)], ids=["another-images-info", "tiny-focal-length"])
+def test_camera_info_not_describing_the_depth_image_refuses_over_ros(rig, info_size):
+    """Before: camera_info of a 640x480 image for a 160x120 depth image (or fx = 1e-300) was taken
+    as it came, the wall 0.3 m ahead was projected elsewhere and MOVE_FORWARD took its full step."""
+    node, base, spin = rig(require_depth=True)
+    base.wall_m, base.info_size = 0.3, info_size
+    assert spin(lambda: node.tracker.frames >= 3)
+    base.send("MOVE_FORWARD")
+    assert spin(lambda: len(base.results) >= 1)
+    name, outcome, rec = _result(base.results[0])
+    assert (name, outcome) == ("MOVE_FORWARD", "aborted") and "require_depth" in rec["detail"], rec
+    assert "image_raw" in rec["detail"] and abs(base.x) < 1e-6
 
 
 def test_person_ahead_blocks_over_ros(rig):

@@ -130,7 +130,10 @@ class TrackerConfig:
         step_m: climbable step height, m (``max_step_height_m``; stairs and ramps are terrain,
             :func:`~havln_robot.motion.safety.climbable_mask`); None = every point in the band blocks.
         memory_s: how long points stay remembered, s (0 = no memory).
-        depth_timeout_s: a depth frame older than this is not used, s.
+        depth_timeout_s: a depth frame older than this is not used, s: its age counts from its
+            capture stamp when that is on the node's clock (:func:`message_time`), else from its arrival.
+        freeze_frames: this many consecutive frames with the same (non-zero) header stamp = the
+            camera is frozen (a wedged driver re-sending its last frame); 0 disables.
     """
 
     stride: int = 4
@@ -141,6 +144,7 @@ class TrackerConfig:
     step_m: float | None = None
     memory_s: float = 0.0
     depth_timeout_s: float = 0.5
+    freeze_frames: int = 5
 
     @classmethod
     def from_params(cls, p: Any) -> TrackerConfig:
@@ -154,6 +158,7 @@ class TrackerConfig:
             step_m=p["max_step_height_m"] if p["max_step_height_m"] > 0 else None,
             memory_s=p["obstacle_memory_s"],
             depth_timeout_s=p["depth_timeout_s"],
+            freeze_frames=p.get("depth_freeze_frames", 5),
         )
 
 
@@ -197,6 +202,8 @@ class ObstacleTracker:
         self._frame_t = -np.inf
         self._stamp = -np.inf
         self._seq = 0
+        self._raw_stamp: object = None
+        self._same_stamp = 0
         self._cache: tuple[int, float, np.ndarray, Pose2D | None] | None = None
         self.poses = PoseHistory()
         self.frame_pose: Pose2D | None = None
@@ -211,6 +218,7 @@ class ObstacleTracker:
         whose times are now in the future (intrinsics are kept)."""
         self.memory = ObstacleMemory(keep_s=self.cfg.memory_s)
         self._load, self._frame_t, self._stamp, self._cache = None, -np.inf, -np.inf, None
+        self._raw_stamp, self._same_stamp = None, 0
         self.poses.clear()
         self.frame_pose = None
 
@@ -218,22 +226,67 @@ class ObstacleTracker:
         """An odometry pose (x m, y m, yaw rad; odom frame) measured at time ``t`` (s, the :meth:`add_depth` clock)."""
         self.poses.add(t, pose)
 
-    def add_depth(self, t: float, load: Callable[[], np.ndarray], width: int, height: int, stamp: float | None = None) -> None:
+    def add_depth(
+        self,
+        t: float,
+        load: Callable[[], np.ndarray],
+        width: int,
+        height: int,
+        stamp: float | None = None,
+        raw_stamp: object = None,
+    ) -> None:
         """A new depth frame received at time ``t`` (s).
 
         Args:
-            t: receipt time, s (the caller's clock); the frame's age (``depth_timeout_s``) counts from it.
+            t: receipt time, s (the caller's clock); the frame's age (``depth_timeout_s``) counts
+                from ``stamp`` when that is earlier, else from ``t``.
             load: returns the (H, W) float32 depth in metres (0 / nan = no return); called lazily,
                 at most once per frame and pitch; may raise ValueError (bad encoding).
             width: image width, px.
             height: image height, px.
             stamp: capture time, s (same clock; the image header's stamp, :func:`message_time`:
                 it may be ahead of ``t`` when the clock lags the publisher), where the frame is
-                placed in odom; None = ``t``.
+                placed in odom and from which its age counts; None = ``t``.
+            raw_stamp: the header stamp as sent (any comparable value, e.g. ``(sec, nanosec)``),
+                compared with the previous frame's for the freeze check; None or a falsy value
+                (unstamped) = not checked.
         """
         self._load, self._size, self._frame_t = load, (int(width), int(height)), float(t)
         self._stamp = float(t if stamp is None else stamp)
         self._seq += 1
+        same = bool(raw_stamp) and raw_stamp == self._raw_stamp
+        self._same_stamp = self._same_stamp + 1 if same else 1
+        self._raw_stamp = raw_stamp
+
+    def frame_problem(self, t: float) -> tuple[str, str] | None:
+        """Why the newest depth frame cannot be used at time ``t``: ``(kind, one line)`` with kind
+        ``empty``, ``no_info``, ``camera_info``, ``frozen`` or ``old``; None when it can be used --
+        or when there is no frame at all (nothing received: the caller's "no depth" case).
+
+        In order: an empty frame (0 x 0: not a depth image); no usable camera_info; camera_info
+        whose width / height differ from the frame's (its focal length and principal point
+        describe another image: walls would be projected elsewhere); a frozen camera
+        (``freeze_frames`` frames with one stamp); a frame older than ``depth_timeout_s`` (by its
+        capture stamp when that is on this clock, else since arrival).
+        """
+        if self._load is None:
+            return None
+        cfg, k = self.cfg, self.intrinsics
+        w, h = self._size
+        if w <= 0 or h <= 0:
+            return "empty", f"empty depth image ({w}x{h}): not a depth image"
+        if k is None:
+            return "no_info", "no usable camera_info for the depth image"
+        if (k.width, k.height) != (w, h):
+            return "camera_info", f"camera_info width/height {k.width}x{k.height} do not describe the {w}x{h} depth image"
+        if cfg.freeze_frames > 0 and self._same_stamp >= cfg.freeze_frames:
+            return "frozen", f"depth camera frozen: {self._same_stamp} frames with the same header stamp"
+        since = min(self._stamp, self._frame_t)
+        age = t - since
+        if age > cfg.depth_timeout_s:
+            how = "by its capture stamp" if since < self._frame_t else "since it arrived"
+            return "old", f"depth image {age:.2f} s old {how} (> depth_timeout_s {cfg.depth_timeout_s:g})"
+        return None
 
     def points(self, t: float, odom: Pose2D | None, pitch: float) -> np.ndarray | None:
         """(N, 2) float32 obstacle points in base_link at time ``t``; None when no fresh depth frame.
@@ -244,7 +297,7 @@ class ObstacleTracker:
             pitch: current total camera pitch, rad (mount pitch plus any virtual pitch).
         """
         cfg, k = self.cfg, self.intrinsics
-        if self._load is None or k is None or t - self._frame_t > cfg.depth_timeout_s:
+        if self._load is None or k is None or self.frame_problem(t) is not None:
             return None
         key = self._seq
         if self._cache is None or self._cache[0] != key or self._cache[1] != pitch:

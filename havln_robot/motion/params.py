@@ -164,6 +164,22 @@ MOTION_PARAMS = ParamSpec(
         Param("person_radius_m", 0.3, "float", "body radius of a person for turn clearance, m", min=0.05, max=1.0),
         Param("people_timeout_s", 1.0, "float", "people older than this are ignored, s", min=0.05, max=30.0),
         Param(
+            "require_people",
+            False,
+            "bool",
+            "refuse / stop motion (outcome aborted) while the people source (people_topic or people_tracks_topic) has "
+            "been silent longer than people_timeout_s: personal-space checks would be off (docs/motion.md 'People')",
+        ),
+        Param(
+            "max_people",
+            64,
+            "int",
+            "people taken from one people message, nearest first (more are dropped with a warning): a crowd of 64 "
+            "within a few metres is already more than a room holds, and each costs every check at 50 Hz",
+            min=1,
+            max=10000,
+        ),
+        Param(
             "forecast_margin_s",
             1.0,
             "float",
@@ -172,7 +188,23 @@ MOTION_PARAMS = ParamSpec(
             max=10.0,
         ),
         Param("require_depth", True, "bool", "refuse MOVE_FORWARD when no fresh depth image is available"),
-        Param("depth_timeout_s", 0.5, "float", "a depth image older than this is not fresh, s", min=0.05, max=30.0),
+        Param(
+            "depth_timeout_s",
+            0.5,
+            "float",
+            "a depth image older than this is not fresh, s: age by its capture stamp when on this node's clock, else since arrival",
+            min=0.05,
+            max=30.0,
+        ),
+        Param(
+            "depth_freeze_frames",
+            5,
+            "int",
+            "this many consecutive depth images with the same header stamp = camera frozen: depth not used "
+            "(require_depth: refuse / stop, outcome aborted); 0 disables",
+            min=0,
+            max=1000,
+        ),
         Param("depth_stride", 4, "int", "use every n-th depth pixel in both directions", min=1, max=32),
         Param(
             "depth_min_m",

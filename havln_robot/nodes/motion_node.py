@@ -24,25 +24,27 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import PoseArray, Twist
+from geometry_msgs.msg import Point, Pose, PoseArray, Quaternion, Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import CameraInfo, Image, Imu, PointCloud2
 from std_msgs.msg import String
 
+from havln_robot import actions as A
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.motion.checks import FreezeDetector, GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
 from havln_robot.motion.obstacles import ObstacleTracker, Pose2D, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector, rebase_person
+from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector, rebase_points
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
+from havln_robot.quoting import quote
 from havln_robot.records import Outcome
-from havln_robot.ros.codec import decode_tracks, encode_collision, encode_result, image_array
+from havln_robot.ros.codec import decode_pose_array_cdr, decode_tracks, encode_collision, encode_result, image_array
 from havln_robot.ros.qos import sensor_qos
-from havln_robot.text import outcome_label
+from havln_robot.text import outcome_label, terminal_safe
 from havln_robot.topics import BASE_FRAME
 
 
@@ -59,6 +61,24 @@ BUILTIN_PERSON_DETECTORS = {
     "depth_people_tracker": _depth_people_tracker,
     "havln_robot.perception.people:DepthPeopleTracker": _depth_people_tracker,
 }
+
+#: An action literal longer than this is no action (the longest is 12 characters): it is cut to
+#: this many characters (plus its length) before it is echoed in the result and the log.
+ACTION_ECHO_CHARS = 64
+#: Rejected / unknown actions are logged at most once per this many seconds (a flood of junk on
+#: havln/action must not flood the log); the next logged one counts those left out.
+REJECT_LOG_PERIOD_S = 1.0
+#: The control loop counts as overloaded when a tick comes this many periods late; while an action
+#: runs and no tick came for longer than ``sensor_timeout_s`` the action is aborted as overloaded.
+OVERLOAD_PERIODS = 5.0
+
+
+def bounded_literal(text: str) -> str:
+    """An action literal as echoed in results and logs: at most :data:`ACTION_ECHO_CHARS` characters
+    of it, then ``… (N chars)`` (a 2 MB string on havln/action is not copied into a result or a log line)."""
+    if len(text) <= ACTION_ECHO_CHARS:
+        return text
+    return f"{text[:ACTION_ECHO_CHARS]}… ({len(text)} chars)"
 
 
 class MotionNode(HavlnNode):
@@ -91,7 +111,7 @@ class MotionNode(HavlnNode):
             TrackerConfig.from_params(p),
             self.mount,
             on_frame=self._on_frame,
-            warn=lambda s: self._warn_once("depth-enc", f"{p['depth_topic']}: {s}; expected 16UC1 (mm) or 32FC1 (m)"),
+            warn=lambda s: self._warn_once("depth-enc", terminal_safe(f"{p['depth_topic']}: {s}; expected 16UC1 (mm) or 32FC1 (m)")),
         )
         self.detector = None
         self._color: Image | None = None
@@ -112,6 +132,14 @@ class MotionNode(HavlnNode):
         self._warned: set[str] = set()
         # stream -> "field = value" of the last message dropped as not finite, while no finite one came since
         self._non_finite: dict[str, str] = {}
+        # people source silence (require_people): receipt time of the last people / tracks message
+        # (None = never; the node's start counts as heard for the first people_timeout_s)
+        self._people_heard_t: float | None = None
+        self._people_since = self._now()
+        self._people_silent_logged = False
+        self._last_ctl_t: float | None = None  # last control tick or action start (overload check)
+        self._reject_log_t = -math.inf
+        self._reject_skipped = 0
 
         # all callbacks serialised: the executor is not thread-safe; the lock also serialises
         # safe_stop(), which bringup calls from another thread while this node still spins
@@ -127,7 +155,8 @@ class MotionNode(HavlnNode):
         self.create_subscription(Imu, p["imu_topic"], self._on_imu, sensor_qos(10), callback_group=group)
         self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
         self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
-        self.create_subscription(PoseArray, p["people_topic"], self._on_people, sensor_qos(5), callback_group=group)
+        # raw: decoded with numpy (a PoseArray of thousands costs rclpy's conversion 0.3 s a message)
+        self.create_subscription(PoseArray, p["people_topic"], self._on_people_raw, sensor_qos(5), callback_group=group, raw=True)
         if p["people_tracks_topic"]:
             self.create_subscription(PointCloud2, p["people_tracks_topic"], self._on_tracks, sensor_qos(5), callback_group=group)
         if self.detector is not None:
@@ -146,6 +175,8 @@ class MotionNode(HavlnNode):
             self.tracker.time_reset()
             self._people = ([], -math.inf, None)
             self._tracks = ([], -math.inf, None)
+            self._people_heard_t, self._people_since = None, t
+            self._last_ctl_t = None
             self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
@@ -155,6 +186,7 @@ class MotionNode(HavlnNode):
         self.cmd_pub.publish(tw)
 
     def _emit(self, tick: Tick, t: float) -> None:
+        self._last_ctl_t = t
         self._publish_cmd(tick.cmd)
         if tick.results or tick.collisions:
             self._zero_until = t + self.params["idle_zero_s"]
@@ -165,9 +197,22 @@ class MotionNode(HavlnNode):
 
     def _publish_result(self, r: ActionResult) -> None:
         self.result_pub.publish(encode_result(r, hardware_id=self.get_name()))
-        text = f"#{r.seq} {r.action}: {outcome_label(r.outcome, r.detail)} ({r.duration_s:.2f} s){' - ' + r.detail if r.detail else ''}"
+        # the literal and the detail come from a topic: bounded and terminal-safe in the log
+        name = r.action if A.is_motion(r.action) else quote(r.action, ACTION_ECHO_CHARS + 32)
+        detail = f" - {r.detail[:400]}{'…' if len(r.detail) > 400 else ''}" if r.detail else ""
+        text = terminal_safe(f"#{r.seq} {name}: {outcome_label(r.outcome, r.detail)} ({r.duration_s:.2f} s){detail}")
         if r.outcome == Outcome.OK:  # rclpy forbids two severities from one call site
             self.get_logger().info(text)
+        elif r.outcome == Outcome.REJECTED:
+            # a publisher flooding havln/action with junk: at most one line per REJECT_LOG_PERIOD_S
+            t = self._now()
+            if t - self._reject_log_t < REJECT_LOG_PERIOD_S:
+                self._reject_skipped += 1
+                return
+            if self._reject_skipped:
+                text += f" ({self._reject_skipped} more rejected actions not logged)"
+            self._reject_log_t, self._reject_skipped = t, 0
+            self.get_logger().warning(text)
         else:
             self.get_logger().warning(text)
 
@@ -189,10 +234,108 @@ class MotionNode(HavlnNode):
         return Obstacles(points=pts, people=people)
 
     def _here(self, people: list[Person], at: Pose2D | None) -> list[Person]:
-        """``people`` seen from odom pose ``at`` (their capture), moved into the current base_link."""
-        if at is None or self._odom is None:
+        """``people`` seen from odom pose ``at`` (their capture), moved into the current base_link
+        (positions moved, velocities rotated; one numpy call for all of them)."""
+        if at is None or self._odom is None or not people or at == self._odom:
             return list(people)
-        return [rebase_person(q, at, self._odom) for q in people]
+        a = np.array([(q.x, q.y, q.vx, q.vy) for q in people], dtype=np.float64)
+        xy = rebase_points(a[:, :2], at, self._odom)
+        da = at[2] - self._odom[2]
+        c, s = math.cos(da), math.sin(da)
+        vx, vy = c * a[:, 2] - s * a[:, 3], s * a[:, 2] + c * a[:, 3]
+        return [
+            Person(float(x), float(y), q.human_id, float(u), float(v))
+            for q, x, y, u, v in zip(people, xy[:, 0].tolist(), xy[:, 1].tolist(), vx.tolist(), vy.tolist(), strict=True)
+        ]
+
+    def _nearest_rows(self, xy: np.ndarray, topic: str) -> np.ndarray | None:
+        """Indices of the ``max_people`` nearest of the (N, >=2) positions ``xy``, nearest first; None
+        when all are kept. Warns once per topic when some are dropped: a message of thousands of
+        poses would otherwise cost every check at every control tick."""
+        n = self.params["max_people"]
+        if len(xy) <= n:
+            return None
+        self._warn_once(
+            f"max-people-{topic}",
+            terminal_safe(f"{topic}: {len(xy)} people in one message; only the nearest {n} used (max_people)"),
+        )
+        d = np.nan_to_num(xy[:, 0] * xy[:, 0] + xy[:, 1] * xy[:, 1], nan=np.inf)
+        keep = np.argpartition(d, n - 1)[:n]
+        return keep[np.argsort(d[keep], kind="stable")]
+
+    def _nearest(self, people: list[Person], topic: str) -> list[Person]:
+        """At most ``max_people`` of ``people``, the nearest (see :meth:`_nearest_rows`)."""
+        if len(people) <= self.params["max_people"]:
+            return people
+        keep = self._nearest_rows(np.array([(q.x, q.y) for q in people], dtype=np.float64), topic)
+        return people if keep is None else [people[i] for i in keep.tolist()]
+
+    def _on_people_raw(self, raw: bytes) -> None:
+        """people_topic as serialized bytes (a ``raw=True`` subscription): decoded with numpy and cut to
+        the nearest ``max_people`` before any Python object is made per pose -- rclpy's own
+        conversion of a 20,000-pose PoseArray takes 0.3 s, at 10 Hz more CPU than the control loop has."""
+        topic = self.params["people_topic"]
+        try:
+            sec, nanosec, frame_id, poses = decode_pose_array_cdr(raw)
+        except ValueError as exc:
+            self._warn_once("people-cdr", terminal_safe(f"{topic}: {exc}; message ignored"))
+            return
+        keep = self._nearest_rows(poses, topic)
+        if keep is not None:
+            poses = poses[keep]
+        msg = PoseArray()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+        msg.header.frame_id = frame_id
+        msg.poses = [
+            Pose(position=Point(x=r[0], y=r[1], z=r[2]), orientation=Quaternion(x=r[3], y=r[4], z=r[5], w=r[6])) for r in poses.tolist()
+        ]
+        self._on_people(msg)
+
+    def _people_silence(self, t: float) -> float | None:
+        """How long (s) the people source has been silent when longer than ``people_timeout_s``, else None."""
+        heard = self._people_heard_t if self._people_heard_t is not None else self._people_since
+        silent = t - heard
+        return silent if silent > self.params["people_timeout_s"] else None
+
+    def _people_topics(self) -> str:
+        p = self.params
+        return " / ".join(x for x in (p["people_topic"], p["people_tracks_topic"]) if x)
+
+    def _people_reason(self, t: float) -> str | None:
+        """Why motion must not run for lack of people (require_people), or None."""
+        if not self.params["require_people"]:
+            return None
+        if self._people_heard_t is None:
+            return f"no people received yet on {self._people_topics()}: personal-space checks off (require_people)"
+        silent = self._people_silence(t)
+        if silent is None:
+            return None
+        return (
+            f"people source {self._people_topics()} silent for {silent:.1f} s (> people_timeout_s "
+            f"{self.params['people_timeout_s']:g}): personal-space checks off (require_people)"
+        )
+
+    def _watch_people(self, t: float) -> None:
+        """One ERROR when the people source goes silent (personal space off), a note when it is back."""
+        silent = self._people_silence(t)
+        if silent is not None and not self._people_silent_logged:
+            if self._people_heard_t is None and not self.params["require_people"]:
+                return  # never configured / never heard and not required: nothing was on
+            self._people_silent_logged = True
+            self.get_logger().error(
+                f"people source silent for {silent:.1f} s ({self._people_topics()}): personal-space checks off"
+                + ("; motion refused until it is back (require_people)" if self.params["require_people"] else "")
+            )
+        elif silent is None and self._people_silent_logged:
+            self._people_silent_logged = False
+            self.get_logger().info(f"people source back ({self._people_topics()}): personal-space checks on")
+
+    def _depth_problem(self, t: float) -> str | None:
+        """Why the newest depth image cannot be used (naming the topic), or None (fine, or none received)."""
+        kind = self.tracker.frame_problem(t)
+        if kind is None:
+            return None
+        return f"{self.params['depth_topic']}: {kind[1]}"
 
     def _captured_at(self, stamp: Any, now: float, name: str) -> Pose2D | None:
         """The odom pose at a message's header stamp (None when the odometry kept does not reach back to it)."""
@@ -212,20 +355,33 @@ class MotionNode(HavlnNode):
         except Exception as exc:  # noqa: BLE001 - a faulty plug-in must not stop the robot's checks
             self._warn_once(
                 "detector",
-                f"person_detector {self.params['person_detector']} failed: {exc}; people from {self.params['people_topic']} only",
+                terminal_safe(
+                    f"person_detector {self.params['person_detector']} failed: {exc}; people from {self.params['people_topic']} only"
+                ),
             )
             return []
 
     # ------------------------------------------------------------------ callbacks
     def _on_action(self, msg: String) -> None:
         t = self._now()
-        action = msg.data.strip()
+        action = bounded_literal(msg.data.strip())
         imu_yaw = self.gyro.yaw if self._imu_t is not None else None
         with self._lock:
             if action == "STOP":
                 tick = self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw)
             else:
+                was_busy = self.motion.busy
                 tick = self.motion.start(action, t, self._odom, imu_yaw, self._obstacles(t))
+                people = self._people_reason(t)
+                if not was_busy and self.motion.busy and people is not None:
+                    self.get_logger().error(f"{terminal_safe(action)} refused: {people}")
+                    tick = self.motion.abort(t, f"{people}; not started")
+                depth = self._depth_problem(t) if self.params["require_depth"] else None
+                for r in tick.results:
+                    # the executor's require_depth refusal, worded with the reason the depth is unusable
+                    if depth is not None and r.action == action and r.outcome == "aborted" and A.is_motion(action):
+                        if A.MOTION_SPECS[action].kind is A.ActionKind.TRANSLATE and depth not in r.detail:
+                            r.detail = f"{r.detail} ({depth})"
             self._emit(tick, t)
 
     def _finite(self, stream: str, topic: str, fields: tuple[tuple[str, float], ...]) -> bool:
@@ -319,18 +475,29 @@ class MotionNode(HavlnNode):
         def load(msg: Image = msg) -> np.ndarray:
             return image_array(msg).astype(np.float32) * (0.001 if msg.encoding == "16UC1" else 1.0)
 
-        self.tracker.add_depth(self._depth[1], load, msg.width, msg.height, stamp=stamp)
+        st = msg.header.stamp
+        self.tracker.add_depth(self._depth[1], load, msg.width, msg.height, stamp=stamp, raw_stamp=(st.sec, st.nanosec))
+        problem = self.tracker.frame_problem(self._depth[1])
+        if problem is not None and problem[0] != "no_info":  # not used; why, once per kind (_on_info warns of its own)
+            extra = {
+                "camera_info": f" (camera_info on {self.params['depth_info_topic']})",
+                "old": ": camera lagging, or its clock behind this node's",
+            }.get(problem[0], "")
+            self._warn_once(f"depth-{problem[0]}", terminal_safe(f"{self.params['depth_topic']}: {problem[1]}{extra}; depth not used"))
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:
             self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k, msg.width, msg.height)
         except ValueError as exc:
-            self._warn_once("info", f"{self.params['depth_info_topic']}: {exc}")
+            # never keep earlier intrinsics: depth is unusable while its camera_info is (require_depth: refused)
+            self._k = self.tracker.intrinsics = None
+            self._warn_once("info", terminal_safe(f"{self.params['depth_info_topic']}: {exc}; depth not used"))
 
     def _on_people(self, msg: PoseArray) -> None:
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
             self._warn_once(
-                "people-frame", f"{self.params['people_topic']}: frame {msg.header.frame_id!r} ignored; people must be in {BASE_FRAME}"
+                "people-frame",
+                terminal_safe(f"{self.params['people_topic']}: frame {quote(msg.header.frame_id)} ignored; people must be in {BASE_FRAME}"),
             )
             return
         # PoseArray carries no ids (sim_node sorts people nearest first), so human_id stays unknown.
@@ -339,25 +506,28 @@ class MotionNode(HavlnNode):
             return  # the people of the last finite message stay until people_timeout_s
         people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
         t = self._now()
-        self._people = (people, t, self._captured_at(msg.header.stamp, t, "people"))
+        self._people_heard_t = t
+        self._people = (self._nearest(people, self.params["people_topic"]), t, self._captured_at(msg.header.stamp, t, "people"))
 
     def _on_tracks(self, msg: PointCloud2) -> None:
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
             self._warn_once(
-                "tracks-frame", f"{self.params['people_tracks_topic']}: frame {msg.header.frame_id!r} ignored; must be {BASE_FRAME}"
+                "tracks-frame",
+                terminal_safe(f"{self.params['people_tracks_topic']}: frame {quote(msg.header.frame_id)} ignored; must be {BASE_FRAME}"),
             )
             return
         try:
             a = decode_tracks(msg)
         except ValueError as exc:
-            self._warn_once("tracks", f"{self.params['people_tracks_topic']}: {exc}")
+            self._warn_once("tracks", terminal_safe(f"{self.params['people_tracks_topic']}: {exc}"))
             return
         fields = tuple((f"track {int(r['id'])} {k}", float(r[k])) for r in a for k in ("x", "y", "vx", "vy"))
         if not self._finite("tracks", self.params["people_tracks_topic"], fields):
             return  # the tracks of the last finite message stay until people_timeout_s
         people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
         t = self._now()
-        self._tracks = (people, t, self._captured_at(msg.header.stamp, t, "tracks"))
+        self._people_heard_t = t
+        self._tracks = (self._nearest(people, self.params["people_tracks_topic"]), t, self._captured_at(msg.header.stamp, t, "tracks"))
 
     def _on_tick(self) -> None:
         t = self._now()
@@ -365,12 +535,35 @@ class MotionNode(HavlnNode):
         with self._lock:
             frozen, self._frozen = self._frozen, None
             frozen = frozen or self._non_finite_silence(t)
-            if ex.busy and frozen is not None:
+            gap = t - self._last_ctl_t if self._last_ctl_t is not None else 0.0
+            self._last_ctl_t = t
+            self._watch_people(t)
+            people = self._people_reason(t) if ex.busy else None
+            # as the executor's own stale-depth check: a forward step still driving to its goal
+            # (not settling, braking or reverting: stopping those is what they do already)
+            depth = self._depth_problem(t) if ex.translating and ex.phase == "moving" and self.params["require_depth"] else None
+            if ex.busy and gap > self.params["sensor_timeout_s"]:
+                why = (
+                    f"control loop overloaded: {gap:.2f} s since the previous control tick (period "
+                    f"{1.0 / self.params['control_rate_hz']:.3f} s; > sensor_timeout_s {self.params['sensor_timeout_s']:g}); robot stopped"
+                )
+                self.get_logger().error(why)
+                self._emit(ex.abort(t, why), t)
+            elif ex.busy and frozen is not None:
                 self.get_logger().error(f"{frozen}; robot stopped")
                 self._emit(ex.abort(t, f"{frozen}; robot stopped"), t)
+            elif people is not None:
+                self.get_logger().error(f"{people}; robot stopped")
+                self._emit(ex.abort(t, f"{people}; robot stopped"), t)
+            elif depth is not None:
+                self.get_logger().error(terminal_safe(f"{depth} (require_depth); robot stopped"))
+                self._emit(ex.abort(t, f"{depth} (require_depth); robot stopped"), t)
             elif ex.busy:
                 imu_yaw = self.gyro.yaw if self._imu_t is not None else None
                 tick = ex.update(t, self._odom, imu_yaw, self._obstacles(t), self._accel, self._odom_t, self._imu_t)
+                if gap > OVERLOAD_PERIODS / self.params["control_rate_hz"]:
+                    for r in tick.results:  # e.g. "odom silent": the loop starved the callbacks, not the sensor
+                        r.detail += f" (control loop overloaded: {gap:.2f} s since the previous control tick)"
                 self._emit(tick, t)
             elif ex.phase == "holding" or t < self._zero_until:
                 self._publish_cmd((0.0, 0.0))

@@ -244,3 +244,42 @@ def cloud_fields(msg: Any, names: tuple[str, ...]) -> np.ndarray:
         return np.zeros(0, dtype=dt)
     rows = np.frombuffer(buf, dtype=np.uint8).reshape(msg.height, msg.row_step)[:, : msg.width * msg.point_step]
     return np.frombuffer(np.ascontiguousarray(rows).tobytes(), dtype=dt, count=n)
+
+
+def decode_pose_array_cdr(raw: bytes) -> tuple[int, int, str, np.ndarray]:
+    """A serialized geometry_msgs/PoseArray (CDR, as a ``raw=True`` subscription hands it over) read
+    with numpy: rclpy's own conversion builds three Python objects per pose (0.3 s for 20,000 poses
+    here, a whole control loop's worth of CPU at 10 Hz).
+
+    Returns:
+        (stamp sec, stamp nanosec, frame_id, (N, 7) float64 array: position x, y, z, orientation x, y, z, w).
+
+    Raises:
+        ValueError: not a PoseArray in plain CDR, or truncated.
+    """
+    b = memoryview(raw).cast("B")
+    if len(b) < 16 or b[0] != 0 or b[1] not in (0, 1):
+        raise ValueError("not a CDR-serialized message")
+    end = "<" if b[1] == 1 else ">"
+    body = b[4:]  # alignment counts from after the 4-byte encapsulation header
+
+    def u32(off: int) -> int:
+        if off + 4 > len(body):
+            raise ValueError("PoseArray truncated")
+        return int(np.frombuffer(body, dtype=f"{end}u4", count=1, offset=off)[0])
+
+    sec = int(np.frombuffer(body, dtype=f"{end}i4", count=1, offset=0)[0])
+    nsec = u32(4)
+    n = u32(8)
+    if n < 1 or 12 + n > len(body):
+        raise ValueError("PoseArray frame_id truncated")
+    frame_id = bytes(body[12 : 12 + n - 1]).decode("utf-8", errors="replace")
+    off = (12 + n + 3) & ~3
+    count = u32(off)
+    if count == 0:
+        return sec, nsec, frame_id, np.zeros((0, 7), np.float64)
+    off = (off + 4 + 7) & ~7
+    if off + count * 56 > len(body):
+        raise ValueError(f"PoseArray truncated: {count} poses announced, {max(0, len(body) - off) // 56} present")
+    poses = np.frombuffer(body, dtype=f"{end}f8", count=count * 7, offset=off).reshape(count, 7)
+    return sec, nsec, frame_id, poses.astype(np.float64)
