@@ -253,3 +253,10 @@ def test_log_lines_escape_free_text_from_topics(tmp_path, auto_judge):
     text = " ".join(m for _, m in log.lines)
     assert "\\x1b[2J\\rfake\\nline" in text
     assert not any(ord(c) < 0x20 for _, m in log.lines for c in m)
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u2060\u200b", " \ufeff\u200d\n", "\u202e"])
+def test_an_invisible_instruction_opens_no_trial(session, text):
+    session.on_instruction(text)
+    assert session.store.running_trial() is None
+    assert any(kind == "warning" and "empty instruction ignored" in m for kind, m in session.test_log.lines)
