@@ -441,6 +441,8 @@ class Bringup:
                     f"ROS domain {domain} is already used by another havln-robot stack on this machine ({exc.info}). "
                     f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
                 ) from None
+            except locks.LockUnsafe as exc:  # a link / folder / FIFO planted where the lock goes: never written
+                raise ConfigError(f"ROS domain {domain} lock: {exc}") from None
             except OSError as exc:  # no lock without a writable temp folder; discovery still guards
                 self.log(f"[bringup] WARN: no same-machine ROS domain lock ({exc.strerror}); relying on DDS discovery")
         try:
