@@ -65,3 +65,33 @@ def test_instruct_refuses_an_invisible_instruction(text, capsys):
         instruct.main([text])
     assert e.value.code == 2
     assert "give the instruction text" in capsys.readouterr().err
+
+
+def test_validate_escapes_ids_and_keys_from_the_submission(tmp_path):
+    import json
+    import zipfile
+
+    from havln_robot.challenge.manifest import load_manifest
+    from havln_robot.challenge.validate import validate_zip
+
+    (tmp_path / "m.json").write_text(json.dumps(["1", "2"]))
+    manifests = {"val_seen": load_manifest(tmp_path / "m.json", "val_seen")}
+    evil = "1\x1b[2J\u202e"
+    doc = {"format_version": 1, "split": "val_seen", "k\x1b[31m": 1, "episodes": [{"episode_id": evil, "actions": ["STOP"]}]}
+    z = tmp_path / "sub.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("val_seen.json", json.dumps(doc))
+    text = validate_zip(z, manifests).render(0)
+    assert "\x1b" not in text and "\u202e" not in text, text
+    assert "\\x1b[2J\\u202e" in text and "k\\x1b[31m" in text
+
+
+def test_replay_table_escapes_episode_ids(capsys):
+    from havln_robot.challenge.replay import ReplayedEpisode, print_results
+
+    m = SimpleNamespace(ne=1.0, ne_euclid=1.0, steps=3, success=True, collisions_human=0, tcr=0, cr=0, sr=1, unreachable=False)
+    r = ReplayedEpisode("6047\x1b[2J\u202e", m, 0, note="n\x1b[31m")
+    agg = SimpleNamespace(n=1, sr=1.0, ne=1.0, tcr=0.0, cr=0.0, success_rate=1.0, spl=1.0, cr_denominator=0, score=1.0, ne_euclid=1.0)
+    print_results([r], agg)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "6047\\x1b[2J\\u202e" in out
