@@ -525,8 +525,9 @@ class TrialSession:
             self._release()
         return t
 
-    def close(self) -> None:
-        """Shutdown: close a running trial as aborted (``shutdown``). Raises what the store raises."""
+    def close(self, reason: str = "shutdown") -> None:
+        """Shutdown: close a running trial as aborted, ``reason`` saying why (``shutdown``, or
+        ``node X crashed: ...`` when a node's callback failed). Raises what the store raises."""
         run = self.store.running_trial()
         if run is not None:
-            self.store.set_outcome(run.id, Verdict.ABORTED.value, reason="shutdown", end_reason="shutdown")
+            self.store.set_outcome(run.id, Verdict.ABORTED.value, reason=reason, end_reason=reason)
