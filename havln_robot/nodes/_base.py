@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import rclpy
 import rclpy.logging
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException, ParameterUninitializedException
@@ -78,6 +78,11 @@ class HavlnNode(Node):
     #: (set by :class:`havln_robot.bringup.Bringup` on every node, by :func:`run_node` on its own).
     shutdown_reason: str = "shutdown"
 
+    #: Parameters this node reads while it runs (``get_parameter`` after start): ``ros2 param set`` may
+    #: change them, checked against ``SPEC`` (type, range, finite). Every other parameter is read once
+    #: at start: a change is refused (``successful=False``, saying so), never stored unapplied.
+    LIVE_PARAMS: ClassVar[frozenset[str]] = frozenset()
+
     #: Seconds between two warnings about messages dropped on one topic for one kind of error.
     DROP_WARN_PERIOD_S: ClassVar[float] = 10.0
 
@@ -99,6 +104,44 @@ class HavlnNode(Node):
         except ConfigError:
             self.destroy_node()
             raise
+        # after the declarations (which run the callbacks too): from now on a set_parameters request
+        # is refused unless this node applies the new value
+        self.add_on_set_parameters_callback(self._check_set_parameters)
+
+    def _check_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
+        """The ``set_parameters`` rule of every node: refuse a change it would not apply.
+
+        * ``use_sim_time``: applied by rclpy's time source;
+        * a parameter in :attr:`LIVE_PARAMS`: checked as the params file is (``Param.check``: type,
+          range, finite, choices, ROS name rules);
+        * any other: refused, the reason naming it and saying that it is read at start.
+        """
+        spec = self.SPEC.by_name()
+        fqn = self.get_fully_qualified_name()
+        for par in changes:
+            name = par.name
+            if name == "use_sim_time":
+                continue
+            if name not in spec:
+                return SetParametersResult(successful=False, reason=f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+            if name not in self.LIVE_PARAMS:
+                return SetParametersResult(
+                    successful=False,
+                    reason=(
+                        f"{fqn}: {name} is read once at start, a new value would not be applied: restart the node "
+                        "with the new value (edit the params file or pass it with -p / NODE.PARAM=VALUE)"
+                    ),
+                )
+            if par.type_ == Parameter.Type.NOT_SET:
+                return SetParametersResult(successful=False, reason=f"{fqn}: {name}: cannot be unset; allowed: {spec[name].allowed()}")
+            value = par.value
+            if spec[name].type.endswith("_list"):
+                value = list(value)
+            try:
+                spec[name].check(value, fqn, node=self.get_name(), namespace=self.get_namespace())
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
 
     def _declare(self, params: dict[str, Any] | None) -> dict[str, Any]:
         """Declare every SPEC parameter (value: ``params``, else the override, else the default); validated dict."""

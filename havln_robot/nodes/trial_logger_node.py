@@ -83,6 +83,12 @@ class TrialLoggerNode(HavlnNode):
     """
 
     SPEC = TRIAL_LOGGER_PARAMS
+    #: The next trial's metadata and the operator's abort reason: read when used (``_live``), so
+    #: ``ros2 param set`` / the console change them while the logger runs; every other parameter is
+    #: read at start and a change is refused (HavlnNode).
+    LIVE_PARAMS = frozenset(
+        {"region", "instance", "operator", "people_present", "goal_radius", "goal", "goal_frame", "platform", "campaign", "reason"}
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(params=params, **kwargs)
