@@ -133,7 +133,7 @@ class AgentNode(HavlnNode):
         if is_blank(text):
             self.get_logger().error(
                 f"{self.params['instruction_topic']}: empty instruction ignored (only blank, control or zero-width characters: "
-                f"{terminal_safe(msg.data[:40])!r}); publish the instruction text"
+                f"{terminal_safe(repr(msg.data[:40]))}); publish the instruction text"
             )
             return
         with self._lock:

@@ -302,7 +302,7 @@ class TrialSession:
         """A new instruction: attach it to a fresh trial, or open a trial (``auto_start``)."""
         text = text.strip()
         if is_blank(text):
-            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(text[:40])!r})")
+            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(repr(text[:40]))})")
             return
         try:
             run = self.sync()
