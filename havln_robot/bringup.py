@@ -47,6 +47,14 @@ from havln_robot.sim.session import episode_data_problem
 from havln_robot.text import number_in, path_arg
 
 
+def crash_reason(name: str, exc: BaseException) -> str:
+    """``node NAME crashed: Class: first line of the message`` (escaped, bounded): why the stack stopped."""
+    from havln_robot.text import terminal_safe
+
+    first = str(exc).splitlines()[0] if str(exc) else "(no message)"
+    return terminal_safe(f"node {name} crashed: {type(exc).__name__}: {first}")[:300]
+
+
 class NodeThreads:
     """Spin each node on its own thread with its own ``SingleThreadedExecutor``.
 
@@ -417,6 +425,14 @@ class Bringup:
         if self.failed is None:
             self.failed = (name, exc)
             print(f"[bringup] stopping every node because {name} failed", file=sys.stderr, flush=True)
+            # every node learns why it is stopped: trial_logger_node closes a running trial with it
+            # ("aborted (node motion_node crashed: ...)"), not as a plain shutdown
+            reason = crash_reason(name, exc)
+            for node in list(self.nodes.values()):
+                try:
+                    node.shutdown_reason = reason
+                except Exception:
+                    pass
         self._stop.set()
 
     def start(self) -> Bringup:
@@ -441,6 +457,8 @@ class Bringup:
                     f"ROS domain {domain} is already used by another havln-robot stack on this machine ({exc.info}). "
                     f"Stop it, or run this one on a free domain, e.g. ROS_DOMAIN_ID={_free_domain_hint(domain)}"
                 ) from None
+            except locks.LockUnsafe as exc:  # a link / folder / FIFO planted where the lock goes: never written
+                raise ConfigError(f"ROS domain {domain} lock: {exc}") from None
             except OSError as exc:  # no lock without a writable temp folder; discovery still guards
                 self.log(f"[bringup] WARN: no same-machine ROS domain lock ({exc.strerror}); relying on DDS discovery")
         try:

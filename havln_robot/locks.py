@@ -20,6 +20,7 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 import sys
 import threading
 import time
@@ -41,6 +42,68 @@ class LockBusy(RuntimeError):
         self.path = Path(path)
         self.info = info
         super().__init__(info)
+
+
+class LockUnsafe(OSError):
+    """The lock path is not a plain lock file of this user (a symbolic link, a folder, a FIFO, a hard
+    link, ...): refused, never opened for writing. ``strerror`` / ``str()`` is one line naming the
+    path and the fix."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = Path(path)
+        super().__init__(
+            errno.EPERM, f"{why}; refusing to use it as a lock file: remove it (or set HAVLN_LOCK_DIR to a folder of your own)", str(path)
+        )
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+#: Flags of every open of a lock file: never follow a symbolic link (a link planted in a shared temp
+#: folder would make the lock truncate its target), never leak the descriptor into a child, never
+#: block opening a FIFO.
+_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _open_checked(path: Path, flags: int) -> int:
+    """``os.open(path, flags | _OPEN_FLAGS)``, then the opened file must be a regular file with one link.
+
+    Raises:
+        LockUnsafe: a symbolic link, not a regular file, or a hard link to another file.
+        OSError: the open failed otherwise.
+    """
+    try:
+        fd = os.open(str(path), flags | _OPEN_FLAGS, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno in (errno.EEXIST, errno.EISDIR) and path.is_symlink()):
+            raise LockUnsafe(path, "is a symbolic link") from None
+        if exc.errno == errno.EISDIR:
+            raise LockUnsafe(path, "is a folder") from None
+        raise
+    st = os.fstat(fd)
+    why = ""
+    if not stat.S_ISREG(st.st_mode):
+        why = "is not a regular file"
+    elif st.st_nlink != 1:
+        why = f"has {st.st_nlink} hard links (another file's name)"
+    if why:
+        os.close(fd)
+        raise LockUnsafe(path, why)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _open_lock(path: Path) -> int:
+    """A descriptor of the lock file ``path`` (created if missing): read-write when it is this user's,
+    read-only when it is another user's (``flock`` works on either; another user's file is never written)."""
+    try:
+        fd = _open_checked(path, os.O_RDWR | os.O_CREAT)
+    except PermissionError:  # another user's lock file (shared temp folder): flock works read-only too
+        return _open_checked(path, os.O_RDONLY)
+    if os.fstat(fd).st_uid != os.geteuid():  # another user's, writable by all: take it, never write to it
+        os.close(fd)
+        return _open_checked(path, os.O_RDONLY)
+    return fd
 
 
 @dataclass
@@ -77,11 +140,18 @@ class HeldLock:
 
 def _read_info(path: Path) -> str:
     try:
-        with open(path, "rb") as fh:
-            text = fh.read(512).decode("utf-8", "replace").strip()
+        fd = _open_checked(path, os.O_RDONLY)
+    except OSError:
+        return "a process that has not written its pid yet"
+    try:
+        text = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
     except OSError:
         text = ""
-    return text or "a process that has not written its pid yet"
+    finally:
+        os.close(fd)
+    from havln_robot.text import terminal_safe  # another user's file: shown, never obeyed
+
+    return terminal_safe(text) if text else "a process that has not written its pid yet"
 
 
 def held_here(path: str | os.PathLike[str]) -> bool:
@@ -102,6 +172,8 @@ def acquire(path: str | os.PathLike[str], what: str = "") -> HeldLock:
 
     Raises:
         LockBusy: another process holds it (after :data:`PROBE_GRACE_S`); the message names its pid.
+        LockUnsafe: ``path`` is a symbolic link, a folder, a FIFO or a hard link (opened with
+            ``O_NOFOLLOW``: a link planted in a shared temp folder is refused, its target untouched).
         OSError: the lock file cannot be created or opened.
     """
     p = Path(path).absolute()
@@ -112,10 +184,7 @@ def acquire(path: str | os.PathLike[str], what: str = "") -> HeldLock:
             _registry[key] = (fd, n + 1)
             return HeldLock(p)
         p.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(key, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-        except PermissionError:  # another user's lock file (shared temp folder): flock works read-only too
-            fd = os.open(key, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = _open_lock(p)
         t_end = time.monotonic() + PROBE_GRACE_S
         while True:
             try:
@@ -134,7 +203,7 @@ def acquire(path: str | os.PathLike[str], what: str = "") -> HeldLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, (info + "\n").encode(), 0)
         except OSError:
-            pass  # the lock is held; the note for others is a courtesy (e.g. a full disk)
+            pass  # the lock is held; the note for others is a courtesy (e.g. a full disk, another user's file)
         _registry[key] = (fd, 1)
         return HeldLock(p)
 
@@ -148,7 +217,7 @@ def holder(path: str | os.PathLike[str]) -> str | None:
     if held_here(p):
         return _read_info(p)
     try:
-        fd = os.open(str(p), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = _open_checked(p, os.O_RDONLY)
     except OSError:
         return None
     try:

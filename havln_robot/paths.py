@@ -571,8 +571,8 @@ def clean_stale_staging(dest: str | os.PathLike[str], note: bool = True) -> list
     tag = _host_tag()
     for path, owner, kind in list(_stale_candidates(dest)):
         pid, host = owner.split("-")
-        if host != tag or int(pid) == os.getpid() or _pid_alive(int(pid)):
-            kept.append((path, owner))
+        if host != tag or int(pid) == os.getpid() or _pid_alive(int(pid)) or not _own(path):
+            kept.append((path, owner))  # another user's (a shared temp folder): never moved or removed
             continue
         what = "temporary file" if kind == "temp" else "staging folder"
         try:
@@ -592,6 +592,14 @@ def clean_stale_staging(dest: str | os.PathLike[str], note: bool = True) -> list
         if note:
             print(f"havln-robot: note: removed {path}, the {what} of an earlier run that was killed (pid {pid} is gone)", file=sys.stderr)
     return kept
+
+
+def _own(path: Path) -> bool:
+    """``path`` itself (not what a link points to) belongs to this user."""
+    try:
+        return path.lstat().st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def describe_owner(owner: str) -> str:

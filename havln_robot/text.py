@@ -3,6 +3,7 @@ text made safe for a terminal, a Markdown cell or a CSV cell)."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 
 from havln_robot.quoting import QUOTE_CHARS, quote  # noqa: F401 - re-exported: text.quote is the helper to use
@@ -180,11 +181,36 @@ def terminal_safe(text: object) -> str:
             out.append(_NAMED_ESCAPES[ch])
         elif o < 0x20 or 0x7F <= o <= 0x9F:
             out.append(f"\\x{o:02x}")
-        elif ch in _BIDI:
-            out.append(f"\\u{o:04x}")
+        elif ch in _BIDI or unicodedata.category(ch) in _ESCAPED_CATEGORIES:
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
         else:
             out.append(ch)
     return "".join(out)
+
+
+#: Unicode categories :func:`terminal_safe` escapes besides the C0/C1 controls: format characters (Cf:
+#: bidi overrides, zero-width space / joiners, word joiner, BOM, soft hyphen...), line / paragraph
+#: separators (U+2028, U+2029: a new line on some terminals) and lone surrogates.
+_ESCAPED_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Cs"})
+
+
+def is_blank(text: object) -> bool:
+    """True when ``text`` shows nothing: only whitespace, control characters (Cc), format characters
+    (Cf: zero-width space U+200B, word joiner U+2060, bidi marks, BOM...) or separators.
+
+    The one rule for "an empty instruction" (agent_node, the trial logger, ``havln-robot instruct``,
+    the console): ``"\u200b"`` is as empty as ``"  "``; it must neither start an episode nor open a trial.
+    """
+    return not any(
+        not ch.isspace() and ch not in _BLANK_LETTERS and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES for ch in str(text)
+    )
+
+
+#: Categories of characters that show nothing (see :func:`is_blank`).
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Cs", "Cn"})
+#: Characters of other categories that render as nothing: combining grapheme joiner, Hangul fillers,
+#: the blank Braille pattern.
+_BLANK_LETTERS = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800")
 
 
 def md_cell(text: object) -> str:

@@ -131,6 +131,8 @@ def test_failing_callback_stops_every_node(registry, tmp_path, monkeypatch, caps
         err = capsys.readouterr().err
         assert "motion_node: callback failed: RuntimeError: sensor driver exploded" in err and "Traceback" in err
         assert "stopping every node because motion_node failed" in err
+        # every node knows why: trial_logger_node closes a running trial with this reason
+        assert b.nodes["motion_node"].shutdown_reason == "node motion_node crashed: RuntimeError: sensor driver exploded"
     finally:
         b.shutdown()
     assert "safe_stop" in EVENTS and EVENTS[-1] == "destroy"

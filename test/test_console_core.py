@@ -336,3 +336,65 @@ def test_episode_id_lookup(tmp_path):
         instruction_for("", "17")
     with pytest.raises(ValueError, match="not found"):
         instruction_for(tmp_path / "missing.json", "17")
+
+
+def test_bad_numbers_and_types_are_400_naming_the_field(app):
+    backend, control, web = app
+    with TestClient(web, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        c.post("/api/login", json={"token": TOKEN, "name": "ann"})
+        c.post("/api/control/take")
+        for body, field in [
+            ('{"instruction":"go","people":Infinity}', "Infinity"),
+            ('{"instruction":"go","people":NaN}', "NaN"),
+            ('{"instruction":"go","people":1e400}', "finite"),
+            ('{"instruction":"go","people":[1]}', "people"),
+            ('{"instruction":"go","people":-1}', "people"),
+            ('{"instruction":"go","people":true}', "people"),
+            ('{"instruction":["go"]}', "instruction"),
+            ('{"instruction":"\\u200b"}', "instruction text"),
+            ("[1]", "JSON object"),
+            (b"\xff\xfe", "JSON object"),
+        ]:
+            r = c.post("/api/trial/start", content=body, headers={"content-type": "application/json"})
+            assert r.status_code == 400 and field in r.json()["error"], (body, r.status_code, r.text)
+        for body, field in [('{"outcome":"failure","ne_m":NaN}', "NaN"), ('{"outcome":"failure","ne_m":"inf"}', "ne_m")]:
+            r = c.post("/api/trial/end", content=body, headers={"content-type": "application/json"})
+            assert r.status_code == 400 and field in r.json()["error"], (body, r.status_code, r.text)
+        r = c.post("/api/pause", content='{"paused":1}', headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "paused" in r.json()["error"]
+        assert backend.calls == []
+
+
+def test_bad_websocket_frames_are_refused_without_dropping_the_page(app):
+    from starlette.websockets import WebSocketDisconnect
+
+    backend, control, web = app
+    with TestClient(web, base_url="http://127.0.0.1") as client:
+        client.post("/api/login", json={"token": TOKEN, "name": "ann"})
+        headers = {"cookie": f"{COOKIE}={client.cookies[COOKIE]}"}
+        with client.websocket_connect("/ws", headers=headers) as ws:
+            for bad in ['{"op":"ping","t":NaN}', '{"op":"ping","t":1e400}', '{"op":"ping","t":"x"}', '{"op":"fly"}']:
+                ws.send_text(bad)
+                while (m := ws.receive_json())["type"] == "state":
+                    pass
+                assert m["type"] == "error", m
+            ws.send_text('{"op":"ping","t":12.5}')
+            while (m := ws.receive_json())["type"] != "pong":
+                pass
+            assert m["t"] == 12.5
+            ws.send_bytes(b"\x00\x01binary")
+            with pytest.raises(WebSocketDisconnect) as e:
+                while True:
+                    ws.receive_json()
+            assert e.value.code == 1003
+
+
+def test_login_name_cannot_forge_a_log_line():
+    backend, control, lines = FakeBackend(), Control(TOKEN), []
+    web = create_app(backend, control, log=lines.append)
+    with TestClient(web, base_url="http://127.0.0.1") as c:
+        r = c.post("/api/login", json={"token": TOKEN, "name": "bob\x1b[2J\x1b[H\r[console] alice logged in\u202e"})
+        assert r.status_code == 200
+        assert "\x1b" not in r.json()["name"] and "\r" not in r.json()["name"] and "\u202e" not in r.json()["name"]
+        assert all(line.isprintable() for line in lines) and len(lines) == 1
+        assert c.post("/api/login", json={"token": TOKEN, "name": "\u200b"}).json()["name"].startswith("operator-")

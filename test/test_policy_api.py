@@ -51,7 +51,7 @@ def test_view_count_mismatch_names_fix():
 
 def test_instruction_and_action_guards():
     assert check_instruction("go") == "go"
-    for bad in ("", "   ", None, 3):
+    for bad in ("", "   ", None, 3, "\u200b", "\u2060\u200b"):
         with pytest.raises(PolicyError):
             check_instruction(bad)
     assert check_action("STOP") == "STOP"

@@ -272,3 +272,10 @@ def test_non_finite_odometry_opens_the_trial_with_an_unknown_start_pose(session)
     s.on_instruction("go back")
     t2 = store.running_trial()
     assert t2.id != t.id and (t2.start_x, t2.start_y, t2.start_yaw) == (1.0, 2.0, 0.5)
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u2060\u200b", " \ufeff\u200d\n", "\u202e"])
+def test_an_invisible_instruction_opens_no_trial(session, text):
+    session.on_instruction(text)
+    assert session.store.running_trial() is None
+    assert any(kind == "warning" and "empty instruction ignored" in m for kind, m in session.test_log.lines)

@@ -17,11 +17,11 @@ from havln_robot.challenge.manifest import Manifest, ManifestError, default_mani
 from havln_robot.challenge.pack import PackError, pack
 from havln_robot.challenge.validate import Limits, validate_zip
 from havln_robot.paths import OutputPathError, os_error_text, refuse_overwrite
-from havln_robot.text import nonempty, number_in, path_arg
+from havln_robot.text import nonempty, number_in, path_arg, terminal_safe
 
 
 def _err(prog: str, msg: str) -> int:
-    print(f"havln-robot {prog}: {msg}", file=sys.stderr)
+    print(f"havln-robot {prog}: {terminal_safe(msg)}", file=sys.stderr)  # may name ids / keys from the file
     return 2
 
 
@@ -213,7 +213,7 @@ def export_main(argv: list[str]) -> int:
             notes: list[str] = []
             records += trial_records(args.trials, split=args.split, platform=args.platform, campaign=args.campaign, notes=notes)
             for note in notes:
-                print(f"havln-robot export: warning: {note}", file=sys.stderr)
+                print(f"havln-robot export: warning: {terminal_safe(note)}", file=sys.stderr)
         named = {r.split for r in records if r.split} | ({args.split} if args.split else set())
         wanted = sorted(named) if not args.stop_only else ([args.split] if args.split else list(PHASE1_SPLITS))
         discrete_ids = bool(args.follow_reference) and not args.follow_reference.endswith(".gz")
@@ -239,7 +239,7 @@ def export_main(argv: list[str]) -> int:
     if not summary.files:
         return _err("export", "no records found in the given sources")
     for line in summary.lines():
-        print(line)
+        print(terminal_safe(line))
     if discrete_ids:
         print(
             f"note: ids are path_ids of the discrete file {args.follow_reference}, not challenge ids; replay with --episodes-file {args.follow_reference}"

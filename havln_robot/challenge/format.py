@@ -33,6 +33,7 @@ from havln_robot.actions import ACTIONS, MAX_ACTIONS, ActionError, SequenceProbl
 from havln_robot.jsonio import JsonFileError, read_bytes_capped
 from havln_robot.paths import atomic_output, input_file_problem
 from havln_robot.quoting import QUOTE_CHARS, quote
+from havln_robot.text import terminal_safe
 
 FORMAT_VERSION = 1
 """The only ``format_version`` the organisers accept (participant README, "Submission Format")."""
@@ -128,7 +129,8 @@ class Problem:
         if self.index is not None:
             where.append(f"action {self.index}")
         prefix = ", ".join(where)
-        return f"{prefix + ': ' if prefix else ''}{self.rule}: {self.message}"
+        # ids, keys and member names come from the submitted file: escaped, so they cannot drive the terminal
+        return terminal_safe(f"{prefix + ': ' if prefix else ''}{self.rule}: {self.message}")
 
 
 @dataclass

@@ -48,7 +48,7 @@ from havln_robot.actions import (
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
 from havln_robot.paths import data_dir
-from havln_robot.text import nonempty, number_in, path_arg, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural, terminal_safe
 
 
 class ReplayError(ValueError):
@@ -302,9 +302,9 @@ def print_results(results: Sequence[ReplayedEpisode], agg: Any, per_episode: boo
             eu = getattr(m, "ne_euclid", None)
             note = ", ".join(x for x in ("goal unreachable" if getattr(m, "unreachable", False) else "", r.note) if x)
             print(
-                f"{r.episode_id:>10} {m.steps:5d} {_fmt(m.ne):>6} {_fmt(math.nan if eu is None else eu):>6} {int(m.success):4d} "
+                f"{terminal_safe(r.episode_id):>10} {m.steps:5d} {_fmt(m.ne):>6} {_fmt(math.nan if eu is None else eu):>6} {int(m.success):4d} "
                 f"{m.collisions_human:4d} {m.tcr:4d} {m.cr:3d} {m.sr:3d}  "
-                f"{'; '.join(x for x in (f'{r.refused} refused' if r.refused else '', note) if x)}",
+                f"{terminal_safe('; '.join(x for x in (f'{r.refused} refused' if r.refused else '', note) if x))}",
                 file=out,
             )
     sent = [r for r in results if r.actions is not None]
@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
             finally:
                 signal.signal(signal.SIGINT, old)
     except (ReplayError, FormatError) as exc:
-        print(f"havln-robot replay: {exc}", file=sys.stderr)
+        print(f"havln-robot replay: {terminal_safe(exc)}", file=sys.stderr)
         return 2
     if not results:
         print("havln-robot replay: no episode was replayed", file=sys.stderr)

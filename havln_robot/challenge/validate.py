@@ -36,7 +36,7 @@ from havln_robot.challenge.format import (
     parse_split_object,
 )
 from havln_robot.challenge.manifest import Manifest
-from havln_robot.text import plural
+from havln_robot.text import plural, terminal_safe
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Report:
             if rest:
                 lines.append(f"  ... and {rest} more problem(s) (--max-problems 0 lists all)")
         lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return "\n".join(terminal_safe(line) for line in lines)  # every line may carry names from the file
 
 
 def member_name_problem(info: zipfile.ZipInfo) -> Problem | None:

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from havln_robot.text import is_blank, terminal_safe
+
 #: Name of the session cookie (HttpOnly, SameSite=Strict).
 COOKIE = "havln_console"
 
@@ -111,7 +113,11 @@ class Control:
         """Trade the token for a new session. Raises AuthError(401) on a wrong token."""
         if not self.token_ok(token):
             raise AuthError(401, "wrong token")
-        name = (name or "").strip()[:40] or f"operator-{len(self.sessions) + 1}"
+        # shown in log lines, events and every page: control / format characters escaped (a name cannot
+        # erase the screen or forge a "[console] alice logged in" line), blank or zero-width only: a default
+        name = (name or "").strip()
+        name = "" if is_blank(name) else terminal_safe(name)[:40]
+        name = name or f"operator-{len(self.sessions) + 1}"
         s = Session(self._sign(secrets.token_urlsafe(12), name), name, self.clock(), last_seen=self.clock())
         self.sessions[s.sid] = s
         return s

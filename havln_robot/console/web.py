@@ -20,7 +20,6 @@ The robot side is an injected :class:`Backend` (console_node over ROS; a fake in
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -38,9 +37,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from havln_robot import jsonio
 from havln_robot.console.control import COOKIE, AuthError, Control
 from havln_robot.console.hub import Hub
+from havln_robot.console.inputs import bool_field, choice_field, float_field, int_field, parse_object, text_field
 from havln_robot.console.view import LiveView
+from havln_robot.text import terminal_safe
 
 STATIC = Path(__file__).with_name("static")
+
+#: WebSocket close code for a frame of a type the console does not take (RFC 6455: 1003, unsupported data).
+WS_UNSUPPORTED_DATA = 1003
 
 #: State snapshots per second sent to every page.
 STATE_RATE_HZ = 5.0
@@ -81,13 +85,8 @@ def _bearer(request: Request) -> str | None:
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    try:
-        data = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValueError("expected a JSON object body") from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object body")
-    return data
+    """The request's JSON object through the one strict parser (:func:`havln_robot.console.inputs.parse_object`)."""
+    return parse_object(await request.body())
 
 
 def create_app(backend: Backend, control: Control, secure_cookie: bool = False, log: Callable[[str], None] = print) -> Starlette:
@@ -130,13 +129,13 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
     async def login(request: Request) -> Response:
         try:
             data = await _body(request)
-            s = control.login(str(data.get("token", "")), str(data.get("name", "")))
+            s = control.login(text_field(data, "token", max_len=200), text_field(data, "name", max_len=200))
         except AuthError as exc:
-            log(f"[console] refused login from {request.client.host if request.client else '?'}: {exc}")
+            log(f"[console] refused login from {request.client.host if request.client else '?'}: {terminal_safe(exc)}")
             return _err(exc.status, str(exc))
         except ValueError as exc:
             return _err(400, str(exc))
-        log(f"[console] {s.name} logged in")
+        log(f"[console] {terminal_safe(s.name)} logged in")
         resp = JSONResponse({"name": s.name})
         resp.set_cookie(COOKIE, s.sid, httponly=True, samesite="strict", secure=secure_cookie, path="/")
         return resp
@@ -175,44 +174,29 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
     @guarded(True)
     async def pause(request: Request, s: Any) -> Response:
         data = await _body(request)
-        if not isinstance(data.get("paused"), bool):
-            raise ValueError("paused: expected true or false")
-        return JSONResponse({"message": await asyncio.to_thread(backend.set_paused, data["paused"], s.name)})
+        paused = bool_field(data, "paused")
+        return JSONResponse({"message": await asyncio.to_thread(backend.set_paused, paused, s.name)})
 
     @guarded(True)
     async def trial_start(request: Request, s: Any) -> Response:
         data = await _body(request)
-        instruction = str(data.get("instruction", "") or "").strip()
-        episode_id = str(data.get("episode_id", "") or "").strip()
+        instruction = text_field(data, "instruction")  # blank / zero-width only: "" (text.is_blank)
+        episode_id = text_field(data, "episode_id", max_len=200)
         if not instruction and not episode_id:
             raise ValueError("give an instruction text or an HA-R2R episode id")
-        try:
-            people = int(data.get("people", 0) or 0)
-        except (TypeError, ValueError):
-            raise ValueError(f"people: expected a whole number >= 0, got {data.get('people')!r}") from None
-        if people < 0:
-            raise ValueError(f"people: expected a whole number >= 0, got {people}")
-        region = str(data.get("region", "") or "unknown").strip()
+        people = int_field(data, "people", lo=0, hi=1000)
+        region = text_field(data, "region", max_len=200) or "unknown"
         msg = await asyncio.to_thread(backend.start_trial, instruction, episode_id, region, people, s.name)
         return JSONResponse({"message": msg})
 
     @guarded(True)
     async def trial_end(request: Request, s: Any) -> Response:
         data = await _body(request)
-        outcome = str(data.get("outcome", ""))
-        if outcome not in ("success", "failure", "aborted"):
-            raise ValueError(f"outcome: expected success, failure or aborted, got {outcome!r}")
-        ne = data.get("ne_m")
-        if ne in (None, ""):
-            ne_m = None
-        else:
-            try:
-                ne_m = float(ne)
-            except (TypeError, ValueError):
-                raise ValueError(f"ne_m: expected a distance in metres, got {ne!r}") from None
-        msg = await asyncio.to_thread(
-            backend.end_trial, outcome, ne_m, bool(data.get("force", False)), str(data.get("reason", "") or ""), s.name
-        )
+        outcome = choice_field(data, "outcome", ("success", "failure", "aborted"))
+        ne_m = float_field(data, "ne_m", lo=0.0, hi=1e4, what="a distance in metres")
+        force = bool_field(data, "force", default=False)
+        reason = text_field(data, "reason")
+        msg = await asyncio.to_thread(backend.end_trial, outcome, ne_m, force, reason, s.name)
         return JSONResponse({"message": msg})
 
     async def ws(websocket: WebSocket) -> None:
@@ -239,17 +223,31 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
 
         async def receiver() -> None:
             while True:
-                msg = await websocket.receive_text()
-                try:
-                    data = json.loads(msg)
-                except json.JSONDecodeError:
+                frame = await websocket.receive()
+                if frame["type"] == "websocket.disconnect":
+                    raise WebSocketDisconnect(frame.get("code", 1000))
+                if frame.get("text") is None:  # a binary frame: the page only sends JSON text
+                    await websocket.close(code=WS_UNSUPPORTED_DATA, reason="binary frames are not accepted; send JSON text")
+                    return
+                try:  # the one strict parser (finite numbers, expected types), as the HTTP routes
+                    data = parse_object(frame["text"])
+                    op = choice_field(data, "op", ("stop", "estop", "ping"))
+                    if op == "ping":
+                        t = float_field(data, "t", lo=-1e15, hi=1e15, what="a time")
+                    else:
+                        ident = data.get("id")
+                        if ident is not None and (isinstance(ident, bool) or not isinstance(ident, (int, str))):
+                            raise ValueError(f"id: expected a number or text, got {type(ident).__name__}")
+                        if isinstance(ident, str) and len(ident) > 100:
+                            raise ValueError("id: at most 100 characters")
+                except ValueError as exc:
+                    await websocket.send_text(jsonio.dumps({"type": "error", "message": str(exc)}))
                     continue
-                op = data.get("op") if isinstance(data, dict) else None
                 if op in ("stop", "estop"):
                     m = backend.stop(op == "estop", s.name)
-                    await websocket.send_text(jsonio.dumps({"type": "ack", "op": op, "id": data.get("id"), "message": m}))
-                elif op == "ping":
-                    await websocket.send_text(jsonio.dumps({"type": "pong", "t": data.get("t"), "server_t": time.time()}))
+                    await websocket.send_text(jsonio.dumps({"type": "ack", "op": op, "id": ident, "message": m}))
+                else:
+                    await websocket.send_text(jsonio.dumps({"type": "pong", "t": t, "server_t": time.time()}))
 
         async def until_done(fn: Callable[[], Awaitable[None]], tg: anyio.abc.TaskGroup) -> None:
             try:

@@ -9,15 +9,17 @@ overrides :meth:`HavlnNode.safe_stop` if it can move the robot. The same class r
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import rclpy
 import rclpy.logging
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException, ParameterUninitializedException
@@ -28,6 +30,9 @@ from rclpy.parameter import Parameter
 from havln_robot.dds import configure_dds
 from havln_robot.motion.obstacles import message_time
 from havln_robot.params import ConfigError, ParamSpec
+from havln_robot.text import terminal_safe
+
+_DROP_LOCK = threading.Lock()
 
 _ROS_TYPES = {
     "bool": Parameter.Type.BOOL,
@@ -68,6 +73,19 @@ class HavlnNode(Node):
 
     SPEC: ClassVar[ParamSpec]
 
+    #: Why this node is being stopped, for whoever records it (trial_logger_node closes a running
+    #: trial with it): ``"shutdown"``, or ``"node X crashed: ..."`` when a callback of X raised
+    #: (set by :class:`havln_robot.bringup.Bringup` on every node, by :func:`run_node` on its own).
+    shutdown_reason: str = "shutdown"
+
+    #: Parameters this node reads while it runs (``get_parameter`` after start): ``ros2 param set`` may
+    #: change them, checked against ``SPEC`` (type, range, finite). Every other parameter is read once
+    #: at start: a change is refused (``successful=False``, saying so), never stored unapplied.
+    LIVE_PARAMS: ClassVar[frozenset[str]] = frozenset()
+
+    #: Seconds between two warnings about messages dropped on one topic for one kind of error.
+    DROP_WARN_PERIOD_S: ClassVar[float] = 10.0
+
     def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
         params_files = list(kwargs.pop("params_files", None) or [])
         overrides = list(kwargs.pop("parameter_overrides", None) or [])
@@ -86,6 +104,44 @@ class HavlnNode(Node):
         except ConfigError:
             self.destroy_node()
             raise
+        # after the declarations (which run the callbacks too): from now on a set_parameters request
+        # is refused unless this node applies the new value
+        self.add_on_set_parameters_callback(self._check_set_parameters)
+
+    def _check_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
+        """The ``set_parameters`` rule of every node: refuse a change it would not apply.
+
+        * ``use_sim_time``: applied by rclpy's time source;
+        * a parameter in :attr:`LIVE_PARAMS`: checked as the params file is (``Param.check``: type,
+          range, finite, choices, ROS name rules);
+        * any other: refused, the reason naming it and saying that it is read at start.
+        """
+        spec = self.SPEC.by_name()
+        fqn = self.get_fully_qualified_name()
+        for par in changes:
+            name = par.name
+            if name == "use_sim_time":
+                continue
+            if name not in spec:
+                return SetParametersResult(successful=False, reason=f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+            if name not in self.LIVE_PARAMS:
+                return SetParametersResult(
+                    successful=False,
+                    reason=(
+                        f"{fqn}: {name} is read once at start, a new value would not be applied: restart the node "
+                        "with the new value (edit the params file or pass it with -p / NODE.PARAM=VALUE)"
+                    ),
+                )
+            if par.type_ == Parameter.Type.NOT_SET:
+                return SetParametersResult(successful=False, reason=f"{fqn}: {name}: cannot be unset; allowed: {spec[name].allowed()}")
+            value = par.value
+            if spec[name].type.endswith("_list"):
+                value = list(value)
+            try:
+                spec[name].check(value, fqn, node=self.get_name(), namespace=self.get_namespace())
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
 
     def _declare(self, params: dict[str, Any] | None) -> dict[str, Any]:
         """Declare every SPEC parameter (value: ``params``, else the override, else the default); validated dict."""
@@ -155,6 +211,70 @@ class HavlnNode(Node):
                 # [] has no ROS type: the list is empty, as written
                 del self._parameter_overrides[name]
                 self._empty_lists.add(name)
+
+    # --- one bad message never kills a callback -----------------------------------------------------
+    def create_subscription(self, msg_type: Any, topic: str, callback: Callable[..., None], *args: Any, **kwargs: Any) -> Any:
+        """:meth:`rclpy.node.Node.create_subscription` with ``callback`` guarded (:meth:`_guard`): a
+        message it cannot take (a malformed image, cloud, pose array, record...) is dropped with a
+        throttled warning naming the topic and the error, instead of killing the node's executor."""
+        return super().create_subscription(msg_type, topic, self._guard(callback, topic, "message"), *args, **kwargs)
+
+    def create_service(self, srv_type: Any, srv_name: str, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """:meth:`rclpy.node.Node.create_service` with ``callback`` guarded: a request it cannot take is
+        answered with the type's default response (``success`` false, ``message`` saying why)."""
+
+        def refused(exc: BaseException, request: Any, response: Any) -> Any:
+            if hasattr(response, "message"):
+                response.message = f"request refused: {type(exc).__name__}: {terminal_safe(exc)}"[:300]
+            return response
+
+        return super().create_service(srv_type, srv_name, self._guard(callback, srv_name, "request", refused), *args, **kwargs)
+
+    def _guard(self, callback: Callable[..., Any], where: str, what: str, fallback: Callable[..., Any] | None = None) -> Callable[..., Any]:
+        """``callback`` wrapped so that an exception is a dropped message, never a dead executor.
+
+        The exception is logged as one WARN line without a traceback (class and message, escaped:
+        the message may quote the input), at most once per :attr:`DROP_WARN_PERIOD_S` per topic and
+        exception class, with the number dropped since. ``fallback(exc, *args)`` gives the return
+        value (a service's response); without it the callback returns None. The callback's own
+        signature is kept (rclpy binds ``(msg)`` or ``(msg, info)`` by inspecting it).
+        """
+
+        def call(*args: Any) -> Any:
+            try:
+                return callback(*args)
+            except Exception as exc:
+                self._dropped(where, what, exc)
+                return fallback(exc, *args) if fallback is not None else None
+
+        try:
+            call.__signature__ = inspect.signature(callback)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            pass
+        return call
+
+    def _dropped(self, where: str, what: str, exc: BaseException) -> None:
+        """Count one dropped message / request and warn (throttled per topic and exception class)."""
+        key = (where, type(exc).__name__)
+        with _DROP_LOCK:
+            drops = self.__dict__.setdefault("_drops", {})
+            last, n = drops.get(key, (-1e18, 0))
+            n += 1
+            counts = self.__dict__.setdefault("_drop_counts", {})
+            counts[key] = counts.get(key, 0) + 1
+            now = time.monotonic()
+            if now - last < self.DROP_WARN_PERIOD_S:
+                drops[key] = (last, n)
+                return
+            drops[key] = (now, 0)
+        more = f" ({n} dropped since the last warning)" if n > 1 else ""
+        text = f"{where}: {what} dropped: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else '(no message)'}"
+        self.get_logger().warning(terminal_safe(text[:500]) + more)
+
+    @property
+    def dropped_messages(self) -> dict[tuple[str, str], int]:
+        """``(topic, exception class) -> count`` of messages dropped since this node started (tests)."""
+        return dict(self.__dict__.get("_drop_counts", {}))
 
     def _now(self) -> float:
         """This node's clock now, s (sim time under ``use_sim_time``)."""
@@ -260,7 +380,13 @@ def run_node(node_cls: type[HavlnNode], args: list[str] | None = None) -> int:
     executor.add_node(node)
     try:
         while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except Exception as exc:  # a timer or other callback raised: the node stops, saying why
+                from havln_robot.bringup import crash_reason
+
+                node.shutdown_reason = crash_reason(node.get_name(), exc)
+                raise
     finally:
         node.safe_stop()
         for _ in range(3):

@@ -61,6 +61,7 @@ from havln_robot.ros.codec import (
     image_array,
     status_dict,
 )
+from havln_robot.text import terminal_safe
 from havln_robot.trials.store import TrialError, TrialStore, default_db_path
 
 #: Trials shown on the page (newest first).
@@ -328,7 +329,7 @@ class ConsoleNode(HavlnNode):
             self.pub_pause.publish(Bool(data=False))
             self.view.set_paused(False)
             self.pub_instruction.publish(String(data=text))
-            line = f"trial started by {who}: {region}, people {people}: {text[:80]}"
+            line = f"trial started by {who}: {region}, people {people}: {terminal_safe(text[:80])}"
             self.view.event(line)
             self.get_logger().info(line)
             return line

@@ -58,7 +58,7 @@ except ImportError:  # pragma: no cover - depends on the install
     TFMessage = None
 
 #: Parameters that choose the episode; ``sim/reset`` re-reads them.
-EPISODE_KEYS = (
+EPISODE_KEYS = (  # read again by the reset service: sim_node's LIVE_PARAMS
     "scene_source",
     "episodes_file",
     "connectivity_dir",
@@ -94,6 +94,8 @@ class SimNode(HavlnNode):
     """
 
     SPEC = SIM_NODE_PARAMS
+    #: The episode keys, read again by the reset service (the next episode); the rest is read at start.
+    LIVE_PARAMS = frozenset(EPISODE_KEYS)
 
     def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
         super().__init__(params=params, node_name=node_name, **kwargs)

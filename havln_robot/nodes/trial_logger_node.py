@@ -22,7 +22,8 @@ life); a second logger on the same store is refused with one line naming the hol
 store checkpoints its WAL at every trial close. A full disk (store or bag) is one error line and
 closes the trial ``aborted`` (reason ``disk full``) as far as the disk allows.
 
-Shutdown: a running trial is closed as ``aborted`` (reason ``shutdown``), the MCAP bag finished and
+Shutdown: a running trial is closed as ``aborted`` (reason ``shutdown``, or ``node X crashed: ...`` when the
+stack stops because a callback of node X raised), the MCAP bag finished and
 the database closed. After a crash, the trial left running is finished as ``interrupted`` on the
 next start (its steps are all in the store; the operator can still give a verdict).
 """
@@ -83,6 +84,12 @@ class TrialLoggerNode(HavlnNode):
     """
 
     SPEC = TRIAL_LOGGER_PARAMS
+    #: The next trial's metadata and the operator's abort reason: read when used (``_live``), so
+    #: ``ros2 param set`` / the console change them while the logger runs; every other parameter is
+    #: read at start and a change is refused (HavlnNode).
+    LIVE_PARAMS = frozenset(
+        {"region", "instance", "operator", "people_present", "goal_radius", "goal", "goal_frame", "platform", "campaign", "reason"}
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(params=params, **kwargs)
@@ -408,7 +415,7 @@ class TrialLoggerNode(HavlnNode):
                 return
             self._closed = True
             try:
-                self.session.close()
+                self.session.close(self.shutdown_reason)  # "shutdown", or which node crashed (bringup / run_node)
             except Exception as exc:  # must not raise
                 print(f"trial_logger_node: closing the trial failed: {exc}", file=sys.stderr)
             try:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from havln_robot.actions import ACTIONS
+from havln_robot.text import is_blank
 
 RGB_SHAPE: tuple[int, int, int] = (224, 224, 3)
 """Per-view model RGB shape (H, W, C), uint8 (VLN-CE ``RGB_SENSOR`` 224x224)."""
@@ -169,12 +170,13 @@ class Policy(abc.ABC):
 
 
 def check_instruction(instruction: object) -> str:
-    """Return ``instruction`` if it is a non-empty string.
+    """Return ``instruction`` if it is a non-empty string (:func:`havln_robot.text.is_blank`: zero-width
+    or format characters alone are empty too).
 
     Raises:
         PolicyError: otherwise.
     """
-    if not isinstance(instruction, str) or not instruction.strip():
+    if not isinstance(instruction, str) or is_blank(instruction):
         raise PolicyError(f"instruction must be a non-empty string, got {instruction!r}")
     return instruction
 

@@ -22,7 +22,7 @@ from havln_robot.actions import STOP
 from havln_robot.challenge import replay as challenge_replay
 from havln_robot.challenge.replay import ReplayedEpisode, ReplayError
 from havln_robot.records import GroundTruth, Outcome, RecordError, finite_or_none
-from havln_robot.text import plural
+from havln_robot.text import plural, terminal_safe
 
 # rclpy and the message packages are imported where they are used, so that ``havln-robot replay
 # --backend batch`` (this module's main) also runs where ROS is not installed.
@@ -217,7 +217,11 @@ def replay_ros(
             )
             r = ReplayedEpisode(eid, m, 1 if gt.nearest_human_id else 0, note, refused=refused, actions=steps)
             results.append(r)
-            log(f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}")
+            log(
+                terminal_safe(
+                    f"[replay] episode {eid}: {plural(steps, 'action')} ({refused} refused), {note or ('STOP' if stopped else 'budget')}"
+                )
+            )
     bar.close()
     return results
 

@@ -43,7 +43,7 @@ from havln_robot.records import (
     finite_or_none,
     is_blocked_outcome,
 )
-from havln_robot.text import terminal_safe
+from havln_robot.text import is_blank, terminal_safe
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
@@ -306,6 +306,9 @@ class TrialSession:
     def on_instruction(self, text: str) -> None:
         """A new instruction: attach it to a fresh trial, or open a trial (``auto_start``)."""
         text = text.strip()
+        if is_blank(text):
+            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(repr(text[:40]))})")
+            return
         try:
             run = self.sync()
             if run is not None and self.store.step_count(run.id) == 0 and run.instruction.strip() in ("", text):
@@ -529,8 +532,9 @@ class TrialSession:
             self._release()
         return t
 
-    def close(self) -> None:
-        """Shutdown: close a running trial as aborted (``shutdown``). Raises what the store raises."""
+    def close(self, reason: str = "shutdown") -> None:
+        """Shutdown: close a running trial as aborted, ``reason`` saying why (``shutdown``, or
+        ``node X crashed: ...`` when a node's callback failed). Raises what the store raises."""
         run = self.store.running_trial()
         if run is not None:
-            self.store.set_outcome(run.id, Verdict.ABORTED.value, reason="shutdown", end_reason="shutdown")
+            self.store.set_outcome(run.id, Verdict.ABORTED.value, reason=reason, end_reason=reason)

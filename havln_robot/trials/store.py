@@ -244,6 +244,42 @@ MIGRATIONS: tuple[str, ...] = (
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
+_SCHEMAS: dict[int, dict[str, set[str]]] = {}
+
+
+def expected_schema(version: int) -> dict[str, set[str]]:
+    """Table name -> column names of a trial store at schema ``version`` (MIGRATIONS[:version] run on an
+    empty in-memory database once, then cached)."""
+    if version not in _SCHEMAS:
+        db = sqlite3.connect(":memory:")
+        try:
+            for script in MIGRATIONS[:version]:
+                for stmt in _split_sql(script):
+                    db.execute(stmt)
+            _SCHEMAS[version] = _schema_of(db)
+        finally:
+            db.close()
+    return _SCHEMAS[version]
+
+
+def _schema_of(db: sqlite3.Connection) -> dict[str, set[str]]:
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+    return {t: {r[0] for r in db.execute("SELECT name FROM pragma_table_info(?)", (t,))} for t in tables}
+
+
+def schema_problem(db: sqlite3.Connection, version: int) -> str | None:
+    """What a database whose ``user_version`` says ``version`` lacks of that schema (missing tables,
+    missing columns), in a few words; None when every expected table and column is there."""
+    have = _schema_of(db)
+    missing_tables = [t for t in expected_schema(version) if t not in have]
+    if missing_tables:
+        return f"table{'s' if len(missing_tables) > 1 else ''} {', '.join(missing_tables)} missing"
+    for table, cols in expected_schema(version).items():
+        lack = sorted(cols - have[table])
+        if lack:
+            return f"table {table} lacks column{'s' if len(lack) > 1 else ''} {', '.join(lack)}"
+    return None
+
 
 _TRIAL_FIELDS = [f.name for f in fields(Trial) if f.name != "writer_gone"]
 #: Provenance fields of a trial (filled by the logger at trial start; see provenance.py).
@@ -460,9 +496,11 @@ class TrialStore:
                         raise TrialError(
                             f"{self.path}: schema version {v} is newer than this build ({SCHEMA_VERSION}); upgrade havln_robot"
                         )
+                    self._check_schema(self._db, v)
                     raise NeedsMigration(
                         f"{self.path}: schema version {v}, this build reads {SCHEMA_VERSION}; open it once read-write to migrate"
                     )
+                self._check_schema(self._db, v)
                 self.warning = self._copy_check() or ""
             else:
                 self._migrate()
@@ -730,10 +768,26 @@ class TrialStore:
                     raise TrialError(
                         f"{self.source} {self.path}: not a trial database (has tables {', '.join(tables)}); give {self.source} another file"
                     )
+            if v > 0:  # the tables its user_version promises, before migrating or using them
+                self._check_schema(db, v)
             for i in range(v, SCHEMA_VERSION):
                 for stmt in _split_sql(MIGRATIONS[i]):
                     db.execute(stmt)
                 db.execute(f"PRAGMA user_version = {i + 1}")
+
+    def _check_schema(self, db: sqlite3.Connection, version: int) -> None:
+        """Refuse a database whose ``user_version`` claims a trial store but whose tables are not one.
+
+        Raises:
+            TrialError: one line naming the file, what is missing and what to do.
+        """
+        with self._lock:
+            why = schema_problem(db, version)
+        if why is not None:
+            raise TrialError(
+                f"{self.source} {self.path}: not a trial database (user_version {version} but {why}); "
+                f"give {self.source} a trial store's .db file (or restore this one from a backup)"
+            )
 
     def integrity_ok(self) -> bool:
         """``PRAGMA integrity_check`` passes."""
