@@ -7,6 +7,7 @@ quaternions are (x, y, z, w) as in geometry_msgs/Quaternion.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 
 def wrap_angle(a: float) -> float:
@@ -94,3 +95,15 @@ def map_to_odom(true_pose: tuple[float, float, float], odom_pose: tuple[float, f
     dyaw = yaw - oyaw
     c, s = math.cos(dyaw), math.sin(dyaw)
     return (x - (c * ox - s * oy), y - (s * ox + c * oy), dyaw)
+
+
+def first_non_finite(fields: Iterable[tuple[str, float]]) -> str | None:
+    """``"name = value"`` of the first NaN or infinite value among ``(name, value)`` pairs, else None.
+
+    The one test every sensor input passes before control maths sees it (motion_node, people_node,
+    trial_logger_node, go2_driver's state conversion, the executor).
+    """
+    for name, v in fields:
+        if not math.isfinite(v):
+            return f"{name} = {v}"
+    return None

@@ -39,7 +39,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from havln_robot import actions as A
-from havln_robot.geometry import wrap_angle
+from havln_robot.geometry import first_non_finite, wrap_angle
 from havln_robot.motion.checks import StallDetector, jolt_check, slip_check
 from havln_robot.motion.safety import Footprint, Hazard, Obstacles, contact_hazard, forecast_hazard, forward_hazard, turn_hazard
 from havln_robot.records import BLOCKED_DETAIL, BLOCKED_STATE, PARTIAL_DETAIL, ActionResult, CollisionRecord, Outcome
@@ -276,11 +276,9 @@ class _Axis:
 
 
 def _non_finite(odom: Pose2D, imu_yaw: float) -> str | None:
-    """Name the first non-finite input (``odometry x = nan``), else None."""
-    for name, v in (("odometry x", odom[0]), ("odometry y", odom[1]), ("odometry yaw", odom[2]), ("imu yaw", imu_yaw)):
-        if not math.isfinite(v):
-            return f"{name} = {v} (not finite)"
-    return None
+    """Name the first non-finite input (``odometry x = nan (not finite)``), else None."""
+    bad = first_non_finite((("odometry x", odom[0]), ("odometry y", odom[1]), ("odometry yaw", odom[2]), ("imu yaw", imu_yaw)))
+    return None if bad is None else f"{bad} (not finite)"
 
 
 def _toward(v: float, target: float, step: float) -> float:

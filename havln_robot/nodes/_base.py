@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import rclpy
@@ -28,6 +28,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from havln_robot.dds import configure_dds
+from havln_robot.geometry import first_non_finite
 from havln_robot.motion.obstacles import message_time
 from havln_robot.params import ConfigError, ParamSpec
 from havln_robot.text import terminal_safe
@@ -293,6 +294,18 @@ class HavlnNode(Node):
                 "(check use_sim_time / clock sync)",
             )
         return t
+
+    def _non_finite_field(self, topic: str, fields: Iterable[tuple[str, float]], consequence: str = "message dropped") -> str | None:
+        """``"field = value"`` of the first non-finite value of a message (:func:`geometry.first_non_finite`),
+        warned once per topic and field (``"<topic>: <field> = nan is not finite; <consequence>"``;
+        digits are left out of the key, so person 7's x warns as person 3's did); None when all are finite."""
+        bad = first_non_finite(fields)
+        if bad is not None:
+            name = bad.split(" = ", 1)[0]
+            self._warn_once(
+                f"non-finite-{topic}-{''.join(c for c in name if not c.isdigit())}", f"{topic}: {bad} is not finite; {consequence}"
+            )
+        return bad
 
     def _warn_once(self, key: str, text: str) -> None:
         """Log ``text`` as a warning the first time ``key`` is seen (a lasting condition warns once)."""

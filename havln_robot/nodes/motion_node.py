@@ -389,12 +389,10 @@ class MotionNode(HavlnNode):
         topic and field, and ``stream`` is marked as sending only non-finite values until a finite one
         comes (:meth:`_on_tick` then stops the action once the stream's last accepted sample is older
         than ``sensor_timeout_s``)."""
-        for name, v in fields:
-            if not math.isfinite(v):
-                self._non_finite[stream] = f"{name} = {v}"
-                key = "".join(c for c in name if not c.isdigit())  # once per field, not per person
-                self._warn_once(f"non-finite-{topic}-{key}", f"{topic}: {name} = {v} is not finite; message dropped (sensor fault?)")
-                return False
+        bad = self._non_finite_field(topic, fields, "message dropped (sensor fault?)")
+        if bad is not None:
+            self._non_finite[stream] = bad
+            return False
         self._non_finite.pop(stream, None)
         return True
 

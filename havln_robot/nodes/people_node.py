@@ -89,11 +89,9 @@ class PeopleNode(HavlnNode):
         warning once per field), the last finite pose stays."""
         ps = msg.pose.pose
         o = ps.orientation
-        fields = (("position.x", ps.position.x), ("position.y", ps.position.y)) + tuple((f"orientation.{k}", getattr(o, k)) for k in "xyzw")
-        for name, v in fields:
-            if not math.isfinite(v):
-                self._warn_once(f"odom-non-finite-{name}", f"{self.params['odom_topic']}: pose.{name} = {v} is not finite; message dropped")
-                return
+        fields = (("pose.position.x", ps.position.x), ("pose.position.y", ps.position.y))
+        if self._non_finite_field(self.params["odom_topic"], fields + tuple((f"pose.orientation.{k}", getattr(o, k)) for k in "xyzw")):
+            return
         pose = (float(ps.position.x), float(ps.position.y), quat_to_yaw(o.x, o.y, o.z, o.w))
         self._pose = pose
         self.poses.add(self._stamp_time(msg.header.stamp, self._now(), "odom"), pose)

@@ -31,7 +31,6 @@ next start (its steps are all in the store; the operator can still give a verdic
 from __future__ import annotations
 
 import errno
-import math
 import sys
 import threading
 import time
@@ -307,11 +306,9 @@ class TrialLoggerNode(HavlnNode):
 
     def _on_odom(self, msg: Odometry) -> None:
         pp, q = msg.pose.pose.position, msg.pose.pose.orientation
-        for name, v in (("x", pp.x), ("y", pp.y), ("z", q.z), ("w", q.w)):
-            if not math.isfinite(v):  # the session takes the pose as unknown (a trial opens without a start pose)
-                field = f"pose.{'position' if name in 'xy' else 'orientation'}.{name}"
-                self._warn_once(f"odom-non-finite-{field}", f"{self.params['odom_topic']}: {field} = {v} is not finite; pose unknown")
-                break
+        # the session takes a non-finite pose as unknown (a trial opens without a start pose)
+        fields = (("pose.position.x", pp.x), ("pose.position.y", pp.y), ("pose.orientation.z", q.z), ("pose.orientation.w", q.w))
+        self._non_finite_field(self.params["odom_topic"], fields, "pose unknown")
         with self._lock:
             self.session.on_odom((msg.pose.pose.position.x, msg.pose.pose.position.y, quat_to_yaw(q.x, q.y, q.z, q.w)))
         self._rec(self.params["odom_topic"], msg)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from havln_robot.geometry import first_non_finite
 from havln_robot.robot.params import GO2_VX_RANGE, GO2_VY_RANGE, GO2_VYAW_RANGE
 
 #: SportModeState_.mode values named in the Unitree Go2 sport-mode documentation.
@@ -441,11 +442,7 @@ class ImuFields:
 
 def _first_non_finite(**arrays: Sequence[float]) -> str:
     """``name[i] = value`` of the first non-finite value among ``arrays``, "" when all are finite."""
-    for name, values in arrays.items():
-        for i, v in enumerate(values):
-            if not math.isfinite(v):
-                return f"{name}[{i}] = {v}"
-    return ""
+    return first_non_finite((f"{name}[{i}]", v) for name, values in arrays.items() for i, v in enumerate(values)) or ""
 
 
 def unitree_quat_to_ros(q_wxyz: Iterable[float]) -> tuple[tuple[float, float, float, float], bool]:
