@@ -4,7 +4,7 @@ import runpy
 from glob import glob
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 PACKAGE = "havln_robot"
 # The node table, read as a file: setup.py never imports havln_robot (colcon must not pull in torch).
@@ -13,7 +13,8 @@ NODES = runpy.run_path(str(Path(__file__).resolve().parent / PACKAGE / "node_tab
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*"]),
+    # namespace discovery: the data folders (console/static, sim/assets, sim/scenes) are packages too
+    packages=find_namespace_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
     include_package_data=True,
     package_data={PACKAGE: ["sim/assets/*", "sim/scenes/*", "console/static/*"]},
     data_files=[

@@ -6,6 +6,16 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VENV="$ROOT/.venv"
 PY=${PYTHON:-python3}
+# Quiet unless something fails: each step's output goes to a log that is printed only on failure.
+LOG=$(mktemp -t havln-setup.XXXXXX)
+trap 'rm -f "$LOG"' EXIT
+quiet() {
+  if ! "$@" >>"$LOG" 2>&1; then
+    echo "[setup] FAILED: $*" >&2
+    tail -n 60 "$LOG" >&2
+    exit 1
+  fi
+}
 
 # Debian packages: librealsense USB runtime, Cyclone DDS 0.10.2 (the Go2's version) to build the
 # cyclonedds Python binding, EGL/OSMesa/GL for MuJoCo's headless renderer and OpenCV, chromium for the
@@ -19,8 +29,8 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "[setup] installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  quiet $SUDO apt-get update -qq
+  quiet $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # Node.js + npm (Debian's) for the bag check with Foxglove's own MCAP / ros2msg / CDR readers
@@ -28,8 +38,8 @@ fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "[setup] installing Debian packages: nodejs npm"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+  quiet $SUDO apt-get update -qq
+  quiet $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
 fi
 # The npm packages, exactly as package-lock.json pins them, into tools/bagcheck/node_modules
 # (project-local; reinstalled only when the lock file changed).
@@ -37,7 +47,7 @@ BAGCHECK="$ROOT/tools/bagcheck"
 npm_want=$(sha256sum < "$BAGCHECK/package-lock.json" | cut -c1-16)
 if [ ! -f "$BAGCHECK/node_modules/.havln-npm-$npm_want" ]; then
   echo "[setup] installing the bag check's npm packages (tools/bagcheck/package-lock.json)"
-  (cd "$BAGCHECK" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  (cd "$BAGCHECK" && quiet npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
   touch "$BAGCHECK/node_modules/.havln-npm-$npm_want"
 fi
 
@@ -48,8 +58,8 @@ if [ -f "$stamp" ] && "$VENV/bin/python" -c "import havln_robot" 2>/dev/null; th
   echo "[setup] up to date (.venv matches requirements.lock)"
   exit 0
 fi
-[ -x "$VENV/bin/python" ] || { echo "[setup] creating .venv"; "$PY" -m venv "$VENV"; }
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel
+[ -x "$VENV/bin/python" ] || { echo "[setup] creating .venv"; quiet "$PY" -m venv "$VENV"; }
+quiet "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel
 
 # cyclonedds==0.10.2 must match the robot's Cyclone DDS; build it against Debian's library through
 # a CYCLONEDDS_HOME of symlinks (the binding's build looks for include/, lib/, bin/ under it).
@@ -62,11 +72,11 @@ ln -sfn "/usr/lib/$ARCH_LIB" "$CYHOME/lib"
 echo "[setup] installing pinned Python packages (first run takes a few minutes)"
 # Built without pip's wheel cache: a cached wheel remembers the CYCLONEDDS_HOME of the venv that built
 # it first (cyclonedds/__library__.py), so another checkout's venv would load that one's libddsc.
-CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+quiet env CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
   --no-binary cyclonedds --no-deps "$(grep -i '^cyclonedds==' requirements.lock)"
-CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+quiet env CYCLONEDDS_HOME="$CYHOME" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
   --no-binary cyclonedds -r requirements.lock
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+quiet "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 rm -f "$VENV"/.havln-setup-*
 touch "$stamp"
 echo "[setup] done: $("$VENV/bin/python" --version), $(wc -l < requirements.lock) pinned packages"
