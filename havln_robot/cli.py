@@ -20,10 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "havln_robot.sweep:main",
         "evaluate a grid of settings (policy, split, seed, people, camera FOV, motion limits): table + SR plot; --ray for a cluster",
     ),
-    "bench": (
-        "havln_robot.bench:main",
-        "benchmarks: bench sim | motion | policy | robot | console | perception | panorama | stairs; bench all --markdown = the README figures",
-    ),
+    "bench": ("havln_robot.bench:main", "benchmarks (bench NAME --help); bench all --update-readme README.md writes the README figures"),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
     "replay": ("havln_robot.ros.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
     "gazebo-world": (
@@ -33,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("havln_robot.challenge.cli:export_main", "export trials / sim runs to challenge format v1"),
     "pack": ("havln_robot.challenge.cli:pack_main", "pack val_seen.json + val_unseen.json into a submission zip"),
     "validate": ("havln_robot.challenge.cli:validate_main", "validate a submission zip against every organiser rule"),
-    "trial": ("havln_robot.ros.mcap:trial_main", "trial campaign: start, end --success|--failure, list"),
+    "trial": ("havln_robot.ros.mcap:trial_main", "trial campaign records: plan, start, end, list, show, backup, ... (trial --help)"),
     "report": ("havln_robot.trials.report:main", "success-rate report (Markdown + CSV + PNG) from the trial store"),
     "data": ("havln_robot.data.fetch:main", "get the HA-VLN data: data fetch [--dest DIR] [--mirror DIR|URL] | data check"),
     "instruct": ("havln_robot.instruct:main", 'send one instruction to agent_node: instruct "walk to the sofa" (no ros2 needed)'),
@@ -72,17 +69,40 @@ def config_main(argv: list[str]) -> int:
     return 0
 
 
+#: The README's command list is written from :data:`COMMANDS` between these markers (``havln-robot
+#: help --markdown`` prints it; ``bench all --update-readme`` rewrites it; a test compares them).
+COMMANDS_BEGIN, COMMANDS_END = "<!-- commands:begin -->", "<!-- commands:end -->"
+
+
+def _bench_names() -> str:
+    from havln_robot.bench import BENCHES
+
+    return " | ".join(BENCHES)
+
+
 def _usage() -> str:
     width = max(len(c) for c in COMMANDS)
     lines = ["usage: havln-robot COMMAND [ARGS...]", "", "HA-VLN 2.0 policy on a Unitree Go2 with ROS 2.", "", "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run 'havln-robot COMMAND --help' for a command's options."]
+    lines += ["", f"benchmarks: havln-robot bench {_bench_names()}", "Run 'havln-robot COMMAND --help' for a command's options."]
     return "\n".join(lines)
+
+
+def commands_markdown() -> str:
+    """The README's command table: one row per :data:`COMMANDS` entry, then the benchmark names."""
+    rows = ["| command | what it does |", "| --- | --- |"]
+    bar = "\\|"  # a | inside a Markdown table cell
+    rows += [f"| `havln-robot {name}` | {help_.replace('|', bar)} |" for name, (_, help_) in COMMANDS.items()]
+    rows += ["", f"Benchmarks: `havln-robot bench {_bench_names()}`."]
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Dispatch ``havln-robot COMMAND ...``; returns the process exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["help", "--markdown"]:
+        print(commands_markdown())
+        return 0
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0

@@ -448,7 +448,10 @@ def _check_realsense(ctx: Context) -> Result:
         rs = ctx.probes.import_module("pyrealsense2")
     except ImportError as exc:
         return Result(
-            "realsense", FAIL, f"pyrealsense2 does not import ({exc})", "build librealsense with -DBUILD_PYTHON_BINDINGS=ON (README)"
+            "realsense",
+            FAIL,
+            f"pyrealsense2 does not import ({exc})",
+            "build librealsense with -DBUILD_PYTHON_BINDINGS=ON (docs/deploy.md)",
         )
     try:
         devices = ctx.probes.realsense_devices()
@@ -514,7 +517,10 @@ def check_sdk(ctx: Context) -> Result:
         cdds = ctx.probes.import_module("cyclonedds")
     except ImportError as exc:
         return Result(
-            "sdk", FAIL, f"cyclonedds does not import ({exc})", "pip install cyclonedds==0.10.2 built against Cyclone 0.10.2 (README)"
+            "sdk",
+            FAIL,
+            f"cyclonedds does not import ({exc})",
+            "pip install cyclonedds==0.10.2 built against Cyclone 0.10.2 (docs/deploy.md)",
         )
     ver = _version(cdds)
     try:
@@ -591,7 +597,7 @@ def check_torch(ctx: Context) -> Result:
     try:
         torch = ctx.probes.import_module("torch")
     except ImportError as exc:
-        return Result("torch", FAIL, f"torch does not import ({exc})", "install NVIDIA's JetPack torch wheel (README)")
+        return Result("torch", FAIL, f"torch does not import ({exc})", "install NVIDIA's JetPack torch wheel (docs/deploy.md)")
     cuda = bool(torch.cuda.is_available())
     device = "cuda" if cuda else "cpu"
     from havln_robot.policy.registry import is_builtin

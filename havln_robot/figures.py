@@ -703,7 +703,8 @@ def read_readme(path: str | os.PathLike[str]) -> str:
 
 
 def update_readme(path: Path, text: str) -> None:
-    """Replace what lies between the figure markers in ``path`` with ``text``.
+    """Replace what lies between the figure markers in ``path`` with ``text``, and the command list
+    between the command markers (when present) with :func:`havln_robot.cli.commands_markdown`.
 
     Raises:
         FiguresError: the markers are missing, doubled or out of order.
@@ -715,8 +716,14 @@ def update_readme(path: Path, text: str) -> None:
     _, tail = rest.split(END, 1)
     from havln_robot.paths import atomic_output
 
+    new = f"{head}{BEGIN}\n{text.rstrip()}\n{END}{tail}"
+    from havln_robot.cli import COMMANDS_BEGIN, COMMANDS_END, commands_markdown
+
+    if new.count(COMMANDS_BEGIN) == 1 and new.count(COMMANDS_END) == 1 and new.index(COMMANDS_BEGIN) < new.index(COMMANDS_END):
+        head, rest = new.split(COMMANDS_BEGIN, 1)  # the command list comes from the same table as --help
+        new = f"{head}{COMMANDS_BEGIN}\n{commands_markdown()}\n{COMMANDS_END}{rest.split(COMMANDS_END, 1)[1]}"
     with atomic_output(path) as tmp:  # a failed write must not truncate the README
-        tmp.write_text(f"{head}{BEGIN}\n{text.rstrip()}\n{END}{tail}", encoding="utf-8")
+        tmp.write_text(new, encoding="utf-8")
 
 
 def main(argv: list[str]) -> int:

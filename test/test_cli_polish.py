@@ -415,3 +415,15 @@ def test_no_option_silently_takes_an_empty_value(label: str, monkeypatch: pytest
             continue
         bad.append(f"{where} {name}")
     assert not bad, f"options that take '' silently (give them type=path_arg / nonempty(...)): {bad}"
+
+
+def test_readme_command_list_is_the_help_table() -> None:
+    """The README's command list and ``havln-robot --help`` come from one table (cli.COMMANDS);
+    ``bench all --update-readme`` rewrites the README's block."""
+    from havln_robot.cli import COMMANDS_BEGIN, COMMANDS_END, commands_markdown
+
+    text = (_REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split(COMMANDS_BEGIN, 1)[1].split(COMMANDS_END, 1)[0].strip()
+    assert block == commands_markdown(), (
+        "README's command list is stale: run `havln-robot bench all --update-readme README.md` or paste `havln-robot help --markdown`"
+    )
