@@ -69,14 +69,28 @@ def config_main(argv: list[str]) -> int:
     return 0
 
 
+#: benchmark → handler "module:function" (``havln-robot bench NAME``; listed by --help and the README).
+BENCHES = {
+    "sim": "havln_robot.bench.sim:main",
+    "motion": "havln_robot.bench.motion:main",
+    "policy": "havln_robot.bench.policy:main",
+    "robot": "havln_robot.bench.robot:main",
+    "console": "havln_robot.bench.console:main",
+    "people": "havln_robot.bench.people:main",
+    "perception": "havln_robot.bench.perception:main",
+    "panorama": "havln_robot.bench.panorama:main",
+    "scale": "havln_robot.bench.scale:main",
+    "stairs": "havln_robot.bench.stairs:main",
+    "agreement": "havln_robot.bench.agreement:main",
+    "all": "havln_robot.figures:main",
+}
+
 #: The README's command list is written from :data:`COMMANDS` between these markers (``havln-robot
 #: help --markdown`` prints it; ``bench all --update-readme`` rewrites it; a test compares them).
 COMMANDS_BEGIN, COMMANDS_END = "<!-- commands:begin -->", "<!-- commands:end -->"
 
 
 def _bench_names() -> str:
-    from havln_robot.bench import BENCHES
-
     return " | ".join(BENCHES)
 
 

@@ -60,6 +60,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.actions import STOP, SWEEP_LEFT, finalize_sequence
 from havln_robot.agent.core import BlockedCounter, EpisodeBlocked
+from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.paths import atomic_output, staged_output_dir
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.text import nonempty, number_in, path_arg, plural
@@ -1227,12 +1228,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vfov-deg", type=fov, default=OBS_HFOV_DEG, help="camera vertical field of view, deg (the render is 90; default 90)")
     ap.add_argument(
         "--max-linear-speed",
-        type=number_in(0.02, 3.8, unit="m/s"),
+        type=number_in(*MOTION_PARAMS.range("max_linear_speed"), unit="m/s"),
         default=None,
         help="motion limit, m/s (default motion_node's); open-loop world: sim time per action = 0.25 m / this",
     )
     ap.add_argument(
-        "--max-angular-speed", type=number_in(0.05, 4.0, unit="rad/s"), default=None, help="yaw-rate limit, rad/s (closed-loop world)"
+        "--max-angular-speed",
+        type=number_in(*MOTION_PARAMS.range("max_angular_speed"), unit="rad/s"),
+        default=None,
+        help="yaw-rate limit, rad/s (closed-loop world)",
     )
     ap.add_argument(
         "--odom-noise-scale",

@@ -344,6 +344,17 @@ class ParamSpec:
     def by_name(self) -> dict[str, Param]:
         return {p.name: p for p in self.params}
 
+    def range(self, name: str) -> tuple[float, float]:
+        """The (min, max) of numeric parameter ``name``, for options that must take what the node takes.
+
+        Raises:
+            KeyError: no such parameter; ValueError: it has no min or max.
+        """
+        p = self.by_name()[name]
+        if p.min is None or p.max is None:
+            raise ValueError(f"{self.node}.{name} has no range")
+        return float(p.min), float(p.max)
+
     def defaults(self) -> dict[str, Any]:
         """Mapping of every parameter to its default value."""
         return {p.name: p.default for p in self.params}

@@ -50,6 +50,7 @@ import numpy as np
 
 from havln_robot import eval as ev
 from havln_robot import jsonio
+from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.paths import atomic_output, save_figure, staged_output_dir
 from havln_robot.text import csv_text, md_cell, nonempty, number_in, path_arg, plural
 
@@ -161,13 +162,13 @@ VARIABLES: dict[str, Variable] = {
     ),
     "max_linear_speed": Variable(
         "max_linear_speed",
-        _float_in("max_linear_speed", 0.02, 3.8, lo_open=False),
+        _float_in("max_linear_speed", *MOTION_PARAMS.range("max_linear_speed"), lo_open=False),
         "m/s",
         "motion limit (eval --max-linear-speed; open-loop world: time per action = 0.25 m / this)",
     ),
     "max_angular_speed": Variable(
         "max_angular_speed",
-        _float_in("max_angular_speed", 0.05, 4.0, lo_open=False),
+        _float_in("max_angular_speed", *MOTION_PARAMS.range("max_angular_speed"), lo_open=False),
         "rad/s",
         "yaw-rate limit (eval --max-angular-speed)",
         _PENDING,

@@ -7,20 +7,7 @@ from __future__ import annotations
 
 import sys
 
-BENCHES = {
-    "sim": "havln_robot.bench.sim:main",
-    "motion": "havln_robot.bench.motion:main",
-    "policy": "havln_robot.bench.policy:main",
-    "robot": "havln_robot.bench.robot:main",
-    "console": "havln_robot.bench.console:main",
-    "people": "havln_robot.bench.people:main",
-    "perception": "havln_robot.bench.perception:main",
-    "panorama": "havln_robot.bench.panorama:main",
-    "scale": "havln_robot.bench.scale:main",
-    "stairs": "havln_robot.bench.stairs:main",
-    "agreement": "havln_robot.bench.agreement:main",
-    "all": "havln_robot.figures:main",
-}
+from havln_robot.cli import BENCHES  # the one table of benchmarks, beside the command table
 
 
 def _usage() -> str:

@@ -2,9 +2,8 @@
 
 Sources of the defaults
 -----------------------
-* Go2 velocity ranges accepted by ``SportClient.Move``: vx -2.5..3.8 m/s, vyaw -4..4 rad/s
-  (Unitree Go2 sport-service documentation); the indoor defaults are far below them.
-* Go2 body 0.70 m x 0.31 m (standing, Unitree Go2 datasheet) -> footprint length/width.
+* Go2 velocity ranges accepted by ``SportClient.Move`` and the body size: :mod:`havln_robot.hardware`;
+  the indoor defaults are far below the ranges; the body gives the footprint length/width.
 * Personal space 0.45 m: the outer edge of Hall's "intimate" zone (E. T. Hall, *The Hidden
   Dimension*, 1966), measured from the robot footprint to the person's centre.
 * Camera mount: D435i standing on the Go2 head, 0.30 m ahead of the body centre and 0.4125 m
@@ -17,11 +16,8 @@ Sources of the defaults
 from __future__ import annotations
 
 from havln_robot import topics
+from havln_robot.hardware import GO2_LENGTH_M, GO2_VX_RANGE, GO2_VYAW_RANGE, GO2_WIDTH_M
 from havln_robot.params import Param, ParamSpec
-
-#: Hard limits of the Go2 sport controller (SportClient.Move), used as parameter ranges.
-GO2_VX_RANGE = (-2.5, 3.8)
-GO2_VYAW_MAX = 4.0
 
 MOTION_PARAMS = ParamSpec(
     "motion_node",
@@ -54,11 +50,30 @@ MOTION_PARAMS = ParamSpec(
         ),
         # --- control ------------------------------------------------------------------------
         Param("control_rate_hz", 50.0, "float", "executor tick and cmd_vel publish rate, Hz", min=10.0, max=500.0),
-        Param("max_linear_speed", 0.3, "float", "forward speed limit, m/s (Go2 accepts up to 3.8)", min=0.02, max=GO2_VX_RANGE[1]),
         Param(
-            "max_reverse_speed", 0.2, "float", "backward speed limit (revert), m/s (Go2 accepts up to 2.5)", min=0.02, max=-GO2_VX_RANGE[0]
+            "max_linear_speed",
+            0.3,
+            "float",
+            f"forward speed limit, m/s (Go2 accepts up to {GO2_VX_RANGE[1]:g})",
+            min=0.02,
+            max=GO2_VX_RANGE[1],
         ),
-        Param("max_angular_speed", 0.8, "float", "yaw-rate limit, rad/s (Go2 accepts up to 4)", min=0.05, max=GO2_VYAW_MAX),
+        Param(
+            "max_reverse_speed",
+            0.2,
+            "float",
+            f"backward speed limit (revert), m/s (Go2 accepts up to {-GO2_VX_RANGE[0]:g})",
+            min=0.02,
+            max=-GO2_VX_RANGE[0],
+        ),
+        Param(
+            "max_angular_speed",
+            0.8,
+            "float",
+            f"yaw-rate limit, rad/s (Go2 accepts up to {GO2_VYAW_RANGE[1]:g})",
+            min=0.05,
+            max=GO2_VYAW_RANGE[1],
+        ),
         Param("max_linear_accel", 0.6, "float", "linear acceleration limit of the velocity profile, m/s^2", min=0.05, max=10.0),
         Param("max_angular_accel", 2.5, "float", "yaw acceleration limit of the velocity profile, rad/s^2", min=0.05, max=40.0),
         Param("min_linear_speed", 0.03, "float", "creep speed for the last millimetres, m/s", min=0.0, max=0.5),
@@ -124,8 +139,10 @@ MOTION_PARAMS = ParamSpec(
         ),
         Param("jolt_accel", 15.0, "float", "horizontal IMU acceleration that counts as a bump, m/s^2 (0 disables)", min=0.0, max=200.0),
         # --- collision avoidance -----------------------------------------------------------------
-        Param("footprint_length_m", 0.70, "float", "robot length along x, centred on base_link, m (Go2 datasheet)", min=0.05, max=3.0),
-        Param("footprint_width_m", 0.31, "float", "robot width along y, centred on base_link, m (Go2 datasheet)", min=0.05, max=3.0),
+        Param(
+            "footprint_length_m", GO2_LENGTH_M, "float", "robot length along x, centred on base_link, m (Go2 datasheet)", min=0.05, max=3.0
+        ),
+        Param("footprint_width_m", GO2_WIDTH_M, "float", "robot width along y, centred on base_link, m (Go2 datasheet)", min=0.05, max=3.0),
         Param(
             "footprint_radius_m",
             0.0,

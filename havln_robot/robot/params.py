@@ -1,20 +1,15 @@
 """Parameters of go2_driver_node (pure Python, no ROS import).
 
-Robot limits come from the Unitree Go2 sport-mode documentation of ``SportClient.Move``:
-vx in [-2.5, 3.8] m/s, vy in [-1.0, 1.0] m/s, vyaw in [-4.0, 4.0] rad/s. The configurable indoor
-limits below are bounded by them; their defaults are deliberately much lower (walking pace next to
+The configurable indoor limits below are bounded by the ranges ``SportClient.Move`` accepts
+(:mod:`havln_robot.hardware`); their defaults are deliberately much lower (walking pace next to
 people).
 """
 
 from __future__ import annotations
 
 from havln_robot import topics
+from havln_robot.hardware import GO2_VX_RANGE, GO2_VY_RANGE, GO2_VYAW_RANGE
 from havln_robot.params import Param, ParamSpec
-
-#: Go2 ``Move`` ranges (Unitree Go2 SDK docs, sport services, Move): (min, max).
-GO2_VX_RANGE = (-2.5, 3.8)  # m/s, forward positive
-GO2_VY_RANGE = (-1.0, 1.0)  # m/s, left positive
-GO2_VYAW_RANGE = (-4.0, 4.0)  # rad/s, counter-clockwise positive
 
 GO2_DRIVER_PARAMS = ParamSpec(
     node="go2_driver_node",
@@ -109,10 +104,33 @@ GO2_DRIVER_PARAMS = ParamSpec(
             min=0.05,
             max=5.0,
         ),
-        Param("max_forward_speed", 0.5, "float", "indoor limit on vx > 0 (m/s); Go2 maximum 3.8", min=0.0, max=GO2_VX_RANGE[1]),
-        Param("max_backward_speed", 0.3, "float", "indoor limit on |vx| for vx < 0 (m/s); Go2 maximum 2.5", min=0.0, max=-GO2_VX_RANGE[0]),
-        Param("max_lateral_speed", 0.3, "float", "indoor limit on |vy| (m/s); Go2 maximum 1.0", min=0.0, max=GO2_VY_RANGE[1]),
-        Param("max_yaw_rate", 1.0, "float", "indoor limit on |vyaw| (rad/s); Go2 maximum 4.0", min=0.0, max=GO2_VYAW_RANGE[1]),
+        Param(
+            "max_forward_speed",
+            0.5,
+            "float",
+            f"indoor limit on vx > 0 (m/s); Go2 maximum {GO2_VX_RANGE[1]:g}",
+            min=0.0,
+            max=GO2_VX_RANGE[1],
+        ),
+        Param(
+            "max_backward_speed",
+            0.3,
+            "float",
+            f"indoor limit on |vx| for vx < 0 (m/s); Go2 maximum {-GO2_VX_RANGE[0]:g}",
+            min=0.0,
+            max=-GO2_VX_RANGE[0],
+        ),
+        Param(
+            "max_lateral_speed", 0.3, "float", f"indoor limit on |vy| (m/s); Go2 maximum {GO2_VY_RANGE[1]:g}", min=0.0, max=GO2_VY_RANGE[1]
+        ),
+        Param(
+            "max_yaw_rate",
+            1.0,
+            "float",
+            f"indoor limit on |vyaw| (rad/s); Go2 maximum {GO2_VYAW_RANGE[1]:g}",
+            min=0.0,
+            max=GO2_VYAW_RANGE[1],
+        ),
         Param(
             "zero_epsilon",
             1e-3,

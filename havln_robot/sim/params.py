@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from havln_robot import topics
+from havln_robot.hardware import GO2_VX_RANGE, GO2_VYAW_RANGE
 from havln_robot.params import Param, ParamSpec
 from havln_robot.sim import robot
 
@@ -105,9 +106,21 @@ SIM_NODE_PARAMS = ParamSpec(
         ),
         # --- base limits ----------------------------------------------------------------------------
         Param(
-            "max_linear_speed", 1.0, "float", "|forward speed| limit, m/s (Go2 SDK accepts up to 3.8)", min=0.05, max=robot.GO2_MAX_VX_MPS
+            "max_linear_speed",
+            1.0,
+            "float",
+            f"|forward speed| limit, m/s (Go2 SDK accepts up to {GO2_VX_RANGE[1]:g})",
+            min=0.05,
+            max=GO2_VX_RANGE[1],
         ),
-        Param("max_angular_speed", 2.0, "float", "|yaw rate| limit, rad/s (Go2 SDK accepts up to 4)", min=0.05, max=robot.GO2_MAX_VYAW_RPS),
+        Param(
+            "max_angular_speed",
+            2.0,
+            "float",
+            f"|yaw rate| limit, rad/s (Go2 SDK accepts up to {GO2_VYAW_RANGE[1]:g})",
+            min=0.05,
+            max=GO2_VYAW_RANGE[1],
+        ),
         Param("max_linear_accel", 2.0, "float", "|forward acceleration| limit, m/s^2", min=0.05, max=50.0),
         Param("max_angular_accel", 6.0, "float", "|yaw acceleration| limit, rad/s^2", min=0.05, max=100.0),
         Param(

@@ -13,10 +13,8 @@ that produces it on the Go2 is its negative (REP 103 pitch is nose-down positive
 
 Sources of the constants
 ------------------------
-* Unitree Go2 datasheet (unitree.com/go2, "Specifications": standing dimensions
-  0.70 m x 0.31 m x 0.40 m (L x W x H)); the SDK accepts ``Move`` vx -2.5..3.8 m/s and
-  vyaw -4..4 rad/s (unitree_sdk2 sport-service docs); ``Euler`` body pitch is limited to
-  +-0.75 rad (same docs).
+* Go2 body size and the ``Move`` ranges: :mod:`havln_robot.hardware`; ``Euler`` body pitch is
+  limited to +-0.75 rad (unitree_sdk2 sport-service docs).
 * Intel RealSense D400 series datasheet (doc. 337029): D435i module 90 mm x 25 mm x 25 mm;
   colour sensor FOV 69.4 deg x 42.5 deg (H x V, 16:9 native); depth range up to ~10 m.
 """
@@ -31,21 +29,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-# --- Go2 body (Unitree Go2 datasheet, standing) ------------------------------------------------
-GO2_LENGTH_M: float = 0.70
-"""Body length standing, m (Go2 datasheet)."""
-GO2_WIDTH_M: float = 0.31
-"""Body width standing, m (Go2 datasheet)."""
-GO2_HEIGHT_M: float = 0.40
-"""Body height standing (ground to top of the head), m (Go2 datasheet)."""
+from havln_robot.hardware import GO2_HEIGHT_M, GO2_LENGTH_M, GO2_WIDTH_M
+
+# --- Go2 body and SDK ranges: havln_robot.hardware (one definition) ---------------------------
 GO2_RADIUS_M: float = round(math.hypot(GO2_LENGTH_M / 2.0, GO2_WIDTH_M / 2.0), 3)
 """Footprint radius, m: the circle circumscribing the 0.70 x 0.31 m body (= 0.383 m)."""
-GO2_MAX_VX_MPS: float = 3.8
-"""Largest forward speed the SDK ``Move`` accepts, m/s (unitree_sdk2 sport docs)."""
-GO2_MIN_VX_MPS: float = -2.5
-"""Largest backward speed the SDK ``Move`` accepts, m/s."""
-GO2_MAX_VYAW_RPS: float = 4.0
-"""Largest yaw rate the SDK ``Move`` accepts, rad/s."""
 GO2_MAX_BODY_PITCH_RAD: float = 0.75
 """Body pitch limit of ``SportClient.Euler``, rad (unitree_sdk2 sport docs)."""
 
@@ -85,7 +73,7 @@ class MovableWorld(Protocol):
 @dataclass(frozen=True)
 class BaseLimits:
     """Velocity and acceleration limits of the simulated base (indoor defaults, well inside the
-    Go2's SDK range of vx -2.5..3.8 m/s, vyaw -4..4 rad/s).
+    Go2's SDK ranges, :mod:`havln_robot.hardware`).
 
     Attributes:
         max_linear_mps: |v| limit, m/s.
