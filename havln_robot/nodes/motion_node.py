@@ -1,6 +1,9 @@
 """motion_node: HA-VLN action literals -> closed-loop ``cmd_vel``, with collision checks and revert.
 
-Thin ROS shell over :class:`havln_robot.motion.executor.Executor`.
+Thin ROS shell over :class:`havln_robot.motion.executor.Executor` run under the safety layer,
+:class:`havln_robot.motion.guard.MotionGuard` (every rule that refuses or stops motion lives there
+or in the executor; the batch simulator runs the same two). This node converts messages, feeds
+the guard its streams, ticks it from a timer, publishes and logs.
 
 * subscribes ``havln/action`` (std_msgs/String literal), ``odom`` (nav_msgs/Odometry),
   ``imu`` (sensor_msgs/Imu: gyro z integrated for yaw, linear acceleration for bumps),
