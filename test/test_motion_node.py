@@ -244,7 +244,7 @@ def test_camera_info_not_describing_the_depth_image_refuses_over_ros(rig, info_s
 def test_person_ahead_blocks_over_ros(rig):
     node, base, spin = rig()
     base.people = [(0.9, 0.05)]
-    assert spin(lambda: len(node._people[0]) == 1)
+    assert spin(lambda: len(node.people.people[0]) == 1)
     base.send("MOVE_FORWARD")
     assert spin(lambda: len(base.results) >= 1 and len(base.collisions) >= 1)
     assert base.results[0].message == "collision"
@@ -528,11 +528,11 @@ def test_non_finite_people_and_tracks_are_dropped(ros_context):
             ps.position.x = x
             pa.poses.append(ps)
         node._on_people(pa)
-        assert node._people[0] == []
+        assert node.people.people[0] == []
         node._on_tracks(encode_tracks([(1.0, 0.0, math.nan, 0.0, 3)], "base_link", stamp))
-        assert node._tracks[0] == []
+        assert node.people.tracks[0] == []
         node._on_tracks(encode_tracks([(1.0, 0.0, 0.1, 0.0, 3)], "base_link", stamp))
-        assert [p.human_id for p in node._tracks[0]] == [3]
-        assert {"people", "tracks"} - set(node._non_finite) == {"tracks"}
+        assert [p.human_id for p in node.people.tracks[0]] == [3]
+        assert {"people", "tracks"} - set(node.guard.non_finite) == {"tracks"}
     finally:
         node.destroy_node()

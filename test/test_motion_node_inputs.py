@@ -20,6 +20,7 @@ from std_msgs.msg import String
 
 from havln_robot.camera import Intrinsics, IntrinsicsError
 from havln_robot.motion.params import MOTION_PARAMS
+from havln_robot.motion.people_input import rebase_people
 from havln_robot.motion.safety import Person, rebase_person
 from havln_robot.nodes.motion_node import ACTION_ECHO_CHARS, MotionNode
 from havln_robot.ros.codec import image_msg, status_dict
@@ -65,7 +66,7 @@ class Driver:
         self.node.result_pub.publish = self.published.append
         self.node.cmd_pub.publish = lambda msg: None
         self.node.collision_pub.publish = lambda msg: None
-        self.node._people_since = self.t
+        self.node.guard.reset(self.t)
         self.x = 0.0
 
     @property
@@ -273,7 +274,7 @@ def test_people_message_is_capped_to_the_nearest(driver):
     d = driver(require_depth=False, max_people=64)
     far = [(40.0 + i * 1e-3, 40.0) for i in range(20000)]
     d.people([*far[:7000], (0.9, 0.1), *far[7000:]])
-    kept = d.node._people[0]
+    kept = d.node.people.people[0]
     assert len(kept) == 64 and (kept[0].x, kept[0].y) == (0.9, 0.1)
     assert kept[1].x == pytest.approx(40.0)
     warned = d.log.having("only the nearest 64 used (max_people)", "warning")
@@ -301,7 +302,7 @@ def test_people_topic_is_decoded_raw_and_capped_before_python_objects(driver):
     near.position.x, near.position.y = 0.9, 0.1
     pa.poses.insert(12000, near)
     d.node._on_people_raw(serialize_message(pa))
-    kept = d.node._people[0]
+    kept = d.node.people.people[0]
     assert len(kept) == 64 and (kept[0].x, kept[0].y) == (0.9, 0.1) and kept[1].x == pytest.approx(40.0)
     assert len(d.log.having("20002 people in one message; only the nearest 64 used (max_people)", "warning")) == 1
     d.node._on_people_raw(b"\x00\x01\x00\x00garbage")
@@ -311,15 +312,13 @@ def test_people_topic_is_decoded_raw_and_capped_before_python_objects(driver):
     small.poses = [Pose()]
     small.poses[0].position.x, small.poses[0].position.y = 2.0, -0.5
     d.node._on_people_raw(serialize_message(small))
-    assert [(q.x, q.y) for q in d.node._people[0]] == [(2.0, -0.5)]
+    assert [(q.x, q.y) for q in d.node.people.people[0]] == [(2.0, -0.5)]
 
 
-def test_people_rebase_is_one_call_and_matches_rebase_person(driver):
-    d = driver(require_depth=False)
+def test_people_rebase_is_one_call_and_matches_rebase_person():
     people = [Person(1.0 + i, 0.5 * i, i, 0.3, -0.2) for i in range(10)]
     at, now = (0.0, 0.0, 0.0), (0.4, -0.1, math.radians(25.0))
-    d.node._odom = now
-    got = d.node._here(people, at)
+    got = rebase_people(people, at, now)
     want = [rebase_person(q, at, now) for q in people]
     for g, w in zip(got, want, strict=True):
         assert (g.x, g.y, g.human_id, g.vx, g.vy) == pytest.approx((w.x, w.y, w.human_id, w.vx, w.vy))

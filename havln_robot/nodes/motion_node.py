@@ -1,6 +1,9 @@
 """motion_node: HA-VLN action literals -> closed-loop ``cmd_vel``, with collision checks and revert.
 
-Thin ROS shell over :class:`havln_robot.motion.executor.Executor`.
+Thin ROS shell over :class:`havln_robot.motion.executor.Executor` run under the safety layer,
+:class:`havln_robot.motion.guard.MotionGuard` (every rule that refuses or stops motion lives there
+or in the executor; the batch simulator runs the same two). This node converts messages, feeds
+the guard its streams, ticks it from a timer, publishes and logs.
 
 * subscribes ``havln/action`` (std_msgs/String literal), ``odom`` (nav_msgs/Odometry),
   ``imu`` (sensor_msgs/Imu: gyro z integrated for yaw, linear acceleration for bumps),
@@ -32,12 +35,14 @@ from std_msgs.msg import String
 
 from havln_robot import actions as A
 from havln_robot.geometry import quat_to_yaw
-from havln_robot.motion.checks import FreezeDetector, GyroYaw
+from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
+from havln_robot.motion.guard import GuardConfig, Guarded, MotionGuard
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
 from havln_robot.motion.obstacles import ObstacleTracker, Pose2D, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector, rebase_points
+from havln_robot.motion.people_input import PeopleInput, nearest_rows, rebase_people
+from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.quoting import quote
@@ -68,9 +73,6 @@ ACTION_ECHO_CHARS = 64
 #: Rejected / unknown actions are logged at most once per this many seconds (a flood of junk on
 #: havln/action must not flood the log); the next logged one counts those left out.
 REJECT_LOG_PERIOD_S = 1.0
-#: The control loop counts as overloaded when a tick comes this many periods late; while an action
-#: runs and no tick came for longer than ``sensor_timeout_s`` the action is aborted as overloaded.
-OVERLOAD_PERIODS = 5.0
 
 
 def bounded_literal(text: str) -> str:
@@ -103,9 +105,8 @@ class MotionNode(HavlnNode):
         self._imu_t: float | None = None
         self._imu_stamped: bool | None = None
         self._accel: tuple[float, float] | None = None
-        # issue 13: streams that publish but are frozen (checked per message, acted on at the next tick)
-        self._freeze = {k: FreezeDetector(k, p["freeze_messages"]) for k in ("odom", "imu")}
-        self._frozen: str | None = None
+        # every rule that refuses or stops motion on the inputs' health (motion/guard.py)
+        self.guard = MotionGuard(GuardConfig.from_params(p), self._now())
         self._depth: tuple[Image, float] | None = None
         self.tracker = ObstacleTracker(
             TrackerConfig.from_params(p),
@@ -124,20 +125,10 @@ class MotionNode(HavlnNode):
                 self.destroy_node()
                 raise ConfigError(msg) from None
         self._k: Intrinsics | None = None
-        # (people in the base_link of their capture, receipt time, odom pose at their header stamp or None)
-        self._people: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)
-        self._tracks: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)  # people_tracks_topic: ids + velocities
+        self.people = PeopleInput(p["max_people"], p["people_timeout_s"])
         self._detected_at: Pose2D | None = None
         self._zero_until = -math.inf
         self._warned: set[str] = set()
-        # stream -> "field = value" of the last message dropped as not finite, while no finite one came since
-        self._non_finite: dict[str, str] = {}
-        # people source silence (require_people): receipt time of the last people / tracks message
-        # (None = never; the node's start counts as heard for the first people_timeout_s)
-        self._people_heard_t: float | None = None
-        self._people_since = self._now()
-        self._people_silent_logged = False
-        self._last_ctl_t: float | None = None  # last control tick or action start (overload check)
         self._reject_log_t = -math.inf
         self._reject_skipped = 0
 
@@ -173,10 +164,8 @@ class MotionNode(HavlnNode):
             self._odom_t = self._imu_t = None
             self._depth = None
             self.tracker.time_reset()
-            self._people = ([], -math.inf, None)
-            self._tracks = ([], -math.inf, None)
-            self._people_heard_t, self._people_since = None, t
-            self._last_ctl_t = None
+            self.people.reset()
+            self.guard.reset(t)
             self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
@@ -186,7 +175,6 @@ class MotionNode(HavlnNode):
         self.cmd_pub.publish(tw)
 
     def _emit(self, tick: Tick, t: float) -> None:
-        self._last_ctl_t = t
         self._publish_cmd(tick.cmd)
         if tick.results or tick.collisions:
             self._zero_until = t + self.params["idle_zero_s"]
@@ -221,54 +209,21 @@ class MotionNode(HavlnNode):
 
     def _obstacles(self, t: float) -> Obstacles:
         """Obstacle points from the latest fresh depth image (and memory) and fresh people, in base_link."""
-        p = self.params
-        pitch = self.mount.pitch + (self.motion.pitch if p["virtual_pitch_tilts_depth"] else 0.0)
+        pitch = self.mount.pitch + (self.motion.pitch if self.params["virtual_pitch_tilts_depth"] else 0.0)
         pts = self.tracker.points(t, self._odom, pitch)
-        people, pt, at = self._people
-        tracks, tt, tat = self._tracks
-        if t - tt <= p["people_timeout_s"]:  # tracked people carry ids and velocities (forecast): preferred
-            people, pt, at = tracks, tt, tat
-        people = self._here(people, at) if t - pt <= p["people_timeout_s"] else []
+        people = self.people.fresh(t, self._odom)
         if pts is not None:
-            people += self._here(self._detected, self._detected_at)
+            people += rebase_people(self._detected, self._detected_at, self._odom)
         return Obstacles(points=pts, people=people)
 
-    def _here(self, people: list[Person], at: Pose2D | None) -> list[Person]:
-        """``people`` seen from odom pose ``at`` (their capture), moved into the current base_link
-        (positions moved, velocities rotated; one numpy call for all of them)."""
-        if at is None or self._odom is None or not people or at == self._odom:
-            return list(people)
-        a = np.array([(q.x, q.y, q.vx, q.vy) for q in people], dtype=np.float64)
-        xy = rebase_points(a[:, :2], at, self._odom)
-        da = at[2] - self._odom[2]
-        c, s = math.cos(da), math.sin(da)
-        vx, vy = c * a[:, 2] - s * a[:, 3], s * a[:, 2] + c * a[:, 3]
-        return [
-            Person(float(x), float(y), q.human_id, float(u), float(v))
-            for q, x, y, u, v in zip(people, xy[:, 0].tolist(), xy[:, 1].tolist(), vx.tolist(), vy.tolist(), strict=True)
-        ]
-
-    def _nearest_rows(self, xy: np.ndarray, topic: str) -> np.ndarray | None:
-        """Indices of the ``max_people`` nearest of the (N, >=2) positions ``xy``, nearest first; None
-        when all are kept. Warns once per topic when some are dropped: a message of thousands of
-        poses would otherwise cost every check at every control tick."""
-        n = self.params["max_people"]
-        if len(xy) <= n:
-            return None
-        self._warn_once(
-            f"max-people-{topic}",
-            terminal_safe(f"{topic}: {len(xy)} people in one message; only the nearest {n} used (max_people)"),
-        )
-        d = np.nan_to_num(xy[:, 0] * xy[:, 0] + xy[:, 1] * xy[:, 1], nan=np.inf)
-        keep = np.argpartition(d, n - 1)[:n]
-        return keep[np.argsort(d[keep], kind="stable")]
-
-    def _nearest(self, people: list[Person], topic: str) -> list[Person]:
-        """At most ``max_people`` of ``people``, the nearest (see :meth:`_nearest_rows`)."""
-        if len(people) <= self.params["max_people"]:
-            return people
-        keep = self._nearest_rows(np.array([(q.x, q.y) for q in people], dtype=np.float64), topic)
-        return people if keep is None else [people[i] for i in keep.tolist()]
+    def _crowd(self, n: int, topic: str) -> None:
+        """Warn once per topic when a message holds more than ``max_people`` people: only the nearest
+        are kept (a message of thousands of poses would otherwise cost every check at every tick)."""
+        if n > self.params["max_people"]:
+            m = self.params["max_people"]
+            self._warn_once(
+                f"max-people-{topic}", terminal_safe(f"{topic}: {n} people in one message; only the nearest {m} used (max_people)")
+            )
 
     def _on_people_raw(self, raw: bytes) -> None:
         """people_topic as serialized bytes (a ``raw=True`` subscription): decoded with numpy and cut to
@@ -280,7 +235,8 @@ class MotionNode(HavlnNode):
         except ValueError as exc:
             self._warn_once("people-cdr", terminal_safe(f"{topic}: {exc}; message ignored"))
             return
-        keep = self._nearest_rows(poses, topic)
+        self._crowd(len(poses), topic)
+        keep = nearest_rows(poses, self.params["max_people"])
         if keep is not None:
             poses = poses[keep]
         msg = PoseArray()
@@ -290,52 +246,6 @@ class MotionNode(HavlnNode):
             Pose(position=Point(x=r[0], y=r[1], z=r[2]), orientation=Quaternion(x=r[3], y=r[4], z=r[5], w=r[6])) for r in poses.tolist()
         ]
         self._on_people(msg)
-
-    def _people_silence(self, t: float) -> float | None:
-        """How long (s) the people source has been silent when longer than ``people_timeout_s``, else None."""
-        heard = self._people_heard_t if self._people_heard_t is not None else self._people_since
-        silent = t - heard
-        return silent if silent > self.params["people_timeout_s"] else None
-
-    def _people_topics(self) -> str:
-        p = self.params
-        return " / ".join(x for x in (p["people_topic"], p["people_tracks_topic"]) if x)
-
-    def _people_reason(self, t: float) -> str | None:
-        """Why motion must not run for lack of people (require_people), or None."""
-        if not self.params["require_people"]:
-            return None
-        if self._people_heard_t is None:
-            return f"no people received yet on {self._people_topics()}: personal-space checks off (require_people)"
-        silent = self._people_silence(t)
-        if silent is None:
-            return None
-        return (
-            f"people source {self._people_topics()} silent for {silent:.1f} s (> people_timeout_s "
-            f"{self.params['people_timeout_s']:g}): personal-space checks off (require_people)"
-        )
-
-    def _watch_people(self, t: float) -> None:
-        """One ERROR when the people source goes silent (personal space off), a note when it is back."""
-        silent = self._people_silence(t)
-        if silent is not None and not self._people_silent_logged:
-            if self._people_heard_t is None and not self.params["require_people"]:
-                return  # never configured / never heard and not required: nothing was on
-            self._people_silent_logged = True
-            self.get_logger().error(
-                f"people source silent for {silent:.1f} s ({self._people_topics()}): personal-space checks off"
-                + ("; motion refused until it is back (require_people)" if self.params["require_people"] else "")
-            )
-        elif silent is None and self._people_silent_logged:
-            self._people_silent_logged = False
-            self.get_logger().info(f"people source back ({self._people_topics()}): personal-space checks on")
-
-    def _depth_problem(self, t: float) -> str | None:
-        """Why the newest depth image cannot be used (naming the topic), or None (fine, or none received)."""
-        kind = self.tracker.frame_problem(t)
-        if kind is None:
-            return None
-        return f"{self.params['depth_topic']}: {kind[1]}"
 
     def _captured_at(self, stamp: Any, now: float, name: str) -> Pose2D | None:
         """The odom pose at a message's header stamp (None when the odometry kept does not reach back to it)."""
@@ -362,27 +272,23 @@ class MotionNode(HavlnNode):
             return []
 
     # ------------------------------------------------------------------ callbacks
+    def _log(self, g: Guarded) -> None:
+        for line in g.errors:
+            self.get_logger().error(terminal_safe(line))
+        for line in g.infos:
+            self.get_logger().info(terminal_safe(line))
+
     def _on_action(self, msg: String) -> None:
         t = self._now()
         action = bounded_literal(msg.data.strip())
         imu_yaw = self.gyro.yaw if self._imu_t is not None else None
         with self._lock:
             if action == "STOP":
-                tick = self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw)
-            else:
-                was_busy = self.motion.busy
-                tick = self.motion.start(action, t, self._odom, imu_yaw, self._obstacles(t))
-                people = self._people_reason(t)
-                if not was_busy and self.motion.busy and people is not None:
-                    self.get_logger().error(f"{terminal_safe(action)} refused: {people}")
-                    tick = self.motion.abort(t, f"{people}; not started")
-                depth = self._depth_problem(t) if self.params["require_depth"] else None
-                for r in tick.results:
-                    # the executor's require_depth refusal, worded with the reason the depth is unusable
-                    if depth is not None and r.action == action and r.outcome == "aborted" and A.is_motion(action):
-                        if A.MOTION_SPECS[action].kind is A.ActionKind.TRANSLATE and depth not in r.detail:
-                            r.detail = f"{r.detail} ({depth})"
-            self._emit(tick, t)
+                self._emit(self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw), t)
+                return
+            g = self.guard.start(self.motion, action, t, self._odom, imu_yaw, self._obstacles(t), self.tracker.frame_problem(t))
+            self._log(g)
+            self._emit(g.tick, t)
 
     def _finite(self, stream: str, topic: str, fields: tuple[tuple[str, float], ...]) -> bool:
         """True when every ``(field, value)`` is finite; else the message is dropped: a warning once per
@@ -390,11 +296,8 @@ class MotionNode(HavlnNode):
         comes (:meth:`_on_tick` then stops the action once the stream's last accepted sample is older
         than ``sensor_timeout_s``)."""
         bad = self._non_finite_field(topic, fields, "message dropped (sensor fault?)")
-        if bad is not None:
-            self._non_finite[stream] = bad
-            return False
-        self._non_finite.pop(stream, None)
-        return True
+        self.guard.stream_value(stream, bad)
+        return bad is None
 
     def _on_odom(self, msg: Odometry) -> None:
         t = self._now()
@@ -417,17 +320,9 @@ class MotionNode(HavlnNode):
         self._odom_speed = abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z)
         self._odom_t = self._stamp_time(msg.header.stamp, t, "odom")
         self.tracker.add_odom(self._odom_t, self._odom)
-        self._check_freeze("odom", msg.header.stamp, (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z), t)
-
-    def _check_freeze(self, name: str, stamp: Any, sample: tuple[float, ...], t: float) -> None:
-        commanded = self.motion.moving_commanded(t)
-        if name == "imu" and commanded and self.motion.translating:
-            # a noiseless (simulated) IMU on a straight run repeats its sample: judge IMU samples on
-            # turns only; its stamps are still checked
-            sample = (float(t),)
-        why = self._freeze[name].update((stamp.sec, stamp.nanosec), sample, commanded)
-        if why is not None and self._frozen is None:
-            self._frozen = why
+        st = msg.header.stamp
+        sample = (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z)
+        self.guard.sample("odom", (st.sec, st.nanosec), sample, t, self.motion)
 
     def _on_imu(self, msg: Imu) -> None:
         t = self._now()
@@ -459,8 +354,8 @@ class MotionNode(HavlnNode):
             self.gyro.add(sample_t, axes.yaw_rate(float(w.x), float(w.y), float(w.z)), stationary=still)
         self._accel = axes.horizontal_accel(float(a.x), float(a.y), float(a.z))
         self._imu_t = self._stamp_time(msg.header.stamp, t, "imu")
-        w, o = msg.angular_velocity, msg.orientation
-        self._check_freeze("imu", msg.header.stamp, (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z), t)
+        w, o, st = msg.angular_velocity, msg.orientation, msg.header.stamp
+        self.guard.sample("imu", (st.sec, st.nanosec), (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z), t, self.motion)
 
     def _on_color(self, msg: Image) -> None:
         self._color = msg
@@ -504,8 +399,9 @@ class MotionNode(HavlnNode):
             return  # the people of the last finite message stay until people_timeout_s
         people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
         t = self._now()
-        self._people_heard_t = t
-        self._people = (self._nearest(people, self.params["people_topic"]), t, self._captured_at(msg.header.stamp, t, "people"))
+        self.guard.heard_people(t)
+        self._crowd(len(people), self.params["people_topic"])
+        self.people.people = (self.people.nearest(people), t, self._captured_at(msg.header.stamp, t, "people"))
 
     def _on_tracks(self, msg: PointCloud2) -> None:
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
@@ -524,57 +420,30 @@ class MotionNode(HavlnNode):
             return  # the tracks of the last finite message stay until people_timeout_s
         people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
         t = self._now()
-        self._people_heard_t = t
-        self._tracks = (self._nearest(people, self.params["people_tracks_topic"]), t, self._captured_at(msg.header.stamp, t, "tracks"))
+        self.guard.heard_people(t)
+        self._crowd(len(people), self.params["people_tracks_topic"])
+        self.people.tracks = (self.people.nearest(people), t, self._captured_at(msg.header.stamp, t, "tracks"))
 
     def _on_tick(self) -> None:
         t = self._now()
-        ex = self.motion
         with self._lock:
-            frozen, self._frozen = self._frozen, None
-            frozen = frozen or self._non_finite_silence(t)
-            gap = t - self._last_ctl_t if self._last_ctl_t is not None else 0.0
-            self._last_ctl_t = t
-            self._watch_people(t)
-            people = self._people_reason(t) if ex.busy else None
-            # as the executor's own stale-depth check: a forward step still driving to its goal
-            # (not settling, braking or reverting: stopping those is what they do already)
-            depth = self._depth_problem(t) if ex.translating and ex.phase == "moving" and self.params["require_depth"] else None
-            if ex.busy and gap > self.params["sensor_timeout_s"]:
-                why = (
-                    f"control loop overloaded: {gap:.2f} s since the previous control tick (period "
-                    f"{1.0 / self.params['control_rate_hz']:.3f} s; > sensor_timeout_s {self.params['sensor_timeout_s']:g}); robot stopped"
-                )
-                self.get_logger().error(why)
-                self._emit(ex.abort(t, why), t)
-            elif ex.busy and frozen is not None:
-                self.get_logger().error(f"{frozen}; robot stopped")
-                self._emit(ex.abort(t, f"{frozen}; robot stopped"), t)
-            elif people is not None:
-                self.get_logger().error(f"{people}; robot stopped")
-                self._emit(ex.abort(t, f"{people}; robot stopped"), t)
-            elif depth is not None:
-                self.get_logger().error(terminal_safe(f"{depth} (require_depth); robot stopped"))
-                self._emit(ex.abort(t, f"{depth} (require_depth); robot stopped"), t)
-            elif ex.busy:
-                imu_yaw = self.gyro.yaw if self._imu_t is not None else None
-                tick = ex.update(t, self._odom, imu_yaw, self._obstacles(t), self._accel, self._odom_t, self._imu_t)
-                if gap > OVERLOAD_PERIODS / self.params["control_rate_hz"]:
-                    for r in tick.results:  # e.g. "odom silent": the loop starved the callbacks, not the sensor
-                        r.detail += f" (control loop overloaded: {gap:.2f} s since the previous control tick)"
-                self._emit(tick, t)
-            elif ex.phase == "holding" or t < self._zero_until:
+            imu_yaw = self.gyro.yaw if self._imu_t is not None else None
+            g = self.guard.tick(
+                self.motion,
+                t,
+                self._odom,
+                imu_yaw,
+                lambda: self._obstacles(t),
+                self._accel,
+                self._odom_t,
+                self._imu_t,
+                lambda: self.tracker.frame_problem(t),
+            )
+            self._log(g)
+            if g.tick is not None:
+                self._emit(g.tick, t)
+            elif self.motion.phase == "holding" or t < self._zero_until:
                 self._publish_cmd((0.0, 0.0))
-
-    def _non_finite_silence(self, t: float) -> str | None:
-        """Why odometry / IMU count as silent (only non-finite messages for longer than
-        ``sensor_timeout_s`` since the last accepted one), else None."""
-        timeout = self.cfg.sensor_timeout_s
-        for stream, st, topic in (("odom", self._odom_t, "odom_topic"), ("imu", self._imu_t, "imu_topic")):
-            bad = self._non_finite.get(stream)
-            if bad is not None and st is not None and t - st > timeout:
-                return f"{self.params[topic]} silent for {t - st:.2f} s (> sensor_timeout_s {timeout:g}): only non-finite messages ({bad})"
-        return None
 
     def safe_stop(self) -> None:
         """Abort the running action (outcome aborted) and publish zero cmd_vel. Never raises."""

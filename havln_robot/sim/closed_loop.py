@@ -10,8 +10,11 @@ kinds of input: odometry (the believed pose), the IMU yaw through
 :class:`havln_robot.motion.checks.GyroYaw`, the horizontal IMU acceleration (jolt check),
 and :class:`havln_robot.motion.safety.Obstacles` (wall points + people in base_link). Every
 safety rule (clearance corridor, turn sweep, personal space, contact, stall, slip, revert,
-partial step) is therefore the executor's own: there is no second copy of the action semantics
-or of the safety rules in the batch path. ``eval``, ``replay --backend batch``, training data
+partial step) is therefore the executor's own, and every input rule (people source silent,
+frozen or non-finite odometry, control loop overloaded, unusable depth) is motion_node's safety
+layer, :class:`havln_robot.motion.guard.MotionGuard`, fed the simulated streams and this loop's
+tick times (:class:`Faults` injects faults into them): there is no second copy of the action
+semantics or of the safety rules in the batch path. ``eval``, ``replay --backend batch``, training data
 and ``bench sim`` all step through :meth:`ClosedLoop.step`.
 
 Obstacle points: analytic walls, one shared rule
@@ -57,6 +60,8 @@ import shapely
 from havln_robot import actions as A
 from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import Executor, MotionConfig
+from havln_robot.motion.guard import GuardConfig, MotionGuard
+from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import TERRAIN_CELL_M as SAFETY_TERRAIN_CELL_M
 from havln_robot.motion.safety import (
@@ -127,6 +132,11 @@ def _crosses(ax: float, ay: float, bx: float, by: float, segs: np.ndarray) -> bo
     return bool(np.any((d1 * d2 < 0) & (d3 * d4 < 0)))
 
 
+def _no_depth() -> np.ndarray:
+    """The batch world's depth frames are analytic (:meth:`ClosedLoop._frame`): nothing to decode."""
+    return np.zeros((0, 0), dtype=np.float32)
+
+
 class ClosedLoopError(ValueError):
     """An action literal or a parameter the stepper cannot use; the message names it."""
 
@@ -151,6 +161,36 @@ def wall_weights(dist_m: np.ndarray, spacing_m: float, params: Mapping[str, Any]
     band = float(params["obstacle_max_height_m"]) - float(params["obstacle_min_height_m"])
     d = np.maximum(np.asarray(dist_m, dtype=np.float64), max(float(params["depth_min_m"]), 0.05))
     return (spacing_m * f / (d * stride)) * (band * f / (d * stride))
+
+
+@dataclass
+class Faults:
+    """Sensor and control-loop faults injected into the batch world, each from a sim time on (s;
+    None = nominal), so that a test sees :class:`~havln_robot.motion.guard.MotionGuard` act in batch
+    as it does live.
+
+    Attributes:
+        people_silent_from: the people source publishes nothing more.
+        depth_silent_from: the depth camera publishes nothing more (its last frame goes stale).
+        depth_frozen_from: the depth camera re-sends one header stamp (a wedged driver).
+        odom_frozen_from: odometry re-sends its last message (same stamp, bit-identical values).
+        odom_non_finite_from: odometry sends only NaN (every message dropped).
+        tick_gap: (sim time s, gap s): the control tick due at that time comes this much later
+            (a starved control loop); the base keeps the last command meanwhile. One-shot: cleared
+            once it happened.
+    """
+
+    people_silent_from: float | None = None
+    depth_silent_from: float | None = None
+    depth_frozen_from: float | None = None
+    odom_frozen_from: float | None = None
+    odom_non_finite_from: float | None = None
+    tick_gap: tuple[float, float] | None = None
+
+    @staticmethod
+    def on(since: float | None, t: float) -> bool:
+        """True when a fault starting at ``since`` (None = never) is active at sim time ``t``."""
+        return since is not None and t >= since
 
 
 @dataclass
@@ -257,10 +297,15 @@ class ClosedLoop:
             sim_node steps at 100 Hz: pass 0.01 for that).
         settle_s: idle time at the start of an episode (gyro bias learning), s.
         reset_world: reset the world at construction (False: it is at its start already; World.loop).
+        faults: sensor / control-loop faults to inject (:class:`Faults`; default none).
 
     Attributes:
         base: the :class:`NoisyBase` (``base.odom`` = the believed pose, odom frame).
         executor: the :class:`Executor`.
+        guard: the :class:`~havln_robot.motion.guard.MotionGuard` every action runs under, as in
+            motion_node: it is fed the simulated odometry, IMU, depth and people streams and the
+            gaps between control ticks.
+        faults: the injected :class:`Faults` (may be changed between actions).
         results: every :class:`ActionResult` of the episode; refusals / partial steps counted in
             :attr:`refused` and :attr:`partial`.
 
@@ -278,8 +323,10 @@ class ClosedLoop:
         physics_dt: float | None = None,
         settle_s: float = 0.5,
         reset_world: bool = True,
+        faults: Faults | None = None,
     ) -> None:
         self.world = world
+        self.faults = faults or Faults()
         self.seed = int(seed)
         self.params = motion_params(params)
         self.cfg = MotionConfig.from_params(self.params)
@@ -313,6 +360,8 @@ class ClosedLoop:
             self._people_cfg = PeopleConfig.from_params(pp)
             self._people_period = 1.0 / float(pp["rate_hz"])
         self._people_hz = float(sim["ground_truth_rate_hz"])
+        self._guard_cfg = GuardConfig.from_params(self.params)
+        self._camera_size = (int(sim["camera_width"]), int(sim["camera_height"]))
         self.reset(reset_world)
 
     # ------------------------------------------------------------------ state
@@ -323,6 +372,14 @@ class ClosedLoop:
             self.world.reset()
         self.base.reset(self.seed)
         self.executor = Executor(self.cfg)
+        self.guard = MotionGuard(self._guard_cfg, float(self.world.t))
+        # the depth stream's bookkeeping (age, frozen stamps, camera_info) by motion_node's own tracker
+        self._depth = ObstacleTracker(TrackerConfig.from_params(self.params), CameraMount(0.0, 0.0, 0.0, 0.0))
+        self._depth.intrinsics = self._intrinsics
+        self._depth_stamp = self._depth_t = -math.inf
+        self._people_t = -math.inf
+        self._odom_t = float(self.world.t)
+        self._odom_msg: tuple[float, tuple[float, ...]] = (self._odom_t, (0.0,) * 5)
         self.gyro = GyroYaw(float(self.params["gyro_bias_time_s"]))
         self.results: list[ActionResult] = []
         self.refused = 0
@@ -356,11 +413,23 @@ class ClosedLoop:
         return self._odom
 
     def _sense(self) -> None:
+        """The odometry and IMU messages of this instant, as motion_node takes them (the guard's
+        freeze check sees each; :attr:`faults` may freeze or spoil the odometry)."""
         t = float(self.world.t)
         still = self.executor.stationary(t) and abs(self.base.odom.v) < 0.02
-        self.gyro.add_orientation(t, float(self.base.imu.yaw), stationary=still)
-        o = self.base.odom
-        self._odom = (o.x, o.y, o.yaw)
+        im = self.base.imu
+        self.gyro.add_orientation(t, float(im.yaw), stationary=still)
+        o, f, g, ex = self.base.odom, self.faults, self.guard, self.executor
+        g.sample("imu", t, (im.yaw, float(im.gyro[2]), float(im.accel[0]), float(im.accel[1])), t, ex)
+        if f.on(f.odom_non_finite_from, t):
+            g.stream_value("odom", "pose.position.x = nan")  # dropped: odometry stays at the last accepted
+            return
+        if f.on(f.odom_frozen_from, t):  # the last message again: same stamp, same values
+            g.sample("odom", self._odom_msg[0], self._odom_msg[1], t, ex)
+            return
+        self._odom, self._odom_t = (o.x, o.y, o.yaw), t
+        self._odom_msg = (t, (o.x, o.y, o.yaw, o.v, o.w))
+        g.sample("odom", t, self._odom_msg[1], t, ex)
 
     def _physics(self) -> Any:
         out = self.base.step(self.physics_dt)
@@ -956,37 +1025,49 @@ class ClosedLoop:
             frames.offer(t0, (w.camera_pose, t0))
         contact = None
         self._load_walls()
-        pts, wts = self._frame()  # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
+        f, g, depth = self.faults, self.guard, self._depth
+        # the newest depth frame at the start (live: <= 1 / camera_rate_hz old)
+        pts, wts = self._frame() if self._camera_frame(t0) else (None, None)
         at = self._odom  # where it was taken: between frames its points move into the current base_link, as live
-        people, people_at = self._people(), self._odom
-        obs = Obstacles(points=pts, people=people, weights=wts)
-        tick = ex.start(action, t0, self._odom, self.gyro.yaw, obs)
+        people, people_at = self._people_message(t0, [])
+        fresh = depth.frame_problem(t0) is None
+        obs = Obstacles(points=pts if fresh else None, people=people, weights=wts if fresh else None)
+        tick = g.start(ex, action, t0, self._odom, self.gyro.yaw, obs, depth.frame_problem(t0)).tick
         self.base.command(*tick.cmd)
         results, cols = list(tick.results), list(tick.collisions)
         next_tick = t0 + self.period
         cam_period, people_period = 1.0 / self._camera_hz, 1.0 / self._people_hz
         next_cam, next_people = t0 + cam_period, t0 + people_period
         cam_t: float | None = None
+        gap = f.tick_gap
+        timeout = self._guard_cfg.people_timeout_s
         while not results and w.t - t0 < MAX_ACTION_S:
             c = self._physics()
             if contact is None and c is not None:
                 contact = c
+            if gap is not None and w.t + 1e-9 >= gap[0]:  # fault: this tick comes late
+                next_tick, gap, f.tick_gap = next_tick + gap[1], None, None
             if w.t + 1e-9 >= next_tick:
                 next_tick += self.period
+                t = float(w.t)
                 # as live: a new depth frame at the camera rate, havln/people at the ground-truth rate
                 if w.t + 1e-9 >= next_cam:
                     next_cam += cam_period
-                    pts, wts = self._frame()
-                    at = self._odom
-                    cam_t = float(w.t)
+                    if self._camera_frame(t):
+                        pts, wts = self._frame()
+                        at = self._odom
+                        cam_t = t
                 if w.t + 1e-9 >= next_people:
                     next_people += people_period
-                    people, people_at = self._people(), self._odom
+                    people, people_at = self._people_message(t, people, people_at)
                 here = self._odom
+                fresh = depth.frame_problem(t) is None  # live: an unusable frame gives no points
                 obs = Obstacles(
-                    points=rebase_points(pts, at, here),
-                    people=[rebase_person(q, people_at, here) for q in people] if people_at != here else people,
-                    weights=wts,
+                    points=rebase_points(pts, at, here) if fresh else None,
+                    people=[]
+                    if t - self._people_t > timeout
+                    else ([rebase_person(q, people_at, here) for q in people] if people_at != here else people),
+                    weights=wts if fresh else None,
                 )
                 a = self.base.imu.accel
                 if frames is not None:
@@ -994,7 +1075,18 @@ class ClosedLoop:
                     if cam_t is not None:
                         frames.offer(cam_t, (w.camera_pose, cam_t))
                         cam_t = None
-                tick = ex.update(w.t, self._odom, self.gyro.yaw, obs, accel=(float(a[0]), float(a[1])))
+                tick = g.tick(
+                    ex,
+                    w.t,
+                    self._odom,
+                    self.gyro.yaw,
+                    lambda obs=obs: obs,
+                    accel=(float(a[0]), float(a[1])),
+                    odom_t=self._odom_t,
+                    depth_problem=lambda t=t: depth.frame_problem(t),
+                ).tick
+                if tick is None:  # pragma: no cover - the loop runs only while the executor is busy
+                    break
                 self.base.command(*tick.cmd)
                 results += tick.results
                 cols += tick.collisions
@@ -1002,6 +1094,33 @@ class ClosedLoop:
             results = list(ex.abort(w.t, f"batch: no result after {MAX_ACTION_S:g} s").results)
         w.camera_pitch = float(ex.pitch)
         return results, cols, contact
+
+    def _camera_frame(self, t: float) -> bool:
+        """A depth frame arrives at sim time ``t``: the depth stream's bookkeeping (motion_node's
+        tracker: age, frozen stamps) takes it; False when the camera is silent (:attr:`faults`)."""
+        f = self.faults
+        if f.on(f.depth_silent_from, t):
+            return False
+        if t <= self._depth_t:  # no sim time passed (a refused action): the same frame
+            return True
+        if not f.on(f.depth_frozen_from, t) or self._depth_stamp == -math.inf:
+            self._depth_stamp = t
+        self._depth_t = t
+        w, h = self._camera_size
+        self._depth.add_depth(t, _no_depth, w, h, stamp=self._depth_stamp, raw_stamp=self._depth_stamp)
+        return True
+
+    def _people_message(
+        self, t: float, people: list[Person], at: tuple[float, float, float] | None = None
+    ) -> tuple[list[Person], tuple[float, float, float]]:
+        """The people message of sim time ``t`` and the odom pose it was taken at; the previous
+        (``people`` at ``at``) when the people source is silent (:attr:`faults`)."""
+        f = self.faults
+        if f.on(f.people_silent_from, t):
+            return people, at if at is not None else self._odom
+        self.guard.heard_people(t)
+        self._people_t = t
+        return self._people(), self._odom
 
     def step(self, action: str) -> ClosedLoopStep:
         """Execute one discrete action to its end (result) and do the episode bookkeeping.
