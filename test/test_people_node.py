@@ -102,7 +102,7 @@ def test_motion_node_takes_velocities_from_people_tracks(ros_context):
 
         def send():
             pub.publish(encode_tracks([(1.0, 1.0, 0.0, -1.0, 12)], "base_link", pub_node.get_clock().now().to_msg()))
-            return bool(node._tracks[0])
+            return bool(node.people.tracks[0])
 
         end = time.monotonic() + 10
         while time.monotonic() < end and not send():
