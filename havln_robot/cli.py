@@ -57,9 +57,16 @@ def config_main(argv: list[str]) -> int:
     ap.add_argument(
         "--namespace", type=namespace_arg, default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)"
     )
+    ap.add_argument(
+        "--node",
+        action="append",
+        default=None,
+        help="check this node as `ros2 run havln_robot NODE --ros-args --params-file PROFILE` reads the file "
+        "(repeatable; default: the nodes its sections name; needed for a file of /**: sections only)",
+    )
     args = ap.parse_args(argv)
     try:
-        prof = load_profile(args.profile, namespace=args.namespace)
+        prof = load_profile(args.profile, namespace=args.namespace, nodes=args.node)
     except ConfigError as exc:
         print(f"havln-robot config: {exc}", file=sys.stderr)
         return 2

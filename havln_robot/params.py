@@ -24,6 +24,17 @@ from havln_robot import rosnames
 
 #: Parameters every ROS 2 node accepts (rclpy declares both itself), bool.
 COMMON_KEYS = frozenset({"use_sim_time", "start_type_description_service"})
+#: Names under this prefix are QoS overrides (``qos_overrides./parameter_events.publisher.depth``, as
+#: ``ros2 param dump`` on Humble writes them): handed to rclpy unchecked, which applies them to a
+#: publisher or subscription created with QoS overriding options and ignores the others.
+QOS_OVERRIDES = "qos_overrides."
+
+
+def rclpy_param(name: str) -> bool:
+    """Whether rclpy itself, not the node's ParamSpec, owns parameter ``name`` (:data:`COMMON_KEYS`,
+    :data:`QOS_OVERRIDES`)."""
+    return name in COMMON_KEYS or name.startswith(QOS_OVERRIDES)
+
 
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "float_list": list, "str_list": list, "int_list": list}
 
@@ -378,11 +389,15 @@ class ParamSpec:
         spec = self.by_name()
         out = self.defaults()
         for key, value in values.items():
+            if key.startswith(QOS_OVERRIDES):
+                out[key] = value
+                continue
             if key in COMMON_KEYS:
                 if isinstance(value, Raw) and value.strip() in ("true", "false"):
                     value = value.strip() == "true"
                 if not isinstance(value, bool):
-                    raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}")
+                    quoted = " (quoted, it is a string: write true or false without quotes)" if type(value) is str else ""
+                    raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}{quoted}")
                 out[key] = value
                 continue
             if key not in spec:
