@@ -50,7 +50,7 @@ def config_main(argv: list[str]) -> int:
     from havln_robot.config import load_profile
     from havln_robot.params import ConfigError
     from havln_robot.rosnames import namespace_arg
-    from havln_robot.text import path_arg
+    from havln_robot.text import nonempty, path_arg
 
     ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
     ap.add_argument("profile", type=path_arg, help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
@@ -60,8 +60,9 @@ def config_main(argv: list[str]) -> int:
     ap.add_argument(
         "--node",
         action="append",
+        type=nonempty("a node name such as motion_node"),
         default=None,
-        help="check this node as `ros2 run havln_robot NODE --ros-args --params-file PROFILE` reads the file "
+        help="check this node as it reads the file given with --ros-args --params-file PROFILE "
         "(repeatable; default: the nodes its sections name; needed for a file of /**: sections only)",
     )
     args = ap.parse_args(argv)

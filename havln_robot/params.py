@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -365,6 +365,21 @@ class ParamSpec:
         if p.min is None or p.max is None:
             raise ValueError(f"{self.node}.{name} has no range")
         return float(p.min), float(p.max)
+
+    def arg_type(self, name: str, unit: str = "") -> Callable[[str], Any]:
+        """argparse ``type=`` for a command-line option that sets numeric parameter ``name``: the
+        parameter's type and range (:func:`havln_robot.text.number_in`), so the option takes what
+        the node takes.
+
+        Raises:
+            KeyError: no such parameter; ValueError: it is not an int or float.
+        """
+        from havln_robot.text import number_in
+
+        p = self.by_name()[name]
+        if p.type not in ("int", "float"):
+            raise ValueError(f"{self.node}.{name} is a {p.type}, not a number")
+        return number_in(p.min, p.max, integer=p.type == "int", unit=unit)
 
     def defaults(self) -> dict[str, Any]:
         """Mapping of every parameter to its default value."""

@@ -237,3 +237,31 @@ def test_an_integer_past_int64_is_out_of_range_not_a_wrong_type(text, tmp_path):
     p = write(tmp_path, "/**/sim_node:\n  ros__parameters:\n    seed: 1.5\n")
     with pytest.raises(ConfigError, match=r"seed: expected an integer, got 1.5"):  # a fraction is still the wrong type
         config.load_profile(p)
+
+
+def test_a_cli_option_that_sets_a_parameter_takes_the_parameters_range(capsys):
+    """``ParamSpec.arg_type``: the option's type and bounds are the parameter's own (one definition)."""
+    import argparse
+
+    from havln_robot import console_app
+    from havln_robot.challenge import replay
+    from havln_robot.console.params import CONSOLE_PARAMS
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    port = CONSOLE_PARAMS.arg_type("port")
+    assert port("65535") == 65535 and isinstance(port("0"), int)
+    for bad in ("65536", "-1", "80.5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            port(bad)
+    assert CONSOLE_PARAMS.arg_type("absent_pause_s", unit="s")("3600") == 3600.0
+    with pytest.raises(ValueError, match="not a number"):
+        CONSOLE_PARAMS.arg_type("host")
+    for main, args, words in [
+        (console_app.main, ["--port", "65536"], "--port: '65536' is out of range: give a number from 0 to 65535"),
+        (console_app.main, ["--absent-pause", "3601"], "from 0 to 3600 s"),
+        (replay.main, ["x.json", "--seed", "-1"], "--seed: '-1' is out of range: give a number at least 0"),
+    ]:
+        with pytest.raises(SystemExit) as ei:
+            main(args)
+        assert ei.value.code == 2 and words in capsys.readouterr().err
+    assert SIM_NODE_PARAMS.by_name()["seed"].min == 0
