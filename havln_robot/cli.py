@@ -48,7 +48,7 @@ def config_main(argv: list[str]) -> int:
     import argparse
 
     from havln_robot.config import load_profile
-    from havln_robot.params import ConfigError
+    from havln_robot.params import QOS_OVERRIDES, ConfigError
     from havln_robot.rosnames import namespace_arg
     from havln_robot.text import nonempty, path_arg
 
@@ -72,7 +72,9 @@ def config_main(argv: list[str]) -> int:
         print(f"havln-robot config: {exc}", file=sys.stderr)
         return 2
     for name, params in prof.nodes.items():
-        print(f"{prof.fqns.get(name, name)}: {len(params)} parameters OK (names, types, ranges)")
+        qos = sum(k.startswith(QOS_OVERRIDES) for k in params)
+        note = f"; {qos} qos_overrides handed to rclpy, which applies none (no publisher here takes QoS overrides)" if qos else ""
+        print(f"{prof.fqns.get(name, name)}: {len(params) - qos} parameters OK (names, types, ranges){note}")
     print("files, episodes and policies named by the profile are checked when the nodes start (havln-robot launch)")
     return 0
 

@@ -352,3 +352,22 @@ def test_launch_files_nodes_get_their_profile_section(launch, profile):
             node.destroy_node()
         finally:
             rclpy.try_shutdown(context=ctx)
+
+
+def test_qos_overrides_reach_rclpy_from_a_profile_too(ros_context, tmp_path):
+    """Started by bringup (values from the validated profile, not --params-file), a node hands the
+    profile's qos_overrides to rclpy as a node started with the file does; config counts them apart."""
+    path = tmp_path / "humble.yaml"
+    path.write_text(_sub(GO2, "    max_linear_speed: 0.3", HUMBLE_QOS + "    max_linear_speed: 0.3"))
+    params = load_profile(path).nodes["motion_node"]
+    assert params["qos_overrides./parameter_events.publisher.depth"] == 1000
+    node = _probe_class("motion_node")(params=params, context=ros_context)
+    try:
+        assert node._parameter_overrides["qos_overrides./parameter_events.publisher.history"].value == "keep_last"
+        assert node.params["max_linear_speed"] == 0.3
+    finally:
+        node.destroy_node()
+    r = subprocess.run(
+        [sys.executable, "-m", "havln_robot.cli", "config", str(path)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert r.returncode == 0 and "4 qos_overrides handed to rclpy" in r.stdout, r.stdout + r.stderr
