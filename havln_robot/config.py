@@ -25,7 +25,7 @@ from typing import Any
 
 from havln_robot import rosnames, rosparams
 from havln_robot.node_table import NODES  # noqa: F401  (re-exported)
-from havln_robot.params import ConfigError, ParamSpec, rclpy_param
+from havln_robot.params import ConfigError, ParamSpec, rclpy_param, suggest
 
 
 def load_spec(node: str) -> ParamSpec:
@@ -109,7 +109,7 @@ def check_section(spec: ParamSpec, node: str, section: rosparams.Section, where:
                 raise ConfigError(
                     f"{at}: {key}: not a parameter of {node} (a '{section.key}' section applies to every node it matches){home}"
                 )
-            raise ConfigError(f"{at}: {key}: unknown parameter{_suggest(key, by_name)}")
+            raise ConfigError(f"{at}: {key}: unknown parameter{suggest(key, by_name)}")
         if value is rosparams.NOT_SET:
             p = by_name.get(key)
             if p is None or not p.type.endswith("_list"):
@@ -208,11 +208,3 @@ def load_profile(
         if node not in names:
             raise ConfigError(f"override for {node}: that node is not in {path}")
     return Profile(path=path, nodes=checked, fqns=fqns)
-
-
-def _suggest(key: str, names: Any) -> str:
-    names = sorted(names)
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    if close:
-        return f"; did you mean '{close[0]}'?"
-    return f"; known parameters: {', '.join(names)}" if names else "; this node takes no parameters"

@@ -416,14 +416,18 @@ class ParamSpec:
                 out[key] = value
                 continue
             if key not in spec:
-                raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{_suggest(key, spec)}")
+                raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{suggest(key, spec)}")
             out[key] = spec[key].check(value, where, strict=strict, node=self.node, namespace=namespace)
         return out
 
 
-def _suggest(key: str, names: Iterable[str]) -> str:
+def suggest(key: str, names: Iterable[str], list_known: bool = True) -> str:
+    """``"; did you mean 'x'?"`` for an unknown parameter ``key``; without a close match the known
+    names (``list_known``) or nothing."""
     names = sorted(names)
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     if close:
         return f"; did you mean '{close[0]}'?"
+    if not list_known:
+        return ""
     return f"; known parameters: {', '.join(names)}" if names else "; this node takes no parameters"

@@ -30,7 +30,7 @@ from rclpy.parameter import Parameter
 from havln_robot.dds import configure_dds
 from havln_robot.geometry import first_non_finite
 from havln_robot.motion.obstacles import message_time
-from havln_robot.params import COMMON_KEYS, QOS_OVERRIDES, ConfigError, ParamSpec, rclpy_param
+from havln_robot.params import COMMON_KEYS, QOS_OVERRIDES, ConfigError, ParamSpec, rclpy_param, suggest
 from havln_robot.text import terminal_safe
 
 _DROP_LOCK = threading.Lock()
@@ -44,13 +44,6 @@ _ROS_TYPES = {
     "int_list": Parameter.Type.INTEGER_ARRAY,
     "str_list": Parameter.Type.STRING_ARRAY,
 }
-
-
-def _suggest(key: str, names: Any) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 class HavlnNode(Node):
@@ -149,7 +142,9 @@ class HavlnNode(Node):
             if name == "use_sim_time":
                 continue
             if name not in spec:
-                return SetParametersResult(successful=False, reason=f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+                return SetParametersResult(
+                    successful=False, reason=f"{fqn}: {name}: unknown parameter{suggest(name, spec, list_known=False)}"
+                )
             if name not in self.LIVE_PARAMS:
                 return SetParametersResult(
                     successful=False,
@@ -229,7 +224,7 @@ class HavlnNode(Node):
             if rclpy_param(name):
                 continue
             if name not in spec:
-                raise ConfigError(f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+                raise ConfigError(f"{fqn}: {name}: unknown parameter{suggest(name, spec, list_known=False)}")
             if par.type_ == Parameter.Type.NOT_SET:
                 if not spec[name].type.endswith("_list"):
                     raise ConfigError(f"{fqn}: {name}: no value ([] or {{}}); allowed: {spec[name].allowed()}")
