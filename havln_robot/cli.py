@@ -48,23 +48,33 @@ def config_main(argv: list[str]) -> int:
     import argparse
 
     from havln_robot.config import load_profile
-    from havln_robot.params import ConfigError
+    from havln_robot.params import QOS_OVERRIDES, ConfigError
     from havln_robot.rosnames import namespace_arg
-    from havln_robot.text import path_arg
+    from havln_robot.text import nonempty, path_arg
 
     ap = argparse.ArgumentParser(prog="havln-robot config", description="Validate a deployment profile and print the nodes it would start.")
     ap.add_argument("profile", type=path_arg, help="deployment profile YAML (config/sim.yaml, config/go2.yaml, ...)")
     ap.add_argument(
         "--namespace", type=namespace_arg, default=None, help="check for nodes started in this namespace (go2.launch.py namespace:=NS)"
     )
+    ap.add_argument(
+        "--node",
+        action="append",
+        type=nonempty("a node name such as motion_node"),
+        default=None,
+        help="check this node as it reads the file given with --ros-args --params-file PROFILE "
+        "(repeatable; default: the nodes its sections name; needed for a file of /**: sections only)",
+    )
     args = ap.parse_args(argv)
     try:
-        prof = load_profile(args.profile, namespace=args.namespace)
+        prof = load_profile(args.profile, namespace=args.namespace, nodes=args.node)
     except ConfigError as exc:
         print(f"havln-robot config: {exc}", file=sys.stderr)
         return 2
     for name, params in prof.nodes.items():
-        print(f"{prof.fqns.get(name, name)}: {len(params)} parameters OK (names, types, ranges)")
+        qos = sum(k.startswith(QOS_OVERRIDES) for k in params)
+        note = f"; {qos} qos_overrides handed to rclpy, which applies none (no publisher here takes QoS overrides)" if qos else ""
+        print(f"{prof.fqns.get(name, name)}: {len(params) - qos} parameters OK (names, types, ranges){note}")
     print("files, episodes and policies named by the profile are checked when the nodes start (havln-robot launch)")
     return 0
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from havln_robot import rosnames, rosparams
 from havln_robot.node_table import NODES  # noqa: F401  (re-exported)
-from havln_robot.params import COMMON_KEYS, ConfigError, ParamSpec
+from havln_robot.params import ConfigError, ParamSpec, rclpy_param, suggest
 
 
 def load_spec(node: str) -> ParamSpec:
@@ -83,7 +83,9 @@ def profile_nodes(sections: list[rosparams.Section]) -> list[str]:
 def _default_fqn(node: str, sections: list[rosparams.Section]) -> str:
     """Where a node of the profile runs when no namespace is given: the first section naming it,
     with ``**`` dropped and ``*`` read as some namespace token (``/**/motion_node`` → ``/motion_node``)."""
-    sec = next(s for s in sections if s.node_name == node)
+    sec = next((s for s in sections if s.node_name == node), None)
+    if sec is None:  # started with a file of wildcard sections only (``/**:``): as ros2 run starts it
+        return "/" + node
     parts = [("ns" if p == "*" else p) for p in sec.pattern.split("/") if p and p != "**"]
     return "/" + "/".join(parts)
 
@@ -100,14 +102,14 @@ def check_section(spec: ParamSpec, node: str, section: rosparams.Section, where:
     out: dict[str, Any] = {}
     for key, value in section.params.items():
         at = f"{where}: line {section.lines.get(key, section.line)}"
-        if key not in by_name and key not in COMMON_KEYS:
+        if key not in by_name and not rclpy_param(key):
             if section.node_name is None:
                 owners = [n for n in NODES if n != node and _has_param(n, key)]
                 home = f"; it belongs under '/**/{owners[0]}:'" if owners else ""
                 raise ConfigError(
                     f"{at}: {key}: not a parameter of {node} (a '{section.key}' section applies to every node it matches){home}"
                 )
-            raise ConfigError(f"{at}: {key}: unknown parameter{_suggest(key, by_name)}")
+            raise ConfigError(f"{at}: {key}: unknown parameter{suggest(key, by_name)}")
         if value is rosparams.NOT_SET:
             p = by_name.get(key)
             if p is None or not p.type.endswith("_list"):
@@ -129,7 +131,11 @@ def _has_param(node: str, key: str) -> bool:
 
 
 def load_profile(
-    path: str | Path, overrides: dict[str, dict[str, Any]] | None = None, namespace: str | None = None, overrides_from: str = "override"
+    path: str | Path,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    namespace: str | None = None,
+    overrides_from: str = "override",
+    nodes: list[str] | None = None,
 ) -> Profile:
     """Read and validate a profile the way ``--params-file`` reads it (:mod:`havln_robot.rosparams`).
 
@@ -145,6 +151,8 @@ def load_profile(
             its first section puts it.
         overrides_from: where ``overrides`` came from, for messages (``"--set"``: a bad value is
             named ``--set motion_node: cmd_vel_topic: ...``).
+        nodes: check these nodes, as each would read the file given with ``--params-file``
+            (a file of ``/**:`` sections names none); None: the nodes its sections name.
 
     Returns:
         The validated :class:`Profile`.
@@ -164,18 +172,19 @@ def load_profile(
     sections = rosparams.parse_file(path)
     if not sections:
         raise ConfigError(f"{path}: expected a mapping of node names to {{ros__parameters: ...}}, e.g. '/**/motion_node:'")
-    names = profile_nodes(sections)
-    for s in sections:
-        if s.node_name is not None and s.node_name not in NODES:
-            close = difflib.get_close_matches(s.node_name, list(NODES), n=1)
+    names = list(nodes) if nodes else profile_nodes(sections)
+    for where, name in [*((f"--node {n}", n) for n in nodes or ()), *((f"{path}: line {s.line}: {s.key}", s.node_name) for s in sections)]:
+        if name is not None and name not in NODES:
+            close = difflib.get_close_matches(name, list(NODES), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known nodes: {', '.join(NODES)}"
-            raise ConfigError(f"{path}: line {s.line}: {s.key}: unknown node{hint}")
+            raise ConfigError(f"{where}: unknown node{hint}")
     if not names:
         raise ConfigError(
-            f"{path}: no section names a node ({', '.join(s.key for s in sections)}); list the profile's nodes as '/**/motion_node:'"
+            f"{path}: no section names a node ({', '.join(s.key for s in sections)}); list the profile's nodes as '/**/motion_node:' "
+            "or name the nodes you start with this file (havln-robot config FILE --node motion_node)"
         )
     overrides = overrides or {}
-    nodes: dict[str, dict[str, Any]] = {}
+    checked: dict[str, dict[str, Any]] = {}
     fqns: dict[str, str] = {}
     for node in names:
         fqn = rosparams.node_fqn(node, namespace) if namespace is not None else _default_fqn(node, sections)
@@ -194,16 +203,8 @@ def load_profile(
         over = overrides.get(node, {})
         spec.validate(over, where=f"{overrides_from} {node}", namespace=ns)  # named where the value came from
         params.update(over)
-        nodes[node] = spec.validate(params, where=f"{path}: {node}", namespace=ns)
+        checked[node] = spec.validate(params, where=f"{path}: {node}", namespace=ns)
     for node in overrides:
         if node not in names:
             raise ConfigError(f"override for {node}: that node is not in {path}")
-    return Profile(path=path, nodes=nodes, fqns=fqns)
-
-
-def _suggest(key: str, names: Any) -> str:
-    names = sorted(names)
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    if close:
-        return f"; did you mean '{close[0]}'?"
-    return f"; known parameters: {', '.join(names)}" if names else "; this node takes no parameters"
+    return Profile(path=path, nodes=checked, fqns=fqns)

@@ -23,6 +23,7 @@ from typing import Any
 from havln_robot.bringup import Bringup, fill_provenance, no_data_overrides
 from havln_robot.config import ConfigError, Profile, load_profile, load_spec
 from havln_robot.console.control import check_bind
+from havln_robot.console.params import CONSOLE_PARAMS
 from havln_robot.text import nonempty, number_in, path_arg
 
 
@@ -113,13 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="bind address (default 127.0.0.1; anything else needs TLS or --allow-plain-remote)",
     )
-    ap.add_argument("--port", type=number_in(0, 65535, integer=True), default=None, help="TCP port (default 8765; 0 = any free port)")
+    ap.add_argument("--port", type=CONSOLE_PARAMS.arg_type("port"), default=None, help="TCP port (default 8765; 0 = any free port)")
     ap.add_argument("--tls-cert", type=path_arg, default=None, help="PEM certificate: serve HTTPS")
     ap.add_argument("--tls-key", type=path_arg, default=None, help="PEM key of --tls-cert")
     ap.add_argument("--allow-plain-remote", action="store_true", help="bind off loopback without TLS (only behind an SSH tunnel or VPN)")
     ap.add_argument(
         "--absent-pause",
-        type=number_in(0, 3600, unit="s"),
+        type=CONSOLE_PARAMS.arg_type("absent_pause_s", unit="s"),
         default=None,
         metavar="S",
         help="pause the agent when the operator in control is gone S s (default 0 = off)",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,17 @@ from havln_robot import rosnames
 
 #: Parameters every ROS 2 node accepts (rclpy declares both itself), bool.
 COMMON_KEYS = frozenset({"use_sim_time", "start_type_description_service"})
+#: Names under this prefix are QoS overrides (``qos_overrides./parameter_events.publisher.depth``, as
+#: ``ros2 param dump`` on Humble writes them): handed to rclpy unchecked, which applies them to a
+#: publisher or subscription created with QoS overriding options and ignores the others.
+QOS_OVERRIDES = "qos_overrides."
+
+
+def rclpy_param(name: str) -> bool:
+    """Whether rclpy itself, not the node's ParamSpec, owns parameter ``name`` (:data:`COMMON_KEYS`,
+    :data:`QOS_OVERRIDES`)."""
+    return name in COMMON_KEYS or name.startswith(QOS_OVERRIDES)
+
 
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "float_list": list, "str_list": list, "int_list": list}
 
@@ -355,6 +366,21 @@ class ParamSpec:
             raise ValueError(f"{self.node}.{name} has no range")
         return float(p.min), float(p.max)
 
+    def arg_type(self, name: str, unit: str = "") -> Callable[[str], Any]:
+        """argparse ``type=`` for a command-line option that sets numeric parameter ``name``: the
+        parameter's type and range (:func:`havln_robot.text.number_in`), so the option takes what
+        the node takes.
+
+        Raises:
+            KeyError: no such parameter; ValueError: it is not an int or float.
+        """
+        from havln_robot.text import number_in
+
+        p = self.by_name()[name]
+        if p.type not in ("int", "float"):
+            raise ValueError(f"{self.node}.{name} is a {p.type}, not a number")
+        return number_in(p.min, p.max, integer=p.type == "int", unit=unit)
+
     def defaults(self) -> dict[str, Any]:
         """Mapping of every parameter to its default value."""
         return {p.name: p.default for p in self.params}
@@ -378,22 +404,30 @@ class ParamSpec:
         spec = self.by_name()
         out = self.defaults()
         for key, value in values.items():
+            if key.startswith(QOS_OVERRIDES):
+                out[key] = value
+                continue
             if key in COMMON_KEYS:
                 if isinstance(value, Raw) and value.strip() in ("true", "false"):
                     value = value.strip() == "true"
                 if not isinstance(value, bool):
-                    raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}")
+                    quoted = " (quoted, it is a string: write true or false without quotes)" if type(value) is str else ""
+                    raise ConfigError(f"{where + ': ' if where else ''}{key}: expected true/false, got {value!r}{quoted}")
                 out[key] = value
                 continue
             if key not in spec:
-                raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{_suggest(key, spec)}")
+                raise ConfigError(f"{where + ': ' if where else ''}{key}: unknown parameter{suggest(key, spec)}")
             out[key] = spec[key].check(value, where, strict=strict, node=self.node, namespace=namespace)
         return out
 
 
-def _suggest(key: str, names: Iterable[str]) -> str:
+def suggest(key: str, names: Iterable[str], list_known: bool = True) -> str:
+    """``"; did you mean 'x'?"`` for an unknown parameter ``key``; without a close match the known
+    names (``list_known``) or nothing."""
     names = sorted(names)
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     if close:
         return f"; did you mean '{close[0]}'?"
+    if not list_known:
+        return ""
     return f"; known parameters: {', '.join(names)}" if names else "; this node takes no parameters"

@@ -28,6 +28,14 @@ What rcl does (measured with ros-rcl-yaml-param-parser 9.2.8, Jazzy):
 
 A node then declares its parameters with typed defaults: rclpy refuses an override whose type
 differs from the declared one (``1`` for a float parameter: write ``1.0``).
+
+Why not rclpy's own reader: rcl's parser is reachable from rclpy only by creating a node (the
+overrides it is given), and ``rclpy.parameter.parameter_dict_from_yaml_file`` is not that parser
+(PyYAML's typing, no section matching). Measured on rclpy 7.1.6 against what a node ``/go2/motion_node``
+gets through rcl, 6 of 10 small files differ: ``1_0`` -> 10 (rcl: the string), ``1e3`` -> the string
+(rcl: 1000.0), ``null`` -> ``'None'``, a date refused, ``go2: {motion_node: ...}`` refused, and a
+``/go2/sim_node`` section applied to motion_node. test/test_rosgraph_params.py starts real nodes
+on every case this module is compared with.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def test_node_rejects_bad_value_passed_under_ros_args(registry, ros_context):
     with pytest.raises(ConfigError, match=r"cmd_vel_topic: 'cmd vel' is not a valid ROS topic name"):
         DriveNode(context=ros_context, parameter_overrides=[Parameter("cmd_vel_topic", Parameter.Type.STRING, "cmd vel")])
     # ... in the node's own namespace: /<200 characters>/motion_node/x... is past rmw's 247 characters
-    with pytest.raises(ConfigError, match=r"cmd_vel_topic: .*more than the 247"):
+    with pytest.raises(ConfigError, match=r"cmd_vel_topic: .*should not exceed 247 characters"):
         DriveNode(
             context=ros_context,
             namespace="n" * 200,

@@ -180,12 +180,14 @@ def test_a_name_parameter_rclpy_would_refuse_is_refused_by_config(node, param, t
 
 def test_topic_names_are_checked_where_the_node_runs(fake_registry, tmp_path):
     """Expanded in the node's namespace as rclpy expands them: a private name, an unknown substitution, '//'."""
-    for topic, words in [("{bogus}/odom", "unknown substitution"), ("a//b", "repeated '/'"), ("odom/", "ends with '/'")]:
+    for topic, words in [("{bogus}/odom", "unknown substitution"), ("a//b", "repeated '/'"), ("odom/", "end with a forward slash")]:
         with pytest.raises(ConfigError, match=words):
             config.load_profile(write(tmp_path, f"/**/motion_node:\n  ros__parameters:\n    odom_topic: '{topic}'\n"))
     p = write(tmp_path, "/**/motion_node:\n  ros__parameters:\n    odom_topic: '~/x" + "x" * 200 + "'\n")
     assert config.load_profile(p).nodes["motion_node"]["odom_topic"].startswith("~/x")  # /motion_node/xx... fits in 247
-    with pytest.raises(ConfigError, match="more than the 247"):  # /robots_of_the_lab.../motion_node/xx... does not
+    with pytest.raises(
+        ConfigError, match="topic length should not exceed 247 characters"
+    ):  # /robots_of_the_lab.../motion_node/xx... does not
         config.load_profile(p, namespace="robots_of_the_lab_" + "r" * 40)
 
 
@@ -219,60 +221,6 @@ def test_bad_ros_names_on_the_command_line_are_one_line_errors(args, words):
     assert all(w in last for w in words), last
 
 
-def _name_samples() -> list[str]:
-    """Names built from the pieces ROS's rules are about (exhaustive to 4 pieces, then random)."""
-    import itertools
-    import random
-
-    pieces = ["a", "Z", "9", "_", "/", "~", "{", "}", "{node}", "{ns}", "{namespace}", " ", "é", "-", "."]
-    out = {"".join(c) for n in range(4) for c in itertools.product(pieces, repeat=n)}
-    rng = random.Random(7)
-    out |= {"".join(rng.choice(pieces) for _ in range(rng.randint(4, 10))) for _ in range(20000)}
-    return sorted(out)
-
-
-def test_ros_name_rules_are_rclpys_own():
-    """havln_robot.rosnames (pure, usable below the ROS layer) accepts exactly what rclpy's validators
-    accept: topic names as written, their expansion for a node in a namespace, fully qualified
-    names, namespaces and node names, length limits included."""
-    pytest.importorskip("rclpy")
-    from rclpy.exceptions import NameValidationException
-    from rclpy.expand_topic_name import expand_topic_name
-    from rclpy.validate_full_topic_name import validate_full_topic_name
-    from rclpy.validate_namespace import validate_namespace
-    from rclpy.validate_node_name import validate_node_name
-    from rclpy.validate_topic_name import validate_topic_name
-
-    from havln_robot import rosnames
-
-    def ok(f, *a) -> bool:
-        try:
-            f(*a)
-        except (NameValidationException, ValueError):
-            return False
-        return True
-
-    def rclpy_topic(name, node, ns) -> bool:  # what Node.create_publisher checks (Node._validate_topic_or_service_name)
-        return ok(validate_topic_name, name) and ok(lambda: validate_full_topic_name(expand_topic_name(name, node, ns)))
-
-    names = _name_samples() + ["/" + "a" * n for n in range(240, 260)] + ["a" * n for n in range(250, 260)]
-    diff = []
-    for n in names:
-        pairs = [
-            ("topic", ok(validate_topic_name, n), rosnames.topic_name_error(n) is None),
-            ("full", ok(validate_full_topic_name, n), rosnames.full_topic_name_error(n) is None),
-            ("node", ok(validate_node_name, n), rosnames.node_name_error(n) is None),
-        ]
-        if n:
-            pairs.append(("namespace", ok(validate_namespace, n), rosnames.namespace_error(n) is None))
-        for ns in ("/", "/go2"):
-            pairs.append((f"expanded in {ns}", rclpy_topic(n, "motion_node", ns), rosnames.topic_error(n, "motion_node", ns) is None))
-            if rclpy_topic(n, "motion_node", ns):
-                assert rosnames.expand_topic_name(n, "motion_node", ns) == expand_topic_name(n, "motion_node", ns), n
-        diff += [f"{what} {n!r}: rclpy {theirs}, ours {ours}" for what, theirs, ours in pairs if theirs != ours]
-    assert not diff, f"{len(diff)} differences, e.g. {diff[:10]}"
-
-
 @pytest.mark.parametrize("text", ["99999999999999999999", "9223372036854775808", "-9223372036854775809"])
 def test_an_integer_past_int64_is_out_of_range_not_a_wrong_type(text, tmp_path):
     """rcl reads a whole number past int64 as a double: the profile said "expected an integer" for a
@@ -289,3 +237,31 @@ def test_an_integer_past_int64_is_out_of_range_not_a_wrong_type(text, tmp_path):
     p = write(tmp_path, "/**/sim_node:\n  ros__parameters:\n    seed: 1.5\n")
     with pytest.raises(ConfigError, match=r"seed: expected an integer, got 1.5"):  # a fraction is still the wrong type
         config.load_profile(p)
+
+
+def test_a_cli_option_that_sets_a_parameter_takes_the_parameters_range(capsys):
+    """``ParamSpec.arg_type``: the option's type and bounds are the parameter's own (one definition)."""
+    import argparse
+
+    from havln_robot import console_app
+    from havln_robot.challenge import replay
+    from havln_robot.console.params import CONSOLE_PARAMS
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
+    port = CONSOLE_PARAMS.arg_type("port")
+    assert port("65535") == 65535 and isinstance(port("0"), int)
+    for bad in ("65536", "-1", "80.5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            port(bad)
+    assert CONSOLE_PARAMS.arg_type("absent_pause_s", unit="s")("3600") == 3600.0
+    with pytest.raises(ValueError, match="not a number"):
+        CONSOLE_PARAMS.arg_type("host")
+    for main, args, words in [
+        (console_app.main, ["--port", "65536"], "--port: '65536' is out of range: give a number from 0 to 65535"),
+        (console_app.main, ["--absent-pause", "3601"], "from 0 to 3600 s"),
+        (replay.main, ["x.json", "--seed", "-1"], "--seed: '-1' is out of range: give a number at least 0"),
+    ]:
+        with pytest.raises(SystemExit) as ei:
+            main(args)
+        assert ei.value.code == 2 and words in capsys.readouterr().err
+    assert SIM_NODE_PARAMS.by_name()["seed"].min == 0

@@ -68,9 +68,21 @@ def _parses(path: Path) -> bool:
         return False
 
 
-def _validator_accepts(path: Path, namespace: str) -> tuple[bool, str]:
+def rclpy_context():
+    import rclpy
+
+    return rclpy.Context()
+
+
+def shutdown(ctx) -> None:
+    import rclpy
+
+    rclpy.try_shutdown(context=ctx)
+
+
+def _validator_accepts(path: Path, namespace: str, nodes: list[str] | None = None) -> tuple[bool, str]:
     try:
-        load_profile(path, namespace=namespace)
+        load_profile(path, namespace=namespace, nodes=nodes)
         return True, ""
     except ConfigError as exc:
         return False, str(exc)
@@ -82,6 +94,14 @@ def _sub(text: str, old: str, new: str) -> str:
 
 
 GO2, SIM = PROFILES["go2.yaml"], PROFILES["sim.yaml"]
+HUMBLE_QOS = """    qos_overrides:
+      /parameter_events:
+        publisher:
+          depth: 1000
+          durability: volatile
+          history: keep_last
+          reliability: reliable
+"""
 #: (case id, file text, namespace, expected acceptance): every shipped profile and mutated copies.
 CASES = [
     *[(f"shipped {n} in {ns}", t, ns, True) for n, t in PROFILES.items() for ns in ("/", "/go2")],
@@ -114,6 +134,9 @@ CASES = [
     ("second document", GO2 + "---\n/**/motion_node:\n  ros__parameters:\n    max_linear_speed: 0.2\n", "/go2", True),
     ("nested namespace keys", "go2:\n  motion_node:\n    ros__parameters:\n      max_linear_speed: 0.2\n", "/go2", True),
     ("value before ros__parameters", "/**/motion_node:\n  max_linear_speed: 0.2\n", "/", False),
+    # Humble's `ros2 param dump` writes QoS overrides into every node's section: rclpy's, not the node's
+    ("qos_overrides as Humble dumps them", _sub(GO2, "    max_linear_speed: 0.3", HUMBLE_QOS + "    max_linear_speed: 0.3"), "/go2", True),
+    ("quoted use_sim_time", _sub(GO2, "use_sim_time: false", 'use_sim_time: "false"'), "/go2", False),
 ]
 
 
@@ -164,10 +187,19 @@ def test_lab_copy_of_the_go2_profile_applies_under_a_namespace(tmp_path):
             rclpy.try_shutdown(context=ctx)
 
 
-def test_node_with_no_section_refuses_to_start_in_one_error_line(tmp_path):
-    """A root-namespace profile started under a namespace: one ERROR line naming the file and /go2/motion_node."""
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (GO2.replace("/**/", ""), ["no section for /go2/motion_node"]),  # a root-namespace profile started under a namespace
+        (GO2.replace("use_sim_time: false", "use_sim_time: 'false'"), ["/go2/motion_node: use_sim_time: got 'false'", "without quotes"]),
+    ],
+    ids=["no section", "quoted use_sim_time"],
+)
+def test_a_refused_params_file_is_one_error_line_exit_2(text, words, tmp_path):
+    """One ERROR line naming the file or the node's full name and the key, exit 2 -- no traceback
+    (a quoted use_sim_time, refused by rclpy's own declaration, was a traceback and exit 1)."""
     path = tmp_path / "old.yaml"
-    path.write_text(GO2.replace("/**/", ""))
+    path.write_text(text)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     r = subprocess.run(
         [
@@ -190,7 +222,47 @@ def test_node_with_no_section_refuses_to_start_in_one_error_line(tmp_path):
     )
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert r.returncode == 2, lines
-    assert len(lines) == 1 and "ERROR" in lines[0] and str(path) in lines[0] and "/go2/motion_node" in lines[0], lines
+    assert len(lines) == 1 and "ERROR" in lines[0] and all(w in lines[0] for w in words), lines
+
+
+def test_a_wildcard_only_file_is_judged_by_config_as_each_node_reads_it(tmp_path):
+    """A file of one '/**:' section (as Humble tutorials write for ros2 run): the node started with it
+    applies it, so `havln-robot config F --node N` accepts it exactly when node N does; without
+    --node, config says which option names the nodes."""
+    path = tmp_path / "common.yaml"
+    path.write_text("/**:\n  ros__parameters:\n    use_sim_time: false\n    max_linear_speed: 0.25\n" + HUMBLE_QOS)
+    for node, expected in [("motion_node", True), ("trial_logger_node", False)]:
+        ctx = rclpy_context()
+        args = [node, "--ros-args", "-r", f"__node:={node}", "-r", "__ns:=/go2", "--params-file", str(path)]
+        try:
+            from havln_robot.nodes._base import start_node
+
+            probe = start_node(_probe_class(node), args, ctx)
+            real = True
+            assert probe.params["max_linear_speed"] == 0.25
+            probe.destroy_node()
+        except ConfigError as exc:
+            real, why = False, str(exc)
+            assert "max_linear_speed: unknown parameter" in why
+        finally:
+            shutdown(ctx)
+        assert real == expected, node
+        ours, our_why = _validator_accepts(path, "go2", nodes=[node])
+        assert ours == real, f"{node}: validator {our_why or 'accepted'}"
+        if not ours:
+            assert "max_linear_speed: not a parameter of trial_logger_node" in our_why
+    r = subprocess.run(
+        [sys.executable, "-m", "havln_robot.cli", "config", str(path)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert r.returncode == 2 and "--node motion_node" in r.stderr.strip().splitlines()[-1], r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "havln_robot.cli", "config", str(path), "--node", "motion_node"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert r.returncode == 0 and "/motion_node: " in r.stdout, r.stderr
 
 
 def test_without_params_file_defaults_apply(ros_context):
@@ -280,3 +352,22 @@ def test_launch_files_nodes_get_their_profile_section(launch, profile):
             node.destroy_node()
         finally:
             rclpy.try_shutdown(context=ctx)
+
+
+def test_qos_overrides_reach_rclpy_from_a_profile_too(ros_context, tmp_path):
+    """Started by bringup (values from the validated profile, not --params-file), a node hands the
+    profile's qos_overrides to rclpy as a node started with the file does; config counts them apart."""
+    path = tmp_path / "humble.yaml"
+    path.write_text(_sub(GO2, "    max_linear_speed: 0.3", HUMBLE_QOS + "    max_linear_speed: 0.3"))
+    params = load_profile(path).nodes["motion_node"]
+    assert params["qos_overrides./parameter_events.publisher.depth"] == 1000
+    node = _probe_class("motion_node")(params=params, context=ros_context)
+    try:
+        assert node._parameter_overrides["qos_overrides./parameter_events.publisher.history"].value == "keep_last"
+        assert node.params["max_linear_speed"] == 0.3
+    finally:
+        node.destroy_node()
+    r = subprocess.run(
+        [sys.executable, "-m", "havln_robot.cli", "config", str(path)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert r.returncode == 0 and "4 qos_overrides handed to rclpy" in r.stdout, r.stdout + r.stderr

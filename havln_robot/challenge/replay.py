@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
             :func:`havln_robot.ros.replay.replay_ros`; this package imports no rclpy). Without it
             ``--backend ros`` is refused with exit code 2.
     """
+    from havln_robot.sim.params import SIM_NODE_PARAMS
+
     ap = argparse.ArgumentParser(
         prog="havln-robot replay", description="Replay a format-v1 action file in the batch simulator or over ROS."
     )
@@ -360,7 +362,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
     )
     ap.add_argument("--manifest", type=path_arg, help="challenge manifest for TCR baselines (default: official collision_num_<split>.json)")
     ap.add_argument(
-        "--seed", type=number_in(0, integer=True), default=0, help="seed of the people's motion and the noise draws (default 0)"
+        "--seed", type=SIM_NODE_PARAMS.arg_type("seed"), default=0, help="seed of the people's motion and the noise draws (default 0)"
     )
     ap.add_argument(
         "--action-timeout", type=number_in(0, 3600, unit="s", above=True), default=30.0, help="ros: seconds to wait for each action_result"

@@ -30,7 +30,7 @@ from rclpy.parameter import Parameter
 from havln_robot.dds import configure_dds
 from havln_robot.geometry import first_non_finite
 from havln_robot.motion.obstacles import message_time
-from havln_robot.params import ConfigError, ParamSpec
+from havln_robot.params import COMMON_KEYS, QOS_OVERRIDES, ConfigError, ParamSpec, rclpy_param, suggest
 from havln_robot.text import terminal_safe
 
 _DROP_LOCK = threading.Lock()
@@ -44,13 +44,6 @@ _ROS_TYPES = {
     "int_list": Parameter.Type.INTEGER_ARRAY,
     "str_list": Parameter.Type.STRING_ARRAY,
 }
-
-
-def _suggest(key: str, names: Any) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 class HavlnNode(Node):
@@ -97,7 +90,13 @@ class HavlnNode(Node):
                     overrides.append(Parameter(k, Parameter.Type.BOOL, v))
                 elif k in spec and not (isinstance(v, list) and not v):  # [] has no ROS type; default applies
                     overrides.append(Parameter(k, _ROS_TYPES[spec[k].type], v))
-        super().__init__(node_name or self.SPEC.node, parameter_overrides=overrides, **kwargs)
+                elif k.startswith(QOS_OVERRIDES):
+                    overrides.append(Parameter(k, value=v))
+        try:
+            super().__init__(node_name or self.SPEC.node, parameter_overrides=overrides, **kwargs)
+        except ParameterException as exc:  # rclpy refused an override of a parameter it declares itself (use_sim_time)
+            self._abandon()
+            raise ConfigError(self._refused_override(str(exc))) from None
         try:
             if params is None:
                 self._check_overrides(params_files)
@@ -108,6 +107,25 @@ class HavlnNode(Node):
         # after the declarations (which run the callbacks too): from now on a set_parameters request
         # is refused unless this node applies the new value
         self.add_on_set_parameters_callback(self._check_set_parameters)
+
+    def _abandon(self) -> None:
+        """Free what a constructor that rclpy aborted created (its rcl node, the parameter-events publisher)."""
+        try:
+            while self.publishers:
+                self.destroy_publisher(next(iter(self.publishers)))
+            self.handle.destroy_when_not_in_use()
+        except Exception:  # noqa: BLE001 - best effort: the node is refused either way
+            pass
+
+    def _refused_override(self, fallback: str) -> str:
+        """One line for the override of a parameter rclpy declares (:data:`~havln_robot.params.COMMON_KEYS`,
+        all bool) that it refused: its value, its ROS type and what to write."""
+        bad = [(k, p) for k, p in self._parameter_overrides.items() if k in COMMON_KEYS and p.type_ != Parameter.Type.BOOL]
+        if not bad:
+            return f"{self.get_fully_qualified_name()}: {fallback}"
+        name, got = bad[0]
+        unquote = " without quotes" if got.type_ == Parameter.Type.STRING else ""  # both rclpy-declared ones are bool
+        return f"{self.get_fully_qualified_name()}: {name}: got {got.value!r} of ROS type {got.type_.name}, declared BOOL: write true or false{unquote}"
 
     def _check_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
         """The ``set_parameters`` rule of every node: refuse a change it would not apply.
@@ -124,7 +142,9 @@ class HavlnNode(Node):
             if name == "use_sim_time":
                 continue
             if name not in spec:
-                return SetParametersResult(successful=False, reason=f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+                return SetParametersResult(
+                    successful=False, reason=f"{fqn}: {name}: unknown parameter{suggest(name, spec, list_known=False)}"
+                )
             if name not in self.LIVE_PARAMS:
                 return SetParametersResult(
                     successful=False,
@@ -187,7 +207,6 @@ class HavlnNode(Node):
             ConfigError: one line naming the file(s) and this node's fully qualified name.
         """
         from havln_robot import rosparams
-        from havln_robot.params import COMMON_KEYS
 
         self._empty_lists: set[str] = set()
         fqn = self.get_fully_qualified_name()
@@ -202,10 +221,10 @@ class HavlnNode(Node):
                 )
         spec = self.SPEC.by_name()
         for name, par in list(self._parameter_overrides.items()):
-            if name in COMMON_KEYS:
+            if rclpy_param(name):
                 continue
             if name not in spec:
-                raise ConfigError(f"{fqn}: {name}: unknown parameter{_suggest(name, spec)}")
+                raise ConfigError(f"{fqn}: {name}: unknown parameter{suggest(name, spec, list_known=False)}")
             if par.type_ == Parameter.Type.NOT_SET:
                 if not spec[name].type.endswith("_list"):
                     raise ConfigError(f"{fqn}: {name}: no value ([] or {{}}); allowed: {spec[name].allowed()}")
