@@ -86,6 +86,7 @@ BENCHES = {
     "scale": "havln_robot.bench.scale:main",
     "stairs": "havln_robot.bench.stairs:main",
     "agreement": "havln_robot.bench.agreement:main",
+    "link": "havln_robot.bench.link:main",
     "all": "havln_robot.figures:main",
 }
 
