@@ -252,3 +252,38 @@ def test_remote_gives_the_same_actions_as_local_on_a_real_episode(havln_data):
         s.close()
     assert len(pairs) >= 3
     assert [r for _, r in pairs] == [loc for loc, _ in pairs]
+
+
+def test_agent_node_runs_a_served_policy_and_checks_its_wait(ros_context):
+    """agent_node with policy http://HOST:PORT: the episode's actions are the server's, the record
+    has the link fields; a wait_s not below inference_timeout_s is refused at start."""
+    from test_agent_node import FakeRobot, send_instruction, wait_for
+
+    from havln_robot.agent.params import AGENT_PARAMS
+    from havln_robot.bringup import NodeThreads
+    from havln_robot.nodes.agent_node import AgentNode
+    from havln_robot.params import ConfigError
+
+    script = [MOVE_FORWARD, TURN_LEFT, STOP]
+    s = Served(Scripted(script))
+    try:
+        with pytest.raises(ConfigError, match=r"wait_s=12 s is not below inference_timeout_s=10 s"):
+            AgentNode(params=AGENT_PARAMS.validate({"policy": s.spec(wait_s=12)}), context=ros_context)
+        p = AGENT_PARAMS.validate({"policy": s.spec(), "settle_s": 0.05, "frame_timeout_s": 10.0, "action_timeout_s": 10.0})
+        agent, robot = AgentNode(params=p, context=ros_context), FakeRobot(ros_context)
+        spin = NodeThreads(ros_context, log=print)
+        spin.add("agent", agent)
+        spin.add("robot", robot)
+        try:
+            send_instruction(robot, "walk forward, turn left and stop")
+            assert wait_for(lambda: robot.done), "no episode_done"
+        finally:
+            agent.safe_stop()
+            spin.stop(timeout=5)
+            for n in (agent, robot):
+                n.destroy_node()
+    finally:
+        s.close()
+    done = robot.done[0]
+    assert done["reason"] == "stop" and done["actions"] == script and robot.actions == script
+    assert done["link_gaps"] == [] and done["link_gap_s"] == 0.0

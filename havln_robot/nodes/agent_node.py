@@ -86,6 +86,14 @@ class AgentNode(HavlnNode):
             msg = f"{self.get_name()}: policy: {exc}"
             HavlnNode.destroy_node(self)
             raise ConfigError(msg) from None
+        wait_s = getattr(self.policy, "wait_s", None)  # a policy server: its retries must end before the agent gives up on it
+        if isinstance(wait_s, (int, float)) and wait_s >= p["inference_timeout_s"]:
+            msg = (
+                f"{self.get_name()}: policy {p['policy']}: wait_s={wait_s:g} s is not below inference_timeout_s={p['inference_timeout_s']:g} s; "
+                "lower wait_s in the policy spec (?wait_s=S) or raise inference_timeout_s"
+            )
+            HavlnNode.destroy_node(self)
+            raise ConfigError(msg)
         self.config = AgentConfig.from_params(p)
         views = int(getattr(self.policy, "views", 1))
         if views > 1:  # surface panorama configuration errors at start, not mid-episode

@@ -155,8 +155,8 @@ class RemotePolicy(Policy):
             raise PolicyError(f"policy server {self.spec}: /info answered {info!r}, not a havln-robot policy-server") from None
 
     # --- transport -------------------------------------------------------------------------------
-    def _try(self, method: str, path: str, body: bytes | None, ctype: str) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+    def _try(self, method: str, path: str, body: bytes | None, ctype: str, timeout_s: float) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
         try:
             conn.request(method, path, body=body, headers={"Content-Type": ctype} if body is not None else {})
             r = conn.getresponse()
@@ -165,7 +165,8 @@ class RemotePolicy(Policy):
             conn.close()
 
     def _call(self, method: str, path: str, body: bytes | None, call: str, seq: int, ctype: str = "application/json") -> dict:
-        """One request, repeated until it is answered or ``wait_s`` has passed since the first try.
+        """One request, repeated until it is answered or ``wait_s`` has passed since the first try
+        (each try at most ``timeout_s``, and never past ``wait_s``).
 
         Raises:
             PolicyError: the server refused the request (4xx/5xx: its message); PolicyUnreachable: no answer.
@@ -174,8 +175,9 @@ class RemotePolicy(Policy):
         tries, error = 0, ""
         while True:
             tries += 1
+            left = self.wait_s - (self.clock() - t0)  # the last try ends by wait_s: the whole wait stays within it
             try:
-                status, data = self._try(method, path, body, ctype)
+                status, data = self._try(method, path, body, ctype, max(0.05, min(self.timeout_s, left)))
             except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut mid-answer
                 error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             else:
