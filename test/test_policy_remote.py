@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -287,3 +288,23 @@ def test_agent_node_runs_a_served_policy_and_checks_its_wait(ros_context):
     done = robot.done[0]
     assert done["reason"] == "stop" and done["actions"] == script and robot.actions == script
     assert done["link_gaps"] == [] and done["link_gap_s"] == 0.0
+
+
+def test_doctor_checks_a_served_policy(free_port):
+    """havln-robot doctor with agent_node policy http://...: OK naming the served policy while the
+    server answers, one FAIL line with the fix when it does not (within ~2 s)."""
+    from havln_robot import doctor
+    from havln_robot.doctor import FAIL, OK, Probes
+
+    ctx = doctor.make_context(Path(__file__).resolve().parents[1] / "config" / "go2.yaml", Probes(env={"HAVLN_DDS": "robot"}))
+    s = Served(Scripted([STOP]))
+    try:
+        ctx.nodes["agent_node"]["policy"] = s.spec()
+        r = doctor.check_model(ctx)
+        assert r.status == OK and "serves scripted@127.0.0.1" in r.detail, r.line()
+    finally:
+        s.close()
+    ctx.nodes["agent_node"]["policy"] = f"http://127.0.0.1:{free_port}"
+    t0 = time.monotonic()
+    r = doctor.check_model(ctx)
+    assert r.status == FAIL and "no answer to info" in r.detail and "policy-server" in r.fix and time.monotonic() - t0 < 5

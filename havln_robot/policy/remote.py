@@ -128,6 +128,7 @@ class RemotePolicy(Policy):
     Args:
         spec: ``http://HOST:PORT[?timeout_s=T&wait_s=W]`` (see :func:`parse_remote_spec`).
         clock: monotonic time, s (tests).
+        wait_s: overrides the spec's ``wait_s`` (and caps ``timeout_s``), s.
 
     Attributes:
         gaps: one dict per call that needed more than one try: ``call`` (reset | act), ``seq``,
@@ -138,9 +139,12 @@ class RemotePolicy(Policy):
         PolicyError: bad spec; PolicyUnreachable: no ``/info`` answer within ``wait_s`` at construction.
     """
 
-    def __init__(self, spec: str, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, spec: str, clock: Callable[[], float] = time.monotonic, wait_s: float | None = None) -> None:
         self.spec = spec.strip()
         self.host, self.port, self.timeout_s, self.wait_s = parse_remote_spec(self.spec)
+        if wait_s is not None:  # a caller that only checks the server (doctor) waits less
+            self.wait_s = max(float(wait_s), 0.01)
+            self.timeout_s = min(self.timeout_s, self.wait_s)
         self.clock = clock
         self.gaps: list[dict[str, Any]] = []
         self._session = ""
