@@ -130,7 +130,7 @@ def test_cyclonedds_two_host_config_is_accepted_by_cyclone(tmp_path):
 
 _ROBOT = textwrap.dedent(
     """
-    import json, sys, time, threading
+    import json, subprocess, sys, time, threading
     import numpy as np, rclpy
     from rclpy.qos import qos_profile_sensor_data
     from diagnostic_msgs.msg import DiagnosticStatus
@@ -146,10 +146,24 @@ _ROBOT = textwrap.dedent(
     pub_d = node.create_publisher(CompressedImage, compressed_depth_topic(topics.DEPTH_IMAGE), qos_profile_sensor_data)
     pub_r = node.create_publisher(DiagnosticStatus, topics.ACTION_RESULT, 10)
     pub_i = node.create_publisher(String, topics.INSTRUCTION, 10)
+    # argv: run time (s), then optionally: cut after this many actions, cut length (s), cut and restore commands
+    cut_after = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    marks, arrivals = {}, []
+    def cut():
+        time.sleep(0.2)  # in the middle of the motion of that action
+        marks["cut"] = time.monotonic(); subprocess.run(sys.argv[4], shell=True, check=True)
+        time.sleep(float(sys.argv[3]))
+        subprocess.run(sys.argv[5], shell=True, check=True); marks["restore"] = time.monotonic()
     def on_action(m):
-        actions.append(m.data)
-        vals = {"seq": len(actions), "action": m.data, "outcome": "ok", "yaw_imu_deg": 0.0, "yaw_odom_deg": 0.0}
-        pub_r.publish(status_msg(m.data, "ok", vals))
+        actions.append(m.data); arrivals.append(time.monotonic())
+        n = len(actions)
+        if n == cut_after:
+            threading.Thread(target=cut, daemon=True).start()
+        def reply():
+            time.sleep(0.5)  # the primitive's motion, on the robot
+            vals = {"seq": n, "action": m.data, "outcome": "ok", "yaw_imu_deg": 0.0, "yaw_odom_deg": 0.0}
+            pub_r.publish(status_msg(m.data, "ok", vals))
+        threading.Thread(target=reply, daemon=True).start()
     node.create_subscription(String, topics.ACTION, on_action, 10)
     node.create_subscription(String, topics.EPISODE_DONE, lambda m: done.append(json.loads(m.data)), 10)
     rgb = np.full((120, 160, 3), 90, np.uint8); depth = np.full((120, 160), 2000, np.uint16)
@@ -163,7 +177,7 @@ _ROBOT = textwrap.dedent(
         rclpy.spin_once(node, timeout_sec=0.05)
         if not sent and pub_i.get_subscription_count() > 0:
             time.sleep(0.5); pub_i.publish(String(data="walk forward twice and stop")); sent = True
-    print(json.dumps({"done": done, "actions": actions, "instruction_sent": sent}), flush=True)
+    print(json.dumps({"done": done, "actions": actions, "instruction_sent": sent, "arrivals": arrivals, "marks": marks}), flush=True)
     """
 )
 
@@ -179,10 +193,10 @@ def _profile_for(tmp_path: Path, lab: LinkLab) -> Path:
     return out
 
 
-@pytest.mark.skipif(bool(namespaces_unavailable()), reason=f"network namespaces unavailable: {namespaces_unavailable()}")
-def test_agent_on_the_inference_host_drives_the_robot_host_over_two_host_dds(tmp_path):
-    """Robot namespace: compressed camera, motion stand-in, instruction, episode record. Inference
-    namespace: agent_node (image_transport compressed) started as ros2 launch role:=inference would."""
+def _two_hosts(tmp_path: Path, steps: int, robot_args: list[str] | None = None) -> tuple[dict, str]:
+    """agent_node (policy forward:steps=N, image_transport compressed) in the inference namespace,
+    the robot script in the robot namespace, over the two-host Fast DDS profile; returns the robot
+    script's record and the agent's log."""
     with LinkLab() as lab:
         profile = _profile_for(tmp_path, lab)
         env = {k: v for k, v in os.environ.items() if k not in ("ROS_LOCALHOST_ONLY", "ROS_STATIC_PEERS")}
@@ -193,7 +207,7 @@ def test_agent_on_the_inference_host_drives_the_robot_host_over_two_host_dds(tmp
             "ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT",
             "PYTHONUNBUFFERED": "1",
         }
-        agent_args = ["policy:=forward:steps=2", "image_transport:=compressed", "camera_hfov_deg:=69.4", "settle_s:=0.05"]
+        agent_args = [f"policy:=forward:steps={steps}", "image_transport:=compressed", "camera_hfov_deg:=69.4", "settle_s:=0.05"]
         code = "import sys; from havln_robot.nodes.agent_node import main; sys.argv[0] = 'agent_node'; main()"
         ros_args = ["--ros-args", "-r", "__node:=agent_node", *[x for a in agent_args for x in ("-p", a)]]
         agent = subprocess.Popen(
@@ -203,9 +217,14 @@ def test_agent_on_the_inference_host_drives_the_robot_host_over_two_host_dds(tmp
             stderr=subprocess.STDOUT,
             text=True,
         )
+        extra = []
+        if robot_args is not None:  # cut the link from the robot side: drop everything on its veth end
+            cut = f"ip link set {lab.dev_r} down"
+            restore = f"ip link set {lab.dev_r} up"
+            extra = [*robot_args, cut, restore]
         try:
             r = subprocess.run(
-                lab.exec(lab.ns_r, [sys.executable, "-c", _ROBOT, "60"]), env=env, capture_output=True, text=True, timeout=120
+                lab.exec(lab.ns_r, [sys.executable, "-c", _ROBOT, "60", *extra]), env=env, capture_output=True, text=True, timeout=120
             )
         finally:
             agent.terminate()
@@ -218,5 +237,29 @@ def test_agent_on_the_inference_host_drives_the_robot_host_over_two_host_dds(tmp
     rec = json.loads(r.stdout.strip().splitlines()[-1])
     assert rec["instruction_sent"], f"agent_node's subscription never reached the robot host; agent log:\n{log[-2000:]}"
     assert rec["done"], f"no episode_done from the inference host; agent log:\n{log[-2000:]}"
+    return rec, log
+
+
+NO_NS = namespaces_unavailable()
+
+
+@pytest.mark.skipif(bool(NO_NS), reason=f"network namespaces unavailable: {NO_NS}")
+def test_agent_on_the_inference_host_drives_the_robot_host_over_two_host_dds(tmp_path):
+    """Robot namespace: compressed camera, motion stand-in, instruction, episode record. Inference
+    namespace: agent_node (image_transport compressed) started as ros2 launch role:=inference would."""
+    rec, _ = _two_hosts(tmp_path, 2)
     assert rec["done"][0]["reason"] == "stop" and rec["done"][0]["actions"] == ["MOVE_FORWARD", "MOVE_FORWARD", "STOP"]
     assert rec["actions"] == ["MOVE_FORWARD", "MOVE_FORWARD", "STOP"]
+
+
+@pytest.mark.skipif(bool(NO_NS), reason=f"network namespaces unavailable: {NO_NS}")
+def test_dds_link_cut_between_the_hosts_robot_waits_and_the_episode_goes_on(tmp_path):
+    """The link drops 0.2 s into the 2nd action's motion for 2 s: the robot finishes that primitive
+    on its own, no action reaches it while cut, and after the link returns reliable DDS delivers the
+    held result and the episode ends with the policy's actions."""
+    rec, log = _two_hosts(tmp_path, 4, ["2", "2.0"])
+    t_cut, t_back = rec["marks"]["cut"], rec["marks"]["restore"]
+    assert not [t for t in rec["arrivals"] if t_cut < t < t_back], rec
+    assert rec["done"][0]["reason"] == "stop", rec["done"][0]
+    assert rec["actions"] == ["MOVE_FORWARD"] * 4 + ["STOP"] and rec["done"][0]["actions"] == rec["actions"]
+    assert any(t >= t_back for t in rec["arrivals"])  # went on after the link came back
