@@ -22,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "bench": ("havln_robot.bench:main", "benchmarks (bench NAME --help); bench all --update-readme README.md writes the README figures"),
     "train": ("havln_robot.policy.train:main", "train the policy by imitation (teacher forcing + DAgger)"),
+    "policy-server": (
+        "havln_robot.policy.serve:main",
+        "serve a policy over HTTP for agent_node / eval on another machine (policy http://HOST:PORT; no ROS needed)",
+    ),
     "replay": ("havln_robot.ros.replay:main", "replay a format-v1 action file in sim (batch) or over ROS"),
     "gazebo-world": (
         "havln_robot.sim.gazebo_world:main",
@@ -92,6 +96,7 @@ BENCHES = {
     "scale": "havln_robot.bench.scale:main",
     "stairs": "havln_robot.bench.stairs:main",
     "agreement": "havln_robot.bench.agreement:main",
+    "link": "havln_robot.bench.link:main",
     "all": "havln_robot.figures:main",
 }
 

@@ -601,10 +601,13 @@ def check_torch(ctx: Context) -> Result:
     cuda = bool(torch.cuda.is_available())
     device = "cuda" if cuda else "cpu"
     from havln_robot.policy.registry import is_builtin
+    from havln_robot.policy.remote import is_remote
 
     spec = str(ctx.param("agent_node", "policy", "") or "")
     timing = ""
-    if spec and not is_builtin(spec):
+    if is_remote(spec):
+        timing = f"; the policy is served by {spec} (its machine's torch decides)"
+    elif spec and not is_builtin(spec):
         try:
             timer = ctx.probes.policy_time or _policy_time
             timing = f"; one {spec} decision {timer(spec, device) * 1000:.0f} ms on {device}"
@@ -629,6 +632,19 @@ def check_model(ctx: Context) -> Result:
 
     if is_builtin(spec):
         return Result("model", WARN, f"policy {spec!r} is a builtin baseline, not a trained model", "set agent_node.policy to a checkpoint")
+    from havln_robot.policy.remote import is_remote
+
+    if is_remote(spec):  # served from another machine (docs/two_machines.md): is it answering?
+        from havln_robot.policy.api import PolicyError
+        from havln_robot.policy.remote import RemotePolicy
+
+        try:
+            pol = RemotePolicy(spec, wait_s=2.0)
+        except PolicyError as exc:
+            return Result(
+                "model", FAIL, str(exc).splitlines()[0], "start havln-robot policy-server on the inference machine, check the link"
+            )
+        return Result("model", OK, f"policy server {spec} serves {pol.name} ({pol.views} view(s) per step)")
     try:
         from havln_robot.policy.registry import resolve_checkpoint
 

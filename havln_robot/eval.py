@@ -18,7 +18,8 @@ Policies:
 * anything else -- a checkpoint loaded with :func:`havln_robot.policy.registry.make_policy`; its
   observations are rendered by :class:`havln_robot.sim.render.Renderer` at 256x256, 90 deg HFOV
   (the VLN-CE sensor) for each of ``policy.views`` headings and preprocessed by
-  :mod:`havln_robot.perception.preprocess`.
+  :mod:`havln_robot.perception.preprocess`. ``http://HOST:PORT`` is a policy served by
+  ``havln-robot policy-server`` on another machine (:mod:`havln_robot.policy.remote`).
 
 People are placed by :meth:`Crowd.from_episode` with ``--seed`` (the same seed for every episode, as
 ``havln-robot replay`` does, so replaying the written actions reproduces the results). Everything
@@ -63,6 +64,7 @@ from havln_robot.agent.core import BlockedCounter, EpisodeBlocked
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.paths import atomic_output, staged_output_dir
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
+from havln_robot.policy.remote import is_remote
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
 OBS_SIZE: int = 256
@@ -601,7 +603,7 @@ _SCENE_CACHE_SIZE = 4
 def _one_torch_thread(policy: str) -> None:
     """torch.set_num_threads(1) once per process before a checkpoint policy runs (serial and Ray alike:
     identical float reductions, and N workers on N cores do not oversubscribe them)."""
-    if _WORKER["threads"] or policy in RESERVED_NAMES or is_builtin(policy):
+    if _WORKER["threads"] or policy in RESERVED_NAMES or is_builtin(policy) or is_remote(policy):
         return
     import torch
 
@@ -1276,6 +1278,8 @@ def main(argv: list[str] | None = None) -> int:
         target = parse_target(args.ray, args.workers)
     except ValueError as exc:
         ap.error(str(exc))
+    if target is not None and is_remote(args.policy):
+        ap.error("a policy server (--policy http://HOST:PORT) holds one episode at a time: run eval without --ray/--workers")
     try:  # options of the closed-loop world: refused here, not in every episode
         loop_options(EvalOptions(**{f: getattr(args, f) for f in CLOSED_LOOP_ONLY.values()}))
     except EvalError as exc:

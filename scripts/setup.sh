@@ -21,7 +21,8 @@ quiet() {
 # cyclonedds Python binding, EGL/OSMesa/GL for MuJoCo's headless renderer and OpenCV, chromium for the
 # operator console's browser test (Playwright drives /usr/bin/chromium; no browser is downloaded).
 # SDFormat 12 and `ign sdf -k` (libsdformat-dev ships the ign plugin) check the Gazebo SDF files in the tests.
-APT_PKGS=(libusb-1.0-0 cyclonedds-dev libegl1 libgl1 libosmesa6 libglib2.0-0 chromium sdformat-sdf ignition-tools libsdformat-dev)
+# iproute2 (ip, tc) and nftables build and shape the two-namespace link of test_link_faults / bench link.
+APT_PKGS=(libusb-1.0-0 cyclonedds-dev libegl1 libgl1 libosmesa6 libglib2.0-0 chromium sdformat-sdf ignition-tools libsdformat-dev iproute2 nftables)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -158,6 +158,9 @@ class EpisodeResult:
         panorama_turns: TURN actions sent for panoramas.
         interrupted: the action that was executing when the episode was aborted ("" if none); it is
             not in ``actions`` (motion_node received STOP while executing it).
+        link_gaps: waits on a policy served over the network (:class:`havln_robot.policy.remote.RemotePolicy`)
+            that needed more than one try, the robot standing still meanwhile: ``call``, ``seq``, ``wait_s``,
+            ``tries``, ``answered``, ``error``.
         panorama_s: wall time in panoramas, s (until the views are in and the robot is back at the
             start heading). policy_wait_s: wall time waiting on the policy after the panorama
             (inference that did not overlap motion), s.
@@ -178,6 +181,7 @@ class EpisodeResult:
     blocked_motions: int = 0
     panorama_s: float = 0.0
     policy_wait_s: float = 0.0
+    link_gaps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         """The havln/episode_done payload: {"reason", "steps", ...} (contract keys first)."""
@@ -203,6 +207,8 @@ class EpisodeResult:
             "policy_wait_s": round(self.policy_wait_s, 3),
             "panorama_share": round(self.panorama_s / self.duration_s, 3) if self.duration_s > 0 else None,
             "policy_wait_share": round(self.policy_wait_s / self.duration_s, 3) if self.duration_s > 0 else None,
+            "link_gaps": self.link_gaps,
+            "link_gap_s": round(float(sum(g["wait_s"] for g in self.link_gaps)), 3),
         }
         return jsonio.dumps(body, nonfinite="null")
 
@@ -629,6 +635,9 @@ class EpisodeRunner:
             result.interrupted = self._in_flight
         except Exception as exc:  # policy or preprocessing failure: end the episode, keep what was done
             result.reason, result.detail, result.error = "aborted", f"{type(exc).__name__}: {exc}", True
+        take_gaps = getattr(self.policy, "take_gaps", None)  # a remote policy's waits on the link
+        if callable(take_gaps):
+            result.link_gaps = list(take_gaps())
         result.duration_s = self.clock() - t_start
         status("error" if result.error else ("aborted" if result.reason == "aborted" else "done"), step=result.steps)
         return result

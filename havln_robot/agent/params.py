@@ -140,6 +140,14 @@ AGENT_PARAMS = ParamSpec(
         Param("action_result_topic", topics.ACTION_RESULT, "str", "diagnostic_msgs/DiagnosticStatus action result in (from motion_node)"),
         Param("color_topic", topics.COLOR_IMAGE, "str", "colour image in (rgb8 or bgr8)"),
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "depth aligned to colour in (16UC1 mm or 32FC1 m)"),
+        Param(
+            "image_transport",
+            "raw",
+            "str",
+            "raw: subscribe color_topic and depth_topic (sensor_msgs/Image); compressed: <color_topic>/compressed and "
+            "<depth_topic>/compressedDepth (camera_node image_transport compressed; an agent on another machine)",
+            choices=("raw", "compressed"),
+        ),
         Param("color_info_topic", topics.COLOR_INFO, "str", "colour camera_info in (intrinsics for the FOV mapping)"),
         Param("status_topic", topics.AGENT_STATUS, "str", "diagnostic_msgs/DiagnosticStatus agent status out (AGENT_STATUS_KEYS)"),
         Param("episode_done_topic", topics.EPISODE_DONE, "str", "std_msgs/String JSON episode summary out"),

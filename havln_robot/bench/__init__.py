@@ -1,4 +1,4 @@
-"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|scale|stairs|agreement|all``: dispatch to each subsystem's benchmark.
+"""``havln-robot bench sim|motion|policy|robot|console|people|perception|panorama|scale|stairs|agreement|link|all``: dispatch to each subsystem's benchmark.
 
 ``bench all`` (:mod:`havln_robot.figures`) runs them all and prints the README's figure tables.
 """

@@ -10,6 +10,12 @@ model (``--model``, default ``models/small_panoramic.pt``) and the ``forward`` a
 prints SR, success rate and NE of each and whether the model at least doubles both baselines' SR.
 
 ``--skip-eval`` runs part 1 only; ``--skip-latency`` part 2 only.
+
+``--device cuda`` (or ``cuda:N``) replaces part 1 by CPU against that device for ``--model``: the
+decision latency on each (median / p90 over ``--steps`` decisions after warm-up, each decision a
+fresh episode on one of 12 panoramas rendered in a real HA-R2R scene, or synthetic views without the
+data) and on how many decisions the two chose the same actions. Where the device does not exist it
+refuses in one line (:func:`havln_robot.policy.checkpoint.check_device`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import time
 from pathlib import Path
 
 from havln_robot import jsonio
-from havln_robot.text import number_in, path_arg, plural
+from havln_robot.text import nonempty, number_in, path_arg, plural
 
 _WORKER = r"""
 import resource, sys, time
@@ -83,6 +89,71 @@ def measure(kind: str, threads: int, steps: int, checkpoint: str | None = None) 
             f"latency worker for {kind} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
         )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def device_observations(n: int) -> list:
+    """``n`` 12-view observations in the model format: the views of a rendered HA-R2R panorama
+    (synthetic without the data or a renderer; :func:`havln_robot.bench.link.panorama_file`), each
+    turned by one more view and stepped, so that the decisions differ."""
+    import numpy as np
+
+    from havln_robot.bench.link import _model_obs, panorama_file
+    from havln_robot.policy.api import Observation
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pano.npz"
+        panorama_file(path)
+        with np.load(path) as z:
+            base = _model_obs(z["rgb"], z["depth_mm"])
+    return [Observation(np.roll(base.rgb, k, 0), np.roll(base.depth, k, 0), base.headings, k % 4) for k in range(n)]
+
+
+def compare_devices(model: str, device: str, steps: int, threads: int = 1) -> dict:
+    """Decision latency of ``model`` on the CPU and on ``device``, and whether their actions agree.
+
+    Returns:
+        ``{"device", "cpu_ms", "device_ms": {"median", "p90"}, "agree", "decisions", "disagreements"}``.
+
+    Raises:
+        PolicyError: ``device`` does not exist here (one line), or the checkpoint cannot be loaded.
+    """
+    import numpy as np
+    import torch
+
+    from havln_robot.policy.checkpoint import build_model, check_device, read_checkpoint
+    from havln_robot.policy.small import SmallPolicy
+    from havln_robot.policy.tokenizer import Vocabulary, default_vocab_path
+
+    check_device(device)
+    torch.set_num_threads(threads)
+    vocab = Vocabulary.load() if default_vocab_path().is_file() else Vocabulary(["<pad>", "<unk>"] + [f"w{i}" for i in range(100)])
+    doc = read_checkpoint(model)
+    pols = {d: SmallPolicy(build_model(doc, model), vocab=vocab, device=d) for d in ("cpu", device)}
+    obs = device_observations(steps)
+    instr = "walk past the sofa and stop at the door"
+    times: dict[str, list[float]] = {"cpu": [], device: []}
+    actions: dict[str, list[str]] = {"cpu": [], device: []}
+    for k, o in enumerate([obs[0]] * 3 + obs):  # 3 warm-up decisions (CUDA kernels, allocator)
+        for d, pol in pols.items():
+            pol.reset(instr)
+            if d.startswith("cuda"):
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            a = pol.act(o)
+            if d.startswith("cuda"):
+                torch.cuda.synchronize()
+            if k >= 3:
+                times[d].append((time.perf_counter() - t) * 1000.0)
+                actions[d].append(a)
+    agree = sum(a == b for a, b in zip(actions["cpu"], actions[device], strict=True))
+    return {
+        "device": device,
+        "cpu_ms": {"median": float(np.median(times["cpu"])), "p90": float(np.percentile(times["cpu"], 90))},
+        "device_ms": {"median": float(np.median(times[device])), "p90": float(np.percentile(times[device], 90))},
+        "agree": agree,
+        "decisions": len(obs),
+        "disagreements": [(i, a, b) for i, (a, b) in enumerate(zip(actions["cpu"], actions[device], strict=True)) if a != b],
+    }
 
 
 _PAT = {
@@ -145,6 +216,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--steps", type=number_in(1, integer=True), default=20, help="timed decisions per model")
     ap.add_argument("--threads", type=number_in(1, 256, integer=True), default=1, help="torch threads for the latency figures")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="episode seed of the SR/NE comparison (default 0)")
+    ap.add_argument(
+        "--device",
+        type=nonempty("a torch device such as cpu or cuda"),
+        default="cpu",
+        help="cuda / cuda:N: compare --model's decision latency and actions on the CPU and this device (instead of part 1)",
+    )
     ap.add_argument("--skip-latency", action="store_true", help="skip the decision-latency figures")
     ap.add_argument("--skip-eval", action="store_true", help="skip the SR/NE comparison against the baselines")
     ap.add_argument("--json", type=path_arg, help="also write all figures to this JSON file")
@@ -164,7 +241,29 @@ def main(argv: list[str]) -> int:
             )
             return 2
     figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
-    if not args.skip_latency:
+    if args.device != "cpu" and not args.skip_latency:
+        from havln_robot.policy.api import PolicyError
+
+        try:
+            import torch  # noqa: F401 - the check below names a missing CUDA build
+
+            from havln_robot.policy.checkpoint import check_device
+
+            check_device(args.device)  # before any work: refuse in one line where the device does not exist
+            c = compare_devices(args.model, args.device, args.steps, args.threads)
+        except PolicyError as exc:
+            print(f"havln-robot bench policy: {exc}", file=sys.stderr)
+            return 2
+        figures["devices"] = c
+        name = Path(args.model).name
+        print(f"{name} on {figures['cpu']} (torch threads {args.threads}) vs {c['device']}, {plural(c['decisions'], 'decision')}:")
+        print(f"  cpu          decision {c['cpu_ms']['median']:8.1f} ms median ({c['cpu_ms']['p90']:.1f} p90)")
+        print(f"  {c['device']:12s} decision {c['device_ms']['median']:8.1f} ms median ({c['device_ms']['p90']:.1f} p90)")
+        print(
+            f"  actions agree on {c['agree']} of {c['decisions']} decisions"
+            + (f"; differ: {c['disagreements']}" if c["disagreements"] else "")
+        )
+    elif not args.skip_latency:
         print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")
         for kind, label in (("cma", "CMA (HA-VLN-CMA layout, 1 view)"), ("small", "small panoramic (12 views)")):
             ckpt = args.model if Path(args.model).is_file() else None  # used by the worker of its own kind

@@ -1,7 +1,8 @@
 """agent_node: instruction in → (panorama | front view) → policy → havln/action, until STOP or the budget.
 
 Thin ROS shell over :class:`havln_robot.agent.core.EpisodeRunner`. Subscribes ``havln/instruction``
-(String), the colour and aligned-depth images and colour camera_info, and ``havln/action_result``
+(String), the colour and aligned-depth images (raw, or image_transport's ``compressed`` /
+``compressedDepth`` with ``image_transport`` compressed) and colour camera_info, and ``havln/action_result``
 (DiagnosticStatus from motion_node) and ``imu`` (sweep panoramas: orientation yaw, interpolated at
 frame stamps); publishes ``havln/action`` (String), ``havln/agent_status``
 (DiagnosticStatus, AGENT_STATUS_KEYS, after every decision and state change) and
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image, Imu
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu
 from std_msgs.msg import Bool, String
 
 from havln_robot.actions import STOP
@@ -36,12 +37,13 @@ from havln_robot.camera import Intrinsics, IntrinsicsError
 from havln_robot.geometry import quat_to_yaw
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
+from havln_robot.perception.image_codec import compressed_depth_topic, compressed_topic
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaError
 from havln_robot.perception.sweep import SweepConfig, SweepSelector, YawTrack
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.registry import make_policy, no_data_fallback
 from havln_robot.records import AgentStatus
-from havln_robot.ros.codec import encode_agent_status, image_array
+from havln_robot.ros.codec import compressed_color_array, compressed_depth_array, encode_agent_status, image_array
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
 from havln_robot.text import is_blank, terminal_safe
 
@@ -84,6 +86,14 @@ class AgentNode(HavlnNode):
             msg = f"{self.get_name()}: policy: {exc}"
             HavlnNode.destroy_node(self)
             raise ConfigError(msg) from None
+        wait_s = getattr(self.policy, "wait_s", None)  # a policy server: its retries must end before the agent gives up on it
+        if isinstance(wait_s, (int, float)) and wait_s >= p["inference_timeout_s"]:
+            msg = (
+                f"{self.get_name()}: policy {p['policy']}: wait_s={wait_s:g} s is not below inference_timeout_s={p['inference_timeout_s']:g} s; "
+                "lower wait_s in the policy spec (?wait_s=S) or raise inference_timeout_s"
+            )
+            HavlnNode.destroy_node(self)
+            raise ConfigError(msg)
         self.config = AgentConfig.from_params(p)
         views = int(getattr(self.policy, "views", 1))
         if views > 1:  # surface panorama configuration errors at start, not mid-episode
@@ -114,8 +124,15 @@ class AgentNode(HavlnNode):
         self.create_subscription(Bool, p["pause_topic"], self._on_pause, 10)
         self.motion = MotionClient(self, p["action_topic"], p["action_result_topic"])
         # Best-effort subscriptions match both reliable (realsense-ros default) and best-effort camera publishers.
-        self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
-        self.create_subscription(Image, p["depth_topic"], self._on_depth, qos_profile_sensor_data)
+        if p["image_transport"] == "compressed":  # the camera is on another machine (docs/two_machines.md)
+            self._color_topic = compressed_topic(p["color_topic"])
+            self._depth_topic = compressed_depth_topic(p["depth_topic"])
+            self.create_subscription(CompressedImage, self._color_topic, self._on_color_compressed, qos_profile_sensor_data)
+            self.create_subscription(CompressedImage, self._depth_topic, self._on_depth_compressed, qos_profile_sensor_data)
+        else:
+            self._color_topic, self._depth_topic = p["color_topic"], p["depth_topic"]
+            self.create_subscription(Image, p["color_topic"], self._on_color, qos_profile_sensor_data)
+            self.create_subscription(Image, p["depth_topic"], self._on_depth, qos_profile_sensor_data)
         self.create_subscription(CameraInfo, p["color_info_topic"], self._on_info, qos_profile_sensor_data)
         self.create_subscription(Imu, p["imu_topic"], self._on_imu, qos_profile_sensor_data)
         self.on_clock_jump_back(self._on_clock_reset)
@@ -152,8 +169,19 @@ class AgentNode(HavlnNode):
         except ValueError as exc:
             self.get_logger().error(f"{self.params['color_topic']}: {exc}", throttle_duration_sec=5.0)
             return
+        self._store_color(_stamp_s(msg), np.array(a))
+
+    def _on_color_compressed(self, msg: CompressedImage) -> None:
+        try:
+            a = compressed_color_array(msg)
+        except ValueError as exc:
+            self.get_logger().error(f"{self._color_topic}: {exc}", throttle_duration_sec=5.0)
+            return
+        self._store_color(_stamp_s(msg), a)
+
+    def _store_color(self, stamp: float, a: np.ndarray) -> None:
         with self._cond:
-            self._rgb.append((_stamp_s(msg), self._now(), np.array(a)))
+            self._rgb.append((stamp, self._now(), a))
             ready = self._offer_pairs()
             self._cond.notify_all()
         if ready is not None:
@@ -165,9 +193,19 @@ class AgentNode(HavlnNode):
                 f"{self.params['depth_topic']}: encoding {msg.encoding!r}; expected 16UC1 (mm) or 32FC1 (m)", throttle_duration_sec=5.0
             )
             return
-        a = np.array(image_array(msg))
+        self._store_depth(_stamp_s(msg), np.array(image_array(msg)))
+
+    def _on_depth_compressed(self, msg: CompressedImage) -> None:
+        try:
+            a = compressed_depth_array(msg)
+        except ValueError as exc:
+            self.get_logger().error(f"{self._depth_topic}: {exc}", throttle_duration_sec=5.0)
+            return
+        self._store_depth(_stamp_s(msg), a)
+
+    def _store_depth(self, stamp: float, a: np.ndarray) -> None:
         with self._cond:
-            self._depth.append((_stamp_s(msg), self._now(), a))
+            self._depth.append((stamp, self._now(), a))
             ready = self._offer_pairs()
             self._cond.notify_all()
         if ready is not None:
@@ -329,7 +367,7 @@ class AgentNode(HavlnNode):
                         return RawView(c, d, None, st_c)
             return None
 
-        view = self._wait(pair, p["frame_timeout_s"], f"synchronised RGB-D pair on {p['color_topic']} + {p['depth_topic']}")
+        view = self._wait(pair, p["frame_timeout_s"], f"synchronised RGB-D pair on {self._color_topic} + {self._depth_topic}")
         if p["camera_hfov_deg"] <= 0.0:  # intrinsics must come from camera_info
             self._wait(lambda: self._info, p["frame_timeout_s"], f"camera_info on {p['color_info_topic']} (or set camera_hfov_deg)")
         info = self._info

@@ -3,6 +3,9 @@
 Publishes ``camera/color/image_raw`` (rgb8), ``camera/aligned_depth_to_color/image_raw`` (16UC1,
 millimetres), both ``camera_info`` (colour intrinsics from the device: K, P, plumb_bob D) in the
 colour optical frame, and the device state on ``/diagnostics`` (diagnostic_msgs/DiagnosticArray).
+With ``image_transport`` compressed (or both) the images go (also) as sensor_msgs/CompressedImage on
+``.../compressed`` (JPEG) and ``.../compressedDepth`` (lossless 16-bit PNG), image_transport's
+layout (:mod:`havln_robot.perception.image_codec`), for an agent on another machine.
 
 Thin shell over :class:`havln_robot.perception.realsense.RealSenseCamera`: a capture thread calls
 ``read()`` in a loop (blocking waits stay off the executor); the recovery machine retries frame
@@ -18,12 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from havln_robot.nodes._base import HavlnNode, run_node
+from havln_robot.perception.image_codec import compressed_depth_topic, compressed_topic, encode_color, encode_depth
 from havln_robot.perception.params import CAMERA_PARAMS
 from havln_robot.perception.realsense import CameraFrame, FrameSource, PipelineSource, RealSenseCamera, Recovery, camera_info_fields
-from havln_robot.ros.codec import image_msg, status_msg
+from havln_robot.ros.codec import compressed_msg, image_msg, status_msg
 
 
 class CameraNode(HavlnNode):
@@ -50,8 +54,11 @@ class CameraNode(HavlnNode):
                     p["serial_number"], (p["color_width"], p["color_height"]), (p["depth_width"], p["depth_height"]), p["fps"]
                 )
 
-        self.pub_color = self.create_publisher(Image, p["color_topic"], 5)
-        self.pub_depth = self.create_publisher(Image, p["depth_topic"], 5)
+        raw, compressed = p["image_transport"] in ("raw", "both"), p["image_transport"] in ("compressed", "both")
+        self.pub_color = self.create_publisher(Image, p["color_topic"], 5) if raw else None
+        self.pub_depth = self.create_publisher(Image, p["depth_topic"], 5) if raw else None
+        self.pub_color_c = self.create_publisher(CompressedImage, compressed_topic(p["color_topic"]), 5) if compressed else None
+        self.pub_depth_c = self.create_publisher(CompressedImage, compressed_depth_topic(p["depth_topic"]), 5) if compressed else None
         self.pub_color_info = self.create_publisher(CameraInfo, p["color_info_topic"], 5)
         self.pub_depth_info = self.create_publisher(CameraInfo, p["depth_info_topic"], 5)
         self.pub_diag = self.create_publisher(DiagnosticArray, p["diagnostics_topic"], 10)
@@ -108,8 +115,12 @@ class CameraNode(HavlnNode):
         p = self.params
         now = self.get_clock().now()
         stamp = now.to_msg()
-        self.pub_color.publish(image_msg(frame.rgb, "rgb8", p["color_frame_id"], stamp))
-        self.pub_depth.publish(image_msg(frame.depth_mm, "16UC1", p["depth_frame_id"], stamp))
+        if self.pub_color is not None:
+            self.pub_color.publish(image_msg(frame.rgb, "rgb8", p["color_frame_id"], stamp))
+            self.pub_depth.publish(image_msg(frame.depth_mm, "16UC1", p["depth_frame_id"], stamp))
+        if self.pub_color_c is not None:
+            self.pub_color_c.publish(compressed_msg(*encode_color(frame.rgb, p["jpeg_quality"]), p["color_frame_id"], stamp))
+            self.pub_depth_c.publish(compressed_msg(*encode_depth(frame.depth_mm, p["png_level"]), p["depth_frame_id"], stamp))
         fields = camera_info_fields(frame)
         for pub, frame_id in ((self.pub_color_info, p["color_frame_id"]), (self.pub_depth_info, p["depth_frame_id"])):
             info = CameraInfo(**fields)

@@ -24,6 +24,16 @@ CAMERA_PARAMS = ParamSpec(
         Param("color_info_topic", topics.COLOR_INFO, "str", "colour camera_info topic"),
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "depth-aligned-to-colour topic (sensor_msgs/Image 16UC1, mm)"),
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "aligned depth camera_info topic (= colour intrinsics)"),
+        Param(
+            "image_transport",
+            "raw",
+            "str",
+            "raw: sensor_msgs/Image; compressed: <color_topic>/compressed (JPEG) and <depth_topic>/compressedDepth (16-bit PNG, "
+            "lossless) in image_transport's layout, for a policy on another machine (docs/two_machines.md); both: the two",
+            choices=("raw", "compressed", "both"),
+        ),
+        Param("jpeg_quality", 90, "int", "JPEG quality of <color_topic>/compressed, 1..100", min=1, max=100),
+        Param("png_level", 1, "int", "zlib level of <depth_topic>/compressedDepth, 0..9 (1: fast; 9: smallest)", min=0, max=9),
         Param("diagnostics_topic", "/diagnostics", "str", "diagnostic_msgs/DiagnosticArray topic for the device state"),
         Param("color_frame_id", topics.COLOR_OPTICAL_FRAME, "str", "optical frame of the colour image (REP 103 optical: z forward)"),
         Param("depth_frame_id", topics.DEPTH_OPTICAL_FRAME, "str", "optical frame of the aligned depth image (the colour optical frame)"),

@@ -3,7 +3,8 @@
 Used by ``havln-robot eval``, agent_node and the demo, so a name means the same policy everywhere.
 
 Spec syntax: ``name[:key=value,key=value]`` for a policy without a checkpoint (a row of
-:data:`BUILTINS`), anything else is a checkpoint path or a file name in ``models/``
+:data:`BUILTINS`), ``http://HOST:PORT`` for a policy served by ``havln-robot policy-server``
+(:mod:`havln_robot.policy.remote`), anything else is a checkpoint path or a file name in ``models/``
 (:func:`load_policy`). The batch evaluator's privileged ``expert`` reads the simulator's ground
 truth, so it is not a :class:`Policy` and stays in :mod:`havln_robot.sim.expert`.
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from havln_robot.policy.api import Policy, PolicyError
 from havln_robot.policy.baselines import FORWARD_STEPS, ForwardPolicy, RandomPolicy
+from havln_robot.policy.remote import RemotePolicy, is_remote
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 def is_builtin(spec: str) -> bool:
     """True when ``spec`` names a policy of :data:`BUILTINS` (with or without options)."""
-    return isinstance(spec, str) and parse_spec(spec)[0] in BUILTINS
+    return isinstance(spec, str) and not is_remote(spec) and parse_spec(spec)[0] in BUILTINS
 
 
 def builtin_policy(spec: str, seed: int | None = None) -> Policy:
@@ -184,8 +186,9 @@ def make_policy(spec: str, device: str = "cpu", seed: int | None = None) -> Poli
     """THE entry point: a builtin policy (:data:`BUILTINS`) or a checkpoint (:func:`load_policy`).
 
     Args:
-        spec: ``forward[:steps=N,views=V]``, ``random[:seed=S,views=V]``, a checkpoint path or a name in ``models/``.
-        device: torch device for checkpoints.
+        spec: ``forward[:steps=N,views=V]``, ``random[:seed=S,views=V]``, a checkpoint path or a name in ``models/``,
+            or a policy server ``http://HOST:PORT[?timeout_s=T&wait_s=W]`` (:class:`~havln_robot.policy.remote.RemotePolicy`).
+        device: torch device for checkpoints (a policy server picks its own).
         seed: default seed of a seeded builtin whose spec gives none (see :func:`builtin_policy`).
 
     Raises:
@@ -195,6 +198,8 @@ def make_policy(spec: str, device: str = "cpu", seed: int | None = None) -> Poli
         raise PolicyError(f"policy is empty; give a checkpoint path, a name in models/, or one of {', '.join(BUILTINS)}")
     if is_builtin(spec):
         return builtin_policy(spec, seed=seed)
+    if is_remote(spec):  # served by `havln-robot policy-server` on another machine
+        return RemotePolicy(spec)
     return load_policy(spec, device=device)
 
 
@@ -216,8 +221,8 @@ def no_data_fallback(spec: str) -> tuple[str, str | None]:
     from havln_robot.paths import data_dir
     from havln_robot.policy.tokenizer import default_vocab_path
 
-    if not isinstance(spec, str) or not spec.strip() or is_builtin(spec):
-        return spec, None
+    if not isinstance(spec, str) or not spec.strip() or is_builtin(spec) or is_remote(spec):
+        return spec, None  # a policy server has its own data
     try:
         resolve_checkpoint(spec)
     except PolicyError:

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
+from havln_robot.perception.image_codec import decode_color, decode_depth
 from havln_robot.records import (
     ActionResult,
     AgentStatus,
@@ -101,6 +102,34 @@ def image_array(msg: Image) -> np.ndarray:
     row = msg.step // itemsize
     a = buf.reshape(msg.height, row)[:, : msg.width * ch]
     return a.reshape(msg.height, msg.width, ch) if ch > 1 else a
+
+
+def compressed_msg(fmt: str, data: bytes, frame_id: str, stamp: Time) -> CompressedImage:
+    """sensor_msgs/CompressedImage from a ``(format, data)`` pair of :mod:`havln_robot.perception.image_codec`."""
+    msg = CompressedImage()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.format = fmt
+    msg.data = data
+    return msg
+
+
+def compressed_color_array(msg: CompressedImage) -> np.ndarray:
+    """(H, W, 3) uint8 RGB of an image_transport ``compressed`` message.
+
+    Raises:
+        ValueError: (ImageCodecError) not a decodable colour image.
+    """
+    return decode_color(msg.format, bytes(msg.data))
+
+
+def compressed_depth_array(msg: CompressedImage) -> np.ndarray:
+    """(H, W) depth of an image_transport ``compressedDepth`` message: uint16 mm (16UC1) or float32 m (32FC1).
+
+    Raises:
+        ValueError: (ImageCodecError) not a png compressedDepth image.
+    """
+    return decode_depth(msg.format, bytes(msg.data))
 
 
 # --- havln records ----------------------------------------------------------------------------------
