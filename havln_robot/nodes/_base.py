@@ -227,7 +227,8 @@ class HavlnNode(Node):
             resolved = self.resolve_topic_name(topic)
         except Exception:  # noqa: BLE001 - an invalid name is reported by rclpy itself below
             resolved = topic
-        if resolved in self._pins.watched and "event_callbacks" not in kwargs:
+        # /clock: rclpy's TimeSource subscribes before the node can pin it
+        if (resolved in self._pins.watched or resolved == "/clock") and "event_callbacks" not in kwargs:
             from rclpy.event_handler import SubscriptionEventCallbacks
 
             # a new publisher matching this subscription is looked at now, not at the next poll

@@ -71,6 +71,7 @@ GO2_DRIVER_PARAMS = ParamSpec(
             "which robot this driver drives, published on identity_topic and keying the e-stop latch file; '' = "
             "derived from the SDK connection ('go2@<network_interface>/dds<dds_domain_id>'); give each robot its own "
             "(its serial number) when two share a network",
+            ros_name="",  # a label, not a ROS name
         ),
         Param(
             "latch_file",
