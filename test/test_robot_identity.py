@@ -235,6 +235,10 @@ def test_two_robots_without_namespaces_refuse_with_namespaces_isolated(tmp_path,
         assert wait_for(lambda: {"go2-A", "go2-B"} <= {i["robot_id"] for i in op.identities}, 20.0), (da.text(), db.text())
         assert wait_for(lambda: "another robot" in da.text() and "another robot" in db.text(), 10.0), (da.text(), db.text())
         assert "go2-B" in da.text() and "go2-A" in db.text()
+        from havln_robot.doctor import _default_robots
+
+        seen = {(r["robot_id"], r["topic"]) for r in _default_robots(1.0)}  # what `havln-robot doctor` lists
+        assert {("go2-A", "/go2/identity"), ("go2-B", "/go2/identity")} <= seen, seen
         t0 = time.monotonic()
         op.flowing[""] = 0.3  # robot A's command, on the shared name
         time.sleep(2.0)
