@@ -89,6 +89,20 @@ class Driver:
         self._out.close()
 
 
+def _node_proc(tmp: Path, name: str, params: dict) -> subprocess.Popen:
+    """Another node of the robot's stack in its own process, as the launch file starts it."""
+    body = "\n".join(f"    {k}: {json.dumps(v)}" for k, v in params.items())
+    cfg = tmp / f"{name}_{time.monotonic_ns()}.yaml"
+    cfg.write_text(f"/**/{name}:\n  ros__parameters:\n{body}\n")
+    exe = str(Path(sys.executable).parent / name)
+    return subprocess.Popen(
+        [exe, "--ros-args", "-r", f"__node:={name}", "--params-file", str(cfg)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 class Operator:
     """A test node: cmd_vel publishers, estop / recover / resume clients, identity and event readers."""
 
@@ -195,6 +209,21 @@ def test_estop_latch_survives_respawn_and_kill9_while_cmd_vel_flows(tmp_path, fa
             assert not sent, f"respawned driver sent {len(sent)} calls to the damped robot: {sorted(set(sent))}"
             assert fake_a.command("state")["mode"] == 7
             assert "e-stop latch found" in d.text() and latch.exists()
+        # kill -9 of the stack's other nodes in turn (they hold no part of the latch)
+        others = {
+            # its cmd_vel elsewhere: the operator here is the one commander (a second one stops the robot)
+            "motion_node": {"require_depth": False, "cmd_vel_topic": "cmd_vel_unused"},
+            "trial_logger_node": {"db_path": str(tmp_path / "trials.db")},
+        }
+        for name, params in others.items():
+            t_kill = time.monotonic()
+            proc = _node_proc(tmp_path, name, params)
+            time.sleep(3.0)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+            time.sleep(0.5)
+            sent = [c["api"] for c in fake_a.calls(since=t_kill) if c["api"] in ("BalanceStand", "Move", "StandUp")]
+            assert not sent and latch.exists() and fake_a.command("state")["mode"] == 7, f"after kill -9 of {name}: {sent}"
         # the operator recovers: latch gone, StandUp, then motion
         t_rec = time.monotonic()
         res = operator.call("go2/recover")
