@@ -9,7 +9,8 @@ Thin ROS shell over :mod:`havln_robot.robot.adapter` (logic) and :mod:`havln_rob
   StandUp, clears the latch), ``go2/resume`` (std_srvs/Trigger: motion allowed again after an
   odometry reset stopped the robot);
 * publishes ``go2/identity`` (std_msgs/String JSON, transient local: which robot it drives) and
-  ``go2/event`` (std_msgs/String JSON, transient local: estop_latched, recovered, robot_reset, resumed).
+  ``go2/event`` (std_msgs/String JSON, transient local: estop_latched, recovered, robot_reset,
+  second_robot, second_publisher, resumed).
 
 The e-stop latch is kept on disk (:mod:`havln_robot.robot.latch`): a driver that starts and finds it,
 or finds the robot damped (mode 7), stays latched and sends nothing that stands or moves the robot
@@ -365,7 +366,7 @@ class Go2DriverNode(HavlnNode):
         with self._core_lock:
             self.core.reset_detected(f"second publisher {second} on {topic} (bound to {first})")
         self._wake.set()
-        self._event("robot_reset", f"second publisher {second} on {topic}")
+        self._event("second_publisher", f"second publisher {second} on {topic}")
 
     def _publish_status(self) -> None:
         with self._core_lock:

@@ -112,7 +112,7 @@ GO2_DRIVER_PARAMS = ParamSpec(
             "go2/event",
             "str",
             "std_msgs/String (transient local): JSON events {event, reason, robot_id}: estop_latched, recovered, "
-            "robot_reset, resumed (trial_logger_node marks the trial)",
+            "robot_reset, second_robot, second_publisher, resumed (trial_logger_node marks the trial on robot_reset)",
         ),
         Param(
             "diagnostics_topic",
