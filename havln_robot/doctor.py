@@ -238,6 +238,50 @@ def _default_graph(topics: list[str], timeout_s: float) -> dict[str, Any]:
         rclpy.try_shutdown(context=ctx)
 
 
+def _default_robots(timeout_s: float) -> list[dict[str, Any]]:
+    """The Go2 drivers on the ROS domain: one record per message of every ``.../go2/identity`` topic
+    (transient local: each driver's identity is delivered to a late joiner), each the driver's JSON
+    ``{robot_id, network_interface, dds_domain_id, node}`` plus ``topic``; non-JSON messages are
+    listed as ``{"robot_id": "?", "topic": ..., "node": "?"}``."""
+    import json
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    node = rclpy.create_node("havln_doctor_robots", context=ctx, start_parameter_services=False)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    found: list[dict[str, Any]] = []
+    try:
+        time.sleep(timeout_s)  # discovery
+        for name, types in node.get_topic_names_and_types():
+            if not name.endswith("/go2/identity") or "std_msgs/msg/String" not in types:
+                continue
+
+            def got(msg: Any, name: str = name) -> None:
+                try:
+                    rec = json.loads(msg.data)
+                    rec = rec if isinstance(rec, dict) else {}
+                except ValueError:
+                    rec = {}
+                found.append({"robot_id": str(rec.get("robot_id", "?")), "node": str(rec.get("node", "?")), **rec, "topic": name})
+
+            node.create_subscription(String, name, got, qos)
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        return found
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+
+
 @dataclass
 class Probes:
     """The doctor's view of the machine; every field can be replaced by a fake in tests.
@@ -254,6 +298,7 @@ class Probes:
         graph: (topics, timeout_s) → publishers per topic (see :func:`_default_graph`).
         policy_time: (policy spec, device) → seconds of one policy decision (default: load and time it).
         store_holder: trial store path → who holds its writer lock, or None (default: the store's lock file).
+        robots: timeout_s → the Go2 drivers seen on the ROS domain (see :func:`_default_robots`).
     """
 
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
@@ -267,6 +312,7 @@ class Probes:
     graph: Callable[[list[str], float], dict[str, Any]] = _default_graph
     policy_time: Callable[[str, str], float] | None = None
     store_holder: Callable[[Path], str | None] | None = None
+    robots: Callable[[float], list[dict[str, Any]]] = _default_robots
 
 
 @dataclass
@@ -852,6 +898,38 @@ def check_graph(ctx: Context) -> Result:
     return Result("graph", OK, f"people on {topics[0]}{alive}, IMU frame {frame}, sensor QoS compatible")
 
 
+def check_robots(ctx: Context) -> Result:
+    """The robots on this ROS domain (each go2_driver_node publishes its identity on ``go2/identity``):
+    OK listing them; WARN when two robots share one identity topic (brought up without namespaces:
+    both would obey the same cmd_vel; their drivers refuse motion) or when none is seen."""
+    try:
+        seen = ctx.probes.robots(1.0)
+    except Exception as exc:  # noqa: BLE001
+        return Result("robots", WARN, f"ROS graph not readable ({str(exc).splitlines()[0][:120]})", "source ROS and re-run")
+    if not seen:
+        return Result(
+            "robots",
+            WARN,
+            "no robot on this ROS domain (no go2/identity)",
+            "start the robot (ros2 launch havln_robot go2.launch.py) and re-run",
+        )
+    by_topic: dict[str, set[str]] = {}
+    for r in seen:
+        by_topic.setdefault(str(r["topic"]), set()).add(str(r["robot_id"]))
+    listing = "; ".join(f"{', '.join(sorted(ids))} on {t}" for t, ids in sorted(by_topic.items()))
+    shared = {t: ids for t, ids in by_topic.items() if len(ids) > 1}
+    if shared:
+        t, ids = next(iter(sorted(shared.items())))
+        return Result(
+            "robots",
+            WARN,
+            f"robots {', '.join(sorted(ids))} share {t} (no namespaces): both would obey one cmd_vel; their drivers refuse motion. Seen: {listing}",
+            "give each robot its own namespace (ros2 launch havln_robot two_go2.launch.py, or go2.launch.py namespace:=robot_a)",
+        )
+    n = sum(len(ids) for ids in by_topic.values())
+    return Result("robots", OK, f"{n} robot{'s' if n != 1 else ''}: {listing}")
+
+
 #: name → (check, what it covers); run in this order.
 CHECKS: dict[str, Callable[[Context], Result]] = {
     "ros": check_ros,
@@ -866,6 +944,7 @@ CHECKS: dict[str, Callable[[Context], Result]] = {
     "store": check_store,
     "clock": check_clock,
     "graph": check_graph,
+    "robots": check_robots,
 }
 
 

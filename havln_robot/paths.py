@@ -117,6 +117,16 @@ def user_data_root() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
+def user_state_root() -> Path:
+    """The per-user state folder of havln_robot (platformdirs ``user_state_dir``; Linux
+    ``$XDG_STATE_HOME/havln_robot``, default ``~/.local/state/havln_robot``).
+
+    Holds state that must survive a restart of a process or of the computer (the Go2's e-stop latch,
+    :mod:`havln_robot.robot.latch`).
+    """
+    return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False))
+
+
 def user_cache_root() -> Path:
     """The per-user cache folder of havln_robot (platformdirs ``user_cache_dir``; Linux ``~/.cache/havln_robot``).
 

@@ -487,3 +487,18 @@ def test_store_check_sees_a_real_writer(tmp_path):
         holder.kill()
         holder.wait()
     assert doctor.check_store(ctx).status == OK
+
+
+def test_robots_lists_the_robots_on_the_domain_and_warns_on_shared_names():
+    """Two Go2s on one domain: each namespaced is OK (listed); without namespaces both robots
+    publish on /go2/identity and would obey one cmd_vel: WARN naming both, with the fix."""
+    two_ns = [
+        {"robot_id": "go2-A", "node": "/robot_a/go2_driver_node", "topic": "/robot_a/go2/identity"},
+        {"robot_id": "go2-B", "node": "/robot_b/go2_driver_node", "topic": "/robot_b/go2/identity"},
+    ]
+    r = doctor.check_robots(ctx_with(robots=lambda t: two_ns))
+    assert r.status == OK and r.detail == "2 robots: go2-A on /robot_a/go2/identity; go2-B on /robot_b/go2/identity"
+    shared = [{**x, "topic": "/go2/identity"} for x in two_ns]
+    r = doctor.check_robots(ctx_with(robots=lambda t: shared))
+    assert r.status == WARN and "robots go2-A, go2-B share /go2/identity" in r.detail and "namespace" in r.fix
+    assert doctor.check_robots(ctx_with(robots=lambda t: [])).status == WARN

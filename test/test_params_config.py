@@ -131,6 +131,8 @@ NOT_ROS_NAMES = {
     ("camera_node", "serial_number"),
     ("go2_driver_node", "network_interface"),
     ("go2_driver_node", "sport_state_topic"),  # a raw Unitree SDK DDS topic (rt/...), not a ROS name
+    ("go2_driver_node", "robot_id"),  # a label (serial number), not a ROS name
+    ("go2_driver_node", "latch_file"),
     ("sim_node", "episodes_file"),
     ("sim_node", "connectivity_dir"),
     ("sim_node", "episode_id"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import threading
 import time
 
@@ -51,7 +52,16 @@ class Harness:
     """Driver node + a test node (cmd_vel publisher, odom/imu/diagnostics subscriber, estop client)."""
 
     def __init__(self, ctx, link_factory=Go2Link, **params) -> None:
-        p = {"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN, "status_rate_hz": 10.0, **params}
+        # the rig drives at 20 Hz: a 0.3 s deadman (the default 30 ms one is tested on its own); each
+        # harness its own e-stop latch file
+        p = {
+            "network_interface": "lo",
+            "dds_domain_id": UNITREE_DOMAIN,
+            "status_rate_hz": 10.0,
+            "cmd_timeout_s": 0.3,
+            "latch_file": tempfile.mktemp(prefix="havln-latch-", suffix=".json"),
+            **params,
+        }
         self.driver = Go2DriverNode(params=p, context=ctx, link_factory=link_factory)
         self.node = rclpy.create_node("robot_test", context=ctx)
         self.cmd = self.node.create_publisher(Twist, "cmd_vel", 10)
@@ -173,7 +183,13 @@ def test_zero_command_sends_stopmove_and_robot_stops(rig, fake):
     assert snap["vx"] == 0.0 and snap["mode"] == 1
 
 
-def test_cmd_vel_watchdog_stops_after_silence(rig, fake):
+def test_cmd_vel_watchdog_stops_after_silence(ros_context, fake):
+    # the default deadman (30 ms, below two of motion_node's 20 ms control periods), cmd_vel at 100 Hz
+    with open_rig(ros_context, fake, state_timeout_s=RIG_STATE_TIMEOUT_S, cmd_timeout_s=0.03) as rig:
+        _watchdog(rig, fake)
+
+
+def _watchdog(rig, fake):
     # End to end: StopMove reaches the robot after cmd_vel goes silent, sent by that watchdog (its
     # counter, not a state fault), and nothing moves the robot afterwards. The exact 0.3 s timing
     # is pinned with an injected clock (test_robot_adapter.py::test_cmd_vel_watchdog); on wall time
@@ -182,13 +198,13 @@ def test_cmd_vel_watchdog_stops_after_silence(rig, fake):
     # after the last cmd_vel sends exactly one StopMove, the last one the robot receives.
     core = rig.driver.core
     before, faults = core.counters.watchdog_stops, core.counters.state_faults
-    rig.drive(0.2, 0.0, 0.3, 0.5)
-    t_last = time.monotonic()  # the last cmd_vel went out <= 1 / 20 Hz before this
+    rig.drive(0.2, 0.0, 0.3, 0.5, rate=100.0)
+    t_last = time.monotonic()  # the last cmd_vel went out <= 1 / 100 Hz before this
     assert rig.wait_for(lambda: fake.calls("StopMove", since=t_last), 3.0), "watchdog did not send StopMove after cmd_vel silence"
     time.sleep(0.2)
     stop = fake.calls("StopMove", since=t_last)[-1]
     delay = stop["t"] - t_last
-    assert 0.25 <= delay <= 1.5, f"StopMove {delay:.3f} s after the last cmd_vel (watchdog 0.3 s)"
+    assert 0.03 - 0.01 <= delay <= 1.5, f"StopMove {delay:.3f} s after the last cmd_vel (deadman 0.03 s)"
     assert core.counters.watchdog_stops > before, "the StopMove did not come from the cmd_vel watchdog"
     assert core.counters.state_faults == faults, "the StopMove came from a state fault, not the cmd_vel watchdog"
     assert not fake.calls("Move", since=stop["t"] + 0.01)

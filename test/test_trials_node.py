@@ -235,3 +235,47 @@ def test_auto_verdict_fails_a_stop_whose_goal_cannot_be_walked_to(ros_context, t
         node.destroy_node()
         io.destroy_node()
         ex.shutdown()
+
+
+def test_robot_reset_event_marks_the_trial_and_is_not_joined_into_its_path(ros_context, tmp_path):
+    """The Go2 rebooted mid-trial (go2_driver_node's robot_reset on go2/event, as the driver publishes
+    it, transient local): the trial's notes say why, the next step carries the marker, and the
+    path length leaves out the jump back to the origin (it used to join it: 1.21 m for ~1.09 m walked)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from havln_robot.trials.metrics import path_length
+
+    node = TrialLoggerNode(params=_params(tmp_path, record_mcap=False, platform="go2"), context=ros_context)
+    io = Node("go2_driver_node", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    ex.add_node(io)
+    latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    try:
+        pubs = {
+            "instr": io.create_publisher(String, topics.INSTRUCTION, 10),
+            "result": io.create_publisher(DiagnosticStatus, topics.ACTION_RESULT, 50),
+            "event": io.create_publisher(String, "go2/event", latched),
+        }
+        assert _spin_until(ex, lambda: all(p.get_subscription_count() > 0 for p in pubs.values())), "no DDS match on loopback"
+        reader = TrialStore(tmp_path / "trials.db")
+        pubs["instr"].publish(String(data="Walk to the door."))
+        assert _spin_until(ex, lambda: reader.running_trial() is not None)
+        tid = reader.running_trial().id
+        for x in (0.25, 0.50, 0.60):
+            pubs["result"].publish(_result("MOVE_FORWARD", x, 0.0, 0.0))
+        assert _spin_until(ex, lambda: reader.step_count(tid) == 3)
+        why = "robot reset: state back after 4.0 s of silence with odometry at the origin, from (0.60, 0.00) m (reboot / SDK reconnect)"
+        pubs["event"].publish(String(data=json.dumps({"event": "robot_reset", "reason": why, "robot_id": "go2-A"})))
+        assert _spin_until(ex, lambda: "robot_reset" in reader.trial(tid).notes)
+        for x, outcome in ((0.0, "aborted"), (0.24, "ok"), (0.49, "ok")):
+            pubs["result"].publish(_result("MOVE_FORWARD", x, 0.0, 0.0, outcome))
+        assert _spin_until(ex, lambda: reader.step_count(tid) == 6)
+        steps = reader.steps(tid)
+        assert steps[3].result.get("robot_reset") == why and "robot_reset" not in steps[4].result
+        assert path_length(reader.trial(tid), steps) == pytest.approx(1.09, abs=1e-6)
+        reader.close()
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        io.destroy_node()

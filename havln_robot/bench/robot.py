@@ -7,7 +7,8 @@ SDK on ``lo``, its own DDS domain) and the real driver node in this one, then pr
 * e-stop latency: ``go2/estop`` request sent -> ``Damp`` received by the robot (ms);
 * e-stop latency with the robot frozen (SIGSTOP; a StandUp blocked in the SDK): service request
   received -> ``Damp`` handed to the SDK, measured in the driver (ms; bound p95 <= 50 ms);
-* cmd_vel watchdog: last cmd_vel -> ``StopMove`` (ms; configured limit 300 ms);
+* cmd_vel deadman: last cmd_vel -> ``StopMove`` (ms; configured 30 ms; bound: two control periods of
+  motion_node, 40 ms at 50 Hz); cmd_vel goes out at 100 Hz, a stream faster than the deadman;
 * lost state: sportmodestate stopped -> ``StopMove`` (ms; configured limit 500 ms).
 
 Both processes stamp with ``time.monotonic`` (CLOCK_MONOTONIC, shared by processes on one machine).
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot import jsonio
+from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.text import number_in, path_arg, plural
 
 
@@ -76,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     rclpy.init(context=ctx, domain_id=ros_domain, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     try:
         fake.wait_ready(20.0)
-        driver = Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": unitree_domain}, context=ctx)
+        import tempfile
+
+        latch = os.path.join(tempfile.mkdtemp(prefix="havln-bench-"), "estop.json")  # never the user's latch
+        driver = Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": unitree_domain, "latch_file": latch}, context=ctx)
         node = rclpy.create_node("robot_bench", context=ctx)
         pub = node.create_publisher(Twist, "cmd_vel", 10)
         estop = node.create_client(Trigger, "go2/estop")
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
         gaps: list[float] = []  # this trial's largest gap between our own cmd_vel publishes, s
 
-        def drive(vx: float, seconds: float, rate: float = 10.0) -> float:
+        def drive(vx: float, seconds: float, rate: float = 100.0) -> float:
             """Publish cmd_vel for `seconds`; returns the time of the last publish."""
             end, last = time.monotonic() + seconds, 0.0
             while time.monotonic() < end:
@@ -141,11 +146,11 @@ def main(argv: list[str] | None = None) -> int:
             d = first_after("StopMove", last)
             # The figure is "last command -> StopMove". It only measures the watchdog when the
             # commands reached the driver as a continuous stream: a publish gap of ours, or a gap
-            # in the driver's own Move re-sends (its executor starved), longer than half the
-            # timeout means the watchdog may have been armed by an earlier command -> drop.
+            # in the driver's own Move re-sends (its executor starved), longer than the deadman
+            # means the robot was stopped and restarted on the way -> drop.
             resend = [m["t"] for m in fake.calls("Move", since=t0) if m["t"] <= last]
             resend_gap = max((b - a for a, b in zip(resend, resend[1:], strict=False)), default=0.0)
-            if max(gaps, default=0.0) > limit_s / 2 or resend_gap > limit_s / 2:
+            if max(gaps, default=0.0) > limit_s or resend_gap > max(limit_s, 2.0 / driver.params["command_rate_hz"]):
                 starved += 1
             elif d is not None:
                 watchdogs.append(d)
@@ -190,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  e-stop -> Damp received   {_pct(estops)}")
         print(f"  e-stop -> Damp sent, robot frozen (StandUp blocked in the SDK) {_pct(frozen)}   (bound p95 <= 50 ms)")
         print(
-            f"  cmd_vel silence -> StopMove {_pct(watchdogs)}   (watchdog {driver.params['cmd_timeout_s'] * 1e3:.0f} ms"
+            f"  cmd_vel silence -> StopMove {_pct(watchdogs)}   (deadman {driver.params['cmd_timeout_s'] * 1e3:.0f} ms; "
+            f"bound: two motion_node periods, {2e3 / MOTION_PARAMS.defaults()['control_rate_hz']:.0f} ms"
             + (f"; {plural(starved, 'trial')} dropped: command stream interrupted by load)" if starved else ")")
         )
         print(

@@ -30,6 +30,7 @@ from rclpy.parameter import Parameter
 from havln_robot.dds import configure_dds
 from havln_robot.geometry import first_non_finite
 from havln_robot.motion.obstacles import message_time
+from havln_robot.motion.sources import UNKNOWN, Publisher, SourcePins
 from havln_robot.params import COMMON_KEYS, QOS_OVERRIDES, ConfigError, ParamSpec, rclpy_param, suggest
 from havln_robot.text import terminal_safe
 
@@ -92,6 +93,10 @@ class HavlnNode(Node):
                     overrides.append(Parameter(k, _ROS_TYPES[spec[k].type], v))
                 elif k.startswith(QOS_OVERRIDES):
                     overrides.append(Parameter(k, value=v))
+        # before Node.__init__: rclpy's TimeSource creates its /clock subscription through ours
+        self._pins = SourcePins()
+        self._pin_handlers: dict[str, Callable[[str, str, str], None] | None] = {}
+        self._pin_timer: Any = None
         try:
             super().__init__(node_name or self.SPEC.node, parameter_overrides=overrides, **kwargs)
         except ParameterException as exc:  # rclpy refused an override of a parameter it declares itself (use_sim_time)
@@ -237,7 +242,81 @@ class HavlnNode(Node):
         """:meth:`rclpy.node.Node.create_subscription` with ``callback`` guarded (:meth:`_guard`): a
         message it cannot take (a malformed image, cloud, pose array, record...) is dropped with a
         throttled warning naming the topic and the error, instead of killing the node's executor."""
-        return super().create_subscription(msg_type, topic, self._guard(callback, topic, "message"), *args, **kwargs)
+        try:
+            resolved = self.resolve_topic_name(topic)
+        except Exception:  # noqa: BLE001 - an invalid name is reported by rclpy itself below
+            resolved = topic
+        # /clock: rclpy's TimeSource subscribes before the node can pin it
+        if (resolved in self._pins.watched or resolved == "/clock") and "event_callbacks" not in kwargs:
+            from rclpy.event_handler import SubscriptionEventCallbacks
+
+            # a new publisher matching this subscription is looked at now, not at the next poll
+            kwargs["event_callbacks"] = SubscriptionEventCallbacks(matched=lambda _info: self._check_sources())
+        gated = self._gate(callback, resolved)
+        return super().create_subscription(msg_type, topic, self._guard(gated, topic, "message"), *args, **kwargs)
+
+    # --- sources pinned at start ----------------------------------------------------------------------
+    #: Seconds between two looks at the publishers of the pinned topics (steady clock: /clock may stall).
+    PIN_POLL_S: ClassVar[float] = 0.2
+
+    def pin_source(self, topic: str, on_second: Callable[[str, str, str], None] | None = None) -> str:
+        """Bind ``topic`` to its first publisher (:mod:`havln_robot.motion.sources`): while another
+        publisher is on it, its messages are refused (one WARN line naming both) and
+        ``on_second(topic, first, second)`` is called once per conflict (stop the robot). Call it
+        before the topic's ``create_subscription`` so that a new publisher is noticed at once (matched
+        event); the publishers are also polled every :attr:`PIN_POLL_S`. Returns the resolved name."""
+        name = self.resolve_topic_name(topic)
+        self._pins.watch(name)
+        self._pin_handlers[name] = on_second
+        if self._pin_timer is None:
+            from rclpy.clock import Clock, ClockType
+
+            self._pin_timer = self.create_timer(self.PIN_POLL_S, self._check_sources, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        return name
+
+    def source_conflicts(self) -> dict[str, str]:
+        """Pinned topics refused now -> the line saying why."""
+        return dict(self._pins.conflict)
+
+    def _check_sources(self) -> None:
+        for name in list(self._pins.watched):
+            try:
+                infos = self.get_publishers_info_by_topic(name)
+            except Exception:  # noqa: BLE001 - the graph is being torn down
+                return
+            pubs = [
+                Publisher(bytes(i.endpoint_gid).hex(), f"{i.node_namespace.rstrip('/')}/{i.node_name}")
+                for i in infos
+                if not (i.node_name == self.get_name() and i.node_namespace == self.get_namespace())
+            ]
+            new = name not in self._pins.conflict
+            line = self._pins.update(name, pubs)
+            before = self._pins.bound.get(name)
+            if line is None:
+                continue
+            if UNKNOWN not in line:  # reported once it names both (discovery names a node a moment later)
+                self.get_logger().error(line)
+            handler = self._pin_handlers.get(name)
+            if handler is not None and new:  # stop at once, named or not
+                first = before.label if before is not None else "none"
+                others = [p.label for p in pubs if before is None or p.key != before.key]
+                handler(name, first, others[0] if others else "?")
+
+    def _gate(self, callback: Callable[..., Any], resolved: str) -> Callable[..., Any]:
+        """``callback`` that drops the message while ``resolved`` is a refused pinned topic."""
+
+        def gated(*args: Any) -> Any:
+            why = self._pins.refused(resolved)
+            if why is not None:
+                self.get_logger().warning(f"message refused: {why}", throttle_duration_sec=5.0)
+                return None
+            return callback(*args)
+
+        try:
+            gated.__signature__ = inspect.signature(callback)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            pass
+        return gated
 
     def create_service(self, srv_type: Any, srv_name: str, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """:meth:`rclpy.node.Node.create_service` with ``callback`` guarded: a request it cannot take is

@@ -123,6 +123,10 @@ class AgentNode(HavlnNode):
         self._paused = threading.Event()  # operator console: hold before the next action (havln/agent_pause)
         self.create_subscription(Bool, p["pause_topic"], self._on_pause, 10)
         self.motion = MotionClient(self, p["action_topic"], p["action_result_topic"])
+        # the camera and IMU this agent sees the world through, bound to their first publisher (another
+        # stack's on the same domain is refused, one line naming both)
+        for name in (p["color_topic"], p["depth_topic"], p["imu_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else [])):
+            self.pin_source(name)
         # Best-effort subscriptions match both reliable (realsense-ros default) and best-effort camera publishers.
         if p["image_transport"] == "compressed":  # the camera is on another machine (docs/two_machines.md)
             self._color_topic = compressed_topic(p["color_topic"])

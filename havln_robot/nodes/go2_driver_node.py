@@ -6,7 +6,17 @@ Thin ROS shell over :mod:`havln_robot.robot.adapter` (logic) and :mod:`havln_rob
 * publishes ``odom`` (nav_msgs/Odometry, odom -> base_link), ``tf`` (when tf2_msgs is installed),
   ``imu`` (sensor_msgs/Imu), ``diagnostics`` (diagnostic_msgs/DiagnosticArray);
 * serves ``go2/estop`` (std_srvs/Trigger -> Damp, latched) and ``go2/recover`` (std_srvs/Trigger ->
-  StandUp, clears the latch).
+  StandUp, clears the latch), ``go2/resume`` (std_srvs/Trigger: motion allowed again after an
+  odometry reset stopped the robot);
+* publishes ``go2/identity`` (std_msgs/String JSON, transient local: which robot it drives) and
+  ``go2/event`` (std_msgs/String JSON, transient local: estop_latched, recovered, robot_reset,
+  second_robot, second_publisher, resumed).
+
+The e-stop latch is kept on disk (:mod:`havln_robot.robot.latch`): a driver that starts and finds it,
+or finds the robot damped (mode 7), stays latched and sends nothing that stands or moves the robot
+until ``go2/recover``. Odometry resets (reboot, reconnect; :mod:`havln_robot.robot.resets`) stop
+the robot until ``go2/resume``. cmd_vel is pinned to its first publisher (:meth:`HavlnNode.pin_source`):
+a second publisher on it stops the robot.
 
 SDK calls run on a dedicated control thread at ``command_rate_hz`` (they may block up to
 ``rpc_timeout_s``, which must never stall a shared executor); state arrives on an SDK reader thread.
@@ -14,6 +24,7 @@ SDK calls run on a dedicated control thread at ``command_rate_hz`` (they may blo
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import threading
@@ -24,15 +35,19 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from havln_robot import topics
+from havln_robot import jsonio, topics
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.robot.adapter import DriverCore, OdomFields, SdkCall, imu_fields, odom_fields
 from havln_robot.robot.go2 import Go2Error, Go2Link, connect_with_retry
+from havln_robot.robot.latch import EstopLatch, default_latch_path
 from havln_robot.robot.params import GO2_DRIVER_PARAMS
+from havln_robot.robot.resets import ResetDetector
 from havln_robot.ros.codec import status_msg
 
 try:  # tf2_msgs is not part of every install (not of the pip wheels used in tests)
@@ -57,7 +72,34 @@ class Go2DriverNode(HavlnNode):
     ) -> None:
         super().__init__(params, node_name, **kwargs)
         p = self.params
-        self.core = DriverCore.from_params(p)
+        self.robot_id = p["robot_id"] or f"go2@{p['network_interface']}/dds{p['dds_domain_id']}"
+        self.latch = EstopLatch(p["latch_file"] or default_latch_path(self.robot_id), self.robot_id)
+        found = self.latch.read()
+        reason = "" if found is None else str(found.get("reason", "e-stop"))
+        self.core = DriverCore.from_params(p, estopped=found is not None, estop_reason=reason)
+        self.resets = ResetDetector(silence_s=float(p["state_timeout_s"]))
+        latched_qos = QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST
+        )
+        self.identity_pub = self.create_publisher(String, p["identity_topic"], latched_qos)
+        self.event_pub = self.create_publisher(String, p["event_topic"], latched_qos)
+        self.identity = {
+            "robot_id": self.robot_id,
+            "network_interface": p["network_interface"],
+            "dds_domain_id": p["dds_domain_id"],
+            "node": self.get_fully_qualified_name(),
+        }
+        self.identity_pub.publish(String(data=jsonio.dumps(self.identity)))
+        # another robot's driver on the same names (a second robot brought up without a namespace):
+        # its commands would be ours too -> refuse motion, naming it
+        self._others: set[str] = set()
+        self.create_subscription(String, p["identity_topic"], self._on_identity, latched_qos)
+        if found is not None:
+            self.get_logger().error(
+                f"e-stop latch found ({reason}; {self.latch.path}): the robot stays damped, nothing stands or moves it "
+                f"until {p['recover_service']} is called"
+            )
+            self._event("estop_latched", f"latch found at start: {reason}")
         self._core_lock = threading.Lock()
         self._last_pub = -math.inf
         self._min_pub_dt = 1.0 / float(p["max_publish_rate_hz"])
@@ -88,7 +130,9 @@ class Go2DriverNode(HavlnNode):
             self.destroy_node()
             raise ConfigError(f"{name}: {exc}") from None
 
+        self.pin_source(p["cmd_vel_topic"], on_second=self._second_commander)
         self.create_subscription(Twist, p["cmd_vel_topic"], self._on_cmd_vel, 10)
+        self.create_service(Trigger, p["resume_service"], self._on_resume)
         # own callback group: under a multi-threaded executor the e-stop never waits behind recover
         self.create_service(Trigger, p["estop_service"], self._on_estop, callback_group=MutuallyExclusiveCallbackGroup())
         self.estop_latencies_ms: list[float] = []  # service request received -> Damp handed to the SDK
@@ -118,8 +162,15 @@ class Go2DriverNode(HavlnNode):
     def _on_state(self, state: Any) -> None:
         """SDK reader thread: feed the watchdog, publish odom / tf / imu (rate-limited)."""
         now = time.monotonic()
+        reset = self._reset_reason(now, state)
         with self._core_lock:
             self.core.on_state(now, getattr(state, "mode", None))
+            if reset is not None:
+                self.core.reset_detected(reset)
+        if reset is not None:
+            self._wake.set()
+            self.get_logger().error(f"{reset}: robot stopped; motion refused until {self.params['resume_service']}")
+            self._event("robot_reset", reset)
         if now - self._last_pub < self._min_pub_dt:
             return
         self._last_pub = now
@@ -127,6 +178,16 @@ class Go2DriverNode(HavlnNode):
             self._publish_state(state)
         except Exception as exc:  # a malformed sample must not kill the SDK reader thread
             self.get_logger().error(f"sportmodestate conversion failed: {exc}", throttle_duration_sec=5.0)
+
+    def _reset_reason(self, now: float, state: Any) -> str | None:
+        """The odometry-reset detector fed with one SportModeState_ (None when the sample cannot be read)."""
+        try:
+            pos = state.position
+            stamp = getattr(state, "stamp", None)
+            st = None if stamp is None else float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+            return self.resets.update(now, float(pos[0]), float(pos[1]), st)
+        except (AttributeError, IndexError, TypeError, ValueError):
+            return None
 
     def _publish_state(self, state: Any) -> None:
         """Publish odom (+ tf) and imu of one SportModeState_ sample. A stream whose values are not all
@@ -192,6 +253,13 @@ class Go2DriverNode(HavlnNode):
                 calls = self.core.tick(now)
                 fault = self.core.take_new_fault()
                 gave_up = self.core.take_gave_up()
+                latch = self.core.take_new_latch()
+                deadline = self.core.deadline()
+            if latch is not None:
+                self._record_latch(latch)
+                self.get_logger().error(
+                    f"E-STOP latched: {latch}; nothing stands or moves the robot until {self.params['recover_service']}"
+                )
             if fault is not None:
                 self.get_logger().error(f"FAULT: {fault}; StopMove sent, motion refused until state returns")
                 self._publish_status()
@@ -200,11 +268,14 @@ class Go2DriverNode(HavlnNode):
             for call in calls:
                 if self._stop.is_set() or self._issue(call) != 0:
                     break
-            nxt += period
+            if time.monotonic() >= nxt - 1e-4:  # a scheduled tick (not one woken for the deadman)
+                nxt += period
             delay = nxt - time.monotonic()
             if delay < -period:  # fell behind (a blocking call): do not burst to catch up
                 nxt = time.monotonic()
                 delay = 0.0
+            if deadline is not None:  # the deadman fires at its deadline, not up to a period later
+                delay = min(delay, deadline - time.monotonic() + 1e-4)
             if self._wake.wait(max(0.0, delay)):  # woken early by a changed command: restart the period
                 self._wake.clear()
                 nxt = time.monotonic()
@@ -214,6 +285,7 @@ class Go2DriverNode(HavlnNode):
         with self._core_lock:
             call = self.core.estop()
         code = self._issue(call)
+        self._record_latch("go2/estop (Damp)")
         written_t = getattr(self.link, "damp_written_t", None)
         written = written_t() if callable(written_t) else None
         ms = ((written if written is not None and written >= t0 else time.monotonic()) - t0) * 1e3
@@ -229,13 +301,72 @@ class Go2DriverNode(HavlnNode):
         return response
 
     def _on_recover(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        try:
+            self.latch.clear()
+        except OSError as exc:
+            response.success = False
+            response.message = f"e-stop latch file {self.latch.path} could not be removed ({exc}); still latched"
+            return response
         with self._core_lock:
             self.core.recover()  # StandUp goes out from the control thread (never blocks this executor)
         self._wake.set()
+        self._event("recovered", "go2/recover: latch cleared")
         response.success = True
         response.message = "e-stop latch cleared; StandUp queued, BalanceStand precedes the next move"
         self.get_logger().info(f"recover: {response.message}")
         return response
+
+    def _on_resume(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        with self._core_lock:
+            was = self.core.resume()
+        response.success = was
+        response.message = "motion allowed again after the odometry reset" if was else "nothing to resume (no odometry reset pending)"
+        if was:
+            self._event("resumed", "go2/resume")
+            self.get_logger().info(f"resume: {response.message}")
+        return response
+
+    def _record_latch(self, reason: str) -> None:
+        """Keep the e-stop latch on disk (a failure to write is an ERROR line; the in-memory latch holds)."""
+        try:
+            self.latch.set(reason)
+        except OSError as exc:
+            self.get_logger().error(
+                f"e-stop latch file {self.latch.path} could not be written ({exc}): the latch will not survive a restart"
+            )
+        self._event("estop_latched", reason)
+
+    def _event(self, event: str, reason: str) -> None:
+        """Publish one ``go2/event`` JSON record."""
+        self.event_pub.publish(
+            String(data=jsonio.dumps({"event": event, "reason": reason, "robot_id": self.robot_id, "t_wall": time.time()}))
+        )
+
+    def _on_identity(self, msg: String) -> None:
+        try:
+            other = json.loads(msg.data)
+            rid = str(other["robot_id"])
+        except (ValueError, KeyError, TypeError):
+            return
+        if rid == self.robot_id or rid in self._others:
+            return
+        self._others.add(rid)
+        line = (
+            f"another robot ({rid}, driver {other.get('node', '?')}) on {self.resolve_topic_name(self.params['identity_topic'])}: "
+            "both robots would obey the same cmd_vel; give each robot its own namespace (launch/two_go2.launch.py)"
+        )
+        self.get_logger().error(f"{line}; robot stopped, motion refused")
+        with self._core_lock:
+            self.core.reset_detected(line)
+        self._wake.set()
+        self._event("second_robot", line)
+
+    def _second_commander(self, topic: str, first: str, second: str) -> None:
+        """A second publisher appeared on cmd_vel (another robot's stack without a namespace): stop."""
+        with self._core_lock:
+            self.core.reset_detected(f"second publisher {second} on {topic} (bound to {first})")
+        self._wake.set()
+        self._event("second_publisher", f"second publisher {second} on {topic}")
 
     def _publish_status(self) -> None:
         with self._core_lock:

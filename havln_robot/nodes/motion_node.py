@@ -140,6 +140,10 @@ class MotionNode(HavlnNode):
         self.result_pub = self.create_publisher(DiagnosticStatus, p["action_result_topic"], 50)
         self.collision_pub = self.create_publisher(DiagnosticStatus, p["collision_topic"], 50)
         self.create_subscription(String, p["action_topic"], self._on_action, 10, callback_group=group)
+        # the robot's own sources, bound to their first publisher: another stack's on the same domain
+        # (a second robot without a namespace, a second machine) is refused and stops the robot
+        for name in (p["odom_topic"], p["imu_topic"], p["depth_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else [])):
+            self.pin_source(name, on_second=self._second_source)
         # sensors: best effort (receives from reliable and best-effort publishers, e.g. realsense-ros)
         self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
         # short queue: under load a deep IMU backlog is worse (stale yaw) than dropped samples
@@ -154,6 +158,13 @@ class MotionNode(HavlnNode):
             self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
         self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
+
+    def _second_source(self, topic: str, first: str, second: str) -> None:
+        """A second publisher on a bound source: abort the action and zero cmd_vel (its messages are refused)."""
+        with self._lock:
+            t = self._now()
+            self._emit(self.motion.abort(t, f"second publisher {second} on {topic} (bound to {first}); robot stopped"), t)
+            self._publish_cmd((0.0, 0.0))
 
     def _on_clock_reset(self, t: float, _jump_s: float) -> None:
         """Sim time went back: abort the action, zero cmd_vel, restart the yaw tracker and every stamp."""

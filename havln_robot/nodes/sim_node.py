@@ -137,6 +137,8 @@ class SimNode(HavlnNode):
         self.depth_info_pub = self.create_publisher(CameraInfo, p["depth_info_topic"], img_q)
 
         self._group = MutuallyExclusiveCallbackGroup()
+        # one commander, as go2_driver_node: another stack's motion_node on the same domain is refused
+        self.pin_source(p["cmd_vel_topic"], on_second=lambda *_: self.safe_stop())
         self.create_subscription(Twist, p["cmd_vel_topic"], self._on_cmd_vel, q, callback_group=self._group)
         if p["camera_pitch_source"] == "action_result":
             self.create_subscription(DiagnosticStatus, p["action_result_topic"], self._on_action_result, q, callback_group=self._group)

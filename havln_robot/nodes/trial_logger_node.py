@@ -31,6 +31,7 @@ next start (its steps are all in the store; the operator can still give a verdic
 from __future__ import annotations
 
 import errno
+import json
 import sys
 import threading
 import time
@@ -62,6 +63,7 @@ from havln_robot.ros.codec import (
 from havln_robot.ros.mcap import ros_recorder
 from havln_robot.ros.qos import DropCounter, sensor_qos
 from havln_robot.text import terminal_safe
+from havln_robot.trials.metrics import ROBOT_RESET
 from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
 from havln_robot.trials.privacy import blur_people
 from havln_robot.trials.provenance import collect as collect_provenance
@@ -138,6 +140,8 @@ class TrialLoggerNode(HavlnNode):
         self.create_subscription(DiagnosticStatus, p["ground_truth_topic"], self._on_gt, rel)
         self.create_subscription(DiagnosticStatus, p["agent_status_topic"], self._on_agent, rel)
         self.create_subscription(String, p["episode_done_topic"], self._on_done, rel)
+        # reliable, volatile: only events from now on (the driver keeps its last ones for late joiners)
+        self.create_subscription(String, p["robot_event_topic"], self._on_robot_event, rel)
         if p["record_mcap"]:
             self.create_subscription(Twist, p["cmd_vel_topic"], lambda m: self._rec(p["cmd_vel_topic"], m), rel)
             if p["mcap_record_camera"]:
@@ -339,6 +343,21 @@ class TrialLoggerNode(HavlnNode):
             if st is not None:
                 self.session.on_agent_status(st)
         self._rec(self.params["agent_status_topic"], msg)
+
+    def _on_robot_event(self, msg: String) -> None:
+        """A go2_driver_node event: a robot_reset marks the running trial (its next step, the trial's notes)."""
+        self._rec(self.params["robot_event_topic"], msg)
+        try:
+            ev = json.loads(msg.data)
+            kind, reason = str(ev["event"]), str(ev.get("reason", ""))
+        except (ValueError, KeyError, TypeError):
+            self.get_logger().warning(f"{self.params['robot_event_topic']}: not a JSON event record; ignored", throttle_duration_sec=10.0)
+            return
+        if kind != ROBOT_RESET:
+            return
+        with self._lock:
+            if not self._closed:
+                self.session.on_robot_reset(reason)
 
     def _on_done(self, msg: String) -> None:
         self._rec(self.params["episode_done_topic"], msg)

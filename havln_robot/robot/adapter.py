@@ -15,6 +15,12 @@ outcome of every SDK call (:meth:`DriverCore.on_result`); each :meth:`DriverCore
 * no sportmodestate for more than ``state_timeout_s`` -> ``StopMove``, a fault, and every command
   refused until state is back and a fresh ``cmd_vel`` arrives;
 * e-stop -> latched; the shell calls ``Damp`` at once; commands refused until :meth:`DriverCore.recover`.
+  The shell keeps the latch on disk (:mod:`havln_robot.robot.latch`) and starts a core that finds it
+  latched (``estopped=True``): such a core sends nothing that stands or moves the robot. A robot that
+  reports damping (mode 7) while the driver did not just recover it latches the core as well
+  (:meth:`DriverCore.take_new_latch` tells the shell once, to record it);
+* odometry resets (:mod:`havln_robot.robot.resets`) -> ``StopMove``, the command dropped, and
+  motion refused until the operator resumes (:meth:`DriverCore.resume`).
 
 Times are seconds of one monotonic clock (the shell uses :func:`time.monotonic`).
 
@@ -47,6 +53,8 @@ MODE_NAMES = {
 
 #: Diagnostic levels (diagnostic_msgs/DiagnosticStatus OK / WARN / ERROR).
 OK, WARN, ERROR = 0, 1, 2
+#: SportModeState_.mode of a damped robot (after Damp; joints limp).
+MODE_DAMPING = 7
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,8 @@ class DriverCore:
     retry_backoff_initial_s: float = 0.1
     retry_backoff_max_s: float = 2.0
     max_call_retries: int = 20
+    estopped: bool = False
+    estop_reason: str = ""
 
     def __post_init__(self) -> None:
         self.move_modes = tuple(int(m) for m in self.move_modes)
@@ -164,8 +174,10 @@ class DriverCore:
         self.cmd_t: float | None = None
         self.state_t: float | None = None
         self.mode: int | None = None
-        self.estopped = False
         self.closed = False
+        self._new_latch: str | None = None  # a latch the core took by itself (robot found damped), for the shell to record
+        self._recovering = False  # recover() sent StandUp: a damping mode is expected until the robot reports another
+        self.hold: str | None = None  # an odometry reset: motion refused until resume()
         self.damp_retry = False  # the last Damp failed: retry it on every tick while e-stopped
         self.stand_up_pending = False  # recover() asked for a StandUp the control thread has not issued yet
         self.fault: str | None = "waiting for the first sportmodestate"
@@ -181,8 +193,9 @@ class DriverCore:
         self._gave_up: list[str] = []
 
     @classmethod
-    def from_params(cls, p: Mapping[str, Any]) -> DriverCore:
-        """Core configured from a go2_driver_node parameter dict."""
+    def from_params(cls, p: Mapping[str, Any], estopped: bool = False, estop_reason: str = "") -> DriverCore:
+        """Core configured from a go2_driver_node parameter dict; ``estopped``: start latched (the
+        on-disk latch was found, ``estop_reason`` says why it was set)."""
         return cls(
             limits=Limits.from_params(p),
             cmd_timeout_s=float(p["cmd_timeout_s"]),
@@ -193,6 +206,8 @@ class DriverCore:
             retry_backoff_initial_s=float(p.get("retry_backoff_initial_s", 0.1)),
             retry_backoff_max_s=float(p.get("retry_backoff_max_s", 2.0)),
             max_call_retries=int(p.get("max_call_retries", 20)),
+            estopped=bool(estopped),
+            estop_reason=estop_reason,
         )
 
     # --- inputs -----------------------------------------------------------------------------------
@@ -207,7 +222,11 @@ class DriverCore:
             return "driver shutting down: motion refused"
         if self.estopped:
             self.counters.rejected_cmds += 1
-            return "e-stop latched: motion refused until go2/recover is called"
+            why = f" ({self.estop_reason})" if self.estop_reason else ""
+            return f"e-stop latched{why}: motion refused until go2/recover is called"
+        if self.hold is not None:
+            self.counters.rejected_cmds += 1
+            return f"{self.hold}: motion refused until the operator resumes (go2/resume)"
         if self.state_t is None:
             self.counters.rejected_cmds += 1
             return "no sportmodestate received yet: motion refused (is the Go2 on this network_interface and dds_domain_id?)"
@@ -236,10 +255,40 @@ class DriverCore:
             self.cmd, self.cmd_t = None, None  # a fresh cmd_vel is required after a fault
         if self.mode is not None and self.mode not in self.move_modes and not self.moving:
             self.need_balance = True
+        if self.mode == MODE_DAMPING:
+            if not self.estopped and not self._recovering and not self.closed:
+                self.estopped, self.estop_reason = True, "robot reported damping (mode 7)"
+                self._new_latch = self.estop_reason
+                self.cmd, self.cmd_t = None, None
+                self.moving = False
+        elif self.mode is not None:
+            self._recovering = False
 
-    def estop(self) -> SdkCall:
+    def take_new_latch(self) -> str | None:
+        """The reason of a latch the core took by itself since the last call (robot found damped), else None."""
+        out, self._new_latch = self._new_latch, None
+        return out
+
+    def reset_detected(self, reason: str) -> None:
+        """The robot's odometry was reset (reboot, reconnect): drop the command, owe a StopMove, and
+        refuse motion until :meth:`resume`."""
+        self.hold = reason
+        if self.cmd is not None or self.moving:
+            self.stop_pending = True
+        self.cmd, self.cmd_t = None, None
+        self.need_balance = True
+        self._balance_t = -math.inf
+
+    def resume(self) -> bool:
+        """The operator resumes after an odometry reset; returns False when there was nothing to resume."""
+        was, self.hold = self.hold, None
+        return was is not None
+
+    def estop(self, reason: str = "go2/estop") -> SdkCall:
         """Latch the e-stop; drop the command. Returns the call to issue at once (``Damp``)."""
         self.estopped = True
+        self.estop_reason = reason
+        self._recovering = False
         self.cmd, self.cmd_t = None, None
         self.moving = False
         return SdkCall(DAMP)
@@ -250,6 +299,8 @@ class DriverCore:
         blocked on an unreachable robot never holds up the executor that serves the e-stop)."""
         self.stand_up_pending = True
         self.estopped = False
+        self.estop_reason = ""
+        self._recovering = True
         self.damp_retry = False
         self.need_balance = True
         self._balance_t = -math.inf
@@ -352,6 +403,8 @@ class DriverCore:
                 self.cmd, self.cmd_t = None, None
                 self.stop_pending = True
             return [SdkCall(STOP)] if self.stop_pending else []
+        if self.hold is not None:
+            return [SdkCall(STOP)] if self.stop_pending else []
         if self.cmd is not None and self.cmd_t is not None and t - self.cmd_t > self.cmd_timeout_s:
             self.cmd, self.cmd_t = None, None
             if self.moving or self.stop_pending:
@@ -367,6 +420,14 @@ class DriverCore:
         calls.append(SdkCall(MOVE, self.cmd))
         return calls
 
+    def deadline(self) -> float | None:
+        """Monotonic time (s) at which the cmd_vel deadman expires (the shell wakes its control thread
+        then, so that the StopMove leaves at the deadline, not up to a control period later); None
+        when no command is held."""
+        if self.cmd is None or self.cmd_t is None:
+            return None
+        return self.cmd_t + self.cmd_timeout_s
+
     # --- reporting --------------------------------------------------------------------------------
     def take_new_fault(self) -> str | None:
         """The current fault the first time it is asked for (for one log line per fault), else None."""
@@ -378,7 +439,9 @@ class DriverCore:
     def status(self, t: float) -> tuple[int, str, dict[str, Any]]:
         """(level, message, values) for a DiagnosticStatus: ERROR on e-stop/fault, WARN while waiting."""
         if self.estopped:
-            level, msg = ERROR, "e-stop latched (Damp); call go2/recover"
+            level, msg = ERROR, f"e-stop latched ({self.estop_reason or 'Damp'}); call go2/recover"
+        elif self.hold is not None:
+            level, msg = ERROR, f"{self.hold}; motion refused until go2/resume"
         elif self.fault is not None:
             level, msg = (ERROR if self.state_t is not None else WARN), self.fault
         elif self.moving:
@@ -391,6 +454,8 @@ class DriverCore:
             "mode": "unknown" if self.mode is None else f"{self.mode} {MODE_NAMES.get(self.mode, '')}".strip(),
             "estopped": str(self.estopped).lower(),
             "fault": self.fault or "",
+            "estop_reason": self.estop_reason,
+            "hold": self.hold or "",
             "command": "" if self.cmd is None else " ".join(f"{v:.3f}" for v in self.cmd),
             "last_call": self.last_call or "",
             "last_code": "" if self.last_code is None else self.last_code,

@@ -63,6 +63,24 @@ GO2_DRIVER_PARAMS = ParamSpec(
             max=60.0,
         ),
         Param("connect_backoff_max_s", 5.0, "float", "cap of the doubling wait between connect attempts (s)", min=0.01, max=300.0),
+        # --- identity and latch --------------------------------------------------------------------
+        Param(
+            "robot_id",
+            "",
+            "str",
+            "which robot this driver drives, published on identity_topic and keying the e-stop latch file; '' = "
+            "derived from the SDK connection ('go2@<network_interface>/dds<dds_domain_id>'); give each robot its own "
+            "(its serial number) when two share a network",
+            ros_name="",  # a label, not a ROS name
+        ),
+        Param(
+            "latch_file",
+            "",
+            "str",
+            "file that records a Damp (e-stop) until go2/recover, so that it survives a restart of the driver and of the "
+            "computer; '' = <user state folder>/estop/<robot_id>.json (Linux ~/.local/state/havln_robot/estop/)",
+            ros_name="",  # a file path, not a ROS name
+        ),
         # --- ROS names ----------------------------------------------------------------------------
         Param("cmd_vel_topic", topics.CMD_VEL, "str", "geometry_msgs/Twist velocity command in base_link (m/s, rad/s)"),
         Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry output (odom -> base_link)"),
@@ -75,6 +93,26 @@ GO2_DRIVER_PARAMS = ParamSpec(
             "go2/recover",
             "str",
             "std_srvs/Trigger: clears the e-stop latch and calls StandUp (BalanceStand follows before the next move)",
+        ),
+        Param(
+            "resume_service",
+            "go2/resume",
+            "str",
+            "std_srvs/Trigger: the operator resumes motion after an odometry reset (reboot / reconnect) stopped the robot",
+        ),
+        Param(
+            "identity_topic",
+            "go2/identity",
+            "str",
+            "std_msgs/String (transient local): JSON {robot_id, network_interface, dds_domain_id, node} of the robot "
+            "this driver drives; motion_node binds to it and havln-robot doctor lists it",
+        ),
+        Param(
+            "event_topic",
+            "go2/event",
+            "str",
+            "std_msgs/String (transient local): JSON events {event, reason, robot_id}: estop_latched, recovered, "
+            "robot_reset, second_robot, second_publisher, resumed (trial_logger_node marks the trial on robot_reset)",
         ),
         Param(
             "diagnostics_topic",
@@ -95,7 +133,16 @@ GO2_DRIVER_PARAMS = ParamSpec(
             min=20.0,
             max=200.0,
         ),
-        Param("cmd_timeout_s", 0.3, "float", "cmd_vel watchdog: no cmd_vel for longer than this -> StopMove (s)", min=0.05, max=1.0),
+        Param(
+            "cmd_timeout_s",
+            0.03,
+            "float",
+            "cmd_vel deadman: no cmd_vel for longer than this -> StopMove (s); the control thread wakes at the deadline. "
+            "Below two control periods of motion_node (2 x 20 ms at 50 Hz), so that a stalled motion_node stops the Go2 "
+            "within two periods",
+            min=0.01,
+            max=1.0,
+        ),
         Param(
             "state_timeout_s",
             0.5,

@@ -85,12 +85,26 @@ def navigation_error(trial: Trial, steps: Sequence[Step]) -> tuple[float, str] |
     return math.hypot(lx - gx, ly - gy), "odometry"
 
 
+#: Marker in a step's result record: the robot rebooted / its odometry was reset before this step ended.
+ROBOT_RESET = "robot_reset"
+
+
 def path_length(trial: Trial, steps: Sequence[Step]) -> float:
-    """Path length (m) from the start pose through every step pose (sim ground truth, else odometry)."""
-    pts = trajectory(trial, steps, ()).points
+    """Path length (m) from the start pose through every step pose (sim ground truth, else odometry).
+
+    On odometry, the segment into a step marked :data:`ROBOT_RESET` is left out: its end pose is in
+    the rebooted robot's new odometry frame, and joining it would add the jump to the path.
+    """
+    tr = trajectory(trial, steps, ())
+    pts = tr.points
     if len(pts) < 2:
         return 0.0
-    return float(np.sum(np.hypot(*np.diff(pts, axis=0).T)))
+    seg = np.hypot(*np.diff(pts, axis=0).T)
+    if tr.source == "odom":
+        posed = [s for s in steps if s.x is not None and s.y is not None]
+        keep = np.array([ROBOT_RESET not in (s.result or {}) for s in posed], dtype=bool)
+        seg = seg[keep]
+    return float(np.sum(seg))
 
 
 @dataclass

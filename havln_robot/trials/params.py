@@ -70,6 +70,13 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
         Param("people_topic", topics.PEOPLE, "str", "geometry_msgs/PoseArray detected people, base_link"),
         Param("agent_status_topic", topics.AGENT_STATUS, "str", "DiagnosticStatus agent status (MCAP only)"),
         Param("episode_done_topic", topics.EPISODE_DONE, "str", "std_msgs/String JSON {reason, steps}"),
+        Param(
+            "robot_event_topic",
+            "go2/event",
+            "str",
+            "std_msgs/String JSON {event, reason} of go2_driver_node: a robot_reset (reboot, odometry reset) marks the running "
+            "trial, and its path is not joined across the jump",
+        ),
         Param("cmd_vel_topic", topics.CMD_VEL, "str", "geometry_msgs/Twist (MCAP only)"),
         Param("color_topic", topics.COLOR_IMAGE, "str", "colour image (MCAP only)"),
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image (MCAP only)"),

@@ -44,6 +44,7 @@ from havln_robot.records import (
     is_blocked_outcome,
 )
 from havln_robot.text import is_blank, terminal_safe
+from havln_robot.trials.metrics import ROBOT_RESET
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
@@ -240,6 +241,7 @@ class TrialSession:
         self.agent: AgentStatus | None = None
         self._collisions_since_step = 0
         self._last_collision_step: _LastCollisionStep | None = None
+        self._reset_reason = ""  # a robot reset since the last step: marks the next step (path not joined)
 
     # --- trial tracking -------------------------------------------------------------------------
     def _attach(self, trial: Trial) -> None:
@@ -371,6 +373,8 @@ class TrialSession:
         if near_m is None and gt is not None and gt.nearest_person_m is not None:  # nobody on the floor: none
             near_m, near_id = gt.nearest_person_m, gt.nearest_human_id
         result: dict[str, Any] = r.to_values()
+        if self._reset_reason:
+            result[ROBOT_RESET] = self._reset_reason
         if self.agent is not None and self.agent.state:
             result["agent_state"] = self.agent.state
         return Step(
@@ -412,12 +416,29 @@ class TrialSession:
             if "is finished" in str(exc):
                 self.sync()
             return None
+        self._reset_reason = ""
         credited = self._collisions_since_step > 0
         self._collisions_since_step = 0
         self._last_collision_step = (
             _LastCollisionStep(rec.seq, rec.action, self.clock(), credited) if is_blocked_outcome(rec.outcome) else None
         )
         return rec
+
+    def on_robot_reset(self, reason: str) -> None:
+        """The robot rebooted or its odometry was reset (go2_driver_node's ``robot_reset`` event): the
+        running trial's next step carries the marker ``robot_reset`` (its path is not joined across the
+        jump, :func:`havln_robot.trials.metrics.path_length`) and the trial's notes say why. The driver
+        holds the robot; the operator resumes (``go2/resume``) or ends the trial."""
+        run = self.sync()
+        if run is None:
+            return
+        self._reset_reason = reason or "robot reset"
+        line = f"{ROBOT_RESET}: {self._reset_reason}"
+        self.log.warning(f"trial {run.id}: {line}; robot held until go2/resume, or end the trial")
+        try:
+            self.trial = self.store.update_trial(run.id, notes=(f"{run.notes}; {line}" if run.notes else line))
+        except TrialError as exc:
+            self.log.warning(f"trial {run.id}: robot reset not noted: {terminal_safe(exc)}")
 
     def on_collision(self, c: CollisionRecord, stamp: float) -> Collision | None:
         """Record a contact as a collision of the running trial (prevented ones are ignored).
