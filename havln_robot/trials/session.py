@@ -43,7 +43,7 @@ from havln_robot.records import (
     finite_or_none,
     is_blocked_outcome,
 )
-from havln_robot.text import is_blank, terminal_safe
+from havln_robot.text import is_blank, normalize_instruction, terminal_safe
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
@@ -305,9 +305,9 @@ class TrialSession:
     # --- inputs ---------------------------------------------------------------------------------
     def on_instruction(self, text: str) -> None:
         """A new instruction: attach it to a fresh trial, or open a trial (``auto_start``)."""
-        text = text.strip()
+        raw, text = text, normalize_instruction(text)
         if is_blank(text):
-            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(repr(text[:40]))})")
+            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(repr(raw[:40]))})")
             return
         try:
             run = self.sync()

@@ -48,7 +48,7 @@ from typing import Any
 from havln_robot import jsonio, locks
 from havln_robot.actions import ACTIONS, is_action
 from havln_robot.paths import atomic_output, user_data_root
-from havln_robot.text import terminal_safe
+from havln_robot.text import normalize_instruction, terminal_safe
 from havln_robot.trials import faults
 from havln_robot.trials.metrics import navigation_error
 from havln_robot.trials.model import (  # noqa: F401  (re-exported: the store's public records)
@@ -379,6 +379,8 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
         if key in out:
             v = out[key]
             out[key] = "" if v is None else str(v).strip()
+    if out.get("instruction"):  # stored as the policy reads it (text.normalize_instruction)
+        out["instruction"] = normalize_instruction(out["instruction"])
     return out
 
 
