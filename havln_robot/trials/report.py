@@ -121,6 +121,24 @@ def plot_collisions(summaries: Sequence[TrialSummary], path: Path) -> None:
     plt.close(fig)
 
 
+def collision_source_note(summaries: Sequence[TrialSummary]) -> str:
+    """One Markdown line saying which collision counts the report uses: the simulator's ground truth
+    (sim trials that have it) and/or the robot's own classification (motion_node: the Go2, or a sim
+    trial recorded without ground truth)."""
+    gt = [s.trial.id for s in summaries if s.source == "ground truth"]
+    robot = [s.trial.id for s in summaries if s.source != "ground truth"]
+    parts = []
+    if gt:
+        parts.append(f"the simulator's ground truth for {plural(len(gt), 'trial')} ({_id_ranges(gt)})")
+    if robot:
+        parts.append(f"the robot's own classification (motion_node) for {plural(len(robot), 'trial')} ({_id_ranges(robot)})")
+    return (
+        "Collision counts (tables, CSV, plots, SR): "
+        + " and ".join(parts)
+        + ". A ground-truth human contact is never a success; trials.csv keeps the robot's counts beside them."
+    )
+
+
 def collisions_title(summaries: Sequence[TrialSummary]) -> str:
     """``Collisions per trial (mean 0.50 without people, 1.00 with people)``, naming only the groups that have trials."""
     parts = []
@@ -320,7 +338,8 @@ def _write_report_files(
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
             "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path",
-            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile", "notes"]  # fmt: skip
+            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile", "notes",
+            "collision_source", "robot_collisions_human", "robot_collisions_static", "unknown_word_rate", "recording_fault"]  # fmt: skip
     with atomic_output(files["trials_csv"]) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
@@ -336,7 +355,8 @@ def _write_report_files(
                         "" if t.campaign_id is None else t.campaign_id, c(t.mcap_path),
                         c(t.state), int(sr_success(t, s.collisions_human)) if t.outcome in ("success", "failure") else "",
                         int(t.verdict_forced), c(t.policy), c(t.checkpoint), c(t.checkpoint_sha256), c(t.software), c(t.profile),
-                        c(t.notes)])  # fmt: skip
+                        c(t.notes), s.source, s.robot_human, s.robot_static,
+                        "" if t.unknown_word_rate is None else f"{t.unknown_word_rate:.4f}", c(t.recording_fault)])  # fmt: skip
 
     # PNG ------------------------------------------------------------------------------------------
     files["success_png"] = out / "success_by_region.png"
@@ -437,6 +457,19 @@ def _write_report_files(
                 f"(human {sum(s.collisions_human for s in ss)}, static {sum(s.collisions_static for s in ss)}); "
                 f"{plural(sum(s.collisions > 0 for s in ss), 'trial')} with at least one collision"
             )
+    md += ["", collision_source_note(summaries)]
+    differ = [s for s in summaries if s.kinds_differ]
+    if differ:
+        md.append(
+            "The robot's own classification differed from the ground truth in "
+            + "; ".join(
+                f"trial {s.trial.id} (robot human {s.robot_human} / static {s.robot_static}, ground truth human "
+                f"{s.collisions_human} / static {s.collisions_static})"
+                for s in differ[:20]
+            )
+            + (f"; and {len(differ) - 20} more" if len(differ) > 20 else "")
+            + "."
+        )
     md += ["", "![collisions per trial](collisions_per_trial.png)", "", "## Trajectories", ""]
     md += [f"![trajectories]({name})" for name in traj_files]
     md += ["", "## Trials", ""]
@@ -464,7 +497,9 @@ def _write_report_files(
                     s.trial.platform,
                     short_label(s.trial.region),
                     s.trial.people_present,
-                    (s.trial.outcome or s.trial.state) + (" (forced)" if s.trial.verdict_forced else ""),
+                    (s.trial.outcome or s.trial.state)
+                    + (" (forced)" if s.trial.verdict_forced else "")
+                    + (" (human contact: not SR)" if s.trial.outcome == "success" and s.collisions_human else ""),
                     _ne_str(s.trial.ne_m) or "–",
                     s.steps,
                     f"{s.collisions_human}/{s.collisions_static}",

@@ -240,6 +240,7 @@ class TrialSession:
         self.agent: AgentStatus | None = None
         self._collisions_since_step = 0
         self._last_collision_step: _LastCollisionStep | None = None
+        self._gt_base: tuple[str, int, int] | None = None  # (episode, human, static) of the truth when the trial opened
 
     # --- trial tracking -------------------------------------------------------------------------
     def _attach(self, trial: Trial) -> None:
@@ -248,6 +249,9 @@ class TrialSession:
                 trial = self.store.update_trial(trial.id, **self.provenance)
             self.trial = trial
             self._collisions_since_step = 0
+            gt = self.ground_truth
+            # the simulator counts per episode: contacts before this trial opened are not its own
+            self._gt_base = (gt.episode_id, gt.collisions_human, gt.collisions_static) if gt is not None else None
             self.on_trial(trial)
 
     def _release(self) -> None:
@@ -346,9 +350,13 @@ class TrialSession:
         self.agent = status
 
     def on_ground_truth(self, gt: GroundTruth) -> None:
-        """Simulator truth; a trial opened before the first one gets its episode, scan and start pose now."""
+        """Simulator truth; a trial opened before the first one gets its episode, scan and start pose now,
+        and the running trial its ground-truth collision counts (stored when they change)."""
         self.ground_truth = gt
         t = self.trial
+        if t is not None:
+            self._record_gt_collisions(t, gt)
+            t = self.trial
         if t is None or t.episode_id or not gt.episode_id:
             return
         meta = {
@@ -360,6 +368,23 @@ class TrialSession:
             self.trial = self.store.update_trial(t.id, **meta)
         except TrialError as exc:
             self.log.warning(f"trial {t.id}: episode from ground truth not recorded: {terminal_safe(exc)}")
+
+    def _record_gt_collisions(self, t: Trial, gt: GroundTruth) -> None:
+        """Store the simulator's contact counts since the trial opened (beside the robot's own
+        classification in the collisions table); a new episode's counts start from zero."""
+        base = self._gt_base
+        if base is None or base[0] != gt.episode_id or gt.collisions_human < base[1] or gt.collisions_static < base[2]:
+            # no truth yet when the trial opened, or the simulator began a new episode (counts from 0)
+            base = self._gt_base = (gt.episode_id, 0, 0)
+        counts = (gt.collisions_human - base[1], gt.collisions_static - base[2])
+        if (t.gt_collisions_human, t.gt_collisions_static) == counts:
+            return
+        try:
+            self.trial = self.store.update_trial(t.id, gt_collisions_human=counts[0], gt_collisions_static=counts[1])
+        except DiskFull:
+            self.disk_full(f"trial store {self.store.path}")
+        except TrialError as exc:
+            self.log.warning(f"trial {t.id}: ground-truth collisions not recorded: {terminal_safe(exc)}")
 
     def step_of(self, r: ActionResult, stamp: float) -> Step:
         """The :class:`Step` row of an action result with the latest pose, truth and people."""

@@ -68,7 +68,7 @@ from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_re
 #: ``--profile`` is given: the real robot's.
 DEFAULT_PROFILE = "go2"
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MAX_GOAL_RADIUS_M: float = 100.0
 """Largest success radius (m) a trial accepts (HA-VLN uses 3.0)."""
@@ -241,6 +241,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     INSERT INTO store_state (id, trials, last_trial_id) VALUES (1, (SELECT COUNT(*) FROM trials), (SELECT MAX(id) FROM trials));
     """,
+    # v3 -> v4: the simulator's ground-truth collision counts beside the robot's own classification
+    # (NULL = no ground truth: a real robot), the instruction's unknown-word rate against the
+    # policy's vocabulary, and a recording fault (the bag stopped; the trial went on in the store)
+    """
+    ALTER TABLE trials ADD COLUMN gt_collisions_human INTEGER;
+    ALTER TABLE trials ADD COLUMN gt_collisions_static INTEGER;
+    ALTER TABLE trials ADD COLUMN unknown_word_rate REAL;
+    ALTER TABLE trials ADD COLUMN recording_fault TEXT NOT NULL DEFAULT '';
+    """,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -314,6 +323,10 @@ UPDATABLE = frozenset(
         "checkpoint_sha256",
         "software",
         "profile",
+        "gt_collisions_human",
+        "gt_collisions_static",
+        "unknown_word_rate",
+        "recording_fault",
     }
 )
 
@@ -375,7 +388,16 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
         raise TrialError(f"{pre}goal: give both goal_x and goal_y (metres) or neither")
     if has_x and not out.get("goal_frame"):
         out["goal_frame"] = "start"
-    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path", *PROVENANCE_FIELDS):
+    for key in ("gt_collisions_human", "gt_collisions_static"):
+        v = out.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise TrialError(f"{pre}{key}: expected a count >= 0 or None (no ground truth), got {v!r}")
+    if out.get("unknown_word_rate") is not None:
+        v = out["unknown_word_rate"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise TrialError(f"{pre}unknown_word_rate: expected a share in [0, 1] or None, got {v!r}")
+        out["unknown_word_rate"] = float(v)
+    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path", "recording_fault", *PROVENANCE_FIELDS):
         if key in out:
             v = out[key]
             out[key] = "" if v is None else str(v).strip()
@@ -1117,10 +1139,13 @@ class TrialStore:
         Raises:
             TrialError: no such trial.
         """
+        rate = summary.get("unknown_word_rate")
+        rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 <= rate <= 1.0 else None
         with self._tx() as db:
             self._require(db, trial_id)
             db.execute(
-                "UPDATE trials SET agent_summary = ? WHERE id = ?", (jsonio.dumps(dict(summary), nonfinite="null", default=str), trial_id)
+                "UPDATE trials SET agent_summary = ?, unknown_word_rate = COALESCE(?, unknown_word_rate) WHERE id = ?",
+                (jsonio.dumps(dict(summary), nonfinite="null", default=str), rate, trial_id),
             )
 
     def actions(self, trial_id: int) -> list[str]:
