@@ -44,6 +44,7 @@ from havln_robot.records import (
     is_blocked_outcome,
 )
 from havln_robot.text import is_blank, normalize_instruction, terminal_safe
+from havln_robot.trials.regions import UNKNOWN_REGION, canonical_region
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
@@ -356,6 +357,7 @@ class TrialSession:
         t = self.trial
         if t is not None:
             self._record_gt_collisions(t, gt)
+            self._record_scene(self.trial or t, gt)
             t = self.trial
         if t is None or t.episode_id or not gt.episode_id:
             return
@@ -368,6 +370,27 @@ class TrialSession:
             self.trial = self.store.update_trial(t.id, **meta)
         except TrialError as exc:
             self.log.warning(f"trial {t.id}: episode from ground truth not recorded: {terminal_safe(exc)}")
+
+    def _record_scene(self, t: Trial, gt: GroundTruth) -> None:
+        """What the simulator knows of the episode and the trial lacks: the goal (map frame), the
+        people in it and their region (a region name outside regions.py stays unknown). Plan rows and
+        the operator's parameters are kept: only empty fields (no goal, 0 people, region unknown) are filled."""
+        meta: dict[str, Any] = {}
+        if t.goal_x is None and gt.goal_x is not None and gt.goal_y is not None:
+            meta.update(goal_x=gt.goal_x, goal_y=gt.goal_y, goal_frame="map")
+        if t.people_present == 0 and gt.people > 0:
+            meta["people_present"] = gt.people
+        if t.region == UNKNOWN_REGION and gt.region:
+            try:
+                meta["region"] = canonical_region(gt.region)
+            except ValueError:
+                pass
+        if not meta:
+            return
+        try:
+            self.trial = self.store.update_trial(t.id, **meta)
+        except TrialError as exc:
+            self.log.warning(f"trial {t.id}: goal / people / region from ground truth not recorded: {terminal_safe(exc)}")
 
     def _record_gt_collisions(self, t: Trial, gt: GroundTruth) -> None:
         """Store the simulator's contact counts since the trial opened (beside the robot's own

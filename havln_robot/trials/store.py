@@ -111,6 +111,10 @@ def lock_path(db_path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".lock")
 
 
+#: ``ne_source`` of a verdict the operator judged by eye, with no NE measured (``trial end --by-eye``).
+BY_EYE = "by eye"
+
+
 class TrialError(ValueError):
     """Bad trial input or an operation that does not fit the trial's state; one-line message."""
 
@@ -982,6 +986,7 @@ class TrialStore:
         end_reason: str | None = None,
         overwrite: bool = False,
         force: bool = False,
+        by_eye: bool = False,
     ) -> Trial:
         """Record the verdict; finishes the trial if it is still running.
 
@@ -1001,6 +1006,7 @@ class TrialStore:
             end_reason: why the run ended, if it is still running (default: the outcome).
             overwrite: replace an earlier verdict.
             force: record a success that contradicts the NE (marked as forced).
+            by_eye: the operator judged the verdict by eye: with no NE, ``ne_source`` says ``by eye``.
 
         Raises:
             TrialError: bad outcome / NE, no such trial, the trial already has a verdict and
@@ -1037,7 +1043,17 @@ class TrialStore:
             db.execute(
                 "UPDATE trials SET finished = COALESCE(finished, ?), end_reason = CASE WHEN finished IS NULL THEN ? ELSE end_reason END, "
                 "judged = ?, outcome = ?, reason = ?, ne_m = ?, ne_source = ?, verdict_forced = ? WHERE id = ?",
-                (now, end_reason or outcome, now, outcome, reason, ne_m, ne_source if ne_m is not None else "", int(contradicts), trial_id),
+                (
+                    now,
+                    end_reason or outcome,
+                    now,
+                    outcome,
+                    reason,
+                    ne_m,
+                    ne_source if ne_m is not None else (BY_EYE if by_eye else ""),
+                    int(contradicts),
+                    trial_id,
+                ),
             )
         self.trial_closed()
         return self.trial(trial_id)
