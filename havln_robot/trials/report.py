@@ -396,6 +396,7 @@ def _write_report_files(
         "",
         f"Database `{md_cell(store.path)}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
         "",
+        *([f"> **Warning -- this report may be incomplete:** {md_cell(store.warning)}", ""] if store.warning else []),
         f"**{plural(len(trials), 'trial')}** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
         "Success rates count success/failure verdicts only."

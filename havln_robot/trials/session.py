@@ -241,6 +241,7 @@ class TrialSession:
         self.agent: AgentStatus | None = None
         self._collisions_since_step = 0
         self._last_collision_step: _LastCollisionStep | None = None
+        self._wal_warned = False
         self._gt_base: tuple[str, int, int] | None = None  # (episode, human, static) of the truth when the trial opened
 
     # --- trial tracking -------------------------------------------------------------------------
@@ -546,7 +547,18 @@ class TrialSession:
         except TrialError as exc:
             self.log.error(f"episode_done: {terminal_safe(exc)}")
         self._release()
+        self.store_health()
         return t
+
+    def store_health(self) -> None:
+        """Warn once when the store's WAL checkpoint (run at every trial close) was blocked by a reader,
+        and once when it completes again."""
+        problem = getattr(self.store, "checkpoint_problem", "")
+        if problem and not self._wal_warned:
+            self.log.warning(terminal_safe(problem))
+        elif not problem and self._wal_warned:
+            self.log.info(f"{self.store.path}: WAL checkpointed again; the main file holds every closed trial")
+        self._wal_warned = bool(problem)
 
     def disk_full(self, where: str) -> None:
         """A write hit a full disk (``where``: the store or the bag): one error line; the trial is
@@ -578,6 +590,7 @@ class TrialSession:
         t = self.store.set_outcome(cur.id, verdict.value, reason=reason)
         if self.trial is not None and self.trial.id == t.id:
             self._release()
+        self.store_health()
         return t
 
     def close(self, reason: str = "shutdown") -> None:

@@ -253,6 +253,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE trials ADD COLUMN gt_collisions_static INTEGER;
     ALTER TABLE trials ADD COLUMN unknown_word_rate REAL;
     ALTER TABLE trials ADD COLUMN recording_fault TEXT NOT NULL DEFAULT '';
+    ALTER TABLE store_state ADD COLUMN checkpoint_failed REAL;
     """,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -434,7 +435,9 @@ class TrialStore:
             (``trial``, ``report``), ``--trials`` (``export``), ``db_path`` (a node's parameter).
 
     Attributes:
-        warning: one line about the file (a copy missing its WAL), or ``""``.
+        warning: one line about the file (a copy missing its WAL, or a WAL a reader keeps from being
+            checkpointed: :meth:`wal_problem`), or ``""``.
+        checkpoint_problem: the writer's last WAL checkpoint was blocked by a reader (one line), or ``""``.
 
     Raises:
         StoreBusy: ``writer`` and another process writes this store (the message names its pid).
@@ -457,6 +460,7 @@ class TrialStore:
         self._writer: locks.HeldLock | None = None
         self.readonly = readonly
         self.warning = ""
+        self.checkpoint_problem = ""  # the writer's last checkpoint was blocked (wal_problem), "" when it completed
         if writer and not self._mem:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -529,7 +533,7 @@ class TrialStore:
                         f"{self.path}: schema version {v}, this build reads {SCHEMA_VERSION}; open it once read-write to migrate"
                     )
                 self._check_schema(self._db, v)
-                self.warning = self._copy_check() or ""
+                self.warning = self._copy_check() or self.wal_problem() or ""
             else:
                 self._migrate()
                 problem = self._copy_check()
@@ -597,6 +601,29 @@ class TrialStore:
             f"later ones are missing. Copy {self.path.name}-wal with it, or copy stores with 'havln-robot trial backup OUT'"
         )
 
+    def wal_problem(self) -> str | None:
+        """One line when the writer's last WAL checkpoint could not complete (``store_state.checkpoint_failed``,
+        set by :meth:`checkpoint`): another connection holds a read transaction, so the WAL grows and
+        the main file alone lacks the newest trials; None when the last checkpoint completed."""
+        if self._mem or "store_state" not in self._tables():
+            return None
+        with self._lock:
+            cols = {r[1] for r in self._db.execute("PRAGMA table_info(store_state)")}
+            if "checkpoint_failed" not in cols:
+                return None
+            row = self._db.execute("SELECT checkpoint_failed FROM store_state WHERE id = 1").fetchone()
+        if row is None or row[0] is None:
+            return None
+        try:
+            size = Path(f"{self.path}-wal").stat().st_size
+        except OSError:
+            size = 0
+        return (
+            f"{self.path}: the WAL could not be checkpointed since {_fmt_ts(row[0])} ({size / 1e6:.2f} MB in {self.path.name}-wal): "
+            "another program holds a read transaction on the store (a database browser, an open sqlite3 shell); close it. "
+            f"Until then {self.path.name} alone lacks the newest trials: copy it with 'havln-robot trial backup OUT'"
+        )
+
     def _mark_writer(self, event: str) -> None:
         """Keep the ``store_state`` row current and checkpoint the WAL.
 
@@ -632,6 +659,22 @@ class TrialStore:
                 busy, _log, _done = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             except sqlite3.Error:
                 return False
+            # readers see the outcome in store_state (wal_problem): trial list, doctor, report
+            try:
+                if busy:
+                    self._db.execute(
+                        "UPDATE store_state SET checkpoint_failed = COALESCE(checkpoint_failed, ?) WHERE id = 1", (time.time(),)
+                    )
+                    self.checkpoint_problem = self.wal_problem() or "WAL checkpoint blocked by a reader"
+                elif (
+                    self.checkpoint_problem
+                    or self._db.execute("SELECT 1 FROM store_state WHERE id = 1 AND checkpoint_failed IS NOT NULL").fetchone()
+                ):
+                    self._db.execute("UPDATE store_state SET checkpoint_failed = NULL WHERE id = 1")
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    self.checkpoint_problem = ""
+            except sqlite3.Error:
+                pass  # no store_state (an old schema being migrated) or a full disk: the WAL keeps it
         return busy == 0
 
     def trial_closed(self) -> None:
@@ -681,6 +724,8 @@ class TrialStore:
                             "trials = (SELECT COUNT(*) FROM trials), last_trial_id = (SELECT MAX(id) FROM trials) WHERE id = 1",
                             (time.time(),),
                         )
+                        if "checkpoint_failed" in {r[1] for r in target.execute("PRAGMA table_info(store_state)")}:
+                            target.execute("UPDATE store_state SET checkpoint_failed = NULL WHERE id = 1")  # the copy is complete
                     ok = target.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
                 finally:
                     target.close()
@@ -1368,6 +1413,7 @@ class _StoreState:
     writer_since: float | None = None
     checkpointed: float | None = None
     last_trial_id: int | None = None
+    checkpoint_failed: float | None = None
 
 
 _KINDS = {cls: _column_kinds(cls) for cls in (Trial, Step, Collision, PlannedTrial, CampaignInfo, _StoreState)}
