@@ -82,6 +82,7 @@ BENCHES = {
     "scale": "havln_robot.bench.scale:main",
     "stairs": "havln_robot.bench.stairs:main",
     "agreement": "havln_robot.bench.agreement:main",
+    "trials": "havln_robot.bench.trials:main",
     "all": "havln_robot.figures:main",
 }
 

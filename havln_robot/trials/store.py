@@ -1194,6 +1194,42 @@ class TrialStore:
             rows = self._db.execute(f"SELECT {', '.join(_STEP_FIELDS)} FROM steps WHERE trial_id = ? ORDER BY seq", (trial_id,)).fetchall()
         return [Step(**_typed_row(Step, r, self.path, "steps", f"trial {trial_id} seq {r['seq']!r}", _STEP_FIELDS)) for r in rows]
 
+    def steps_of(self, trial_ids: Sequence[int]) -> dict[int, list[Step]]:
+        """The steps of several trials in one query (a report over a campaign): trial id -> steps in
+        order; trials without steps are absent. The same typed reading as :meth:`steps`."""
+        if not trial_ids:
+            return {}
+        out: dict[int, list[Step]] = {}
+        marks = ", ".join("?" * len(trial_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT trial_id, {', '.join(_STEP_FIELDS)} FROM steps WHERE trial_id IN ({marks}) ORDER BY trial_id, seq",
+                [int(i) for i in trial_ids],
+            ).fetchall()
+        for r in rows:
+            tid = r["trial_id"]
+            out.setdefault(tid, []).append(Step(**_typed_row(Step, r, self.path, "steps", f"trial {tid} seq {r['seq']!r}", _STEP_FIELDS)))
+        return out
+
+    def collisions_of(self, trial_ids: Sequence[int]) -> dict[int, list[Collision]]:
+        """The collisions of several trials in one query: trial id -> events in time order (see :meth:`collisions`)."""
+        if not trial_ids:
+            return {}
+        out: dict[int, list[Collision]] = {}
+        marks = ", ".join("?" * len(trial_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT trial_id, id AS row_id, {', '.join(_COLL_FIELDS)} FROM collisions WHERE trial_id IN ({marks}) "
+                "ORDER BY trial_id, stamp, id",
+                [int(i) for i in trial_ids],
+            ).fetchall()
+        for r in rows:
+            tid = r["trial_id"]
+            out.setdefault(tid, []).append(
+                Collision(**_typed_row(Collision, r, self.path, "collisions", f"id {r['row_id']!r} (trial {tid})", _COLL_FIELDS))
+            )
+        return out
+
     def record_agent_summary(self, trial_id: int, summary: Mapping[str, Any]) -> None:
         """Store the agent's episode summary (havln/episode_done JSON) with the trial.
 
