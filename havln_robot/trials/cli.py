@@ -202,7 +202,7 @@ def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
         return 0
     print(f"{'id':>4}  {'started':19}  {'platform':8}  {'region':14}  {'people':>6}  {'steps':>5}  {'state':16}  {'NE m':>6}  policy")
     for t in trials:
-        state = t.state + ("*" if t.verdict_forced else "")
+        state = t.state + ("*" if t.verdict_forced else "") + ("!" if t.recording_fault else "")
         print(
             f"{t.id:>4}  {_fmt_time(t.started):19}  {t.platform:8}  {terminal_safe(short_label(t.region))[:14]:14}  {t.people_present:>6}  "
             f"{st.step_count(t.id):>5}  {state[:16]:16}  {_fmt_m(t.ne_m):>6}  {terminal_safe(t.policy or '-')}"
@@ -211,6 +211,8 @@ def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
         print("interrupted: its logger died while the trial ran (kill -9, power loss); give a verdict with trial end --id N")
     if any(t.verdict_forced for t in trials):
         print("*: verdict forced against the measured NE (trial end --force)")
+    if any(t.recording_fault for t in trials):
+        print("!: recording fault -- the MCAP bag stopped during the trial, which went on in the store (trial show N)")
     return 0
 
 
@@ -236,9 +238,15 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
         ),
         ("NE", f"{_fmt_m(t.ne_m)} m ({t.ne_source or '-'})"),
         ("steps", f"{s.steps}" + (f" policy actions ({s.motions} motions incl. panorama turns)" if s.motions != s.steps else "")),
-        ("collisions", f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static})"),
+        (
+            "collisions",
+            f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static}; {s.source}"
+            + (f"; the robot classified human {s.robot_human}, static {s.robot_static}" if s.kinds_differ else "")
+            + ")",
+        ),
         ("path length", f"{s.path_length_m:.2f} m"),
-        ("mcap", t.mcap_path or "-"),
+        ("mcap", (t.mcap_path or "-") + (f"  RECORDING FAULT: {t.recording_fault}" if t.recording_fault else "")),
+        ("unknown words", "-" if t.unknown_word_rate is None else f"{t.unknown_word_rate:.0%} of the instruction"),
         ("policy", f"{t.policy or '-'}" + (f" ({t.checkpoint}, sha256 {t.checkpoint_sha256[:16]})" if t.checkpoint else "")),
         ("software", t.software or "-"),
         ("profile", t.profile or "-"),

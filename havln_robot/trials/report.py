@@ -464,6 +464,7 @@ def _write_report_files(
     n_sr = sum(sr_success(s.trial, s.collisions_human) for s in judged)
     forced = [s.trial.id for s in summaries if s.trial.verdict_forced]
     interrupted = [s.trial.id for s in summaries if s.trial.state == "interrupted"]
+    faulted = [s.trial.id for s in summaries if s.trial.recording_fault]
     prov: dict[tuple[str, str, str, str], list[int]] = {}
     for t in trials:
         prov.setdefault((t.policy or "unknown", t.checkpoint_sha256, t.software or "unknown", t.profile or "unknown"), []).append(t.id)
@@ -477,7 +478,10 @@ def _write_report_files(
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
         "Success rates count success/failure verdicts only."
         + (f" Trials {', '.join(map(str, interrupted))}: interrupted (their logger died; no verdict yet)." if interrupted else "")
-        + (f" Trials {', '.join(map(str, forced))}: verdict forced against the measured NE (`trial end --force`)." if forced else ""),
+        + (f" Trials {', '.join(map(str, forced))}: verdict forced against the measured NE (`trial end --force`)." if forced else "")
+        + (
+            f" **Recording fault** (the MCAP bag stopped; the trial went on in the store): trials {_id_ranges(faulted)}." if faulted else ""
+        ),
         "",
         "## Provenance",
         "",
@@ -586,7 +590,7 @@ def _write_report_files(
                     s.steps,
                     f"{s.collisions_human}/{s.collisions_static}",
                     f"{s.path_length_m:.1f}",
-                    s.trial.reason or "",
+                    (s.trial.reason or "") + (f" (recording fault: {s.trial.recording_fault})" if s.trial.recording_fault else ""),
                     (s.trial.policy or "–") + (f" ({s.trial.checkpoint_sha256[:8]})" if s.trial.checkpoint_sha256 else ""),
                     s.trial.notes,
                 ]

@@ -560,6 +560,29 @@ class TrialSession:
             self.log.info(f"{self.store.path}: WAL checkpointed again; the main file holds every closed trial")
         self._wal_warned = bool(problem)
 
+    def recording_fault(self, why: str, paused: bool = False) -> None:
+        """The MCAP bag cannot be written (``why``: one line): the running trial goes on in the store,
+        marked with the fault (``recording_fault``: trial show, list, report); one error line."""
+        run = self.trial
+        if run is None:
+            self.log.error(f"MCAP bag: {why}; no trial running")
+            return
+        n = self.store.step_count(run.id)
+        note = f"MCAP bag stopped after step {n}: {why}"
+        try:
+            self.trial = self.store.update_trial(run.id, recording_fault=note)
+        except DiskFull:
+            self.disk_full(f"trial store {self.store.path}")
+            return
+        except TrialError as exc:
+            self.log.warning(f"trial {run.id}: recording fault not stored: {terminal_safe(exc)}")
+        then = (
+            "the robot is stopped (agent paused: mcap_on_fault pause); resume from the console or publish false on the pause topic"
+            if paused
+            else "the trial goes on, recorded in the trial store only (marked in trial show and the report)"
+        )
+        self.log.error(f"trial {run.id}: recording fault -- {terminal_safe(note)}; {then}")
+
     def disk_full(self, where: str) -> None:
         """A write hit a full disk (``where``: the store or the bag): one error line; the trial is
         closed ``aborted`` (reason ``disk full``) as far as the disk allows, else left open and
