@@ -97,6 +97,7 @@ BENCHES = {
     "stairs": "havln_robot.bench.stairs:main",
     "agreement": "havln_robot.bench.agreement:main",
     "link": "havln_robot.bench.link:main",
+    "trials": "havln_robot.bench.trials:main",
     "all": "havln_robot.figures:main",
 }
 

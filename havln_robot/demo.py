@@ -571,6 +571,24 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
     return 1 if failed else status
 
 
+def kinds_note(run: EpisodeRun) -> str:
+    """One line when motion_node's classification of the contacts differs from sim_node's ground truth
+    in any kind (human or static), "" when they agree. The table, the report and SR use the ground truth."""
+    gt = run.ground_truth
+    if gt is None:
+        return ""
+    rh = sum(c.get("type") == "human" for c in run.collisions)
+    rs = sum(c.get("type") == "static" for c in run.collisions)
+    ro = len(run.collisions) - rh - rs
+    if (rh, rs, ro) == (gt.collisions_human, gt.collisions_static, 0):
+        return ""
+    other = f", {ro} other" if ro else ""
+    return (
+        f"motion_node classified its contacts as human {rh}, static {rs}{other} (red x in the plot); sim_node's ground truth "
+        f"counts human {gt.collisions_human}, static {gt.collisions_static} (the table, the report and SR use the ground truth)"
+    )
+
+
 def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespace, have_data: bool, episodes_file: Path) -> int:
     """Trial rows, report, plots, format-v1 file and the summary table."""
     from havln_robot.paths import safe_child
@@ -645,11 +663,9 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
             f"{n_pano!s:>9} {pano_pct:>12} {wait_pct:>17}  #{run.trial_id}"
         )
         print(f"    top-down plot: {png}")
-        if gt is not None and len(run.collisions) != gt.collisions_human + gt.collisions_static:
-            print(
-                f"    motion_node reported {len(run.collisions)} contact(s) (red x in the plot); sim_node's ground truth "
-                f"counts {gt.collisions_human + gt.collisions_static} collision(s) (the table)"
-            )
+        note = kinds_note(run)
+        if note:
+            print(f"    {note}")
         if t is not None and t.mcap_path:
             print(f"    MCAP bag: {terminal_safe(t.mcap_path)}")
     print(f"  trial DB: {db}")

@@ -808,7 +808,24 @@ def check_store(ctx: Context) -> Result:
     if holder:
         return Result("store", FAIL, f"{db}: held by another writer ({holder})", "stop that trial_logger_node first (one writer per store)")
     state = "exists" if db.exists() else f"created on the first trial under {where}"
+    wal = _store_wal_problem(db) if db.exists() else None
+    if wal:
+        return Result("store", WARN, wal, "close the program reading the store; back it up with havln-robot trial backup OUT")
     return Result("store", OK, f"{db} writable ({state})")
+
+
+def _store_wal_problem(db: Path) -> str | None:
+    """The store's WAL health (:meth:`havln_robot.trials.store.TrialStore.wal_problem`): a checkpoint a reader
+    blocks; None when healthy or when the store cannot be read here (other checks say why)."""
+    try:
+        from havln_robot.trials.store import TrialError, TrialStore
+    except ImportError:
+        return None
+    try:
+        with TrialStore(db, readonly=True, timeout_s=1.0) as st:
+            return st.wal_problem()
+    except (TrialError, OSError):
+        return None
 
 
 def _store_holder(db: Path) -> str | None:

@@ -15,7 +15,7 @@ import time
 
 from havln_robot import topics
 from havln_robot.rosnames import RULES_URL, namespace_arg, node_namespace, topic_error
-from havln_robot.text import is_blank, nonempty, number_in
+from havln_robot.text import is_blank, nonempty, normalize_instruction, number_in
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--namespace", type=namespace_arg, default="", help="namespace of the robot's nodes (go2.launch.py namespace:=NS)")
     ap.add_argument("--wait", type=number_in(0, 3600, unit="s"), default=10.0, help="seconds to wait for a subscriber (default 10)")
     args = ap.parse_args(argv)
+    args.text = normalize_instruction(args.text)  # as agent_node reads it
     if is_blank(args.text):  # also zero-width / format characters only (text.is_blank)
         ap.error('give the instruction text, e.g. havln-robot instruct "walk to the sofa"')
     if args.wait <= 0:

@@ -535,6 +535,8 @@ class GroundTruth:
         path_length_m: travelled path, m.
         distance_to_goal_euclid_m: straight-line distance to the goal, m (reported only); nan when absent.
         goal_unreachable: no walkable path joins the robot to the goal (never a success).
+        goal_x, goal_y: the episode's goal in the map frame, m; None when not sent (wire "").
+        people: people in the episode; -1 when not sent. region: the region they are in ("" unknown).
         schema_version: record version (1).
     """
 
@@ -552,6 +554,10 @@ class GroundTruth:
     path_length_m: float = 0.0
     distance_to_goal_euclid_m: float = math.nan
     goal_unreachable: bool = False
+    goal_x: float | None = None
+    goal_y: float | None = None
+    people: int = -1
+    region: str = ""
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -570,6 +576,11 @@ class GroundTruth:
         d = {k: getattr(self, k) for k in GROUND_TRUTH_KEYS}
         if self.nearest_person_m is None:
             d["nearest_human_m"] = ""
+        if self.people < 0:
+            d["people"] = ""
+        for k in ("goal_x", "goal_y"):
+            if d[k] is None:
+                d[k] = ""
         d[SCHEMA_KEY] = self.schema_version
         return {k: wire_value(v) for k, v in d.items()}
 
@@ -595,6 +606,10 @@ class GroundTruth:
             path_length_m=_float(values, "path_length_m", 0.0),
             distance_to_goal_euclid_m=_float(values, "distance_to_goal_euclid_m"),
             goal_unreachable=bool(_bool(values, "goal_unreachable")),
+            goal_x=finite_or_none(_float(values, "goal_x")),
+            goal_y=finite_or_none(_float(values, "goal_y")),
+            people=_int(values, "people", -1),
+            region=str(values.get("region", "")),
             schema_version=_version(values),
         )
 

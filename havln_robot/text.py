@@ -250,3 +250,34 @@ def csv_text(text: object) -> str:
         return ""
     s = terminal_safe(text)
     return "'" + s if s[:1] in _FORMULA_LEAD else s
+
+
+#: Typographic punctuation people type (or their editors substitute) and its ASCII form, applied after
+#: NFKC (which already folds full-width forms such as U+FF0C to ``,``): quotes and apostrophes
+#: (U+2018/2019/201A/201B/2032 -> ``'``; U+201C/201D/201E/201F/2033/00AB/00BB -> ``"``) and dashes /
+#: minus signs (U+2010..2015, U+2212 -> ``-``).
+_TYPOGRAPHIC = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+    }
+)
+
+
+def normalize_instruction(text: str) -> str:
+    """The one normalisation of an instruction before it is tokenised, shown or stored: Unicode NFKC
+    (full-width letters and punctuation to their usual forms, ligatures split), typographic quotes,
+    apostrophes and dashes to their ASCII forms (``you’ll`` -> ``you'll``), format characters (Cf:
+    zero-width space / joiners, soft hyphen, bidi marks, BOM) removed, runs of white space to one
+    space, ends stripped.
+
+    Args:
+        text: the instruction as typed or published.
+
+    Returns:
+        The normalised text ("" when nothing visible is left; see :func:`is_blank`).
+    """
+    s = unicodedata.normalize("NFKC", str(text)).translate(_TYPOGRAPHIC)
+    s = "".join(ch for ch in s if unicodedata.category(ch) != "Cf")
+    return " ".join(s.split())

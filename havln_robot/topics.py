@@ -86,6 +86,10 @@ GROUND_TRUTH_KEYS = (
     "collisions_human",
     "collisions_static",
     "path_length_m",
+    "goal_x",  # the episode's goal, map frame, m
+    "goal_y",
+    "people",  # people in the episode ("" = unknown)
+    "region",  # region the episode's people are in (HAPS name, "" = unknown)
 )
 #: agent_node → after each decision.
 AGENT_STATUS_KEYS = ("step", "action", "state", "policy_ms", "panorama_s", "waiting_s")

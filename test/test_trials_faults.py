@@ -108,9 +108,10 @@ def test_real_full_tmpfs_store_keeps_every_committed_step(tmp_path):
 
 
 def test_node_closes_the_trial_on_disk_full_in_one_line(ros_context, tmp_path, inject, capfd):
-    """trial_logger_node: the MCAP bag's disk fills (injected ENOSPC) → one error line, the trial
-    closed aborted (disk full), the bag finished; then the store's disk fills on a step write of
-    the next trial → the same, steps committed before kept. No traceback."""
+    """trial_logger_node: the MCAP bag's disk fills (injected ENOSPC) → one error line, the bag
+    finished, the trial goes on in the store marked with its recording fault; then the store's disk
+    fills on a step write of the next trial → the trial closed aborted (disk full), steps committed
+    before kept. No traceback."""
     pytest.importorskip("rclpy")
     from diagnostic_msgs.msg import DiagnosticStatus
     from rclpy.executors import SingleThreadedExecutor
@@ -157,9 +158,9 @@ def test_node_closes_the_trial_on_disk_full_in_one_line(ros_context, tmp_path, i
         for i in range(4):
             res.publish(result(i))
             spin_until(lambda: False, 0.1)
-        assert spin_until(lambda: reader.trial(t1.id).outcome == "aborted")
+        assert spin_until(lambda: reader.trial(t1.id).recording_fault != "" and reader.step_count(t1.id) == 4)
         t1 = reader.trial(t1.id)
-        assert (t1.reason, t1.end_reason) == ("disk full", "disk full") and reader.step_count(t1.id) >= 1
+        assert t1.state == "running" and "disk full" in t1.recording_fault  # recorded on in the store
         # 2) the store's disk is full on the third step of the next trial
         inject("")
         instr.publish(String(data="go to the door"))
@@ -182,5 +183,56 @@ def test_node_closes_the_trial_on_disk_full_in_one_line(ros_context, tmp_path, i
     assert "Traceback" not in err
     lines = [ln for ln in err.splitlines() if "disk full" in ln]
     assert len(lines) == 2, err
-    assert f"trial {t1.id} closed as aborted (disk full)" in lines[0] and f"trial {t2.id} closed as aborted (disk full)" in lines[1]
+    assert f"trial {t1.id}: recording fault" in lines[0] and "goes on" in lines[0]
+    assert f"trial {t2.id} closed as aborted (disk full)" in lines[1]
     assert json.loads(json.dumps(lines))  # plain text lines
+
+
+def test_node_pauses_the_agent_on_a_recording_fault_when_the_profile_says_so(ros_context, tmp_path, inject):
+    """mcap_on_fault: pause -- the bag's disk fills: the logger publishes true on pause_topic (agent_node
+    holds its next action, the robot stands), and the trial stays open, marked with its fault."""
+    pytest.importorskip("rclpy")
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from std_msgs.msg import Bool, String
+
+    from havln_robot import topics
+    from havln_robot.nodes.trial_logger_node import TrialLoggerNode
+    from havln_robot.ros.codec import status_msg
+    from havln_robot.trials.params import TRIAL_LOGGER_PARAMS
+
+    params = TRIAL_LOGGER_PARAMS.validate(
+        {
+            "platform": "sim",
+            "db_path": str(tmp_path / "trials.db"),
+            "record_mcap": True,
+            "mcap_dir": str(tmp_path / "mcap"),
+            "mcap_on_fault": "pause",
+            "poll_period": 0.2,
+        }
+    )
+    node = TrialLoggerNode(params=params, context=ros_context)
+    io = Node("pause_test_io", context=ros_context)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    ex.add_node(io)
+    paused: list[bool] = []
+    io.create_subscription(Bool, topics.AGENT_PAUSE, lambda m: paused.append(m.data), 10)
+    reader = TrialStore(tmp_path / "trials.db", readonly=True)
+    try:
+        instr = io.create_publisher(String, topics.INSTRUCTION, 10)
+        res = io.create_publisher(DiagnosticStatus, topics.ACTION_RESULT, 50)
+        assert rosspin.spin_until(ex, lambda: instr.get_subscription_count() > 0 and res.get_subscription_count() > 0, 10.0)
+        inject("mcap:1")
+        instr.publish(String(data="go to the window"))
+        assert rosspin.spin_until(ex, lambda: reader.running_trial() is not None, 10.0)
+        t = reader.running_trial()
+        res.publish(status_msg("MOVE_FORWARD", "ok", {"action": "MOVE_FORWARD", "outcome": "ok", "x": 0.25, "y": 0.0, "yaw_deg": 0.0}))
+        assert rosspin.spin_until(ex, lambda: paused == [True] and reader.trial(t.id).recording_fault != "", 10.0)
+        assert reader.trial(t.id).state == "running"
+    finally:
+        reader.close()
+        node.destroy_node()
+        io.destroy_node()
+        ex.shutdown()

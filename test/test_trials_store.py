@@ -121,7 +121,7 @@ def test_migration_from_v1_and_refusals(tmp_path):
     con.commit()
     con.close()
     with TrialStore(db) as st:
-        assert st.schema_version == SCHEMA_VERSION == 3
+        assert st.schema_version == SCHEMA_VERSION == 4
         assert st.trials()[0].policy == ""  # v3 provenance columns added with defaults
         [t] = st.trials()
         assert (t.region, t.people_present, t.campaign_id) == ("office", 1, None)

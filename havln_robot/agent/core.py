@@ -44,6 +44,7 @@ from havln_robot.perception.panorama import PanoramaCapture, PanoramaView, TurnR
 from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
 from havln_robot.perception.sweep import SweepConfig, SweepPanorama, SweepSelector
 from havln_robot.policy.api import Observation, Policy
+from havln_robot.policy.tokenizer import check_instruction
 from havln_robot.records import MAX_CONSECUTIVE_BLOCKED, BlockedCounter, EpisodeBlocked, Outcome, is_blocked_outcome
 
 #: Wall time of one 15° TURN with its settling, s (docs/motion.md: 0.72 s mean in the motion bench);
@@ -132,6 +133,7 @@ class AgentConfig:
     blocked_wait_s: float = 1.0
     max_consecutive_blocked: int = MAX_CONSECUTIVE_BLOCKED
     inference_timeout_s: float = 10.0
+    max_unknown_word_rate: float = 0.5
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AgentConfig:
@@ -182,6 +184,8 @@ class EpisodeResult:
     panorama_s: float = 0.0
     policy_wait_s: float = 0.0
     link_gaps: list[dict[str, Any]] = field(default_factory=list)
+    unknown_word_rate: float | None = None
+    unknown_words: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         """The havln/episode_done payload: {"reason", "steps", ...} (contract keys first)."""
@@ -209,6 +213,8 @@ class EpisodeResult:
             "policy_wait_share": round(self.policy_wait_s / self.duration_s, 3) if self.duration_s > 0 else None,
             "link_gaps": self.link_gaps,
             "link_gap_s": round(float(sum(g["wait_s"] for g in self.link_gaps)), 3),
+            "unknown_word_rate": None if self.unknown_word_rate is None else round(self.unknown_word_rate, 4),
+            "unknown_words": self.unknown_words,
         }
         return jsonio.dumps(body, nonfinite="null")
 
@@ -564,6 +570,21 @@ class EpisodeRunner:
         return action, ms
 
     # --- the episode -----------------------------------------------------------------------------
+    def _check_vocabulary(self, instruction: str, result: EpisodeResult) -> None:
+        """Record the instruction's unknown-word rate against the policy's vocabulary (policies
+        without one are not checked) and refuse it above ``max_unknown_word_rate``.
+
+        Raises:
+            AgentAbort: refused (``error``: the episode ends aborted before any motion).
+        """
+        vocab = getattr(self.policy, "vocab", None)
+        if vocab is None or not callable(getattr(vocab, "unknown_words", None)):
+            return
+        chk = check_instruction(vocab, instruction, self.config.max_unknown_word_rate)
+        result.unknown_word_rate, result.unknown_words = chk.rate, list(chk.unknown)
+        if chk.refused:
+            raise AgentAbort(chk.message())
+
     def run(self, instruction: str) -> EpisodeResult:
         """Run one episode to STOP, the budget, cancellation or an error (never raises for those).
 
@@ -584,6 +605,7 @@ class EpisodeRunner:
                 pass
 
         try:
+            self._check_vocabulary(instruction, result)
             self._result(self._submit(self.policy.reset, instruction), "reset")
             while result.steps < self.config.max_actions:
                 self._check_cancel()

@@ -135,6 +135,16 @@ AGENT_PARAMS = ParamSpec(
             min=0.01,
             max=600.0,
         ),
+        Param(
+            "max_unknown_word_rate",
+            0.5,
+            "float",
+            "an instruction with a larger share of words outside the policy's vocabulary is refused (episode aborted, the "
+            "unknown words named): the policy would read mostly <unk>; 1.0 = never refuse (policies without a vocabulary "
+            "are not checked)",
+            min=0.0,
+            max=1.0,
+        ),
         Param("instruction_topic", topics.INSTRUCTION, "str", "std_msgs/String instruction in; a new one aborts the running episode"),
         Param("action_topic", topics.ACTION, "str", "std_msgs/String action literal out (to motion_node)"),
         Param("action_result_topic", topics.ACTION_RESULT, "str", "diagnostic_msgs/DiagnosticStatus action result in (from motion_node)"),

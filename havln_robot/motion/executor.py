@@ -162,6 +162,9 @@ class MotionConfig:
     turn_margin: float = 0.03
     personal_space: float = 0.45
     person_radius: float = 0.3
+    contact_reach: float = 1.5
+    """A bump is human when a remembered person (:attr:`Obstacles.recalled`) is this close to the
+    footprint, m (``contact_reach_m``; docs/motion.md 'Collision kinds')."""
     require_depth: bool = True
     min_points: int = 12
     revert: bool = True
@@ -208,6 +211,7 @@ class MotionConfig:
             turn_margin=p["turn_margin_m"],
             personal_space=p["personal_space_m"],
             person_radius=p["person_radius_m"],
+            contact_reach=p.get("contact_reach_m", 1.5),
             require_depth=p["require_depth"],
             min_points=p["min_obstacle_points"],
             revert=p["revert"],
@@ -908,10 +912,20 @@ class Executor:
         return turn_hazard(obs, cfg.footprint, remaining, cfg.turn_margin, cfg.person_radius, cfg.min_points)
 
     def _classify_bump(self, obs: Obstacles, source: str, detail: str) -> Hazard:
-        near = contact_hazard(obs, self.cfg.footprint, self.cfg.person_radius + self.cfg.personal_space)
+        """The kind of a bump (stall / IMU jolt): ``human`` when a person is within reach of the
+        footprint -- one in the fresh people input within ``person_radius + personal_space``, or one
+        seen within ``contact_recall_s`` (:attr:`Obstacles.recalled`: the camera looks forward, and a
+        person who walks into the robot from beside or behind has left its view) whose last position
+        is within ``contact_reach`` -- else ``static``. The rule: docs/motion.md 'Collision kinds'."""
+        cfg = self.cfg
+        near = contact_hazard(obs, cfg.footprint, cfg.person_radius + cfg.personal_space)
+        how = "nearby"
+        if near is None and obs.recalled:
+            near = contact_hazard(Obstacles(people=obs.recalled), cfg.footprint, cfg.contact_reach)
+            how = "seen nearby moments before"
         if near is not None:
             who = "a person" if near.human_id is None else f"person {near.human_id}"
-            return Hazard("human", source, 0.0, near.human_id, f"{detail}; {who} nearby", contact=True)
+            return Hazard("human", source, 0.0, near.human_id, f"{detail}; {who} {how}", contact=True)
         return Hazard("static", source, 0.0, None, detail, contact=True)
 
     def _collision(self, t: float, odom: Pose2D | None, hz: Hazard, state: str) -> CollisionRecord:

@@ -179,6 +179,24 @@ MOTION_PARAMS = ParamSpec(
             max=5.0,
         ),
         Param("person_radius_m", 0.3, "float", "body radius of a person for turn clearance, m", min=0.05, max=1.0),
+        Param(
+            "contact_recall_s",
+            20.0,
+            "float",
+            "people seen this recently (then out of view) are remembered to classify a bump (stall, jolt), s "
+            "(0 = only fresh people; docs/motion.md 'Collision kinds')",
+            min=0.0,
+            max=120.0,
+        ),
+        Param(
+            "contact_reach_m",
+            1.5,
+            "float",
+            "a bump is a human contact when a remembered person's last position is this close to the footprint, m "
+            "(fresh people: person_radius_m + personal_space_m)",
+            min=0.0,
+            max=5.0,
+        ),
         Param("people_timeout_s", 1.0, "float", "people older than this are ignored, s", min=0.05, max=30.0),
         Param(
             "require_people",

@@ -66,6 +66,30 @@ class PeopleInput:
         """Forget both sources (the clock jumped back)."""
         self.people: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)
         self.tracks: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)
+        self.seen: tuple[list[Person], float, Pose2D | None] = ([], -math.inf, None)
+
+    def set_people(self, people: list[Person], t: float, at: Pose2D | None) -> None:
+        """A ``people_topic`` message received at ``t`` (s), captured at odom pose ``at``."""
+        self.people = (self.nearest(people), t, at)
+        self._remember(self.people)
+
+    def set_tracks(self, tracks: list[Person], t: float, at: Pose2D | None) -> None:
+        """A ``people_tracks_topic`` message received at ``t`` (s), captured at odom pose ``at``."""
+        self.tracks = (self.nearest(tracks), t, at)
+        self._remember(self.tracks)
+
+    def _remember(self, msg: tuple[list[Person], float, Pose2D | None]) -> None:
+        if msg[0]:  # the newest message that showed somebody
+            self.seen = msg
+
+    def recalled(self, t: float, here: Pose2D | None, recall_s: float) -> list[Person]:
+        """The people of the newest message that showed somebody, when it is no longer fresh (older
+        than ``timeout_s``) but at most ``recall_s`` old: their last positions in the base_link of
+        ``here``. Used only to classify a bump (a person who walked out of the camera's view)."""
+        people, ts, at = self.seen
+        if not people or t - ts <= self.timeout_s or t - ts > recall_s:
+            return []
+        return rebase_people(people, at, here)
 
     def nearest(self, people: list[Person]) -> list[Person]:
         """At most ``max_people`` of ``people``, the nearest first (:func:`nearest_rows`)."""

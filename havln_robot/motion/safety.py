@@ -99,11 +99,15 @@ class Obstacles:
             weigh each sample by the depth pixels the camera would return there); ``None`` = one
             point each (a depth image). Every count against ``min_points`` uses these weights, so
             the same rule judges rendered depth and analytic walls.
+        recalled: people no longer in the fresh input but seen within ``contact_recall_s`` (last
+            position moved into the current base_link); only the classification of a bump
+            (stall / jolt) reads them, never the motion checks.
     """
 
     points: np.ndarray | None = None
     people: list[Person] = field(default_factory=list)
     weights: np.ndarray | None = None
+    recalled: list[Person] = field(default_factory=list)
 
     def count(self, mask: np.ndarray) -> float:
         """Depth points selected by the boolean ``mask`` over :attr:`points` (weighted when :attr:`weights` is set)."""

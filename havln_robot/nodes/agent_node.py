@@ -45,7 +45,7 @@ from havln_robot.policy.registry import make_policy, no_data_fallback
 from havln_robot.records import AgentStatus
 from havln_robot.ros.codec import compressed_color_array, compressed_depth_array, encode_agent_status, image_array
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
-from havln_robot.text import is_blank, terminal_safe
+from havln_robot.text import is_blank, normalize_instruction, terminal_safe
 
 _FRAMES_KEPT = 8
 _IMU_KEPT = 400  # IMU samples kept for the start of a sweep (4 s at the 100 Hz of the sim and the Go2 driver)
@@ -150,7 +150,7 @@ class AgentNode(HavlnNode):
 
     # --- callbacks (store and notify only) --------------------------------------------------------
     def _on_instruction(self, msg: String) -> None:
-        text = msg.data.strip()
+        text = normalize_instruction(msg.data)  # the one normalisation, before anything reads it
         if is_blank(text):
             self.get_logger().error(
                 f"{self.params['instruction_topic']}: empty instruction ignored (only blank, control or zero-width characters: "

@@ -225,7 +225,8 @@ class MotionNode(HavlnNode):
         people = self.people.fresh(t, self._odom)
         if pts is not None:
             people += rebase_people(self._detected, self._detected_at, self._odom)
-        return Obstacles(points=pts, people=people)
+        recalled = [] if people else self.people.recalled(t, self._odom, self.params["contact_recall_s"])
+        return Obstacles(points=pts, people=people, recalled=recalled)
 
     def _crowd(self, n: int, topic: str) -> None:
         """Warn once per topic when a message holds more than ``max_people`` people: only the nearest
@@ -412,7 +413,7 @@ class MotionNode(HavlnNode):
         t = self._now()
         self.guard.heard_people(t)
         self._crowd(len(people), self.params["people_topic"])
-        self.people.people = (self.people.nearest(people), t, self._captured_at(msg.header.stamp, t, "people"))
+        self.people.set_people(people, t, self._captured_at(msg.header.stamp, t, "people"))
 
     def _on_tracks(self, msg: PointCloud2) -> None:
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
@@ -433,7 +434,7 @@ class MotionNode(HavlnNode):
         t = self._now()
         self.guard.heard_people(t)
         self._crowd(len(people), self.params["people_tracks_topic"])
-        self.people.tracks = (self.people.nearest(people), t, self._captured_at(msg.header.stamp, t, "tracks"))
+        self.people.set_tracks(people, t, self._captured_at(msg.header.stamp, t, "tracks"))
 
     def _on_tick(self) -> None:
         t = self._now()

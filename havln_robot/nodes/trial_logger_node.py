@@ -43,7 +43,7 @@ from geometry_msgs.msg import PoseArray, Twist
 from nav_msgs.msg import Odometry
 from rclpy.exceptions import ParameterUninitializedException
 from sensor_msgs.msg import CameraInfo, Image, Imu
-from std_msgs.msg import String
+from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from havln_robot.camera import Intrinsics
@@ -121,6 +121,7 @@ class TrialLoggerNode(HavlnNode):
         )
 
         rel = 10
+        self.pause_pub = self.create_publisher(Bool, p["pause_topic"], rel)  # mcap_on_fault pause
         self.create_subscription(String, p["instruction_topic"], self._on_instruction, rel)
         self.create_subscription(String, p["action_topic"], lambda m: self._rec(p["action_topic"], m), rel)
         # collisions first: motion_node publishes an action's collisions before its result, and the
@@ -225,14 +226,26 @@ class TrialLoggerNode(HavlnNode):
             try:
                 self._recorder.write(topic, msg, log_time_ns=self._now_ns())
             except OSError as exc:
-                if exc.errno == errno.ENOSPC:
-                    self.session.disk_full(f"MCAP bag {exc.filename or self._recorder.dir}")
-                else:
-                    self.get_logger().error(f"MCAP recording stopped: {exc}")
-                    self._stop_recorder()
+                what = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+                self._recording_fault(f"{what} ({exc.filename or self._recorder.dir})")
             except RecorderError as exc:
-                self.get_logger().error(f"MCAP recording stopped: {exc}")
-                self._stop_recorder()
+                self._recording_fault(str(exc))
+
+    def _recording_fault(self, why: str) -> None:
+        """The bag cannot be written: finish it as far as the disk allows (the recorder frees its reserve
+        for the index), keep the trial going in the store with the fault marked, and -- with
+        ``mcap_on_fault: pause`` -- stop the robot by pausing the agent."""
+        rec, self._recorder = self._recorder, None
+        closed = ""
+        if rec is not None:
+            try:
+                rec.close()
+            except (RecorderError, OSError) as exc:
+                closed = f"; the bag could not be finished ({exc}): havln-robot trial recover-bag {rec.dir}"
+        pause = self.params["mcap_on_fault"] == "pause"
+        if pause:
+            self.pause_pub.publish(Bool(data=True))
+        self.session.recording_fault(why + closed, paused=pause)
 
     def _drop_recorder(self) -> None:
         """Full disk: finish the bag as far as it can be, quietly (havln-robot trial recover-bag salvages it)."""

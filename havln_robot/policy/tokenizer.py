@@ -6,7 +6,8 @@ vocabulary (``<pad>`` = 0, ``<unk>`` = 1), padded with 0 to 200 tokens (VLN-CE
 field = sha256 of the compact JSON ``separators=(',', ':')`` of ``word_list``) that is checked on load.
 
 Tokenisation (matches the vocabulary: it contains ``'``, ``,``, ``-``, ``.`` and hyphenated words such
-as ``180-degree``): lower-case; split on runs of characters that are neither word characters nor ``-``
+as ``180-degree``): :func:`havln_robot.text.normalize_instruction` (NFKC, typographic quotes and dashes
+to ASCII, format characters removed), lower-case; split on runs of characters that are neither word characters nor ``-``
 (the VLN-CE / habitat ``SENTENCE_SPLIT_REGEX`` ``([^\\w-]+)``); a punctuation run becomes one token per
 non-space character; unknown words map to ``<unk>``.
 
@@ -22,6 +23,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.jsonio import load_json_file
 from havln_robot.policy.api import PolicyError
+from havln_robot.text import normalize_instruction
 
 PAD_INDEX = 0
 UNK_INDEX = 1
@@ -50,7 +53,7 @@ _WORD = re.compile(r"[\w-]+")
 def tokenize(sentence: str) -> list[str]:
     """Split an instruction into lower-case tokens (see module docstring for the rules)."""
     out: list[str] = []
-    for piece in _SPLIT.split(sentence.lower()):
+    for piece in _SPLIT.split(normalize_instruction(sentence).lower()):
         piece = piece.strip()
         if not piece:
             continue
@@ -128,6 +131,12 @@ class Vocabulary:
             ids = ids + [PAD_INDEX] * (max_length - len(ids))
         return np.asarray(ids, dtype=np.int64)
 
+    def unknown_words(self, instruction: str) -> tuple[list[str], int]:
+        """The words of ``instruction`` outside this vocabulary (they become ``<unk>``), in order, and
+        how many words it has; punctuation tokens are not words."""
+        words = [t for t in tokenize(instruction) if _WORD.fullmatch(t)]
+        return [w for w in words if w not in self.index], len(words)
+
     def decode(self, ids: Iterable[int]) -> list[str]:
         """Words for ``ids``, stopping at the first ``<pad>``."""
         out = []
@@ -174,3 +183,44 @@ def load_embeddings(path: str | os.PathLike[str] | None = None) -> np.ndarray:
     if np.any(table[0] != 0):
         raise PolicyError(f"embedding table {p}: row 0 (<pad>) must be zeros")
     return table
+
+
+@dataclass(frozen=True)
+class VocabularyCheck:
+    """How much of an instruction a policy's vocabulary covers (:func:`check_instruction`).
+
+    Attributes:
+        words: words in the instruction (punctuation excluded). unknown: the words outside the
+            vocabulary, in order, each once. rate: unknown word occurrences / words (0.0 for no words).
+        max_rate: the threshold it was judged against. refused: ``rate > max_rate``.
+    """
+
+    words: int
+    unknown: tuple[str, ...]
+    rate: float
+    max_rate: float
+
+    @property
+    def refused(self) -> bool:
+        return self.words > 0 and self.rate > self.max_rate
+
+    def message(self) -> str:
+        """One line naming the unknown words (for a refusal or a log)."""
+        shown = ", ".join(repr(w) for w in self.unknown[:12]) + (", ..." if len(self.unknown) > 12 else "")
+        return (
+            f"instruction refused: {self.rate:.0%} of its {self.words} words are outside the policy's vocabulary "
+            f"(> max_unknown_word_rate {self.max_rate:g}): {shown}; give it in English with the words of the HA-R2R "
+            "instructions"
+        )
+
+
+def check_instruction(vocab: Vocabulary, instruction: str, max_rate: float) -> VocabularyCheck:
+    """Judge ``instruction`` against ``vocab``: a policy reading mostly ``<unk>`` does not understand it.
+
+    Args:
+        vocab: the policy's vocabulary.
+        instruction: the text (normalised here as by :func:`tokenize`).
+        max_rate: the largest share of unknown words accepted (agent_node ``max_unknown_word_rate``).
+    """
+    unknown, n = vocab.unknown_words(instruction)
+    return VocabularyCheck(n, tuple(dict.fromkeys(unknown)), (len(unknown) / n) if n else 0.0, float(max_rate))

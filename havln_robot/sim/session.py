@@ -243,6 +243,10 @@ class SimSession:
             "collisions_human": int(w.collisions["human"]),
             "collisions_static": int(w.collisions["static"]),
             "path_length_m": float(w.path_length),
+            "goal_x": float(self.episode.goal_position[0]),
+            "goal_y": float(self.episode.goal_position[1]),
+            "people": len(self.episode.humans),
+            "region": next((h.region for h in self.episode.humans if h.region), ""),
         }
         return {k: rec[k] for k in GROUND_TRUTH_KEYS}
 

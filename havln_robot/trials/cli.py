@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import os
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from typing import Any
 
 from havln_robot.paths import input_file_problem
 from havln_robot.text import nonempty, number_in, outcome_label, path_arg, plural, terminal_safe
-from havln_robot.trials.metrics import summarize
+from havln_robot.trials.metrics import navigation_error, summarize
 from havln_robot.trials.regions import short_label
 from havln_robot.trials.store import (
     DEFAULT_PROFILE,
@@ -144,6 +145,31 @@ def _cmd_start(st: TrialStore, a: argparse.Namespace) -> int:
     return 0
 
 
+def _ask_ne(t: Trial) -> float | None:
+    """A success with no NE measured (no goal, or no pose to measure from): ask the operator for the NE
+    measured on site (an empty answer = judged by eye); without a terminal, refuse.
+
+    Raises:
+        TrialError: no terminal to ask on, or an answer that is not a distance.
+    """
+    goal = f"goal ({t.goal_x:g}, {t.goal_y:g}) m in frame {t.goal_frame}" if t.goal_known else "no goal stored"
+    if not sys.stdin.isatty():
+        raise TrialError(
+            f"end --success: trial {t.id} has no measured NE ({goal}, no pose to measure from); give --ne M (metres, "
+            "measured on site) or --by-eye (the verdict is recorded as judged by eye)"
+        )
+    answer = input(f"trial {t.id}: NE measured on site, metres (empty = judged by eye; {goal}): ").strip()
+    if not answer:
+        return None
+    try:
+        ne = float(answer)
+    except ValueError:
+        raise TrialError(f"end --success: {answer!r} is not a distance in metres; give --ne M or --by-eye") from None
+    if not math.isfinite(ne) or not 0 <= ne <= MAX_TRIAL_DISTANCE_M:
+        raise TrialError(f"end --success: NE {answer!r} must be from 0 to {MAX_TRIAL_DISTANCE_M:g} m")
+    return ne
+
+
 def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
     if a.id is not None:
         t = st.trial(a.id)
@@ -153,7 +179,12 @@ def _cmd_end(st: TrialStore, a: argparse.Namespace) -> int:
             raise TrialError("end: no running or unjudged trial; pass --id N (havln-robot trial list)")
     outcome = "success" if a.success else "failure" if a.failure else "aborted"
     reason = a.reason or ("operator abort" if outcome == "aborted" else "")
-    t = st.set_outcome(t.id, outcome, reason=reason, ne_m=a.ne, overwrite=a.overwrite, force=a.force)
+    ne_m = a.ne
+    if outcome == "success" and ne_m is None and not a.by_eye and navigation_error(t, st.steps(t.id)) is None:
+        ne_m = _ask_ne(t)
+        if ne_m is None:
+            a.by_eye = True
+    t = st.set_outcome(t.id, outcome, reason=reason, ne_m=ne_m, overwrite=a.overwrite, force=a.force, by_eye=a.by_eye)
     ne = f", NE {t.ne_m:.2f} m ({t.ne_source})" if t.ne_m is not None else ""
     forced = f" -- FORCED: NE is not below the {t.goal_radius:g} m success radius" if t.verdict_forced else ""
     print(f"trial {t.id}: {t.outcome}{ne}{forced}; {plural(st.step_count(t.id), 'step')} recorded")
@@ -171,7 +202,7 @@ def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
         return 0
     print(f"{'id':>4}  {'started':19}  {'platform':8}  {'region':14}  {'people':>6}  {'steps':>5}  {'state':16}  {'NE m':>6}  policy")
     for t in trials:
-        state = t.state + ("*" if t.verdict_forced else "")
+        state = t.state + ("*" if t.verdict_forced else "") + ("!" if t.recording_fault else "")
         print(
             f"{t.id:>4}  {_fmt_time(t.started):19}  {t.platform:8}  {terminal_safe(short_label(t.region))[:14]:14}  {t.people_present:>6}  "
             f"{st.step_count(t.id):>5}  {state[:16]:16}  {_fmt_m(t.ne_m):>6}  {terminal_safe(t.policy or '-')}"
@@ -180,6 +211,8 @@ def _cmd_list(st: TrialStore, a: argparse.Namespace) -> int:
         print("interrupted: its logger died while the trial ran (kill -9, power loss); give a verdict with trial end --id N")
     if any(t.verdict_forced for t in trials):
         print("*: verdict forced against the measured NE (trial end --force)")
+    if any(t.recording_fault for t in trials):
+        print("!: recording fault -- the MCAP bag stopped during the trial, which went on in the store (trial show N)")
     return 0
 
 
@@ -205,9 +238,15 @@ def _print_trial(st: TrialStore, t: Trial, with_steps: bool) -> None:
         ),
         ("NE", f"{_fmt_m(t.ne_m)} m ({t.ne_source or '-'})"),
         ("steps", f"{s.steps}" + (f" policy actions ({s.motions} motions incl. panorama turns)" if s.motions != s.steps else "")),
-        ("collisions", f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static})"),
+        (
+            "collisions",
+            f"{s.collisions} (human {s.collisions_human}, static {s.collisions_static}; {s.source}"
+            + (f"; the robot classified human {s.robot_human}, static {s.robot_static}" if s.kinds_differ else "")
+            + ")",
+        ),
         ("path length", f"{s.path_length_m:.2f} m"),
-        ("mcap", t.mcap_path or "-"),
+        ("mcap", (t.mcap_path or "-") + (f"  RECORDING FAULT: {t.recording_fault}" if t.recording_fault else "")),
+        ("unknown words", "-" if t.unknown_word_rate is None else f"{t.unknown_word_rate:.0%} of the instruction"),
         ("policy", f"{t.policy or '-'}" + (f" ({t.checkpoint}, sha256 {t.checkpoint_sha256[:16]})" if t.checkpoint else "")),
         ("software", t.software or "-"),
         ("profile", t.profile or "-"),
@@ -410,6 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", type=number_in(1, integer=True), help="trial id (default: running or latest unjudged trial)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier verdict")
     p.add_argument("--force", action="store_true", help="record --success although NE >= the success radius (marked as forced)")
+    p.add_argument(
+        "--by-eye",
+        action="store_true",
+        help="the verdict was judged by eye, no NE measured (recorded as NE source 'by eye'); without it a --success "
+        "with no measurable NE asks for --ne",
+    )
 
     p = sub.add_parser("list", help="list trials")
     p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="only this campaign (name or id)")

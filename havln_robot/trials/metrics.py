@@ -213,15 +213,17 @@ def sr_success(trial: Trial, collisions_human: int) -> bool:
 
     Args:
         trial: the trial (its ``outcome``).
-        collisions_human: collisions with people during the trial.
+        collisions_human: collisions with people during the trial (a ground-truth human contact
+            stored with the trial counts whatever this says).
     """
-    return bool(ha_vln_sr(trial.outcome == "success", collisions_human))
+    return bool(ha_vln_sr(trial.outcome == "success", collisions_human or trial.gt_collisions_human or 0))
 
 
 def success_table(trials: Iterable[Trial]) -> dict[str, dict[str, Rate]]:
     """Success rate by region type × people (the HA-VLN 2.0 real-robot table layout).
 
-    Only trials with outcome ``success`` or ``failure`` count.
+    Only trials with outcome ``success`` or ``failure`` count; a trial with a ground-truth human
+    contact (:attr:`Trial.gt_collisions_human`) is never a success here.
 
     Returns:
         region → {"without": Rate, "with": Rate, "all": Rate}; plus the row ``"all"``.
@@ -233,7 +235,7 @@ def success_table(trials: Iterable[Trial]) -> dict[str, dict[str, Rate]]:
         if t.outcome not in ("success", "failure"):
             continue
         row = table.setdefault(t.region, {"without": Rate(), "with": Rate(), "all": Rate()})
-        ok = t.outcome == "success"
+        ok = t.outcome == "success" and not t.gt_collisions_human
         col = "with" if t.with_people else "without"
         for d in (row, total):
             d[col].add(ok)
@@ -259,26 +261,43 @@ class TrialSummary:
     path_length_m: float
     duration_s: float | None
     motions: int = 0
+    robot_human: int = 0
+    robot_static: int = 0
+    source: str = "robot"
 
     @property
     def collisions(self) -> int:
         return self.collisions_human + self.collisions_static + self.collisions_other
 
+    @property
+    def kinds_differ(self) -> bool:
+        """The robot's own classification disagrees with the ground truth (human or static count)."""
+        return self.source == "ground truth" and (self.robot_human, self.robot_static) != (self.collisions_human, self.collisions_static)
+
 
 def summarize(trial: Trial, steps: Sequence[Step], collisions: Sequence[Collision]) -> TrialSummary:
-    """Counts and lengths of one trial."""
+    """Counts and lengths of one trial.
+
+    Collision counts: the simulator's ground truth where the trial has it (``collisions_human`` /
+    ``collisions_static``; ``collisions_other`` 0), else the robot's own classification
+    (:attr:`Trial.collision_source`); the robot's counts are kept in ``robot_human`` / ``robot_static``.
+    """
     kinds = [c.type for c in collisions]
     hum = sum(k == "human" for k in kinds)
     sta = sum(k == "static" for k in kinds)
     dur = (trial.finished - trial.started) if trial.finished is not None else None
     acts = trial.agent_summary.get("actions") if isinstance(trial.agent_summary, dict) else None
+    gt = trial.gt_collisions_human is not None
     return TrialSummary(
         trial=trial,
         steps=len(acts) if isinstance(acts, list) else len(steps),
         motions=len(steps),
-        collisions_human=hum,
-        collisions_static=sta,
-        collisions_other=len(kinds) - hum - sta,
+        collisions_human=int(trial.gt_collisions_human) if gt else hum,
+        collisions_static=int(trial.gt_collisions_static or 0) if gt else sta,
+        collisions_other=0 if gt else len(kinds) - hum - sta,
         path_length_m=path_length(trial, steps),
         duration_s=dur,
+        robot_human=hum,
+        robot_static=sta,
+        source=trial.collision_source,
     )

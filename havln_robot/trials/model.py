@@ -55,6 +55,14 @@ class Trial:
         software: ``havln_robot <version>`` and ``git <commit>[+dirty]`` when run from a checkout.
         profile: the deployment profile file the logger ran with.
         verdict_forced: the operator's verdict contradicts the measured NE (``--force``).
+        gt_collisions_human, gt_collisions_static: the simulator's ground-truth contact counts
+            during the trial (None = no ground truth: a real robot); beside them, the collisions
+            table holds the robot's own classification (motion_node). Reports use the ground truth
+            where there is one (:attr:`collision_source`).
+        unknown_word_rate: share of the instruction's words outside the policy's vocabulary (the
+            agent's check; None = not checked).
+        recording_fault: why the MCAP bag stopped recording during the trial ("" = none); the
+            trial went on in the store.
         agent_summary: the agent's havln/episode_done payload (``reason``, ``steps``, ``actions``
             = policy actions without panorama turns, ``policy``, ...), ``{}`` if none arrived.
     """
@@ -97,6 +105,10 @@ class Trial:
     software: str = ""
     profile: str = ""
     verdict_forced: bool = False
+    gt_collisions_human: int | None = None
+    gt_collisions_static: int | None = None
+    unknown_word_rate: float | None = None
+    recording_fault: str = ""
     #: not stored: set by the reading :class:`TrialStore` when the trial is running but the
     #: logger that wrote it is gone (its writer lock is free): killed, or the machine lost power
     writer_gone: bool = field(default=False, compare=False)
@@ -107,6 +119,12 @@ class Trial:
         if self.finished is None:
             return "interrupted" if self.writer_gone else "running"
         return self.outcome or "awaiting verdict"
+
+    @property
+    def collision_source(self) -> str:
+        """Which collision counts the reports use: ``ground truth`` (the simulator's, when it sent
+        them) or ``robot`` (motion_node's own classification, the only one on the Go2)."""
+        return "ground truth" if self.gt_collisions_human is not None else "robot"
 
     @property
     def goal_known(self) -> bool:

@@ -54,6 +54,16 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
         Param("mcap_camera_x_m", 0.3, "float", "colour camera ahead of base_link, m (for blur_people)", min=-2.0, max=2.0),
         Param("mcap_max_bytes", 2_000_000_000, "int", "size cap per MCAP file, bytes (0 = none)", min=0),
         Param("mcap_on_limit", "roll", "str", "at the cap: roll over to a new file or stop recording", choices=("roll", "stop")),
+        Param(
+            "mcap_on_fault",
+            "continue",
+            "str",
+            "the bag cannot be written (full disk, I/O error): continue = the trial goes on in the store, marked with its "
+            "recording fault (console, trial show, report); pause = also stop the robot by pausing the agent (pause_topic) "
+            "until the operator resumes it",
+            choices=("continue", "pause"),
+        ),
+        Param("pause_topic", topics.AGENT_PAUSE, "str", "std_msgs/Bool out: true pauses agent_node (mcap_on_fault pause)"),
         Param("mcap_max_files", 8, "int", "with roll: stop after this many files per trial (0 = no limit)", min=0, max=10000),
         Param("mcap_image_stride", 2, "int", "keep every n-th image row/column (1 = full resolution)", min=1, max=16),
         Param("mcap_image_max_rate_hz", 5.0, "float", "image frames recorded per second per topic (0 = all)", min=0.0, max=1000.0),

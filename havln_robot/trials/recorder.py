@@ -35,6 +35,7 @@ A bag whose writer was killed lacks its summary; the data chunks before the kill
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -46,7 +47,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from mcap.writer import CompressionType
+from mcap.data_stream import RecordBuilder
+from mcap.records import DataEnd, Footer
+from mcap.writer import MCAP0_MAGIC, CompressionType
 from mcap.writer import Writer as McapWriter
 
 from havln_robot.paths import clean_stale_staging, describe_owner, staged_output_dir
@@ -341,6 +344,44 @@ class RecorderStats:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
+#: Bytes the recorder keeps in reserve (``.reserve`` in the bag folder, removed when the bag is
+#: closed): on a full disk, freeing it leaves room to finish the bag (index, or at least its end records).
+RESERVE_BYTES = 64 * 1024
+
+
+class _GuardedStream:
+    """An unbuffered file for the MCAP writer that ends at a record boundary whatever happens: a write
+    that fails (full disk, I/O error) is cut off again (``ftruncate`` back to the end of the last
+    complete write) before the error is raised, so the file holds only whole records."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
+        self.good = 0
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        try:
+            done = 0
+            while done < len(view):
+                done += self._fh.write(view[done:])
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fh.fileno(), self.good)
+                self._fh.seek(self.good)
+            raise
+        self.good += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self.good
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._fh.close()
+
+
 class McapRecorder:
     """Record ROS 2 messages into a rosbag2-compatible MCAP bag directory.
 
@@ -418,13 +459,15 @@ class McapRecorder:
         self._schemas: dict[str, int] = {}
         self._channels: dict[str, int] = {}
         self._seq = 0
+        self.fault: OSError | None = None  # the write error that stopped the bag (close() finishes it readable)
+        self._reserve()
         self._open_next()
 
     # --- files ------------------------------------------------------------------------------------
     def _open_next(self) -> None:
         self._close_file()
         path = self.dir / f"{self.dir.name}_{len(self._files)}.mcap"
-        self._fh = open(path, "wb")  # noqa: SIM115 - closed in _close_file
+        self._fh = _GuardedStream(path)
         self._writer = McapWriter(self._fh, chunk_size=self._chunk_size, compression=self._compression)
         self._writer.start(profile="ros2", library="havln_robot trial recorder (mcap python)")
         self._schemas, self._channels = {}, {}
@@ -433,14 +476,40 @@ class McapRecorder:
 
     def _close_file(self) -> None:
         if self._writer is not None:
-            self._writer.finish()
-            self._fh.close()
-            self._writer = None
-            self._fh = None
+            writer, fh, self._writer, self._fh = self._writer, self._fh, None, None
+            try:
+                if self.fault:
+                    self._release_reserve()  # room for the index on a full disk
+                try:
+                    writer.finish()
+                except OSError:
+                    if not self.fault:
+                        raise
+                    # not even the index fits: end the data section where the last whole record ends
+                    # (the stream cut the failed write off), so readers still read every record in it
+                    rb = RecordBuilder()
+                    DataEnd(0).write(rb)
+                    Footer(0, 0, 0).write(rb)
+                    fh.write(rb.end() + MCAP0_MAGIC)
+            finally:
+                fh.close()
+
+    def _reserve(self) -> None:
+        with contextlib.suppress(OSError), open(self.dir / ".reserve", "wb") as f:
+            f.write(b"\0" * RESERVE_BYTES)
+
+    def _release_reserve(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.dir / ".reserve").unlink()
 
     def close(self) -> None:
-        """Finish the current file and write ``metadata.yaml``. Safe to call twice."""
-        self._close_file()
+        """Finish the current file and write ``metadata.yaml``. Safe to call twice. After a write
+        fault (:attr:`fault`) the file is finished as far as the disk allows: with its index when the
+        reserve makes room, else ending after its last whole record (readable, not indexed)."""
+        try:
+            self._close_file()
+        finally:
+            self._release_reserve()
         self._write_metadata()
 
     def __enter__(self) -> McapRecorder:
@@ -586,6 +655,14 @@ class McapRecorder:
             self._write_metadata()
             cur = self._files[-1]
             need = len(data) + _MSG_OVERHEAD + len(self._defs[type_name]) + 256
+        assert self._writer is not None
+        try:
+            return self._add(topic, type_name, data, log_time_ns, publish_time_ns, cur, need)
+        except OSError as exc:
+            self.fault, self.stopped = exc, True  # nothing more is written; close() finishes the file
+            raise
+
+    def _add(self, topic: str, type_name: str, data: bytes, log_time_ns: int, publish_time_ns: int | None, cur: Any, need: int) -> bool:
         assert self._writer is not None
         if faults.disk_full("mcap"):
             raise OSError(errno.ENOSPC, "No space left on device (injected)", str(cur.path))

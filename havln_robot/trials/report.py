@@ -40,6 +40,43 @@ from havln_robot.trials.store import PLATFORMS, SUCCESS_RADIUS_M, TrialError, Tr
 
 #: Trials per trajectory figure (a 6 x 4 grid).
 TRAJ_PER_FIGURE = 24
+#: Above this many trials the per-trial trajectory figures are left out unless asked for
+#: (``--trajectories on``): 10 figures; a 5,000-trial campaign would take 209 and several minutes.
+TRAJECTORY_LIMIT = 240
+#: Reports over this many trials show a progress bar (:class:`Progress`).
+PROGRESS_MIN_TRIALS = 200
+#: Trials read per store query when a report gathers steps and collisions.
+_BATCH = 500
+
+
+class Progress:
+    """A progress bar on stderr for long reports (``report: reading trials [#####.....] 2500/5000``):
+    redrawn in place on a terminal, one line per tenth elsewhere (a log file); silent when
+    ``total`` is below ``min_total`` (default :data:`PROGRESS_MIN_TRIALS`)."""
+
+    def __init__(self, what: str, total: int, stream=None, min_total: int | None = None) -> None:
+        self.what, self.total = what, max(1, int(total))
+        self.stream = sys.stderr if stream is None else stream
+        self.on = total >= (PROGRESS_MIN_TRIALS if min_total is None else min_total)
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._shown = -1
+
+    def update(self, done: int) -> None:
+        if not self.on:
+            return
+        tenth = 10 * done // self.total
+        if self.tty:
+            bar = "#" * (30 * done // self.total)
+            self.stream.write(f"\rreport: {self.what} [{bar:<30}] {done}/{self.total}")
+            if done >= self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+        elif tenth != self._shown:
+            self._shown = tenth
+            self.stream.write(f"report: {self.what} {done}/{self.total} ({10 * tenth} %)\n")
+            self.stream.flush()
+
+
 _OUTCOME_COLORS = {"success": "#2ca02c", "failure": "#d62728", "aborted": "#7f7f7f", None: "#1f77b4"}
 
 
@@ -89,8 +126,14 @@ def plot_success(table: dict, path: Path) -> None:
     plt.close(fig)
 
 
+#: Above this many trials the collisions plot draws filled steps instead of one bar and one label
+#: per trial (thousands of bars and tick labels took matplotlib minutes).
+MAX_BARS = 120
+
+
 def plot_collisions(summaries: Sequence[TrialSummary], path: Path) -> None:
-    """Stacked bars of human / static / other collisions per trial; people-present trials marked."""
+    """Stacked bars of human / static / other collisions per trial; people-present trials marked.
+    Over :data:`MAX_BARS` trials: stacked filled steps by trial position, a few trial ids on the axis."""
     plt = _plt()
     n = len(summaries)
     fig, ax = plt.subplots(figsize=(min(18.0, max(6.0, 0.28 * n + 2)), 4.0))
@@ -98,27 +141,54 @@ def plot_collisions(summaries: Sequence[TrialSummary], path: Path) -> None:
     hum = np.array([s.collisions_human for s in summaries])
     sta = np.array([s.collisions_static for s in summaries])
     oth = np.array([s.collisions_other for s in summaries])
-    ax.bar(x, hum, color="#d62728", label="human")
-    ax.bar(x, sta, bottom=hum, color="#8c8c8c", label="static")
-    if oth.any():
-        ax.bar(x, oth, bottom=hum + sta, color="#bcbd22", label="other")
-    with_p = [s.trial.with_people for s in summaries]
+    many = n > MAX_BARS
+    layers = [(hum, "#d62728", "human"), (sta, "#8c8c8c", "static")] + ([(oth, "#bcbd22", "other")] if oth.any() else [])
+    bottom = np.zeros(n)
+    for h, color, label in layers:
+        if many:
+            ax.fill_between(x, bottom, bottom + h, step="mid", color=color, label=label, lw=0)
+        else:
+            ax.bar(x, h, bottom=bottom, color=color, label=label)
+        bottom = bottom + h
+    with_p = np.flatnonzero([s.trial.with_people for s in summaries])
     top = float(max(1, (hum + sta + oth).max(initial=0)))
-    for i, wp in enumerate(with_p):
-        if wp:
-            ax.plot(i, -0.06 * top, marker="^", color="#dd8452", ms=5, clip_on=False)
-    ax.set_xticks(x, [str(s.trial.id) for s in summaries], fontsize=7 if n > 30 else 9, rotation=90 if n > 30 else 0)
+    if len(with_p):
+        ax.plot(with_p, np.full(len(with_p), -0.06 * top), ls="none", marker="^", color="#dd8452", ms=5 if not many else 2, clip_on=False)
+    ids = [s.trial.id for s in summaries]
+    if many:
+        ax.xaxis.set_major_locator(plt.MaxNLocator(12, integer=True))
+        ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _pos: str(ids[int(v)]) if 0 <= int(v) < n else ""))
+    else:
+        ax.set_xticks(x, [str(i) for i in ids], fontsize=7 if n > 30 else 9, rotation=90 if n > 30 else 0)
     ax.set_xlim(-0.7, n - 0.3)
     ax.set_ylim(-0.1 * top, top * 1.15)
     ax.set_xlabel("trial id  (▲ = people present)")
     ax.set_ylabel("collisions")
     ax.set_title(collisions_title(summaries))
     ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
     plt.close(fig)
+
+
+def collision_source_note(summaries: Sequence[TrialSummary]) -> str:
+    """One Markdown line saying which collision counts the report uses: the simulator's ground truth
+    (sim trials that have it) and/or the robot's own classification (motion_node: the Go2, or a sim
+    trial recorded without ground truth)."""
+    gt = [s.trial.id for s in summaries if s.source == "ground truth"]
+    robot = [s.trial.id for s in summaries if s.source != "ground truth"]
+    parts = []
+    if gt:
+        parts.append(f"the simulator's ground truth for {plural(len(gt), 'trial')} ({_id_ranges(gt)})")
+    if robot:
+        parts.append(f"the robot's own classification (motion_node) for {plural(len(robot), 'trial')} ({_id_ranges(robot)})")
+    return (
+        "Collision counts (tables, CSV, plots, SR): "
+        + " and ".join(parts)
+        + ". A ground-truth human contact is never a success; trials.csv keeps the robot's counts beside them."
+    )
 
 
 def collisions_title(summaries: Sequence[TrialSummary]) -> str:
@@ -248,6 +318,8 @@ def write_report(
     platform: str | None = None,
     title: str = "HA-VLN trial report",
     policy: str | None = None,
+    trajectories: bool | None = None,
+    progress: bool = False,
 ) -> dict[str, Path]:
     """Write the report files for the selected trials.
 
@@ -258,6 +330,9 @@ def write_report(
         platform: restrict to a platform.
         title: Markdown title.
         policy: restrict to a policy (name, checkpoint file, or sha256 prefix; see TrialStore.trials).
+        trajectories: write the per-trial trajectory figures; None = when there are at most
+            :data:`TRAJECTORY_LIMIT` trials (report.md says when they were left out).
+        progress: show a progress bar on stderr (:class:`Progress`; campaigns of 200 trials and more).
 
     Returns:
         name → path of every file written.
@@ -276,18 +351,33 @@ def write_report(
         raise TrialError(f"no trials{sel} in {store.path}; run some first (havln-robot trial start ...)")
     out = Path(out)
     with staged_output_dir(out, stale=REPORT_NAMES) as stage:
-        files = _write_report_files(store, trials, stage, campaign, platform, title, policy)
+        files = _write_report_files(store, trials, stage, campaign, platform, title, policy, trajectories, progress)
     return {k: out / p.name for k, p in files.items()}
 
 
 def _write_report_files(
-    store: TrialStore, trials: list, out: Path, campaign: str | None, platform: str | None, title: str, policy: str | None
+    store: TrialStore,
+    trials: list,
+    out: Path,
+    campaign: str | None,
+    platform: str | None,
+    title: str,
+    policy: str | None,
+    trajectories: bool | None = None,
+    progress: bool = False,
 ) -> dict[str, Path]:
     """The body of :func:`write_report`: every file of the report written into ``out`` (the staging folder)."""
+    draw_traj = len(trials) <= TRAJECTORY_LIMIT if trajectories is None else bool(trajectories)
+    bar = Progress("reading trials", len(trials)) if progress else None
     items = []
-    for t in trials:
-        steps, colls = store.steps(t.id), store.collisions(t.id)
-        items.append((summarize(t, steps, colls), trajectory(t, steps, colls)))
+    for k in range(0, len(trials), _BATCH):
+        chunk = trials[k : k + _BATCH]
+        steps_of, colls_of = store.steps_of([t.id for t in chunk]), store.collisions_of([t.id for t in chunk])
+        for t in chunk:
+            steps, colls = steps_of.get(t.id, []), colls_of.get(t.id, [])
+            items.append((summarize(t, steps, colls), trajectory(t, steps, colls) if draw_traj else None))
+        if bar is not None:
+            bar.update(k + len(chunk))
     summaries = [s for s, _ in items]
     table = success_table(trials)
     files: dict[str, Path] = {}
@@ -320,7 +410,8 @@ def _write_report_files(
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
             "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path",
-            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile", "notes"]  # fmt: skip
+            "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile", "notes",
+            "collision_source", "robot_collisions_human", "robot_collisions_static", "unknown_word_rate", "recording_fault"]  # fmt: skip
     with atomic_output(files["trials_csv"]) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
@@ -336,7 +427,8 @@ def _write_report_files(
                         "" if t.campaign_id is None else t.campaign_id, c(t.mcap_path),
                         c(t.state), int(sr_success(t, s.collisions_human)) if t.outcome in ("success", "failure") else "",
                         int(t.verdict_forced), c(t.policy), c(t.checkpoint), c(t.checkpoint_sha256), c(t.software), c(t.profile),
-                        c(t.notes)])  # fmt: skip
+                        c(t.notes), s.source, s.robot_human, s.robot_static,
+                        "" if t.unknown_word_rate is None else f"{t.unknown_word_rate:.4f}", c(t.recording_fault)])  # fmt: skip
 
     # PNG ------------------------------------------------------------------------------------------
     files["success_png"] = out / "success_by_region.png"
@@ -346,11 +438,15 @@ def _write_report_files(
     files["ne_png"] = out / "ne_distribution.png"
     plot_ne(summaries, files["ne_png"])
     traj_files = []
-    for k in range(0, len(items), TRAJ_PER_FIGURE):
+    n_fig = -(-len(items) // TRAJ_PER_FIGURE) if draw_traj else 0
+    bar = Progress("trajectory figures", n_fig, min_total=5) if progress and n_fig else None
+    for k in range(0, len(items) if draw_traj else 0, TRAJ_PER_FIGURE):
         name = "trajectories.png" if len(items) <= TRAJ_PER_FIGURE else f"trajectories_{k // TRAJ_PER_FIGURE + 1}.png"
         plot_trajectories(items[k : k + TRAJ_PER_FIGURE], out / name)
         files[name.removesuffix(".png")] = out / name
         traj_files.append(name)
+        if bar is not None:
+            bar.update(len(traj_files))
 
     # Markdown -------------------------------------------------------------------------------------
     counts = {o: sum(t.outcome == o for t in trials) for o in ("success", "failure", "aborted")}
@@ -368,6 +464,7 @@ def _write_report_files(
     n_sr = sum(sr_success(s.trial, s.collisions_human) for s in judged)
     forced = [s.trial.id for s in summaries if s.trial.verdict_forced]
     interrupted = [s.trial.id for s in summaries if s.trial.state == "interrupted"]
+    faulted = [s.trial.id for s in summaries if s.trial.recording_fault]
     prov: dict[tuple[str, str, str, str], list[int]] = {}
     for t in trials:
         prov.setdefault((t.policy or "unknown", t.checkpoint_sha256, t.software or "unknown", t.profile or "unknown"), []).append(t.id)
@@ -376,11 +473,15 @@ def _write_report_files(
         "",
         f"Database `{md_cell(store.path)}`; {', '.join(sel) or 'all trials'}; generated {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}.",
         "",
+        *([f"> **Warning -- this report may be incomplete:** {md_cell(store.warning)}", ""] if store.warning else []),
         f"**{plural(len(trials), 'trial')}** ({_when(trials[0].started)} – {_when(trials[-1].started)}): "
         f"{counts['success']} success, {counts['failure']} failure, {counts['aborted']} aborted, {unjudged} awaiting a verdict. "
         "Success rates count success/failure verdicts only."
         + (f" Trials {', '.join(map(str, interrupted))}: interrupted (their logger died; no verdict yet)." if interrupted else "")
-        + (f" Trials {', '.join(map(str, forced))}: verdict forced against the measured NE (`trial end --force`)." if forced else ""),
+        + (f" Trials {', '.join(map(str, forced))}: verdict forced against the measured NE (`trial end --force`)." if forced else "")
+        + (
+            f" **Recording fault** (the MCAP bag stopped; the trial went on in the store): trials {_id_ranges(faulted)}." if faulted else ""
+        ),
         "",
         "## Provenance",
         "",
@@ -437,8 +538,26 @@ def _write_report_files(
                 f"(human {sum(s.collisions_human for s in ss)}, static {sum(s.collisions_static for s in ss)}); "
                 f"{plural(sum(s.collisions > 0 for s in ss), 'trial')} with at least one collision"
             )
+    md += ["", collision_source_note(summaries)]
+    differ = [s for s in summaries if s.kinds_differ]
+    if differ:
+        md.append(
+            "The robot's own classification differed from the ground truth in "
+            + "; ".join(
+                f"trial {s.trial.id} (robot human {s.robot_human} / static {s.robot_static}, ground truth human "
+                f"{s.collisions_human} / static {s.collisions_static})"
+                for s in differ[:20]
+            )
+            + (f"; and {len(differ) - 20} more" if len(differ) > 20 else "")
+            + "."
+        )
     md += ["", "![collisions per trial](collisions_per_trial.png)", "", "## Trajectories", ""]
     md += [f"![trajectories]({name})" for name in traj_files]
+    if not draw_traj:
+        md.append(
+            f"Per-trial trajectory figures left out ({plural(len(trials), 'trial')}, "
+            f"{-(-len(trials) // TRAJ_PER_FIGURE)} figures); `havln-robot report --trajectories on` draws them."
+        )
     md += ["", "## Trials", ""]
     md.append(
         _md_table(
@@ -464,12 +583,14 @@ def _write_report_files(
                     s.trial.platform,
                     short_label(s.trial.region),
                     s.trial.people_present,
-                    (s.trial.outcome or s.trial.state) + (" (forced)" if s.trial.verdict_forced else ""),
+                    (s.trial.outcome or s.trial.state)
+                    + (" (forced)" if s.trial.verdict_forced else "")
+                    + (" (human contact: not SR)" if s.trial.outcome == "success" and s.collisions_human else ""),
                     _ne_str(s.trial.ne_m) or "–",
                     s.steps,
                     f"{s.collisions_human}/{s.collisions_static}",
                     f"{s.path_length_m:.1f}",
-                    s.trial.reason or "",
+                    (s.trial.reason or "") + (f" (recording fault: {s.trial.recording_fault})" if s.trial.recording_fault else ""),
                     (s.trial.policy or "–") + (f" ({s.trial.checkpoint_sha256[:8]})" if s.trial.checkpoint_sha256 else ""),
                     s.trial.notes,
                 ]
@@ -512,6 +633,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--title", default="HA-VLN trial report", help="title of report.md (default: HA-VLN trial report)")
     ap.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
+    ap.add_argument(
+        "--trajectories",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help=f"per-trial trajectory figures (one per {TRAJ_PER_FIGURE} trials): auto = up to {TRAJECTORY_LIMIT} trials (default)",
+    )
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     from havln_robot.paths import prepare_out_dir, refuse_overwrite
 
@@ -533,7 +660,16 @@ def _report(a: argparse.Namespace) -> int:
         with open_store(db, readonly=True) as st:
             if st.warning:
                 print(f"havln-robot report: warning: {st.warning}", file=sys.stderr)
-            files = write_report(st, Path(a.out), campaign=a.campaign, platform=a.platform, title=a.title, policy=a.policy)
+            files = write_report(
+                st,
+                Path(a.out),
+                campaign=a.campaign,
+                platform=a.platform,
+                title=a.title,
+                policy=a.policy,
+                trajectories={"auto": None, "on": True, "off": False}[a.trajectories],
+                progress=True,
+            )
     except TrialError as exc:
         print(f"havln-robot report: {exc}", file=sys.stderr)
         return 2

@@ -45,6 +45,8 @@ from havln_robot.records import (
 )
 from havln_robot.text import is_blank, terminal_safe
 from havln_robot.trials.metrics import ROBOT_RESET
+from havln_robot.text import is_blank, normalize_instruction, terminal_safe
+from havln_robot.trials.regions import UNKNOWN_REGION, canonical_region
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
 #: How long after a blocked result ("collision" or "stall") a collision report is still credited to that step, s.
@@ -242,6 +244,8 @@ class TrialSession:
         self._collisions_since_step = 0
         self._last_collision_step: _LastCollisionStep | None = None
         self._reset_reason = ""  # a robot reset since the last step: marks the next step (path not joined)
+        self._wal_warned = False
+        self._gt_base: tuple[str, int, int] | None = None  # (episode, human, static) of the truth when the trial opened
 
     # --- trial tracking -------------------------------------------------------------------------
     def _attach(self, trial: Trial) -> None:
@@ -250,6 +254,9 @@ class TrialSession:
                 trial = self.store.update_trial(trial.id, **self.provenance)
             self.trial = trial
             self._collisions_since_step = 0
+            gt = self.ground_truth
+            # the simulator counts per episode: contacts before this trial opened are not its own
+            self._gt_base = (gt.episode_id, gt.collisions_human, gt.collisions_static) if gt is not None else None
             self.on_trial(trial)
 
     def _release(self) -> None:
@@ -307,9 +314,9 @@ class TrialSession:
     # --- inputs ---------------------------------------------------------------------------------
     def on_instruction(self, text: str) -> None:
         """A new instruction: attach it to a fresh trial, or open a trial (``auto_start``)."""
-        text = text.strip()
+        raw, text = text, normalize_instruction(text)
         if is_blank(text):
-            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(repr(text[:40]))})")
+            self.log.warning(f"empty instruction ignored (only blank, control or zero-width characters: {terminal_safe(repr(raw[:40]))})")
             return
         try:
             run = self.sync()
@@ -348,9 +355,14 @@ class TrialSession:
         self.agent = status
 
     def on_ground_truth(self, gt: GroundTruth) -> None:
-        """Simulator truth; a trial opened before the first one gets its episode, scan and start pose now."""
+        """Simulator truth; a trial opened before the first one gets its episode, scan and start pose now,
+        and the running trial its ground-truth collision counts (stored when they change)."""
         self.ground_truth = gt
         t = self.trial
+        if t is not None:
+            self._record_gt_collisions(t, gt)
+            self._record_scene(self.trial or t, gt)
+            t = self.trial
         if t is None or t.episode_id or not gt.episode_id:
             return
         meta = {
@@ -362,6 +374,44 @@ class TrialSession:
             self.trial = self.store.update_trial(t.id, **meta)
         except TrialError as exc:
             self.log.warning(f"trial {t.id}: episode from ground truth not recorded: {terminal_safe(exc)}")
+
+    def _record_scene(self, t: Trial, gt: GroundTruth) -> None:
+        """What the simulator knows of the episode and the trial lacks: the goal (map frame), the
+        people in it and their region (a region name outside regions.py stays unknown). Plan rows and
+        the operator's parameters are kept: only empty fields (no goal, 0 people, region unknown) are filled."""
+        meta: dict[str, Any] = {}
+        if t.goal_x is None and gt.goal_x is not None and gt.goal_y is not None:
+            meta.update(goal_x=gt.goal_x, goal_y=gt.goal_y, goal_frame="map")
+        if t.people_present == 0 and gt.people > 0:
+            meta["people_present"] = gt.people
+        if t.region == UNKNOWN_REGION and gt.region:
+            try:
+                meta["region"] = canonical_region(gt.region)
+            except ValueError:
+                pass
+        if not meta:
+            return
+        try:
+            self.trial = self.store.update_trial(t.id, **meta)
+        except TrialError as exc:
+            self.log.warning(f"trial {t.id}: goal / people / region from ground truth not recorded: {terminal_safe(exc)}")
+
+    def _record_gt_collisions(self, t: Trial, gt: GroundTruth) -> None:
+        """Store the simulator's contact counts since the trial opened (beside the robot's own
+        classification in the collisions table); a new episode's counts start from zero."""
+        base = self._gt_base
+        if base is None or base[0] != gt.episode_id or gt.collisions_human < base[1] or gt.collisions_static < base[2]:
+            # no truth yet when the trial opened, or the simulator began a new episode (counts from 0)
+            base = self._gt_base = (gt.episode_id, 0, 0)
+        counts = (gt.collisions_human - base[1], gt.collisions_static - base[2])
+        if (t.gt_collisions_human, t.gt_collisions_static) == counts:
+            return
+        try:
+            self.trial = self.store.update_trial(t.id, gt_collisions_human=counts[0], gt_collisions_static=counts[1])
+        except DiskFull:
+            self.disk_full(f"trial store {self.store.path}")
+        except TrialError as exc:
+            self.log.warning(f"trial {t.id}: ground-truth collisions not recorded: {terminal_safe(exc)}")
 
     def step_of(self, r: ActionResult, stamp: float) -> Step:
         """The :class:`Step` row of an action result with the latest pose, truth and people."""
@@ -519,7 +569,41 @@ class TrialSession:
         except TrialError as exc:
             self.log.error(f"episode_done: {terminal_safe(exc)}")
         self._release()
+        self.store_health()
         return t
+
+    def store_health(self) -> None:
+        """Warn once when the store's WAL checkpoint (run at every trial close) was blocked by a reader,
+        and once when it completes again."""
+        problem = getattr(self.store, "checkpoint_problem", "")
+        if problem and not self._wal_warned:
+            self.log.warning(terminal_safe(problem))
+        elif not problem and self._wal_warned:
+            self.log.info(f"{self.store.path}: WAL checkpointed again; the main file holds every closed trial")
+        self._wal_warned = bool(problem)
+
+    def recording_fault(self, why: str, paused: bool = False) -> None:
+        """The MCAP bag cannot be written (``why``: one line): the running trial goes on in the store,
+        marked with the fault (``recording_fault``: trial show, list, report); one error line."""
+        run = self.trial
+        if run is None:
+            self.log.error(f"MCAP bag: {why}; no trial running")
+            return
+        n = self.store.step_count(run.id)
+        note = f"MCAP bag stopped after step {n}: {why}"
+        try:
+            self.trial = self.store.update_trial(run.id, recording_fault=note)
+        except DiskFull:
+            self.disk_full(f"trial store {self.store.path}")
+            return
+        except TrialError as exc:
+            self.log.warning(f"trial {run.id}: recording fault not stored: {terminal_safe(exc)}")
+        then = (
+            "the robot is stopped (agent paused: mcap_on_fault pause); resume from the console or publish false on the pause topic"
+            if paused
+            else "the trial goes on, recorded in the trial store only (marked in trial show and the report)"
+        )
+        self.log.error(f"trial {run.id}: recording fault -- {terminal_safe(note)}; {then}")
 
     def disk_full(self, where: str) -> None:
         """A write hit a full disk (``where``: the store or the bag): one error line; the trial is
@@ -551,6 +635,7 @@ class TrialSession:
         t = self.store.set_outcome(cur.id, verdict.value, reason=reason)
         if self.trial is not None and self.trial.id == t.id:
             self._release()
+        self.store_health()
         return t
 
     def close(self, reason: str = "shutdown") -> None:

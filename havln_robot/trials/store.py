@@ -48,7 +48,7 @@ from typing import Any
 from havln_robot import jsonio, locks
 from havln_robot.actions import ACTIONS, is_action
 from havln_robot.paths import atomic_output, user_data_root
-from havln_robot.text import terminal_safe
+from havln_robot.text import normalize_instruction, terminal_safe
 from havln_robot.trials import faults
 from havln_robot.trials.metrics import navigation_error
 from havln_robot.trials.model import (  # noqa: F401  (re-exported: the store's public records)
@@ -68,7 +68,7 @@ from havln_robot.trials.regions import UNKNOWN_REGION, RegionError, canonical_re
 #: ``--profile`` is given: the real robot's.
 DEFAULT_PROFILE = "go2"
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MAX_GOAL_RADIUS_M: float = 100.0
 """Largest success radius (m) a trial accepts (HA-VLN uses 3.0)."""
@@ -109,6 +109,10 @@ def lock_path(db_path: str | os.PathLike[str]) -> Path:
     """The writer lock file of a store: ``<db>.lock`` beside it (see :mod:`havln_robot.locks`)."""
     p = Path(db_path)
     return p.with_name(p.name + ".lock")
+
+
+#: ``ne_source`` of a verdict the operator judged by eye, with no NE measured (``trial end --by-eye``).
+BY_EYE = "by eye"
 
 
 class TrialError(ValueError):
@@ -241,6 +245,16 @@ MIGRATIONS: tuple[str, ...] = (
     );
     INSERT INTO store_state (id, trials, last_trial_id) VALUES (1, (SELECT COUNT(*) FROM trials), (SELECT MAX(id) FROM trials));
     """,
+    # v3 -> v4: the simulator's ground-truth collision counts beside the robot's own classification
+    # (NULL = no ground truth: a real robot), the instruction's unknown-word rate against the
+    # policy's vocabulary, and a recording fault (the bag stopped; the trial went on in the store)
+    """
+    ALTER TABLE trials ADD COLUMN gt_collisions_human INTEGER;
+    ALTER TABLE trials ADD COLUMN gt_collisions_static INTEGER;
+    ALTER TABLE trials ADD COLUMN unknown_word_rate REAL;
+    ALTER TABLE trials ADD COLUMN recording_fault TEXT NOT NULL DEFAULT '';
+    ALTER TABLE store_state ADD COLUMN checkpoint_failed REAL;
+    """,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -314,6 +328,10 @@ UPDATABLE = frozenset(
         "checkpoint_sha256",
         "software",
         "profile",
+        "gt_collisions_human",
+        "gt_collisions_static",
+        "unknown_word_rate",
+        "recording_fault",
     }
 )
 
@@ -375,10 +393,21 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
         raise TrialError(f"{pre}goal: give both goal_x and goal_y (metres) or neither")
     if has_x and not out.get("goal_frame"):
         out["goal_frame"] = "start"
-    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path", *PROVENANCE_FIELDS):
+    for key in ("gt_collisions_human", "gt_collisions_static"):
+        v = out.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise TrialError(f"{pre}{key}: expected a count >= 0 or None (no ground truth), got {v!r}")
+    if out.get("unknown_word_rate") is not None:
+        v = out["unknown_word_rate"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise TrialError(f"{pre}unknown_word_rate: expected a share in [0, 1] or None, got {v!r}")
+        out["unknown_word_rate"] = float(v)
+    for key in ("instance", "instruction", "operator", "episode_id", "scan", "notes", "mcap_path", "recording_fault", *PROVENANCE_FIELDS):
         if key in out:
             v = out[key]
             out[key] = "" if v is None else str(v).strip()
+    if out.get("instruction"):  # stored as the policy reads it (text.normalize_instruction)
+        out["instruction"] = normalize_instruction(out["instruction"])
     return out
 
 
@@ -406,7 +435,9 @@ class TrialStore:
             (``trial``, ``report``), ``--trials`` (``export``), ``db_path`` (a node's parameter).
 
     Attributes:
-        warning: one line about the file (a copy missing its WAL), or ``""``.
+        warning: one line about the file (a copy missing its WAL, or a WAL a reader keeps from being
+            checkpointed: :meth:`wal_problem`), or ``""``.
+        checkpoint_problem: the writer's last WAL checkpoint was blocked by a reader (one line), or ``""``.
 
     Raises:
         StoreBusy: ``writer`` and another process writes this store (the message names its pid).
@@ -429,6 +460,7 @@ class TrialStore:
         self._writer: locks.HeldLock | None = None
         self.readonly = readonly
         self.warning = ""
+        self.checkpoint_problem = ""  # the writer's last checkpoint was blocked (wal_problem), "" when it completed
         if writer and not self._mem:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -501,7 +533,7 @@ class TrialStore:
                         f"{self.path}: schema version {v}, this build reads {SCHEMA_VERSION}; open it once read-write to migrate"
                     )
                 self._check_schema(self._db, v)
-                self.warning = self._copy_check() or ""
+                self.warning = self._copy_check() or self.wal_problem() or ""
             else:
                 self._migrate()
                 problem = self._copy_check()
@@ -569,6 +601,29 @@ class TrialStore:
             f"later ones are missing. Copy {self.path.name}-wal with it, or copy stores with 'havln-robot trial backup OUT'"
         )
 
+    def wal_problem(self) -> str | None:
+        """One line when the writer's last WAL checkpoint could not complete (``store_state.checkpoint_failed``,
+        set by :meth:`checkpoint`): another connection holds a read transaction, so the WAL grows and
+        the main file alone lacks the newest trials; None when the last checkpoint completed."""
+        if self._mem or "store_state" not in self._tables():
+            return None
+        with self._lock:
+            cols = {r[1] for r in self._db.execute("PRAGMA table_info(store_state)")}
+            if "checkpoint_failed" not in cols:
+                return None
+            row = self._db.execute("SELECT checkpoint_failed FROM store_state WHERE id = 1").fetchone()
+        if row is None or row[0] is None:
+            return None
+        try:
+            size = Path(f"{self.path}-wal").stat().st_size
+        except OSError:
+            size = 0
+        return (
+            f"{self.path}: the WAL could not be checkpointed since {_fmt_ts(row[0])} ({size / 1e6:.2f} MB in {self.path.name}-wal): "
+            "another program holds a read transaction on the store (a database browser, an open sqlite3 shell); close it. "
+            f"Until then {self.path.name} alone lacks the newest trials: copy it with 'havln-robot trial backup OUT'"
+        )
+
     def _mark_writer(self, event: str) -> None:
         """Keep the ``store_state`` row current and checkpoint the WAL.
 
@@ -604,6 +659,22 @@ class TrialStore:
                 busy, _log, _done = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             except sqlite3.Error:
                 return False
+            # readers see the outcome in store_state (wal_problem): trial list, doctor, report
+            try:
+                if busy:
+                    self._db.execute(
+                        "UPDATE store_state SET checkpoint_failed = COALESCE(checkpoint_failed, ?) WHERE id = 1", (time.time(),)
+                    )
+                    self.checkpoint_problem = self.wal_problem() or "WAL checkpoint blocked by a reader"
+                elif (
+                    self.checkpoint_problem
+                    or self._db.execute("SELECT 1 FROM store_state WHERE id = 1 AND checkpoint_failed IS NOT NULL").fetchone()
+                ):
+                    self._db.execute("UPDATE store_state SET checkpoint_failed = NULL WHERE id = 1")
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    self.checkpoint_problem = ""
+            except sqlite3.Error:
+                pass  # no store_state (an old schema being migrated) or a full disk: the WAL keeps it
         return busy == 0
 
     def trial_closed(self) -> None:
@@ -653,6 +724,8 @@ class TrialStore:
                             "trials = (SELECT COUNT(*) FROM trials), last_trial_id = (SELECT MAX(id) FROM trials) WHERE id = 1",
                             (time.time(),),
                         )
+                        if "checkpoint_failed" in {r[1] for r in target.execute("PRAGMA table_info(store_state)")}:
+                            target.execute("UPDATE store_state SET checkpoint_failed = NULL WHERE id = 1")  # the copy is complete
                     ok = target.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
                 finally:
                     target.close()
@@ -958,6 +1031,7 @@ class TrialStore:
         end_reason: str | None = None,
         overwrite: bool = False,
         force: bool = False,
+        by_eye: bool = False,
     ) -> Trial:
         """Record the verdict; finishes the trial if it is still running.
 
@@ -977,6 +1051,7 @@ class TrialStore:
             end_reason: why the run ended, if it is still running (default: the outcome).
             overwrite: replace an earlier verdict.
             force: record a success that contradicts the NE (marked as forced).
+            by_eye: the operator judged the verdict by eye: with no NE, ``ne_source`` says ``by eye``.
 
         Raises:
             TrialError: bad outcome / NE, no such trial, the trial already has a verdict and
@@ -1013,7 +1088,17 @@ class TrialStore:
             db.execute(
                 "UPDATE trials SET finished = COALESCE(finished, ?), end_reason = CASE WHEN finished IS NULL THEN ? ELSE end_reason END, "
                 "judged = ?, outcome = ?, reason = ?, ne_m = ?, ne_source = ?, verdict_forced = ? WHERE id = ?",
-                (now, end_reason or outcome, now, outcome, reason, ne_m, ne_source if ne_m is not None else "", int(contradicts), trial_id),
+                (
+                    now,
+                    end_reason or outcome,
+                    now,
+                    outcome,
+                    reason,
+                    ne_m,
+                    ne_source if ne_m is not None else (BY_EYE if by_eye else ""),
+                    int(contradicts),
+                    trial_id,
+                ),
             )
         self.trial_closed()
         return self.trial(trial_id)
@@ -1109,16 +1194,55 @@ class TrialStore:
             rows = self._db.execute(f"SELECT {', '.join(_STEP_FIELDS)} FROM steps WHERE trial_id = ? ORDER BY seq", (trial_id,)).fetchall()
         return [Step(**_typed_row(Step, r, self.path, "steps", f"trial {trial_id} seq {r['seq']!r}", _STEP_FIELDS)) for r in rows]
 
+    def steps_of(self, trial_ids: Sequence[int]) -> dict[int, list[Step]]:
+        """The steps of several trials in one query (a report over a campaign): trial id -> steps in
+        order; trials without steps are absent. The same typed reading as :meth:`steps`."""
+        if not trial_ids:
+            return {}
+        out: dict[int, list[Step]] = {}
+        marks = ", ".join("?" * len(trial_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT trial_id, {', '.join(_STEP_FIELDS)} FROM steps WHERE trial_id IN ({marks}) ORDER BY trial_id, seq",
+                [int(i) for i in trial_ids],
+            ).fetchall()
+        for r in rows:
+            tid = r["trial_id"]
+            out.setdefault(tid, []).append(Step(**_typed_row(Step, r, self.path, "steps", f"trial {tid} seq {r['seq']!r}", _STEP_FIELDS)))
+        return out
+
+    def collisions_of(self, trial_ids: Sequence[int]) -> dict[int, list[Collision]]:
+        """The collisions of several trials in one query: trial id -> events in time order (see :meth:`collisions`)."""
+        if not trial_ids:
+            return {}
+        out: dict[int, list[Collision]] = {}
+        marks = ", ".join("?" * len(trial_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT trial_id, id AS row_id, {', '.join(_COLL_FIELDS)} FROM collisions WHERE trial_id IN ({marks}) "
+                "ORDER BY trial_id, stamp, id",
+                [int(i) for i in trial_ids],
+            ).fetchall()
+        for r in rows:
+            tid = r["trial_id"]
+            out.setdefault(tid, []).append(
+                Collision(**_typed_row(Collision, r, self.path, "collisions", f"id {r['row_id']!r} (trial {tid})", _COLL_FIELDS))
+            )
+        return out
+
     def record_agent_summary(self, trial_id: int, summary: Mapping[str, Any]) -> None:
         """Store the agent's episode summary (havln/episode_done JSON) with the trial.
 
         Raises:
             TrialError: no such trial.
         """
+        rate = summary.get("unknown_word_rate")
+        rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 <= rate <= 1.0 else None
         with self._tx() as db:
             self._require(db, trial_id)
             db.execute(
-                "UPDATE trials SET agent_summary = ? WHERE id = ?", (jsonio.dumps(dict(summary), nonfinite="null", default=str), trial_id)
+                "UPDATE trials SET agent_summary = ?, unknown_word_rate = COALESCE(?, unknown_word_rate) WHERE id = ?",
+                (jsonio.dumps(dict(summary), nonfinite="null", default=str), rate, trial_id),
             )
 
     def actions(self, trial_id: int) -> list[str]:
@@ -1325,6 +1449,7 @@ class _StoreState:
     writer_since: float | None = None
     checkpointed: float | None = None
     last_trial_id: int | None = None
+    checkpoint_failed: float | None = None
 
 
 _KINDS = {cls: _column_kinds(cls) for cls in (Trial, Step, Collision, PlannedTrial, CampaignInfo, _StoreState)}
