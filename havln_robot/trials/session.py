@@ -43,9 +43,8 @@ from havln_robot.records import (
     finite_or_none,
     is_blocked_outcome,
 )
-from havln_robot.text import is_blank, terminal_safe
-from havln_robot.trials.metrics import ROBOT_RESET
 from havln_robot.text import is_blank, normalize_instruction, terminal_safe
+from havln_robot.trials.metrics import ROBOT_RESET
 from havln_robot.trials.regions import UNKNOWN_REGION, canonical_region
 from havln_robot.trials.store import Collision, DiskFull, Step, Trial, TrialError, TrialStore
 
