@@ -56,20 +56,23 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-import numpy as np
-
 from havln_robot import jsonio
-from havln_robot.actions import STOP, SWEEP_LEFT, finalize_sequence
-from havln_robot.agent.core import BlockedCounter, EpisodeBlocked
+from havln_robot.actions import finalize_sequence
+from havln_robot.agent.sim_io import (  # noqa: F401 - OBS_SIZE, fov_mask: re-exported (eval's public names)
+    OBS_HFOV_DEG,
+    OBS_SIZE,
+    Observer,
+    batch_agent_config,
+    fov_mask,
+    run_world_episode,
+)
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.paths import atomic_output, staged_output_dir
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.policy.remote import is_remote
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
-OBS_SIZE: int = 256
-"""Rendered observation size (px, square) for checkpoint policies; 90 deg HFOV as the VLN-CE sensors."""
-OBS_HFOV_DEG: float = 90.0
+_Observer = Observer  # the name tests and older callers use
 PARTIAL_NAME: str = "results.partial.jsonl"
 """Per-episode results in completion order, appended as each episode finishes (``--out``; ``--resume`` reads it)."""
 PARTIAL_FORMAT: int = 1
@@ -206,20 +209,21 @@ class PeopleShield:
     from the Go2 head camera at the current pose, 0.1 s apart, ending at the current sim
     time -- and checked as motion_node checks them (personal space 0.45 m along the step, and the
     constant-velocity forecast over the action plus 1 s; motion params defaults). A refused action
-    is not executed (:meth:`step`): the robot waits ``wait_s`` (agent_node's ``blocked_wait_s``; sim
-    time advances, people move and may walk into it) and the policy decides again. After
-    ``max_total_waits`` refusals in an episode the shield lets everything through.
+    is not executed (:meth:`refusal`): the episode runner hears motion_node's ``collision`` and
+    stands its ``blocked_wait_s`` (sim time advances, people move and may walk into the robot),
+    then the policy decides again. After ``max_total_waits`` refusals in an episode the shield
+    lets everything through.
 
     Args:
         world: the episode's :class:`~havln_robot.sim.world.World`. mode: "ground_truth" | "detected".
     """
 
-    def __init__(self, world, mode: str, wait_s: float = 1.0, max_total_waits: int = 60) -> None:
+    def __init__(self, world, mode: str, max_total_waits: int = 60) -> None:
         from havln_robot.motion.executor import MotionConfig
         from havln_robot.motion.safety import CameraMount, Footprint
 
         self.world, self.mode = world, mode
-        self.wait_s, self.max_total_waits = wait_s, max_total_waits
+        self.max_total_waits = max_total_waits
         self.cfg = MotionConfig()
         self.fp = Footprint(radius=world.robot_radius)
         self.waits = 0
@@ -297,138 +301,25 @@ class PeopleShield:
         dur = abs(spec.amount) / cfg.w_max + cfg.w_max / cfg.a_ang
         return forecast_hazard(ppl, self.fp, dur, cfg.forecast_margin_s, cfg.person_radius + cfg.turn_margin, angle=spec.amount)
 
-    def step(self, action: str):
-        """``world.step(action)`` when the people checks allow it; else wait ``wait_s`` and return None.
+    def refusal(self, action: str) -> str | None:
+        """Why the people checks refuse ``action`` here and now (counted in :attr:`waits`), or None.
 
-        A refused action is not executed and not recorded (motion_node refuses it; the policy decides
-        again from the same pose, as agent_node does after its blocked wait); sim time advances by
-        ``wait_s`` and people may walk into the standing robot. After ``max_total_waits`` refusals
-        in an episode every action is executed (no deadlock in front of a person who never leaves).
+        The episode runner (:class:`havln_robot.agent.sim_io.SimIO`) treats a refusal as motion_node's
+        (outcome ``collision``: it waits ``blocked_wait_s`` of sim time, the policy decides again).
+        After ``max_total_waits`` refusals in an episode every action passes.
         """
-        if self.waits < self.max_total_waits and not self.world.done and self.hazard(action) is not None:
-            self.waits += 1
-            self.world.move(0.0, 0.0, self.wait_s)
+        if self.waits >= self.max_total_waits or self.world.done:
             return None
-        return self.world.step(action)
+        hz = self.hazard(action)
+        if hz is None:
+            return None
+        self.waits += 1
+        return f"people check: {hz.detail}"
 
     def close(self) -> None:
         """Release the renderer."""
         if self.renderer is not None:
             self.renderer.close()
-
-
-# ---------------------------------------------------------------------------- observations
-class _Observer:
-    """Renders :class:`havln_robot.policy.api.Observation` for a world (checkpoint policies)."""
-
-    def __init__(
-        self,
-        world,
-        views: int,
-        heading_jitter_deg: float = 0.0,
-        seed: int = 0,
-        hfov_deg: float = OBS_HFOV_DEG,
-        vfov_deg: float = OBS_HFOV_DEG,
-    ) -> None:
-        from havln_robot.perception.preprocess import to_model_depth, to_model_rgb
-        from havln_robot.sim.render import Renderer, depth_to_mm
-
-        self._keep = fov_mask(OBS_SIZE, OBS_SIZE, OBS_HFOV_DEG, hfov_deg, vfov_deg)
-        # the live camera's depth (sim_node: 16UC1 mm, 0 outside depth_min_m..depth_max_m, as a
-        # D435i) is what agent_node feeds the policy: batch converts the same way (issue 23: with
-        # far depth clipped to 10 m instead, 6 of the first 40 val_seen decisions differed from live)
-        from havln_robot.sim.params import camera_depth_range
-
-        self._depth_range = camera_depth_range()
-
-        self._rgb, self._depth, self._depth_to_mm = to_model_rgb, to_model_depth, depth_to_mm
-        self.world = world
-        self.views = max(1, int(views))
-        self.renderer = Renderer(world.scene, world.crowd, width=OBS_SIZE, height=OBS_SIZE, hfov_deg=OBS_HFOV_DEG)
-        self.headings = self._headings(self.views)
-        # Sweep-mode panoramas: each view is a camera frame within the selection tolerance of its
-        # heading, not exactly at it (issue 16). With heading_jitter_deg > 0 every view of a
-        # panorama is rendered at nominal + e, e ~ N(0, jitter) clipped to +-2 jitter, and the
-        # policy gets those headings (agent_node gives it the measured ones). The front view
-        # (1 view) stays exact. Measured distribution: README "panorama" figures.
-        self.jitter = math.radians(max(0.0, heading_jitter_deg))
-        self._rng = np.random.default_rng(seed)
-
-    def observe(self, step: int, views: int | None = None, sweep: list | None = None, sign: float = 1.0):
-        """Render ``views`` headings (default: the count given at construction) around the body.
-
-        A policy that asks for a panorama only at decisions (``policy.views`` changes between 1 and N)
-        gets exactly what agent_node would give it, and evaluation renders 1 view between decisions.
-
-        Args:
-            step: the observation's step index.
-            views: view count (default: the constructor's).
-            sweep: per view, the frame a sweep chose (:attr:`ClosedLoop.sweep_views`: true camera
-                pose, sim time, believed heading): the view is rendered at that pose and time and
-                the policy is given that heading, as agent_node gives it the measured one; a view
-                without a frame (None) is rendered from where the robot stands at its nominal
-                heading (agent_node retakes it standing still). None = every view from here.
-            sign: +1 for a CCW (left) sweep, -1 for a right one: view i's nominal heading is
-                ``sign * i * 360 / n`` (agent_node's order).
-        """
-        from havln_robot.policy.api import Observation
-
-        n = self.views if views is None else max(1, int(views))
-        headings = self.headings if n == self.views else self._headings(n)
-        from_sweep = sweep is not None and len(sweep) == n
-        if from_sweep:
-            headings = self._headings(n) * np.float32(1.0 if sign >= 0 else -1.0)
-            headings = ((headings + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
-        elif self.jitter > 0 and n > 1:
-            e = np.clip(self._rng.normal(0.0, self.jitter, n), -2 * self.jitter, 2 * self.jitter)
-            headings = (((headings + e) + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
-        x, y, z, yaw = self.world.camera_pose  # z on the drawn floor (World.camera_pose)
-        poses = [((x, y, z, yaw + float(h)), float(self.world.t)) for h in headings]
-        for i, v in enumerate(sweep if from_sweep else []):
-            if v is not None:  # the chosen frame: where and when the camera really looked
-                poses[i] = (v[0], float(v[1]))
-                headings[i] = np.float32(math.remainder(v[2], 2 * math.pi))
-        rgbs, depths = [], []
-        for pose, t in poses:
-            rgb, depth = self.renderer.render(pose, self.world.camera_pitch, t)
-            depth = self._depth_to_mm(depth, *self._depth_range)
-            if self._keep is not None:
-                rgb = np.where(self._keep[..., None], rgb, 0).astype(rgb.dtype)
-                depth = np.where(self._keep.reshape(self._keep.shape + (1,) * (depth.ndim - 2)), depth, 0).astype(depth.dtype)
-            rgbs.append(self._rgb(rgb, OBS_HFOV_DEG))
-            depths.append(self._depth(depth, OBS_HFOV_DEG))
-        return Observation(np.stack(rgbs), np.stack(depths).astype(np.float32), headings.copy(), step)
-
-    @staticmethod
-    def _headings(n: int) -> np.ndarray:
-        h = np.array([2.0 * math.pi * k / n for k in range(n)], dtype=np.float32)
-        return ((h + math.pi) % (2 * math.pi) - math.pi).astype(np.float32)
-
-    def close(self) -> None:
-        self.renderer.close()
-
-
-def fov_mask(width: int, height: int, render_hfov_deg: float, hfov_deg: float, vfov_deg: float) -> np.ndarray | None:
-    """Pixels of a ``width`` x ``height`` pinhole image (square pixels, ``render_hfov_deg`` wide) inside a
-    narrower ``hfov_deg`` x ``vfov_deg`` field of view centred on the optical axis.
-
-    Returns:
-        (height, width) bool array, True = kept; None when the whole image is kept.
-
-    Raises:
-        ValueError: a field of view outside (0, 180) deg.
-    """
-    for name, v in (("hfov_deg", hfov_deg), ("vfov_deg", vfov_deg)):
-        if not (math.isfinite(v) and 0.0 < v < 180.0):
-            raise ValueError(f"{name} {v}: give a field of view in (0, 180) deg")
-    f = (width / 2.0) / math.tan(math.radians(render_hfov_deg) / 2.0)  # focal length, px
-    u = np.abs(np.arange(width) + 0.5 - width / 2.0)
-    v = np.abs(np.arange(height) + 0.5 - height / 2.0)
-    keep_u = u <= f * math.tan(math.radians(hfov_deg) / 2.0)
-    keep_v = v <= f * math.tan(math.radians(vfov_deg) / 2.0)
-    if keep_u.all() and keep_v.all():
-        return None
-    return keep_v[:, None] & keep_u[None, :]
 
 
 # ---------------------------------------------------------------------------- running
@@ -438,9 +329,9 @@ def _agent_node_params(path: str | os.PathLike[str] | None) -> dict:
     Raises:
         havln_robot.params.ConfigError: the file cannot be read (one line naming it).
     """
-    from havln_robot.rosparams import node_params
+    from havln_robot.agent.sim_io import agent_node_params
 
-    return node_params("agent_node", path)
+    return agent_node_params(None if path is None else str(path))
 
 
 def panorama_sweep_action(path: str | os.PathLike[str] | None = None) -> str | None:
@@ -496,7 +387,14 @@ def run_episode(
     panorama_sweeps: bool = False,
     agent_rules: bool = True,
 ) -> list[str]:
-    """Run one episode to its end (STOP or the 500-action budget); returns the actions taken.
+    """Run one episode to its end through agent_node's episode runner; returns the actions taken.
+
+    The episode is :class:`havln_robot.agent.core.EpisodeRunner` over the batch world
+    (:func:`havln_robot.agent.sim_io.run_world_episode`): the same code agent_node runs, with
+    config/sim.yaml's agent_node settings -- outcomes told to the policy (``on_action_result``), a
+    ``blocked_wait_s`` stand after each blocked motion (sim time passes, people walk on), the
+    episode ended ``blocked`` (with the STOP its challenge file gets) after
+    ``max_consecutive_blocked`` blocked actions in a row.
 
     Args:
         world: a reset :class:`~havln_robot.sim.world.World`.
@@ -504,24 +402,18 @@ def run_episode(
             built afresh for the episode by :func:`~havln_robot.policy.registry.make_policy`), or a
             :class:`havln_robot.policy.api.Policy`.
         seed: default seed of a seeded builtin (``random``) whose spec gives none (and of the heading jitter).
-        heading_jitter_deg: std of the view-heading error of panorama views, deg (0: exact headings;
-            sweep-mode panoramas: the bench panorama's measured spread).
+        heading_jitter_deg: std of the view-heading error of instant panorama views, deg (0: exact headings).
         hfov_deg: camera horizontal field of view (deg); pixels of the 90 deg render outside it are 0.
         vfov_deg: camera vertical field of view (deg), likewise.
-        shield: people checks before each action (``eval --people``), or None.
-        panorama_sweeps: before each decision of a panoramic policy, turn the robot once in place
-            through the executor as agent_node does (:meth:`ClosedLoop.sweep`, config/sim.yaml's
-            ``panorama_mode``): the panorama's sim time passes and people walk on. ~10x the ticks
-            per decision; ``bench agreement`` uses it for the model, ``eval`` by default does not.
-        agent_rules: after each executed action, do what agent_node does (:mod:`havln_robot.agent.core`):
-            tell the policy the outcome (``on_action_result``) and end the episode (reason
-            ``blocked``, with the STOP its challenge file gets) after ``max_consecutive_blocked`` actions in a row that obstacles or
-            people refused or stopped (config/sim.yaml agent_node; :func:`agent_max_consecutive_blocked`).
-            agent_node's ``blocked_wait_s`` stand after each is not modelled (an exported action
-            file cannot carry it; ``replay`` must reproduce eval). Not for the expert (it plans
-            around refusals).
+        shield: people checks before each action (``eval --people``), or None: a refused action is
+            not executed and the runner treats it as motion_node's refusal.
+        panorama_sweeps: panoramas as agent_node takes them (config/sim.yaml's ``panorama_mode``:
+            one sweep through the executor, frames chosen by the believed yaw, missing views
+            retaken with turns; sim time passes, people walk on). False (``eval``'s default): an
+            instant panorama from where the robot stands.
+        agent_rules: False: no blocked wait, no consecutive-blocked limit and no outcome hook (a
+            raw action stepper for tests).
     """
-    observer = None
     if policy == "expert":
         from havln_robot.sim.expert import Expert
 
@@ -530,45 +422,16 @@ def run_episode(
         agent = make_policy(policy, seed=seed)
     else:
         agent = policy
+    observer = None
     if policy != "expert" and getattr(agent, "observes", True):
-        observer = _Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
-    sweep = panorama_sweep_action() if panorama_sweeps and observer is not None and int(getattr(agent, "views", 1)) > 1 else None
-    tol = panorama_view_tolerance_deg() if sweep is not None else 0.0
-    rules = None
-    if agent_rules and policy != "expert":
-        rules = BlockedCounter(agent_max_consecutive_blocked())
+        observer = Observer(world, getattr(agent, "views", 1), heading_jitter_deg, seed, hfov_deg, vfov_deg)
+    config = batch_agent_config(_agent_node_params(None), sweeps=panorama_sweeps, agent_rules=agent_rules)
+    if not agent_rules:
+        from havln_robot.agent.sim_io import without_outcomes
+
+        agent = without_outcomes(agent)
     try:
-        agent.reset(world.episode.instruction)
-        while not world.done:
-            chosen = None
-            nv = int(getattr(agent, "views", 1))
-            if sweep is not None and nv > 1:  # as agent_node: the robot turns once in place for each panorama
-                world.loop.sweep(sweep, views=nv, tolerance_deg=tol)
-                chosen = world.loop.sweep_views
-            obs = (
-                observer.observe(len(world.actions), nv, sweep=chosen, sign=1.0 if sweep == SWEEP_LEFT else -1.0)
-                if observer is not None
-                else None
-            )
-            act = agent.act(obs)
-            st = shield.step(act) if shield is not None else world.step(act)
-            res = getattr(st, "result", None)
-            if st is None or res is None or act == STOP or rules is None:
-                continue
-            # as agent_node after every executed action (agent.core): the policy hears the outcome
-            # (a blocked macro ends) and max_consecutive_blocked blocked actions in a row end the
-            # episode. agent_node's blocked_wait_s stand is not modelled: an action file cannot
-            # carry it, and replaying eval's actions must give eval's metrics back
-            hook = getattr(agent, "on_action_result", None)
-            if callable(hook):
-                hook(act, str(res.outcome))
-            try:
-                rules.update(str(res.outcome), "action", f"{act}: {res.detail}")
-            except EpisodeBlocked:
-                # the robot stands where it is; the challenge file of the episode ends with the
-                # STOP its export appends (actions.finalize_sequence), so batch stops here too
-                world.step(STOP)
-                world.reason = "blocked"
+        run_world_episode(world, agent, config, observer, shield)
     finally:
         if observer is not None:
             observer.close()

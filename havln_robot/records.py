@@ -93,8 +93,8 @@ class EpisodeBlocked(RuntimeError):
 
 class BlockedCounter:
     """agent_node's count of motions that obstacles or people refused or stopped, in a row (one
-    implementation: :class:`havln_robot.agent.core.AgentRunner`, the batch episode loop
-    :func:`havln_robot.eval.run_episode` and the training rollout
+    implementation: :class:`havln_robot.agent.core.EpisodeRunner`, which agent_node and every batch
+    episode run (:mod:`havln_robot.agent.sim_io`), and the training rollout
     :func:`havln_robot.policy.dataset.rollout`).
 
     A blocked outcome (:data:`BLOCKED_OUTCOMES`: ``collision``, refused before the start because

@@ -11,7 +11,8 @@ import pytest
 from havln_robot.actions import STOP, sequence_problems
 from havln_robot.challenge.cli import export_main
 from havln_robot.challenge.format import read_split_file, write_split_file
-from havln_robot.challenge.replay import ReplayError, follow_reference, load_replay_episodes, main, select_episodes
+from havln_robot.challenge.replay import ReplayError, follow_reference, load_replay_episodes, select_episodes
+from havln_robot.ros.replay import main  # `havln-robot replay`: the batch backend runs the episode runner
 
 pytest.importorskip("havln_robot.sim.world", reason="batch simulator (engineer A) not in this build")
 

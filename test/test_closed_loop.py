@@ -733,7 +733,7 @@ def test_batch_tells_the_policy_each_outcome_and_ends_a_blocked_episode():
     """Issue 23: agent_node tells the policy how each action ended (``on_action_result``; the
     shipped model drops a blocked macro) and ends the episode after max_consecutive_blocked
     blocked actions in a row; batch did neither (2603: 38 refusals in 47 batch actions, 0 live).
-    run_episode now does both (not agent_node's 1 s stand after each: see run_episode)."""
+    run_episode now does both (agent_node's episode runner; its blocked wait: test_agent_sim_io)."""
     from havln_robot.eval import agent_max_consecutive_blocked, run_episode
 
     class WallWalker:

@@ -415,10 +415,13 @@ def test_eval_shield_waits_for_a_forecast_crossing_then_goes():
 
     w = _World(_LineCrowd(0.8, 1.5, -1.0))  # 1.3 m clear now, crosses 0.8 m ahead in 1.5 s
     sh = PeopleShield(w, "ground_truth")
-    assert sh.step("MOVE_FORWARD") is None and w.steps == [] and w.waited == 1.0  # refused: wait 1 s
-    results = [sh.step("MOVE_FORWARD") for _ in range(6)]
-    assert "stepped" in results and sh.waits >= 2  # once they have passed, the step is executed
-    assert sh.step("STOP") == "stepped"  # STOP is never held back
+    assert sh.refusal("MOVE_FORWARD") is not None and sh.waits == 1  # refused (the episode runner then waits)
+    results = []
+    for _ in range(6):
+        w.move(0.0, 0.0, 1.0)  # the runner's blocked wait: sim time passes, the person walks on
+        results.append(sh.refusal("MOVE_FORWARD"))
+    assert None in results and sh.waits >= 2  # once they have passed, the step goes
+    assert sh.refusal("STOP") is None  # STOP is never held back
     w2 = _World(_LineCrowd(0.8, 1.5, +1.0))  # walking away from the path: no wait
     assert PeopleShield(w2, "ground_truth").hazard("MOVE_FORWARD") is None
 

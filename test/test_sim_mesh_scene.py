@@ -268,6 +268,7 @@ def test_bad_scenes_dir_is_one_line(tmp_path, house):
 def test_replay_scores_on_the_mesh(house):
     """`replay --backend batch --scenes` scores an eval's actions on the mesh exactly as eval did, and
     a move that is free on the mesh but hits a procedural wall. Cost ~3 s."""
+    from havln_robot.agent.sim_io import replay_actions
     from havln_robot.challenge.replay import replay_batch
     from havln_robot.episodes import load_episodes
     from havln_robot.eval import evaluate
@@ -282,13 +283,16 @@ def test_replay_scores_on_the_mesh(house):
         connectivity_dir=str(conn),
         progress=False,
         scenes_dir=str(root),
+        play=replay_actions,
     )
     assert [(r.metrics.ne, r.metrics.success) for r in rep] == [(r.metrics.ne, r.metrics.success) for r in recs]
     # into room A's corner, 1 m from A1: free on the mesh, a wall in the procedural scene (A1's 1.1 m disc)
     corner = {episodes[0].episode_id: ["TURN_RIGHT"] * 11 + ["MOVE_FORWARD"] * 4 + ["STOP"]}
     one = {episodes[0].episode_id: episodes[0]}
-    on_mesh = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False, scenes_dir=str(root))[0].metrics
-    on_proc = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False)[0].metrics
+    on_mesh = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False, scenes_dir=str(root), play=replay_actions)[
+        0
+    ].metrics
+    on_proc = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False, play=replay_actions)[0].metrics
     # (issue 23: the closed-loop world's odometry noise moves ~1 m, not exactly; motion_node's executor
     # stops short of the procedural wall instead of touching it)
     assert on_mesh.collisions_static == 0 and on_mesh.path_length == pytest.approx(1.0, abs=0.04)

@@ -23,7 +23,14 @@ standing still with discrete TURNs (a sweep stopped early: the whole panorama is
 mode from where the robot stands). Inference starts on the selected views as soon as the frames
 have passed the last view heading, while the robot finishes the sweep (when the gyro drift is
 known from an earlier sweep; else at the end). ``discrete``: 24 TURNs of 15°, a view every two.
-An IO without ``sweep`` (test doubles, replays) always gets the discrete mode.
+An IO without ``sweep`` (test doubles, replays) always gets the discrete mode. ``instant`` (a
+simulator's idealised panorama camera: every view at once from where the robot stands, no time
+passes; the batch default, :mod:`havln_robot.agent.sim_io`) needs an IO with ``panorama``.
+
+Batch (the simulator, :class:`havln_robot.agent.sim_io.SimIO`): ``synchronous=True`` runs the
+policy on the calling thread (no inference thread, no timeout; a failure raises instead of ending
+the episode as ``aborted``), and ``sleep`` / ``clock`` are the simulator's, so a blocked wait
+passes sim time (people walk on) without real sleeping. The rules are the same code either way.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.actions import ACTIONS, MAX_ACTIONS, STOP, SWEEP_LEFT, SWEEP_RIGHT, TURN_ANGLE_DEG, TURN_LEFT, TURN_RIGHT
 from havln_robot.perception.panorama import PanoramaCapture, PanoramaView, TurnResult
-from havln_robot.perception.preprocess import Intrinsics, to_model_depth, to_model_rgb
+from havln_robot.perception.preprocess import DEPTH_SIZE, RGB_SIZE, Intrinsics, to_model_depth, to_model_rgb
 from havln_robot.perception.sweep import SweepConfig, SweepPanorama, SweepSelector
 from havln_robot.policy.api import Observation, Policy
 from havln_robot.policy.tokenizer import check_instruction
@@ -104,6 +111,16 @@ class AgentIO(Protocol):
     def publish_status(self, values: Mapping[str, Any]) -> None:
         """Publish one AGENT_STATUS_KEYS record (step, action, state, policy_ms, panorama_s, waiting_s)."""
         ...
+
+    # Optional (an IO without it gets send_action for panorama turns too):
+    # def send_turn(self, action: str) -> ActionOutcome:
+    #     """A panorama turn (TURN_LEFT / TURN_RIGHT), not a policy action: the simulator keeps it out
+    #     of the episode's challenge actions and budget."""
+    #
+    # Optional (panorama_mode "instant", simulators only):
+    # def panorama(self, views: int, direction: str) -> tuple[list[RawView], np.ndarray]:
+    #     """Every view of an N-view panorama at once from where the robot stands (no time passes):
+    #     the views and their headings relative to the robot's heading, rad, float32 (N,) in [-pi, pi)."""
 
     # Optional (sweep mode; an IO without it gets discrete panoramas):
     # def sweep(self, action: str, config: SweepConfig, drift_rate: float,
@@ -226,9 +243,13 @@ class EpisodeRunner:
         policy: the policy (its ``views`` decides panorama vs front view).
         io: the robot interface.
         config: episode settings.
-        clock: monotonic time source, s.
+        clock: monotonic time source, s (a simulator: its sim time).
         cancelled: callable returning True when the current episode must stop (checked between steps;
             the IO checks it while blocking).
+        sleep: how a blocked wait passes ``seconds`` (a simulator: sim time with the robot standing);
+            None = real time, polling ``cancelled`` every 50 ms.
+        synchronous: run ``policy.reset`` / ``policy.act`` on the calling thread (batch: no inference
+            thread, no ``inference_timeout_s``) and let failures raise (see the module docstring).
     """
 
     def __init__(
@@ -238,16 +259,21 @@ class EpisodeRunner:
         config: AgentConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
         cancelled: Callable[[], bool] = lambda: False,
+        sleep: Callable[[float], None] | None = None,
+        synchronous: bool = False,
     ) -> None:
         self.policy = policy
         self.io = io
         self.config = config or AgentConfig()
         self.clock = clock
         self.cancelled = cancelled
+        self.sleep = sleep
+        self.synchronous = bool(synchronous)
         self._worker: threading.Thread | None = None  # the inference thread of the last step
         self._in_flight = ""
         self._blocked = BlockedCounter(self.config.max_consecutive_blocked)
         self._drift: float | None = None  # gyro drift measured by the last sweep, rad/s (None: unknown)
+        self._blank: tuple[np.ndarray, np.ndarray] | None = None  # the model views of a policy that does not look
 
     def close(self, timeout_s: float = 1.0) -> None:
         """Wait at most ``timeout_s`` (s) for a running inference; a hung one is left behind (its
@@ -265,12 +291,19 @@ class EpisodeRunner:
         Raises:
             AgentAbort: the previous inference still runs (it hung): the policy is not called concurrently.
         """
+        fut: Future = Future()
+        if self.synchronous:  # batch: on this thread; a failure is handed on by fut.result()
+            fut.set_running_or_notify_cancel()
+            try:
+                fut.set_result(fn(*args))
+            except Exception as exc:  # noqa: BLE001 - re-raised by _result
+                fut.set_exception(exc)
+            return fut
         w = self._worker
         if w is not None and w.is_alive():
             raise AgentAbort(
                 f"policy {getattr(self.policy, 'name', '')} is still busy with an abandoned inference (it hung); restart the agent"
             )
-        fut: Future = Future()
 
         def work() -> None:
             if not fut.set_running_or_notify_cancel():
@@ -290,6 +323,8 @@ class EpisodeRunner:
         Raises:
             AgentAbort: timeout (reason error, the worker is abandoned) or cancel.
         """
+        if self.synchronous:
+            return fut.result()
         end = self.clock() + self.config.inference_timeout_s
         while True:
             try:
@@ -310,6 +345,10 @@ class EpisodeRunner:
             raise AgentAbort(
                 "no camera intrinsics: no camera_info received and camera_hfov_deg is 0; publish camera_info or set camera_hfov_deg"
             )
+        if not getattr(self.policy, "observes", True):  # it does not look (builtins, a replay): black views, no resampling
+            if self._blank is None:
+                self._blank = (np.zeros((RGB_SIZE, RGB_SIZE, 3), np.uint8), np.zeros((DEPTH_SIZE, DEPTH_SIZE, 1), np.float32))
+            return self._blank
         rgb = to_model_rgb(view.rgb, hfov, intrinsics=view.intrinsics, mode=self.config.fov_mode)
         depth = to_model_depth(view.depth, hfov, intrinsics=view.intrinsics, mode=self.config.fov_mode)
         return rgb, depth
@@ -319,7 +358,11 @@ class EpisodeRunner:
             raise AgentAbort("cancelled", reason="aborted")
 
     def _pause(self, seconds: float) -> None:
-        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms."""
+        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms (``sleep``: by it)."""
+        if self.sleep is not None:
+            self._check_cancel()
+            self.sleep(seconds)
+            return
         end = self.clock() + seconds
         while True:
             self._check_cancel()
@@ -396,7 +439,7 @@ class EpisodeRunner:
                     status("inferring")
             else:
                 self._in_flight = s.action
-                out = self.io.send_action(s.action)
+                out = self._turn_io(s.action)
                 self._in_flight = ""
                 if out.outcome == Outcome.REJECTED:
                     raise AgentAbort(f"motion_node rejected panorama turn {s.action} repeatedly; is another node sending actions?")
@@ -408,9 +451,14 @@ class EpisodeRunner:
             fut = self._submit(self._act, self._pano_obs(cap, step))
         return fut, cap
 
+    def _turn_io(self, action: str) -> ActionOutcome:
+        """Send a panorama turn: ``io.send_turn`` where the IO tells turns from policy actions, else ``send_action``."""
+        send = getattr(self.io, "send_turn", None)
+        return send(action) if callable(send) else self.io.send_action(action)
+
     def _send_turn(self, action: str, result: EpisodeResult, status: Callable[..., None]) -> TurnResult:
         self._in_flight = action
-        out = self.io.send_action(action)
+        out = self._turn_io(action)
         self._in_flight = ""
         if out.outcome == Outcome.REJECTED:
             raise AgentAbort(f"motion_node rejected panorama turn {action} repeatedly; is another node sending actions?")
@@ -545,6 +593,12 @@ class EpisodeRunner:
             heading += self._send_turn(back, result, status).yaw_deg
         return view, heading
 
+    def _instant_panorama(self, step: int) -> Future:
+        """Every view at once from the IO's panorama camera (``panorama_mode`` ``instant``); returns the inference future."""
+        raw, headings = self.io.panorama(int(self.policy.views), self.config.panorama_direction)
+        obs = self._obs_from([self._preprocess(v) for v in raw], headings, step, already_relative=True)
+        return self._submit(self._act, obs)
+
     def _obs_from(
         self, views: list[tuple[np.ndarray, np.ndarray]], headings: np.ndarray, step: int, already_relative: bool = False
     ) -> Observation:
@@ -613,11 +667,16 @@ class EpisodeRunner:
                 if views > 1:
                     status("panorama", step=result.steps)
                     t_pano = self.clock()
-                    if self.config.panorama_mode == "sweep" and callable(getattr(self.io, "sweep", None)):
-                        fut, cap = self._sweep_panorama(result.steps, result, status)
+                    mode = self.config.panorama_mode
+                    if mode == "instant" and callable(getattr(self.io, "panorama", None)):
+                        fut = self._instant_panorama(result.steps)
+                        result.panoramas.append({"mode": "instant", "duration_s": 0.0, "final_error_deg": 0.0})
                     else:
-                        fut, cap = self._panorama(result.steps, result, status)
-                    result.panoramas.append(cap.summary())
+                        if mode == "sweep" and callable(getattr(self.io, "sweep", None)):
+                            fut, cap = self._sweep_panorama(result.steps, result, status)
+                        else:
+                            fut, cap = self._panorama(result.steps, result, status)
+                        result.panoramas.append(cap.summary())
                     pano_s = self.clock() - t_pano
                     result.panorama_s += pano_s
                 else:
@@ -653,9 +712,13 @@ class EpisodeRunner:
         except EpisodeBlocked as exc:
             result.reason, result.detail = "blocked", str(exc)
         except AgentAbort as exc:
+            if self.synchronous:  # batch: nothing cancels an episode there; a failure is the caller's
+                raise
             result.reason, result.detail, result.error = "aborted", str(exc), exc.reason == "error"
             result.interrupted = self._in_flight
         except Exception as exc:  # policy or preprocessing failure: end the episode, keep what was done
+            if self.synchronous:
+                raise
             result.reason, result.detail, result.error = "aborted", f"{type(exc).__name__}: {exc}", True
         take_gaps = getattr(self.policy, "take_gaps", None)  # a remote policy's waits on the link
         if callable(take_gaps):

@@ -81,17 +81,15 @@ def load_per_cpu() -> float | None:
 
 
 def _batch_replay(ep: Any, scene: Any, actions: list[str], seed: int, people_seed: int | None = None) -> Outcome:
-    """An action file open loop in batch: base noise from ``seed``, people from ``people_seed`` (default ``seed``)."""
+    """An action file played in batch by the episode runner: base noise from ``seed``, people from ``people_seed`` (default ``seed``)."""
+    from havln_robot.agent.sim_io import replay_actions
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.world import World
 
     w = World(scene, ep, Crowd.from_episode(ep, scene, seed if people_seed is None else people_seed), seed=seed)
-    n = 0
-    for a in actions:
-        n += 1
-        if w.step(a).done:
-            break
+    res = replay_actions(w, actions)  # agent_node's runner playing the file, as `replay --backend batch`
     m = w.metrics()
+    n = res.steps
     return Outcome(bool(m.success), float(m.ne), int(m.collisions_human + m.collisions_static), w.loop.refused if n else 0, n)
 
 

@@ -257,7 +257,8 @@ def bench_expert(episodes: list[Any], load_scene: Any) -> dict[str, Any]:
     """The expert in batch (issue 23's speed budget), and where its time goes.
 
     Each episode runs :class:`~havln_robot.sim.expert.Expert` in a :class:`~havln_robot.sim.world.World`
-    (seed 0, its people) to its end, with timers (``time.perf_counter``, ~0.3 us a call) around the
+    (seed 0, its people) to its end through :func:`havln_robot.eval.run_episode` (agent_node's
+    episode runner, as ``eval`` runs it), with timers (``time.perf_counter``, ~0.3 us a call) around the
     parts of the closed loop (:class:`~havln_robot.sim.closed_loop.ClosedLoop`, wrapped on the
     instance, the product code untouched): the executor's tick (``Executor.update``), the base and
     world step (``_physics``), a depth frame with the people tracker (``_frame``).
@@ -271,7 +272,7 @@ def bench_expert(episodes: list[Any], load_scene: Any) -> dict[str, Any]:
         the most actions/s the executor's ticks alone allow (1 / its time per action), the bound
         for a batch world that ticks it at motion_node's rate, however cheap everything else gets.
     """
-    from havln_robot.sim.expert import Expert
+    from havln_robot.eval import run_episode
     from havln_robot.sim.humans import Crowd
     from havln_robot.sim.world import World
 
@@ -281,13 +282,11 @@ def bench_expert(episodes: list[Any], load_scene: Any) -> dict[str, Any]:
         scene = load_scene(ep.scan)
         w = World(scene, ep, Crowd.from_episode(ep, scene, seed=0), seed=0)
         t0 = time.perf_counter()
-        expert = Expert(w)
         loop = w.loop
         loop._physics = _timed(acc, "base_world", loop._physics)
         loop._frame = _timed(acc, "frame", loop._frame)
         loop.executor.update = _timed(acc, "executor", loop.executor.update)
-        while not w.done:
-            w.step(expert.act())
+        run_episode(w, "expert")  # agent_node's episode runner over the batch world, as eval runs it
         wall += time.perf_counter() - t0
         actions += len(w.actions)
         success += int(w.metrics().success)

@@ -234,8 +234,9 @@ def replay_batch(
     progress: bool = True,
     on_result: Callable[[ReplayedEpisode], None] | None = None,
     scenes_dir: str | None = None,
+    play: Callable[[Any, list[str]], Any] | None = None,
 ) -> list[ReplayedEpisode]:
-    """Replay each episode's actions with ``World.step`` (batch mode).
+    """Replay each episode's actions in the batch world, through agent_node's episode runner.
 
     Args:
         episodes: id → Episode.
@@ -247,10 +248,16 @@ def replay_batch(
         scenes_dir: folder of scan meshes ``<scan>/<scan>.glb`` (``--scenes``): collide and score on
             them (:mod:`havln_robot.sim.mesh_scene`); None = procedural scenes.
         on_result: called after each episode.
+        play: plays one episode's actions in its world: :func:`havln_robot.agent.sim_io.replay_actions`
+            (agent_node's :class:`~havln_robot.agent.core.EpisodeRunner` with a policy that plays
+            the file: blocked waits and the consecutive-blocked limit as in ``eval`` and live;
+            ``havln-robot replay`` passes it; this package does not import the agent layer).
 
     Raises:
-        ReplayError: the batch simulator is not part of this build, or a scene cannot be loaded.
+        ReplayError: no ``play``, the batch simulator is not part of this build, or a scene cannot be loaded.
     """
+    if play is None:
+        raise ReplayError("--backend batch: the episode runner is not part of this entry point; run 'havln-robot replay'")
     try:
         from havln_robot.sim.humans import Crowd
         from havln_robot.sim.mesh_scene import load_scene
@@ -270,9 +277,7 @@ def replay_batch(
             raise ReplayError(str(exc)) from None
         crowd = Crowd.from_episode(ep, scene, seed)
         world = World(scene, ep, crowd, seed=seed, baseline=baselines.get(eid, 0))
-        for a in actions[eid]:
-            if world.step(a).done:
-                break
+        play(world, list(actions[eid]))
         r = ReplayedEpisode(eid, world.metrics(), len(ep.humans))
         results.append(r)
         if on_result:
@@ -328,7 +333,9 @@ def print_results(results: Sequence[ReplayedEpisode], agg: Any, per_episode: boo
 RosBackend = Callable[..., list[ReplayedEpisode]]
 
 
-def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -> int:
+def main(
+    argv: list[str] | None = None, ros_backend: RosBackend | None = None, batch_play: Callable[[Any, list[str]], Any] | None = None
+) -> int:
     """``havln-robot replay FILE.json [--episodes ids|N] [--backend batch|ros] [--episodes-file F]``.
 
     Args:
@@ -336,6 +343,8 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
         ros_backend: the ROS backend (``havln-robot replay`` passes
             :func:`havln_robot.ros.replay.replay_ros`; this package imports no rclpy). Without it
             ``--backend ros`` is refused with exit code 2.
+        batch_play: the batch backend's episode player (``havln-robot replay`` passes
+            :func:`havln_robot.agent.sim_io.replay_actions`); without it ``--backend batch`` is refused likewise.
     """
     from havln_robot.sim.params import SIM_NODE_PARAMS
 
@@ -350,7 +359,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
         "--backend",
         choices=["batch", "ros"],
         default="batch",
-        help="batch: World.step, motion_node's executor in-process, no ROS (default); ros: through the live motion_node (docs/challenge.md); both refuse moves near people and walls",
+        help="batch: agent_node's episode runner over World.step (motion_node's executor in-process), no ROS (default); ros: through the live motion_node (docs/challenge.md); both refuse moves near people and walls",
     )
     ap.add_argument("--target", choices=["embedded", "external", "robot"], default="embedded", help="ros backend: where motion_node runs")
     ap.add_argument("--episodes-file", type=path_arg, help="HA-R2R episodes (default $DATA/ha_r2r_de/HA_<split>.json, keyed by path_id)")
@@ -405,6 +414,7 @@ def main(argv: list[str] | None = None, ros_backend: RosBackend | None = None) -
                 connectivity_dir=args.connectivity,
                 progress=not args.quiet,
                 scenes_dir=args.scenes,
+                play=batch_play,
             )
         else:
             if args.target == "robot" and not args.yes:

@@ -331,8 +331,11 @@ def _embedded_bringup(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``havln-robot replay``: :func:`havln_robot.challenge.replay.main` with this ROS backend."""
-    return challenge_replay.main(argv, ros_backend=replay_ros)
+    """``havln-robot replay``: :func:`havln_robot.challenge.replay.main` with this ROS backend and the
+    batch backend's episode runner (:func:`havln_robot.agent.sim_io.replay_actions`)."""
+    from havln_robot.agent.sim_io import replay_actions
+
+    return challenge_replay.main(argv, ros_backend=replay_ros, batch_play=replay_actions)
 
 
 if __name__ == "__main__":

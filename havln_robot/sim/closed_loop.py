@@ -1159,7 +1159,31 @@ class ClosedLoop:
             w.done, w.reason = True, "budget"
         return self._record(action, res, cols, contact, (x0, y0, yaw0))
 
-    def sweep(self, action: str = A.SWEEP_LEFT, views: int = 0, tolerance_deg: float = 0.85) -> ClosedLoopStep:
+    def idle(self, seconds: float) -> None:
+        """Stand still for ``seconds`` of sim time (agent_node's ``blocked_wait_s`` after a blocked
+        motion): the base and the world step at ``physics_dt`` with no command, people walk on (and
+        may walk into the robot), odometry and IMU keep feeding the guard. Nothing is recorded."""
+        for _ in range(max(0, int(round(float(seconds) / self.physics_dt)))):
+            self._physics()
+
+    def panorama_turn(self, action: str) -> ClosedLoopStep:
+        """A turn the agent makes for a panorama (a retaken view, a discrete panorama): executed as
+        :meth:`step` executes ``action`` (the executor, ticked to its result; sim time passes) but
+        not a challenge action: not in ``world.actions``, not against the budget, not in :attr:`refused`.
+
+        Raises:
+            ClosedLoopError: ``action`` is not TURN_LEFT / TURN_RIGHT.
+        """
+        w = self.world
+        if action not in (A.TURN_LEFT, A.TURN_RIGHT):
+            raise ClosedLoopError(f"panorama turn {action!r}: expected TURN_LEFT or TURN_RIGHT")
+        if w.done:
+            return ClosedLoopStep(action, None, [], None, True, w.reason, w.pose)
+        x0, y0, _, yaw0 = w.pose
+        results, cols, contact = self._execute(action)
+        return self._record(action, results[0], cols, contact, (x0, y0, yaw0))
+
+    def sweep(self, action: str = A.SWEEP_LEFT, views: int = 0, tolerance_deg: float = 0.85, frames: Any = None) -> ClosedLoopStep:
         """agent_node's sweep panorama before a decision (config/sim.yaml ``panorama_mode: sweep``):
         one 360 deg turn through motion_node's executor (its SWEEP primitive at its sweep rate,
         :data:`havln_robot.actions.PRIMITIVE_TABLE`), ticked as :meth:`step` ticks an action, so the
@@ -1179,6 +1203,10 @@ class ClosedLoop:
             action: SWEEP_LEFT or SWEEP_RIGHT.
             views: view headings of the panorama (12: 30° apart); 0 = no frame selection.
             tolerance_deg: largest |believed heading - view heading| of a chosen frame, deg.
+            frames: a selector to feed instead (an object with ``track.add(stamp, yaw)`` and
+                ``offer(stamp, (camera pose, t))``, as agent_node feeds its
+                :class:`~havln_robot.perception.sweep.SweepSelector`; ``views`` is then ignored and
+                :attr:`sweep_views` stays None): the agent's simulator IO chooses the frames itself.
 
         Returns:
             A :class:`ClosedLoopStep` (``result``: the executor's; None when the episode is over).
@@ -1193,14 +1221,14 @@ class ClosedLoop:
         if w.done:
             return ClosedLoopStep(action, None, [], None, True, w.reason, w.pose)
         x0, y0, _, yaw0 = w.pose
-        sel = None
-        if views > 0:
+        sel = frames
+        if frames is None and views > 0:
             from havln_robot.perception.sweep import SweepConfig, SweepSelector, YawTrack
 
             direction = "left" if action == A.SWEEP_LEFT else "right"
             sel = SweepSelector(SweepConfig(int(views), direction, float(tolerance_deg)), YawTrack(), float(w.t))
         results, cols, contact = self._execute(action, sel)
-        if sel is not None:
+        if sel is not None and frames is None:
             ok = results[0].outcome == "ok"
             self.sweep_views = [
                 None if (c is None or not ok) else (c.data[0], c.data[1], math.radians(c.heading_deg)) for c in sel.select(0.0)

@@ -75,6 +75,7 @@ class Expert:
 
     name = "expert"
     views = 1
+    observes = False  # privileged: it reads the world, not the camera (the runner gives it no views)
 
     def __init__(self, world) -> None:
         self.world = world
