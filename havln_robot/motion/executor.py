@@ -217,7 +217,7 @@ class MotionConfig:
             require_depth=p["require_depth"],
             min_points=p["min_obstacle_points"],
             revert=p["revert"],
-            step_down=p.get("max_step_down_m", 0.16),
+            step_down=p.get("max_step_down_m", 0.0),
             min_step=p["min_partial_step_m"],
             chain_heading=math.radians(p["chain_heading_deg"]),
             sweep_yaw_tol=math.radians(p["sweep_yaw_tolerance_deg"]),

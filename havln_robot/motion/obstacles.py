@@ -19,7 +19,6 @@ import numpy as np
 
 from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.safety import (
-    TERRAIN_RAISED_M,
     CameraMount,
     FloorMemory,
     Intrinsics,
@@ -221,6 +220,9 @@ class ObstacleTracker:
         self.poses = PoseHistory()
         self.frame_pose: Pose2D | None = None
         self.floor_memory = FloorMemory(keep_s=cfg.floor_memory_s)
+        #: cells of raised surfaces seen to rise (stairs, ramps): terrain while later frames see
+        #: only their flat top (climbable_mask's ``known``)
+        self.terrain_memory = FloorMemory(keep_s=cfg.floor_memory_s)
         self.lidar_mount: LidarMount | None = None
         self._cloud: tuple[float, np.ndarray] | None = None  # (capture time s, (N, 3) ground-frame points)
         self._cloud_done: float | None = None
@@ -235,6 +237,7 @@ class ObstacleTracker:
         whose times are now in the future (intrinsics are kept)."""
         self.memory = ObstacleMemory(keep_s=self.cfg.memory_s)
         self.floor_memory.clear()
+        self.terrain_memory.clear()
         self._cloud, self._cloud_done = None, None
         self._load, self._frame_t, self._stamp, self._cache = None, -np.inf, -np.inf, None
         self._raw_stamp, self._same_stamp = None, 0
@@ -364,10 +367,13 @@ class ObstacleTracker:
         climb = np.zeros(len(xyz), dtype=bool)
         if cfg.step_m is not None and band.any():
             known = None
-            if at is not None and len(self.floor_memory):
+            if at is not None and len(self.terrain_memory):
                 with np.errstate(invalid="ignore"):
-                    known = self.floor_memory.heights(xyz[:, :2], at) > TERRAIN_RAISED_M
-            climb = climbable_mask(xyz, cfg.step_m, blind_m=blind_m, known=known)
+                    known = np.isfinite(self.terrain_memory.heights(xyz[:, :2], at))
+            risen = np.zeros(len(xyz), dtype=bool)
+            climb = climbable_mask(xyz, cfg.step_m, blind_m=blind_m, known=known, risen=risen)
+            if at is not None and risen.any():
+                self.terrain_memory.add(self._frame_t, xyz[risen], at)
         obst = band & ~climb
         ground = (z < cfg.min_height_m) | (climb & (z <= cfg.max_height_m))
         return np.ascontiguousarray(xyz[obst]), np.ascontiguousarray(xyz[ground])

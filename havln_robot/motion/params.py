@@ -254,10 +254,11 @@ MOTION_PARAMS = ParamSpec(
         Param("min_obstacle_points", 12, "int", "depth points inside the corridor needed to call it blocked", min=1, max=100000),
         Param(
             "max_step_down_m",
-            0.16,
+            0.0,
             "float",
             "MOVE_FORWARD needs seen floor along its path dropping at most this per 5 cm (a ledge, a stage edge, stairs down "
-            "without their treads seen: refused or stopped), m (Go2 step ~0.16 m); 0 = the floor is not checked",
+            "without their treads seen: refused or stopped), m (Go2 step ~0.16 m: config/go2.yaml); 0 = the floor is not "
+            "checked (the sim and gazebo profiles: their scenes have no drop-offs)",
             min=0.0,
             max=0.5,
         ),

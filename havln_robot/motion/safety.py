@@ -303,6 +303,14 @@ TERRAIN_RAISED_M = 0.05
 #: one flat level (D435i noise at 2 m is ~2 cm), so half the Go2's step separates them.
 STAIR_MIN_RISE_M = 0.08
 
+#: A cell is level (a tread, a box top, a ramp rising 3 cm per 5 cm cell at 32 deg) when its points
+#: span at most this in height, m; the rise of a raised surface is measured on its level cells.
+LEVEL_CELL_M = 0.04
+
+#: A flat raised surface seen over more than this area is a floor level, not a box top, m^2: the
+#: boxes the body must avoid are up to 1.0 m wide and 0.6 m deep; a landing or a storey is larger.
+BOX_MAX_AREA_M2 = 0.6
+
 #: A flat raised surface lower than this is a sill or a low step the feet cross, not an obstacle,
 #: m: the lowest obstacle the body must avoid is 0.10 m (a box, a kerb); surfaces of 0.10-0.16 m
 #: are within the Go2's step but are kept off on the safe side unless they rise as stairs do.
@@ -344,6 +352,7 @@ def climbable_mask(
     blind_m: float = 0.0,
     max_slope_rad: float = GO2_MAX_SLOPE_RAD,
     known: np.ndarray | None = None,
+    risen: np.ndarray | None = None,
 ) -> np.ndarray:
     """Which points lie on ground the robot can walk onto (stairs, ramps, sills), not on obstacles.
 
@@ -375,6 +384,8 @@ def climbable_mask(
         known: optional (N,) bool: the point's cell was judged raised terrain in an earlier frame
             (the caller's memory: the landing of a flight whose treads are now under the camera's
             blind zone); a raised surface holding one is terrain without rising in this frame.
+        risen: optional (N,) bool array, filled in place: the point lies on a raised surface that
+            rose in this frame (what a caller remembers as ``known``; never a box top).
 
     Returns:
         (N,) bool, True where the point's cell is climbable ground.
@@ -420,14 +431,27 @@ def climbable_mask(
         lo = np.full(label.max() + 1, np.inf)
         t = top.reshape(-1)
         r = raised.reshape(-1)
-        np.maximum.at(hi, label[r], t[r])
-        np.minimum.at(lo, label[r], t[r])
-        rising = (hi - lo >= STAIR_MIN_RISE_M) | (hi < LOW_SURFACE_M)
+        # the rise is measured on level cells only (a tread, a ramp's 3 cm per cell): a box face
+        # seen from afar splits across cells whose tops climb to the box top like steps
+        lv = r & ((top - bottom).reshape(-1) <= LEVEL_CELL_M)
+        np.maximum.at(hi, label[lv], t[lv])
+        np.minimum.at(lo, label[lv], t[lv])
+        top_all = np.full(label.max() + 1, -np.inf)
+        np.maximum.at(top_all, label[r], t[r])
+        # the surface's seen area: larger than any box top, it is a floor level (a landing, a storey
+        # reached by a flight the camera does not see now)
+        area = np.bincount(label[r], minlength=label.max() + 1) * cell_m * cell_m
+        with np.errstate(invalid="ignore"):
+            rising = (hi - lo >= STAIR_MIN_RISE_M) | (top_all < LOW_SURFACE_M) | (area > BOX_MAX_AREA_M2)
         if known is not None:
             kc = np.zeros(h * w, dtype=bool)
             kc[flat[np.asarray(known, dtype=bool)]] = True
             rising[label[r & kc]] = True
         ground = (ground.reshape(-1) & (~r | rising[label])).reshape(shape)
+        if risen is not None:  # raised cells of surfaces that rose in this frame: the caller's memory
+            with np.errstate(invalid="ignore"):
+                rose = r & (hi - lo >= STAIR_MIN_RISE_M)[label]
+            risen[:] = rose[flat]
     return ground.reshape(-1)[flat]
 
 

@@ -65,7 +65,6 @@ from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import TERRAIN_CELL_M as SAFETY_TERRAIN_CELL_M
 from havln_robot.motion.safety import (
-    TERRAIN_RAISED_M,
     CameraMount,
     ObstacleMemory,
     Obstacles,
@@ -776,10 +775,11 @@ class ClosedLoop:
         # is now under the blind zone), as motion_node's ObstacleTracker remembers it in its floor memory
         qkey = np.floor(Q[:, 0] / c + 0.5).astype(np.int64) * 1_000_003 + np.floor(Q[:, 1] / c + 0.5).astype(np.int64)
         known = np.isin(qkey, self._terrain_known) if len(self._terrain_known) else None
+        risen = np.zeros(len(qx), dtype=bool)
         climb = climbable_mask(
-            np.stack([qx, qy, qz], axis=1), step, cell_m=c, blind_m=blind_zone_m(self._intrinsics, view.mount), known=known
+            np.stack([qx, qy, qz], axis=1), step, cell_m=c, blind_m=blind_zone_m(self._intrinsics, view.mount), known=known, risen=risen
         )
-        new = qkey[climb & (qz > TERRAIN_RAISED_M)]
+        new = qkey[risen]
         if len(new):
             self._terrain_known = np.union1d(self._terrain_known, new)
         band = (qz >= lo) & (qz <= hi) & ~climb & ((Q[:, 0] - x) ** 2 + (Q[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2)
