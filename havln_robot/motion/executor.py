@@ -169,7 +169,7 @@ class MotionConfig:
     require_depth: bool = True
     min_points: int = 12
     revert: bool = True
-    step_down: float = 0.16
+    step_down: float = 0.0
     """Largest step down onto seen floor, m (:func:`~havln_robot.motion.safety.floor_hazard`)."""
     min_step: float = 0.05
     """Shortest partial MOVE_FORWARD, m: a step whose full length would enter the front margin moves
