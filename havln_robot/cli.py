@@ -95,6 +95,7 @@ BENCHES = {
     "panorama": "havln_robot.bench.panorama:main",
     "scale": "havln_robot.bench.scale:main",
     "stairs": "havln_robot.bench.stairs:main",
+    "safety": "havln_robot.bench.safety:main",
     "agreement": "havln_robot.bench.agreement:main",
     "link": "havln_robot.bench.link:main",
     "trials": "havln_robot.bench.trials:main",

@@ -211,7 +211,7 @@ def test_bench_unknown_name_says_so(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bench_help_lists_all(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--help"]) == 0
-    assert "perception|panorama|scale|stairs|agreement|link|trials|all" in capsys.readouterr().out
+    assert "perception|panorama|scale|stairs|safety|agreement|link|trials|all" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -115,9 +115,10 @@ def test_a_wall_at_the_top_of_the_stairs_still_blocks_and_walls_always_do():
     assert blocked(box_depth(0.7, 2.5))  # a wall 0.7 m ahead: its 5 cm column is far taller than a step
 
 
-def test_a_face_taller_than_the_step_blocks_a_lower_one_does_not():
+def test_a_face_taller_than_the_step_blocks_and_a_flat_box_top_blocks_within_the_step_too():
     assert blocked(box_depth(0.7, 0.45))
-    assert not blocked(box_depth(0.7, 0.30), step_m=0.35), "a face lower than the step height is climbed"
+    # a single flat top does not rise like a flight: an obstacle even when its face is within the step
+    assert blocked(box_depth(0.7, 0.30), step_m=0.35), "a box top taken for a stair tread"
     assert blocked(box_depth(0.7, 0.30), step_m=None)
 
 

@@ -126,6 +126,10 @@ JUMP_MARGIN_RAD = math.radians(10.0)
 #: follow the robot (it lags, froze or jumped back), and driving on would run the robot far past the goal.
 CMD_TRAVEL_FACTOR = 1.5
 
+#: How long the longest control-tick interval is remembered for the late-tick speed cap, s
+#: (:meth:`Executor.note_tick`): a loaded machine that starved the loop once will do it again.
+TICK_WINDOW_S = 10.0
+
 
 @dataclass(frozen=True)
 class MotionConfig:
@@ -168,6 +172,8 @@ class MotionConfig:
     require_depth: bool = True
     min_points: int = 12
     revert: bool = True
+    step_down: float = 0.0
+    """Largest step down onto seen floor, m (:func:`~havln_robot.motion.safety.floor_hazard`)."""
     min_step: float = 0.05
     """Shortest partial MOVE_FORWARD, m: a step whose full length would enter the front margin moves
     as far as is safe when that is at least this much (else it is refused). 0 = never partial."""
@@ -215,6 +221,7 @@ class MotionConfig:
             require_depth=p["require_depth"],
             min_points=p["min_obstacle_points"],
             revert=p["revert"],
+            step_down=p.get("max_step_down_m", 0.0),
             min_step=p["min_partial_step_m"],
             chain_heading=math.radians(p["chain_heading_deg"]),
             sweep_yaw_tol=math.radians(p["sweep_yaw_tolerance_deg"]),
@@ -388,6 +395,8 @@ class Executor:
         # (None: no chain)
         self._nominal_yaw: float | None = None
         self._nominal_t = -math.inf
+        self._tick_t: float | None = None  # time of the latest control tick (note_tick), s
+        self._gaps: deque[tuple[float, float]] = deque()  # (t, interval s) of the last TICK_WINDOW_S
 
     # ------------------------------------------------------------------ public API
     @property
@@ -473,11 +482,12 @@ class Executor:
             return Tick(ZERO, [self._finish(t, odom, imu_yaw)], [])
         hz = self._hazard(obstacles or Obstacles(), target if forward else yaw_aim)
         partial = ""
-        if hz is not None and forward and hz.source == "depth":
+        if hz is not None and forward and hz.source in ("depth", "floor"):
             safe = self._partial_step(obstacles or Obstacles(), hz)
             if safe is not None:
                 partial = (
-                    f"{PARTIAL_DETAIL} {safe:.2f} of {target:.2f} m: an obstacle {hz.distance_m:.2f} m ahead of the footprint "
+                    f"{PARTIAL_DETAIL} {safe:.2f} of {target:.2f} m: {'an obstacle' if hz.source == 'depth' else 'the end of the seen floor'} "
+                    f"{hz.distance_m:.2f} m ahead of the footprint "
                     f"(front margin {self.cfg.front_margin:.2f} m)"
                 )
                 target, hz = safe, None
@@ -533,6 +543,8 @@ class Executor:
         """
         tick = self.abort(t, "clock jumped back (sim time reset); robot stopped")
         self._cmd_hist.clear()
+        self._tick_t = None
+        self._gaps.clear()
         self._unmeasured_memo = None
         self._last_t = None
         self._last_nonzero_t = -math.inf
@@ -551,6 +563,32 @@ class Executor:
             results.append(self._finish(t, o, y))
         self._push_cmd(t, ZERO)
         return Tick(ZERO, results, [])
+
+    def note_tick(self, t: float) -> None:
+        """A control tick at time ``t`` (s): measures the interval since the previous one (the
+        caller calls this on idle ticks too; :meth:`update` calls it itself)."""
+        if self._tick_t is not None and t > self._tick_t:
+            self._gaps.append((t, t - self._tick_t))
+        if self._tick_t is None or t > self._tick_t:
+            self._tick_t = t
+        while self._gaps and self._gaps[0][0] < t - TICK_WINDOW_S:
+            self._gaps.popleft()
+
+    @property
+    def tick_interval(self) -> float:
+        """The longest control-tick interval of the last :data:`TICK_WINDOW_S`, s (0 before two ticks)."""
+        return max((g for _, g in self._gaps), default=0.0)
+
+    def carry_speed(self, room: float, dt: float) -> float:
+        """Fastest forward speed (m/s) from which the robot still stops within ``room`` m when the next
+        tick comes as late as the longest measured interval (:attr:`tick_interval`, at least ``dt``)
+        plus ``latency_s``, and it brakes at ``a_lin`` after that: ``v T + v^2 / (2 a) = room``.
+        A late tick cannot carry a step past its goal plus ``front_margin`` (the room checked free)."""
+        cfg = self.cfg
+        T = max(self.tick_interval, dt) + cfg.latency_s
+        a = max(cfg.a_lin, 1e-3)
+        room = max(room, 0.0)
+        return -a * T + math.sqrt((a * T) ** 2 + 2.0 * a * room)
 
     def update(
         self,
@@ -578,6 +616,7 @@ class Executor:
         Returns:
             The Tick to act on.
         """
+        self.note_tick(t)
         if not self.busy:
             self._last_t = t
             return Tick(self._zero_if_idle(t), [], [])
@@ -658,6 +697,8 @@ class Executor:
             if a.forward:
                 ax = _Axis(cfg.v_max if remaining >= 0 else cfg.v_rev_max, cfg.a_lin, cfg.v_min)
                 v = ax.command(remaining, self._last_cmd[0], dt, cfg.pos_tol)
+                # a late tick holds this speed: keep what it carries inside the goal + front margin
+                v = math.copysign(min(abs(v), self.carry_speed(abs(remaining) + cfg.front_margin, dt)), v)
                 yaw_err = a.yaw_aim - (dyaw_imu + inflight_w)
                 w = max(-cfg.w_max, min(cfg.w_max, cfg.heading_gain * yaw_err))
                 cmd = (v, w if v != 0.0 else 0.0)
@@ -908,7 +949,9 @@ class Executor:
         if self._a.forward:
             if reverting:  # the camera looks forward: only people guard the way back
                 obs = Obstacles(points=None, people=obs.people)
-            return forward_hazard(obs, cfg.footprint, remaining, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points)
+            return forward_hazard(
+                obs, cfg.footprint, remaining, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points, cfg.step_down
+            )
         return turn_hazard(obs, cfg.footprint, remaining, cfg.turn_margin, cfg.person_radius, cfg.min_points)
 
     def _classify_bump(self, obs: Obstacles, source: str, detail: str) -> Hazard:

@@ -320,6 +320,7 @@ class MotionGuard:
             out.tick = ex.abort(t, why)
             return out
         if not busy:
+            ex.note_tick(t)  # the late-tick speed cap measures idle ticks too
             return out
         tick = ex.update(t, odom, imu_yaw, obstacles(), accel, odom_t, imu_t)
         if gap > OVERLOAD_PERIODS / cfg.control_rate_hz:

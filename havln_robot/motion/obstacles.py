@@ -17,15 +17,17 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.safety import (
     CameraMount,
+    FloorMemory,
     Intrinsics,
     ObstacleMemory,
     ViewRegion,
     blind_zone_m,
+    climbable_mask,
     depth_free_space,
     depth_to_points,
-    obstacle_points,
     rebase_points,
 )
 
@@ -134,6 +136,10 @@ class TrackerConfig:
             capture stamp when that is on the node's clock (:func:`message_time`), else from its arrival.
         freeze_frames: this many consecutive frames with the same (non-zero) header stamp = the
             camera is frozen (a wedged driver re-sending its last frame); 0 disables.
+        step_down_m: largest step down onto seen floor, m (``max_step_down_m``); 0 = the floor is
+            not tracked (:class:`~havln_robot.motion.safety.FloorMemory`).
+        floor_memory_s: how long seen floor is remembered, s.
+        lidar_timeout_s: a LiDAR cloud older than this is not used, s.
     """
 
     stride: int = 4
@@ -145,6 +151,9 @@ class TrackerConfig:
     memory_s: float = 0.0
     depth_timeout_s: float = 0.5
     freeze_frames: int = 5
+    step_down_m: float = 0.0
+    floor_memory_s: float = 60.0
+    lidar_timeout_s: float = 0.5
 
     @classmethod
     def from_params(cls, p: Any) -> TrackerConfig:
@@ -159,6 +168,9 @@ class TrackerConfig:
             memory_s=p["obstacle_memory_s"],
             depth_timeout_s=p["depth_timeout_s"],
             freeze_frames=p.get("depth_freeze_frames", 5),
+            step_down_m=p.get("max_step_down_m", 0.0),
+            floor_memory_s=p.get("floor_memory_s", 60.0),
+            lidar_timeout_s=p.get("lidar_timeout_s", 0.5),
         )
 
 
@@ -207,6 +219,13 @@ class ObstacleTracker:
         self._cache: tuple[int, float, np.ndarray, Pose2D | None] | None = None
         self.poses = PoseHistory()
         self.frame_pose: Pose2D | None = None
+        self.floor_memory = FloorMemory(keep_s=cfg.floor_memory_s)
+        #: cells of raised surfaces seen to rise (stairs, ramps): terrain while later frames see
+        #: only their flat top (climbable_mask's ``known``)
+        self.terrain_memory = FloorMemory(keep_s=cfg.floor_memory_s)
+        self.lidar_mount: LidarMount | None = None
+        self._cloud: tuple[float, np.ndarray] | None = None  # (capture time s, (N, 3) ground-frame points)
+        self._cloud_done: float | None = None
 
     @property
     def frames(self) -> int:
@@ -217,6 +236,9 @@ class ObstacleTracker:
         """The clock jumped back (sim reset): forget the depth frame and the remembered obstacles,
         whose times are now in the future (intrinsics are kept)."""
         self.memory = ObstacleMemory(keep_s=self.cfg.memory_s)
+        self.floor_memory.clear()
+        self.terrain_memory.clear()
+        self._cloud, self._cloud_done = None, None
         self._load, self._frame_t, self._stamp, self._cache = None, -np.inf, -np.inf, None
         self._raw_stamp, self._same_stamp = None, 0
         self.poses.clear()
@@ -313,18 +335,86 @@ class ObstacleTracker:
                 self.frame_pose = at
                 if self.on_frame is not None:
                     self.on_frame(depth_m, mount)
-                pts3 = obstacle_points(
-                    xyz, cfg.min_height_m, cfg.max_height_m, keep_z=True, step_m=cfg.step_m, blind_m=blind_zone_m(k, mount)
-                )
+                blind = blind_zone_m(k, mount)
+                pts3, ground = self._split(xyz, blind, at)
                 self._cache = (key, pitch, np.ascontiguousarray(pts3[:, :2]), at)
+                self.memory.hold_m = blind if math.isfinite(blind) else 0.0
                 if at is not None and cfg.memory_s > 0:
                     view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m, cfg.min_m)
                     self.memory.add(self._frame_t, pts3, at, view, free=depth_free_space(depth_m, k, mount, cfg.min_m))
+                if at is not None:  # the seen floor (and raised terrain) is kept even when not checked
+                    self.floor_memory.add(self._frame_t, ground, at, blind if math.isfinite(blind) else 0.0, cfg.step_m or 0.16)
         if self._cache is None or self._cache[0] != key:
             return None
         pts = self._cache[2]
         if odom is not None and self._cache[3] is not None:
             pts = rebase_points(pts, self._cache[3], odom)
+        lidar = self._lidar_points(t, odom)
+        if lidar is not None:
+            pts = np.concatenate([pts, lidar])
         if odom is not None and cfg.memory_s > 0:
             pts = np.concatenate([pts, self.memory.points(t, odom)])
         return pts
+
+    def _split(self, xyz: np.ndarray, blind_m: float, at: Pose2D | None) -> tuple[np.ndarray, np.ndarray]:
+        """Ground-frame points (N, 3) seen from odom pose ``at`` -> (obstacle points (K, 3): in the
+        height band and not climbable terrain; ground points (G, 3): below the band or on climbable
+        terrain -- floor to stand on). Cells remembered as raised terrain (:attr:`floor_memory`)
+        stay terrain (:func:`~havln_robot.motion.safety.climbable_mask`'s ``known``)."""
+        cfg = self.cfg
+        z = xyz[:, 2]
+        band = (z >= cfg.min_height_m) & (z <= cfg.max_height_m)
+        climb = np.zeros(len(xyz), dtype=bool)
+        if cfg.step_m is not None and band.any():
+            known = None
+            if at is not None and len(self.terrain_memory):
+                with np.errstate(invalid="ignore"):
+                    known = np.isfinite(self.terrain_memory.heights(xyz[:, :2], at))
+            risen = np.zeros(len(xyz), dtype=bool)
+            climb = climbable_mask(xyz, cfg.step_m, blind_m=blind_m, known=known, risen=risen)
+            if at is not None and risen.any():
+                self.terrain_memory.add(self._frame_t, xyz[risen], at)
+        obst = band & ~climb
+        ground = (z < cfg.min_height_m) | (climb & (z <= cfg.max_height_m))
+        return np.ascontiguousarray(xyz[obst]), np.ascontiguousarray(xyz[ground])
+
+    def add_cloud(self, t: float, xyz_sensor: np.ndarray, stamp: float | None = None) -> None:
+        """A LiDAR cloud received at time ``t`` (s): (N, 3) points in the sensor's frame, m
+        (:func:`~havln_robot.motion.lidar.cloud_xyz`), placed by :attr:`lidar_mount` (required) and
+        the odom pose at ``stamp`` (capture time, s; None = ``t``). Its obstacle points (the same
+        height band and climbable-terrain rule as depth) join :meth:`points` while the cloud is
+        younger than ``lidar_timeout_s`` and are remembered like depth obstacles; its ground points
+        join the seen floor (a LiDAR sees the floor the camera's blind zone hides).
+
+        Raises:
+            ValueError: no :attr:`lidar_mount` set.
+        """
+        if self.lidar_mount is None:
+            raise ValueError("add_cloud: no lidar_mount set (motion_node's lidar_* parameters)")
+        self._cloud = (float(t if stamp is None else min(stamp, t)), self.lidar_mount.to_ground(xyz_sensor))
+        self._cloud_done = None
+
+    def _lidar_points(self, t: float, odom: Pose2D | None) -> np.ndarray | None:
+        """(K, 2) float32 LiDAR obstacle points in the base_link of ``odom`` (None: no fresh cloud)."""
+        if self._cloud is None or t - self._cloud[0] > self.cfg.lidar_timeout_s:
+            return None
+        tc, xyz = self._cloud
+        at = None if odom is None else (self.poses.at(tc) or odom)
+        pts3, ground = self._split(xyz, 0.0, at)
+        if self._cloud_done != tc and at is not None:  # remember once per cloud
+            self._cloud_done = tc
+            if self.cfg.memory_s > 0 and len(pts3):
+                self.memory.add(tc, pts3, at)
+            self.floor_memory.add(tc, ground, at)
+        pts = np.ascontiguousarray(pts3[:, :2])
+        if odom is not None and at is not None:
+            pts = rebase_points(pts, at, odom)
+        return pts.astype(np.float32)
+
+    def floor(self, odom: Pose2D | None) -> Callable[[np.ndarray], np.ndarray] | None:
+        """Seen floor in the base_link of ``odom`` for :attr:`~havln_robot.motion.safety.Obstacles.floor`
+        (None when the floor is not tracked, ``step_down_m`` 0, or the pose is unknown)."""
+        if self.cfg.step_down_m <= 0 or odom is None:
+            return None
+        mem = self.floor_memory
+        return lambda xy: mem.heights(xy, odom)

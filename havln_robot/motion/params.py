@@ -270,6 +270,31 @@ MOTION_PARAMS = ParamSpec(
             max=60.0,
         ),
         Param("min_obstacle_points", 12, "int", "depth points inside the corridor needed to call it blocked", min=1, max=100000),
+        Param(
+            "max_step_down_m",
+            0.0,
+            "float",
+            "MOVE_FORWARD needs seen floor along its path dropping at most this per 5 cm (a ledge, a stage edge, stairs down "
+            "without their treads seen: refused or stopped), m (Go2 step ~0.16 m: config/go2.yaml); 0 = the floor is not "
+            "checked (the sim and gazebo profiles: their scenes have no drop-offs)",
+            min=0.0,
+            max=0.5,
+        ),
+        Param("floor_memory_s", 60.0, "float", "remember where floor was seen (in odom) this long, s", min=1.0, max=3600.0),
+        Param(
+            "lidar_topic",
+            "",
+            "str",
+            "sensor_msgs/PointCloud2 (float32 x, y, z) of a LiDAR in its own frame (Go2 L1 'utlidar/cloud', a Livox MID360) "
+            "whose points join the depth obstacles; '' = no LiDAR",
+            optional=True,
+        ),
+        Param("lidar_x_m", 0.28, "float", "LiDAR origin ahead of base_link, m -- measure your mount", min=-2.0, max=2.0),
+        Param("lidar_y_m", 0.0, "float", "LiDAR origin left of base_link, m", min=-2.0, max=2.0),
+        Param("lidar_z_m", 0.30, "float", "LiDAR origin above the ground, m", min=0.0, max=3.0),
+        Param("lidar_pitch_deg", 0.0, "float", "LiDAR mount elevation, deg (positive = its x axis looks up)", min=-90.0, max=90.0),
+        Param("lidar_yaw_deg", 0.0, "float", "LiDAR mount yaw, deg (positive = its x axis turned left)", min=-180.0, max=180.0),
+        Param("lidar_timeout_s", 0.5, "float", "a LiDAR cloud older than this is not used, s", min=0.05, max=5.0),
         Param("camera_x_m", 0.30, "float", "camera position ahead of base_link, m", min=-2.0, max=2.0),
         Param("camera_y_m", 0.0, "float", "camera position left of base_link, m", min=-2.0, max=2.0),
         Param("camera_z_m", 0.4125, "float", "camera height above the ground, m", min=0.0, max=3.0),

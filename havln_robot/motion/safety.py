@@ -102,12 +102,16 @@ class Obstacles:
         recalled: people no longer in the fresh input but seen within ``contact_recall_s`` (last
             position moved into the current base_link); only the classification of a bump
             (stall / jolt) reads them, never the motion checks.
+        floor: where there is floor to stand on: (N, 2) base_link points -> (N,) floor heights, m,
+            NaN where none is known (:meth:`FloorMemory.heights`); None = not checked (the batch
+            simulator's world has no drop-offs but stairs, which its terrain samples cover).
     """
 
     points: np.ndarray | None = None
     people: list[Person] = field(default_factory=list)
     weights: np.ndarray | None = None
     recalled: list[Person] = field(default_factory=list)
+    floor: Callable[[np.ndarray], np.ndarray] | None = None
 
     def count(self, mask: np.ndarray) -> float:
         """Depth points selected by the boolean ``mask`` over :attr:`points` (weighted when :attr:`weights` is set)."""
@@ -293,6 +297,30 @@ GO2_MAX_STEP_M = 0.16
 GO2_MAX_SLOPE_RAD = math.radians(40.0)
 
 
+#: Cells whose top is at most this above the ground under the robot are floor (a sill, a rug), m;
+#: higher ground-like cells must belong to a surface that visibly rises (:func:`climbable_mask`).
+TERRAIN_RAISED_M = 0.05
+
+#: How much a raised surface must rise within what the camera sees of it to be a flight of stairs
+#: or a ramp rather than the flat top of a box or platform, m. A stair shows at least its next
+#: tread (a riser of 0.12-0.19 m above the one before, treads 0.25-0.30 m deep); a box's top is
+#: one flat level (D435i noise at 2 m is ~2 cm), so half the Go2's step separates them.
+STAIR_MIN_RISE_M = 0.08
+
+#: A cell is level (a tread, a box top, a ramp rising 3 cm per 5 cm cell at 32 deg) when its points
+#: span at most this in height, m; the rise of a raised surface is measured on its level cells.
+LEVEL_CELL_M = 0.04
+
+#: A flat raised surface seen over more than this area is a floor level, not a box top, m^2: the
+#: boxes the body must avoid are up to 1.0 m wide and 0.6 m deep; a landing or a storey is larger.
+BOX_MAX_AREA_M2 = 0.6
+
+#: A flat raised surface lower than this is a sill or a low step the feet cross, not an obstacle,
+#: m: the lowest obstacle the body must avoid is 0.10 m (a box, a kerb); surfaces of 0.10-0.16 m
+#: are within the Go2's step but are kept off on the safe side unless they rise as stairs do.
+LOW_SURFACE_M = 0.09
+
+
 def blind_zone_m(k: Intrinsics, mount: CameraMount) -> float:
     """Distance ahead of base_link within which the camera cannot see the ground, m: where the
     lower edge of the image meets the floor (``inf`` when the lower edge looks at or above the
@@ -303,12 +331,32 @@ def blind_zone_m(k: Intrinsics, mount: CameraMount) -> float:
     return mount.x + mount.z / math.tan(lower)
 
 
+def _step_components(cells: np.ndarray, top: np.ndarray, step_m: float) -> np.ndarray:
+    """Connected components of the grid ``cells`` (bool (h, w)): 8-neighbours whose ``top`` (m)
+    differ by at most ``step_m``. Returns (h * w,) int labels (cells outside ``cells`` are singletons)."""
+    h, w = cells.shape
+    idx = np.arange(h * w).reshape(cells.shape)
+    rows, cols = [], []
+    for di, dj in ((1, 0), (0, 1), (1, 1), (1, -1)):  # each undirected 8-neighbour edge once
+        a = (slice(0, h - di), slice(max(0, -dj), w - max(0, dj)))
+        b = (slice(di, h), slice(max(0, dj), w - max(0, -dj) if dj < 0 else w))
+        with np.errstate(invalid="ignore"):
+            e = cells[a] & cells[b] & (np.abs(top[a] - top[b]) <= step_m)
+        rows.append(idx[a][e])
+        cols.append(idx[b][e])
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    graph = coo_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(h * w, h * w))
+    return connected_components(graph, directed=False)[1]
+
+
 def climbable_mask(
     points: np.ndarray,
     step_m: float,
     cell_m: float = TERRAIN_CELL_M,
     blind_m: float = 0.0,
     max_slope_rad: float = GO2_MAX_SLOPE_RAD,
+    known: np.ndarray | None = None,
+    risen: np.ndarray | None = None,
 ) -> np.ndarray:
     """Which points lie on ground the robot can walk onto (stairs, ramps, sills), not on obstacles.
 
@@ -323,7 +371,11 @@ def climbable_mask(
     reachable and stays one too. The ground under the camera's field of view is not seen
     (``blind_m``, :func:`blind_zone_m`): a step-free cell first seen within two cells of it is
     taken as reachable when it is no higher than a ``max_slope_rad`` climb from base_link (the
-    foot of a staircase seen from 0.3 m before it).
+    foot of a staircase seen from 0.3 m before it). Last, a raised surface (cells above
+    :data:`TERRAIN_RAISED_M`, connected by steps) counts as terrain only when it visibly rises
+    (its tops span at least :data:`STAIR_MIN_RISE_M`: a flight's next tread, a ramp) or stays
+    below :data:`LOW_SURFACE_M`; the flat top of a box or platform is an obstacle even when its
+    face is within a step (the safe side for 0.10-0.16 m boxes) or its foot is in the blind zone.
 
     Args:
         points: (N, 3) x, y, z in base_link, z above the ground under the robot, m (all valid
@@ -333,6 +385,11 @@ def climbable_mask(
         blind_m: ground closer than this to base_link is not seen by the camera, m (0 = all seen,
             as the batch simulator's analytic terrain).
         max_slope_rad: climbable slope for the blind zone's seeds, rad (:data:`GO2_MAX_SLOPE_RAD`).
+        known: optional (N,) bool: the point's cell was judged raised terrain in an earlier frame
+            (the caller's memory: the landing of a flight whose treads are now under the camera's
+            blind zone); a raised surface holding one is terrain without rising in this frame.
+        risen: optional (N,) bool array, filled in place: the point lies on a raised surface that
+            rose in this frame (what a caller remembers as ``known``; never a box top).
 
     Returns:
         (N,) bool, True where the point's cell is climbable ground.
@@ -364,22 +421,41 @@ def climbable_mask(
     if cand.any():
         # reachable = in a connected component (8-neighbouring flat cells whose tops differ by at
         # most a step) that holds a seed: the fixed point of growing the ground one ring at a time
-        h, w = shape
-        idx = np.arange(h * w).reshape(shape)
-        rows, cols = [], []
-        for di, dj in ((1, 0), (0, 1), (1, 1), (1, -1)):  # each undirected 8-neighbour edge once
-            a = (slice(0, h - di), slice(max(0, -dj), w - max(0, dj)))
-            b = (slice(di, h), slice(max(0, dj), w - max(0, -dj) if dj < 0 else w))
-            with np.errstate(invalid="ignore"):
-                e = flat_cell[a] & flat_cell[b] & (np.abs(top[a] - top[b]) <= step_m)
-            rows.append(idx[a][e])
-            cols.append(idx[b][e])
-        r, c = np.concatenate(rows), np.concatenate(cols)
-        graph = coo_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(h * w, h * w))
-        _, label = connected_components(graph, directed=False)
+        label = _step_components(flat_cell, top, step_m)
         seeded = np.zeros(label.max() + 1, dtype=bool)
         seeded[label[ground.reshape(-1)]] = True
         ground = (flat_cell.reshape(-1) & seeded[label]).reshape(shape)
+    # a raised surface is terrain only when it visibly rises: a single box or platform top (flat,
+    # one riser above the floor) is an obstacle however low its face, a flight or ramp is not
+    raised = ground & (top > TERRAIN_RAISED_M)
+    if raised.any():
+        h, w = shape
+        label = _step_components(raised, top, step_m)
+        hi = np.full(label.max() + 1, -np.inf)
+        lo = np.full(label.max() + 1, np.inf)
+        t = top.reshape(-1)
+        r = raised.reshape(-1)
+        # the rise is measured on level cells only (a tread, a ramp's 3 cm per cell): a box face
+        # seen from afar splits across cells whose tops climb to the box top like steps
+        lv = r & ((top - bottom).reshape(-1) <= LEVEL_CELL_M)
+        np.maximum.at(hi, label[lv], t[lv])
+        np.minimum.at(lo, label[lv], t[lv])
+        top_all = np.full(label.max() + 1, -np.inf)
+        np.maximum.at(top_all, label[r], t[r])
+        # the surface's seen area: larger than any box top, it is a floor level (a landing, a storey
+        # reached by a flight the camera does not see now)
+        area = np.bincount(label[r], minlength=label.max() + 1) * cell_m * cell_m
+        with np.errstate(invalid="ignore"):
+            rising = (hi - lo >= STAIR_MIN_RISE_M) | (top_all < LOW_SURFACE_M) | (area > BOX_MAX_AREA_M2)
+        if known is not None:
+            kc = np.zeros(h * w, dtype=bool)
+            kc[flat[np.asarray(known, dtype=bool)]] = True
+            rising[label[r & kc]] = True
+        ground = (ground.reshape(-1) & (~r | rising[label])).reshape(shape)
+        if risen is not None:  # raised cells of surfaces that rose in this frame: the caller's memory
+            with np.errstate(invalid="ignore"):
+                rose = r & (hi - lo >= STAIR_MIN_RISE_M)[label]
+            risen[:] = rose[flat]
     return ground.reshape(-1)[flat]
 
 
@@ -422,7 +498,14 @@ def _rect_distance(px: np.ndarray, py: np.ndarray, x0: float, x1: float, hw: flo
 
 
 def forward_hazard(
-    obs: Obstacles, fp: Footprint, distance: float, front_margin: float, side_margin: float, personal_space: float, min_points: int
+    obs: Obstacles,
+    fp: Footprint,
+    distance: float,
+    front_margin: float,
+    side_margin: float,
+    personal_space: float,
+    min_points: int,
+    step_down_m: float = GO2_MAX_STEP_M,
 ) -> Hazard | None:
     """Check the corridor swept by a straight move of ``distance`` metres (negative = backwards).
 
@@ -431,6 +514,8 @@ def forward_hazard(
     disc footprint the corridor is the disc grown by ``side_margin`` swept to the same reach);
     at least ``min_points`` of them block. Humans: a person closer than ``personal_space`` to the
     swept footprint blocks when the move brings the footprint closer to them than it is now.
+    Floor: with :attr:`Obstacles.floor`, a forward move needs seen floor no lower than
+    ``step_down_m`` per slice along its path (:func:`floor_hazard`).
 
     Returns:
         The nearest :class:`Hazard`, or None when the path is free.
@@ -466,6 +551,10 @@ def forward_hazard(
                     f"{_who(p)} would come {swept:.2f} m from the footprint (personal space {personal_space:.2f} m)",
                 )
             )
+    if obs.floor is not None:
+        hz = floor_hazard(obs.floor, fp, distance, front_margin, step_down_m)
+        if hz is not None:
+            hazards.append(hz)
     return min(hazards, key=lambda h: h.distance_m) if hazards else None
 
 
@@ -757,6 +846,12 @@ class ViewRegion:
 MEMORY_CELL_MAX_POINTS = 50
 
 
+#: Half width of the strip ahead of base_link where remembered obstacles are held while the camera
+#: cannot see them (:attr:`ObstacleMemory.hold_m`), m: the Go2's half width plus the side margin and
+#: the widest box corner of a 45 deg approach.
+HOLD_HALF_WIDTH_M = 0.6
+
+
 class ObstacleMemory:
     """Short-term memory of obstacle points in the odom frame.
 
@@ -783,6 +878,11 @@ class ObstacleMemory:
     def __init__(self, keep_s: float = 3.0, cell_m: float = 0.05) -> None:
         self.keep_s = float(keep_s)
         self.cell_m = float(cell_m)
+        #: Ahead of base_link up to this distance (m) and within :data:`HOLD_HALF_WIDTH_M` of its
+        #: axis, remembered cells do not expire by age: the camera cannot see there (its blind zone,
+        #: :func:`blind_zone_m`), so an obstacle seen on the approach stays until depth has seen past
+        #: it (:meth:`add`'s ``free``) or the robot turned away from it. 0 = everything expires.
+        self.hold_m = 0.0
         self.clear()
 
     def clear(self) -> None:
@@ -875,13 +975,17 @@ class ObstacleMemory:
         ``pose``, m; (K,) float64 depth points each stands for). Older cells are dropped."""
         if not len(self._key):
             return np.zeros((0, 2)), np.zeros(0)
+        x, y, th = pose
+        c, s = math.cos(th), math.sin(th)
         old = t - self._t > self.keep_s
+        if old.any() and self.hold_m > 0:
+            dx, dy = self._xy[:, 0] - x, self._xy[:, 1] - y
+            bx, by = c * dx + s * dy, -s * dx + c * dy
+            old &= ~((bx >= 0.0) & (bx <= self.hold_m) & (np.abs(by) <= HOLD_HALF_WIDTH_M))
         if old.any():
             self._keep(~old)
             if not len(self._key):
                 return np.zeros((0, 2)), np.zeros(0)
-        x, y, th = pose
-        c, s = math.cos(th), math.sin(th)
         dx, dy = self._xy[:, 0] - x, self._xy[:, 1] - y
         return np.stack([c * dx + s * dy, -s * dx + c * dy], axis=1), self._n.astype(np.float64)
 
@@ -892,3 +996,179 @@ class ObstacleMemory:
         if not len(pts):
             return np.zeros((0, 2), np.float32)
         return np.repeat(pts, n.astype(np.int64), axis=0).astype(np.float32)
+
+
+#: How far past the camera's blind zone the floor is looked at to carry it across the zone, m
+#: (:meth:`FloorMemory.add`): the first 0.3 m of floor the camera sees.
+FLOOR_RING_M = 0.3
+
+#: Fewest cells of a 5 cm slice across the footprint that must be known floor, fraction: a few
+#: depth holes (a dark tile) do not make the floor unseen; half the slice missing does.
+FLOOR_SLICE_SEEN = 0.5
+
+
+class FloorMemory:
+    """Where the robot has seen floor to stand on, in the odom frame (pure numpy).
+
+    Each ``cell_m`` cell keeps the height of the ground seen in it (the top of its ground points,
+    m above the ground under the robot when it was seen; newest wins) for ``keep_s`` seconds. Ground
+    points are those below the obstacle band and those on climbable terrain (:func:`climbable_mask`):
+    a box top, a table or a wall is not floor. A cell never seen is unknown; a floor beyond an edge
+    that the edge hides is unknown too, and a lower floor seen past it has its own (lower) height.
+
+    The camera does not see the floor within its blind zone (:func:`blind_zone_m`, 1.1 m ahead of a
+    level D435i at 0.41 m). Straight ahead of base_link, the floor is carried across that zone in the
+    lateral strips where the first :data:`FLOOR_RING_M` of floor the frame sees beyond it is level
+    (within ``step_m`` of the ground under the robot) -- the floor the robot stands on continues to
+    where the camera sees it. This is an inference of the current frame only, never remembered, and
+    a cell seen earlier (on the approach) keeps its measured height. A pit narrower than the blind
+    zone that was never in view is the case it cannot see; a ledge is not (the floor beyond it is
+    hidden or seen lower, so nothing is carried).
+
+    Args:
+        keep_s: how long a seen cell is remembered, s.
+        cell_m: grid cell, m (:data:`TERRAIN_CELL_M`).
+    """
+
+    _KEY_STRIDE = 1_000_003
+
+    def __init__(self, keep_s: float = 60.0, cell_m: float = TERRAIN_CELL_M) -> None:
+        self.keep_s = float(keep_s)
+        self.cell_m = float(cell_m)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._key = np.zeros(0, dtype=np.int64)
+        self._z = np.zeros(0)
+        self._t = np.zeros(0)
+        self._carried: tuple[tuple[float, float, float], np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self._key)
+
+    def _keys(self, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
+        return np.floor(wx / self.cell_m).astype(np.int64) * self._KEY_STRIDE + np.floor(wy / self.cell_m).astype(np.int64)
+
+    def add(
+        self, t: float, ground: np.ndarray, pose: tuple[float, float, float], blind_m: float = 0.0, step_m: float = GO2_MAX_STEP_M
+    ) -> None:
+        """Remember the ground points ``ground`` ((N, 3) x, y, z in the base_link of odom ``pose``,
+        m) of a frame seen at time ``t`` (s), and carry the floor across the blind zone ``blind_m``
+        (m ahead of base_link; 0 = none) where the frame's nearest floor is level (class docstring)."""
+        x, y, th = pose
+        c, s = math.cos(th), math.sin(th)
+        g = np.asarray(ground, dtype=np.float64).reshape(-1, 3)
+        if blind_m > 0:
+            self._carried = None
+        if len(g):
+            wx = x + c * g[:, 0] - s * g[:, 1]
+            wy = y + s * g[:, 0] + c * g[:, 1]
+            key = self._keys(wx, wy)
+            ukey, inv = np.unique(key, return_inverse=True)
+            z = np.full(len(ukey), -np.inf)
+            np.maximum.at(z, inv.ravel(), g[:, 2])
+            keys = np.concatenate([self._key, ukey])
+            zs = np.concatenate([self._z, z])
+            ts = np.concatenate([self._t, np.full(len(ukey), float(t))])
+            last = len(keys) - 1 - np.unique(keys[::-1], return_index=True)[1]  # newest of each cell
+            self._key, self._z, self._t = keys[last], zs[last], ts[last]
+        if blind_m > 0 and len(g):
+            ring = (g[:, 0] >= blind_m) & (g[:, 0] <= blind_m + FLOOR_RING_M)
+            if ring.any():
+                cm = self.cell_m
+                lane = np.floor(g[ring, 1] / cm).astype(np.int64)
+                lo = np.full(lane.max() - lane.min() + 1, np.inf)
+                hi = np.full(len(lo), -np.inf)
+                np.minimum.at(lo, lane - lane.min(), g[ring, 2])
+                np.maximum.at(hi, lane - lane.min(), g[ring, 2])
+                ok = np.isfinite(lo) & (np.abs(lo) <= step_m) & (np.abs(hi) <= step_m)
+                lanes = (np.nonzero(ok)[0] + lane.min()).astype(np.float64)
+                if len(lanes):
+                    xs = np.arange(-cm / 2.0, blind_m, cm)
+                    gx, gy = np.meshgrid(xs, (lanes + 0.5) * cm, indexing="ij")
+                    self._carried = (pose, gx.ravel(), gy.ravel())
+        if self.keep_s > 0 and len(self._t):
+            fresh = t - self._t <= self.keep_s
+            if not fresh.all():
+                self._key, self._z, self._t = self._key[fresh], self._z[fresh], self._t[fresh]
+
+    def heights(self, xy: np.ndarray, pose: tuple[float, float, float]) -> np.ndarray:
+        """Floor heights (m; NaN = not known) under the base_link points ``xy`` ((N, 2), m) of odom
+        ``pose``: the remembered height of their cell, else 0 where the newest frame carried the
+        floor across the blind zone (:meth:`add`)."""
+        xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+        out = np.full(len(xy), np.nan)
+        if not len(xy):
+            return out
+        x, y, th = pose
+        c, s = math.cos(th), math.sin(th)
+        wx = x + c * xy[:, 0] - s * xy[:, 1]
+        wy = y + s * xy[:, 0] + c * xy[:, 1]
+        key = self._keys(wx, wy)
+        if len(self._key):
+            order = np.argsort(self._key)
+            pos = np.minimum(np.searchsorted(self._key, key, sorter=order), len(order) - 1)
+            hit = self._key[order[pos]] == key
+            out[hit] = self._z[order[pos[hit]]]
+        if self._carried is not None:
+            (px, py, pth), gx, gy = self._carried
+            cp, sp = math.cos(pth), math.sin(pth)
+            ckey = np.unique(self._keys(px + cp * gx - sp * gy, py + sp * gx + cp * gy))
+            out[np.isnan(out) & np.isin(key, ckey)] = 0.0
+        return out
+
+
+def floor_hazard(
+    floor: Callable[[np.ndarray], np.ndarray],
+    fp: Footprint,
+    distance: float,
+    front_margin: float,
+    step_down_m: float,
+    cell_m: float = TERRAIN_CELL_M,
+) -> Hazard | None:
+    """Is there floor to step on along a forward move of ``distance`` m (backwards: no check -- the
+    robot backs over ground it walked)?
+
+    The strip ahead of the footprint, ``[front, front + distance + front_margin] x [-w/2, w/2]``, is
+    walked in ``cell_m`` slices from the front: a slice is unseen when fewer than
+    :data:`FLOOR_SLICE_SEEN` of its cells have a known height, and drops when its lowest cell lies
+    more than ``step_down_m`` below the slice before it (the first slice is compared with the
+    ground under the front of the footprint, else with the ground under the robot, 0). Descending
+    stairs and ramps drop a little per slice and pass; a ledge shows no floor past its edge (hidden)
+    or a floor far lower.
+
+    Args:
+        floor: (N, 2) base_link points -> (N,) floor heights, m, NaN = unknown (:meth:`FloorMemory.heights`).
+        fp: robot footprint.
+        distance: forward travel, m.
+        front_margin: extra length checked past the end of the step, m.
+        step_down_m: the largest step down the body takes, m.
+        cell_m: slice length and lateral sample spacing, m.
+
+    Returns:
+        A :class:`Hazard` (``source="floor"``, ``distance_m`` from the footprint's front to the
+        slice) or None.
+    """
+    if distance <= 0:
+        return None
+    hl, hw = fp.half_length, fp.half_width
+    xs = np.arange(hl + cell_m / 2.0, hl + distance + front_margin, cell_m)
+    ys = np.arange(-hw + cell_m / 2.0, hw, cell_m)
+    if not len(xs):
+        return None
+    gx, gy = np.meshgrid(np.concatenate([[hl - cell_m / 2.0], xs]), ys, indexing="ij")
+    z = np.asarray(floor(np.stack([gx.ravel(), gy.ravel()], axis=1)), dtype=np.float64).reshape(gx.shape)
+    behind = z[0][np.isfinite(z[0])]
+    prev = float(behind.min()) if len(behind) else 0.0
+    for i in range(1, len(z)):
+        row = z[i]
+        seen = np.isfinite(row)
+        gap = max(0.0, float(xs[i - 1] - cell_m / 2.0 - hl))
+        if seen.mean() < FLOOR_SLICE_SEEN:
+            return Hazard("static", "floor", gap, None, f"no floor seen {gap:.2f} m ahead of the footprint")
+        low = float(row[seen].min())
+        if prev - low > step_down_m:
+            return Hazard("static", "floor", gap, None, f"floor drops {prev - low:.2f} m {gap:.2f} m ahead of the footprint")
+        prev = low
+    return None

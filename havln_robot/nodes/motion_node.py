@@ -39,6 +39,7 @@ from havln_robot.motion.checks import GyroYaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
 from havln_robot.motion.guard import GuardConfig, Guarded, MotionGuard
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
+from havln_robot.motion.lidar import LidarMount, cloud_xyz
 from havln_robot.motion.obstacles import ObstacleTracker, Pose2D, TrackerConfig
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.people_input import PeopleInput, nearest_rows, rebase_people
@@ -114,6 +115,8 @@ class MotionNode(HavlnNode):
             on_frame=self._on_frame,
             warn=lambda s: self._warn_once("depth-enc", terminal_safe(f"{p['depth_topic']}: {s}; expected 16UC1 (mm) or 32FC1 (m)")),
         )
+        if p["lidar_topic"]:
+            self.tracker.lidar_mount = LidarMount.from_params(p)
         self.detector = None
         self._color: Image | None = None
         self._detected: list[Person] = []
@@ -156,6 +159,8 @@ class MotionNode(HavlnNode):
             self.create_subscription(PointCloud2, p["people_tracks_topic"], self._on_tracks, sensor_qos(5), callback_group=group)
         if self.detector is not None:
             self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
+        if p["lidar_topic"]:
+            self.create_subscription(PointCloud2, p["lidar_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
         self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
 
@@ -226,7 +231,8 @@ class MotionNode(HavlnNode):
         if pts is not None:
             people += rebase_people(self._detected, self._detected_at, self._odom)
         recalled = [] if people else self.people.recalled(t, self._odom, self.params["contact_recall_s"])
-        return Obstacles(points=pts, people=people, recalled=recalled)
+        floor = self.tracker.floor(self._odom) if pts is not None else None
+        return Obstacles(points=pts, people=people, recalled=recalled, floor=floor)
 
     def _crowd(self, n: int, topic: str) -> None:
         """Warn once per topic when a message holds more than ``max_people`` people: only the nearest
@@ -389,6 +395,17 @@ class MotionNode(HavlnNode):
                 "old": ": camera lagging, or its clock behind this node's",
             }.get(problem[0], "")
             self._warn_once(f"depth-{problem[0]}", terminal_safe(f"{self.params['depth_topic']}: {problem[1]}{extra}; depth not used"))
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        """A LiDAR cloud (float32 x, y, z in its own frame): into the obstacle memory and the seen floor."""
+        t = self._now()
+        try:
+            fields = [(f.name, int(f.offset), int(f.datatype), int(f.count)) for f in msg.fields]
+            xyz = cloud_xyz(fields, int(msg.point_step), int(msg.width) * int(msg.height), bytes(msg.data), bool(msg.is_bigendian))
+        except ValueError as exc:
+            self._warn_once("lidar", terminal_safe(f"{self.params['lidar_topic']}: {exc}; cloud not used"))
+            return
+        self.tracker.add_cloud(t, xyz, self._stamp_time(msg.header.stamp, t, "lidar"))
 
     def _on_info(self, msg: CameraInfo) -> None:
         try:

@@ -391,6 +391,7 @@ class ClosedLoop:
         self._terr_ramp = np.zeros((0, 1), dtype=np.int64)
         self._terr_key: tuple[Any, ...] | None = None
         self._terr_pts: tuple[np.ndarray, np.ndarray] = (np.zeros((0, 2)), np.zeros(0))
+        self._terrain_known = np.zeros(0, dtype=np.int64)  # map cells (keys) judged raised terrain this episode
         self._walls_key: tuple[Any, ...] | None = None
         self.memory = ObstacleMemory(keep_s=float(self.params["obstacle_memory_s"]))
         self._tracks: list[Person] = []
@@ -770,7 +771,17 @@ class ClosedLoop:
         Q, qx, qy, qz = Q[vis], qx[vis], qy[vis], qz[vis]
         # binned on the map's axes about base_link (each sample is one TERRAIN_CELL_M cell, so the
         # cells stay cells); the blind zone as motion_node's ObstacleTracker passes it
-        climb = climbable_mask(np.stack([qx, qy, qz], axis=1), step, cell_m=c, blind_m=blind_zone_m(self._intrinsics, view.mount))
+        # raised terrain judged climbable in an earlier frame stays terrain (a landing whose flight
+        # is now under the blind zone), as motion_node's ObstacleTracker remembers it in its floor memory
+        qkey = np.floor(Q[:, 0] / c + 0.5).astype(np.int64) * 1_000_003 + np.floor(Q[:, 1] / c + 0.5).astype(np.int64)
+        known = np.isin(qkey, self._terrain_known) if len(self._terrain_known) else None
+        risen = np.zeros(len(qx), dtype=bool)
+        climb = climbable_mask(
+            np.stack([qx, qy, qz], axis=1), step, cell_m=c, blind_m=blind_zone_m(self._intrinsics, view.mount), known=known, risen=risen
+        )
+        new = qkey[risen]
+        if len(new):
+            self._terrain_known = np.union1d(self._terrain_known, new)
         band = (qz >= lo) & (qz <= hi) & ~climb & ((Q[:, 0] - x) ** 2 + (Q[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2)
         self._terr_key, self._terr_pts = key, (Q[band], qz[band])
         return self._terr_pts

@@ -1,0 +1,116 @@
+"""The robot's body in the physical world, through motion_node's own safety layer (obstacle memory,
+terrain and floor rules, executor) in the hazard course of the embedded simulator
+(:mod:`havln_robot.sim.hazards`: depth ray-cast from the robot's pose as the go2 profile mounts the
+D435i, level at 0.41 m, 0.30 m ahead of base_link): low boxes are never entered, ledges never
+crossed, late control ticks cannot carry a step past its margin, a LiDAR stops what depth misses.
+
+Costs: each approach run a few seconds on the loaded 2-core VM; the full course over several seeds
+is ``havln-robot bench safety``, not a test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from physical_scenes import forward_with_late_tick
+
+from havln_robot.motion.executor import MotionConfig
+from havln_robot.motion.lidar import LidarMount, cloud_xyz, pack_cloud
+from havln_robot.motion.safety import FloorMemory, Footprint, floor_hazard
+from havln_robot.sim import hazards as H
+
+
+@pytest.mark.parametrize("height", [0.20, 0.45])
+def test_a_low_box_approached_from_1_55_m_is_never_entered(height):
+    """Reported: a 0.2-0.45 m box 0.4 m wide, approached with MOVE_FORWARDs from 1.55 m, was entered
+    on the fifth step (its base left the view and its top was taken for a stair)."""
+    r = H.run(H.box_scene(1.55, height), seed=0)
+    assert not r.contact, r.outcomes
+    assert r.refused and r.clearance_m >= 0.05, (r.clearance_m, r.outcomes[-1])
+
+
+@pytest.mark.parametrize("height", [0.30, 0.45])
+def test_a_box_face_0_15_m_ahead_from_rest_is_not_entered(height):
+    """Reported: from rest with the face 0.15 m ahead, 0.3 and 0.45 m boxes were entered by 0.1 m."""
+    r = H.run(H.box_scene(0.15, height), seed=0)
+    assert not r.contact and r.travelled_m < 0.05, (r.travelled_m, r.outcomes)
+    assert r.refused
+
+
+@pytest.mark.parametrize(("gap", "height", "width", "angle"), [(0.15, 0.10, 1.0, 45.0), (1.55, 0.16, 0.2, 30.0)])
+def test_boxes_at_other_sizes_and_angles_are_not_entered(gap, height, width, angle):
+    """Within the Go2's step height (0.10-0.16 m) a flat box top is still no stair tread: refused."""
+    r = H.run(H.box_scene(gap, height, width, angle), seed=1)
+    assert not r.contact, r.outcomes
+
+
+@pytest.mark.parametrize("drop", [0.5, 1.0])
+def test_a_ledge_is_never_crossed_and_the_cause_is_named(drop):
+    """Reported: MOVE_FORWARD ended ok with the footprint 0.24 / 0.40 m past a 0.5 / 1.0 m edge."""
+    r = H.run(H.ledge_scene(1.55, drop), seed=0)
+    assert not r.fall, r.outcomes
+    assert r.refused and "no floor seen" in r.outcomes[-1][2], r.outcomes[-1]
+    r = H.run(H.ledge_scene(0.15, drop), seed=0)
+    assert not r.fall and r.travelled_m < 0.05, r.outcomes
+
+
+def test_open_floor_is_walked_from_rest_without_a_refusal():
+    """The floor the camera cannot see under its nose is carried from where it sees level floor."""
+    r = H.run(H.free_scene(), seed=2)
+    assert [o[1] for o in r.outcomes] == ["ok"] * 6, r.outcomes
+
+
+def test_a_glass_door_stops_the_robot_only_with_the_lidar():
+    assert H.run(H.glass_scene(1.2), seed=0).contact, "depth sees through glass: the course must say so"
+    r = H.run(H.glass_scene(1.2), seed=0, lidar=True)
+    assert not r.contact and r.refused, r.outcomes
+
+
+@pytest.mark.parametrize("late_at", [0.3, 0.5, 0.7, 0.9])
+def test_a_late_tick_cannot_carry_a_step_past_its_front_margin(late_at):
+    """Reported: a 0.89 s gap between control ticks let a MOVE_FORWARD reach 0.365 m of 0.25 m."""
+    cfg = MotionConfig()
+    best = forward_with_late_tick(late_at, 0.89, warm_gap_s=0.89, cfg=cfg)
+    assert best <= 0.25 + cfg.front_margin + 1e-3, best
+
+
+def test_nominal_ticks_keep_the_full_speed_profile():
+    assert forward_with_late_tick(10.0, 0.02, warm_gap_s=None) == pytest.approx(0.25, abs=0.02)
+
+
+def test_floor_rule_names_unseen_floor_and_drops():
+    fp = Footprint(0.7, 0.31)
+    flat = lambda xy: np.zeros(len(xy))  # noqa: E731
+    assert floor_hazard(flat, fp, 0.25, 0.1, 0.16) is None
+    hole = lambda xy: np.where(xy[:, 0] > 0.65, np.nan, 0.0)  # noqa: E731
+    hz = floor_hazard(hole, fp, 0.25, 0.1, 0.16)
+    assert hz is not None and hz.detail.startswith("no floor seen 0.30 m ahead")
+    drop = lambda xy: np.where(xy[:, 0] > 0.55, -0.52, 0.0)  # noqa: E731
+    hz = floor_hazard(drop, fp, 0.25, 0.1, 0.16)
+    assert hz is not None and hz.detail.startswith("floor drops 0.52 m")
+    stairs = lambda xy: -0.15 * np.floor(np.maximum(xy[:, 0] - 0.5, 0.0) / 0.05) / 6  # noqa: E731
+    assert floor_hazard(stairs, fp, 0.25, 0.1, 0.16) is None, "a descent of 2.5 cm per 5 cm is walked"
+
+
+def test_floor_memory_keeps_seen_floor_in_odom():
+    m = FloorMemory(keep_s=10.0)
+    g = np.array([[1.0 + 0.05 * i, 0.0, 0.0] for i in range(10)])
+    m.add(0.0, g, (0.0, 0.0, 0.0))
+    h = m.heights(np.array([[0.0, 0.0], [0.5, 0.0]]), (1.0, 0.0, 0.0))  # the robot moved 1 m ahead
+    assert h[0] == 0.0 and math.isnan(h[1])
+
+
+def test_lidar_cloud_round_trip_and_bad_fields():
+    mount = LidarMount(0.28, 0.0, 0.3, math.radians(-20.0), math.radians(10.0))
+    pts = np.array([[1.0, 0.2, 0.3], [2.0, -0.5, 0.0]], np.float32)
+    fields, step, data = pack_cloud(mount.from_ground(pts))
+    back = mount.to_ground(cloud_xyz(fields, step, 2, data))
+    assert np.allclose(back, pts, atol=1e-5)
+    nan = pack_cloud(np.array([[np.nan, 0, 0]]))
+    assert len(cloud_xyz(nan[0], nan[1], 1, nan[2])) == 0
+    with pytest.raises(ValueError, match="no field z"):
+        cloud_xyz([("x", 0, 7, 1), ("y", 4, 7, 1)], 8, 1, bytes(8))
+    with pytest.raises(ValueError, match="needs 24"):
+        cloud_xyz(fields, step, 2, data[:10])
