@@ -307,7 +307,11 @@ class EpisodeRunner:
             raise AgentAbort("cancelled", reason="aborted")
 
     def _pause(self, seconds: float) -> None:
-        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms."""
+        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms; an IO with a
+        ``pause(seconds)`` that returns True waited itself (lockstep: sim time passes, people walk on)."""
+        pause = getattr(self.io, "pause", None)
+        if callable(pause) and pause(seconds):
+            return
         end = self.clock() + seconds
         while True:
             self._check_cancel()
