@@ -180,6 +180,8 @@ class AgentNode(HavlnNode):
             self.get_logger().error(f"{self.params['color_topic']}: {exc}", throttle_duration_sec=5.0)
             return
         with self._cond:
+            if self._ls.active and self._rgb and self._rgb[-1][0] >= _stamp_s(msg):
+                return  # lockstep: a repeat of the last frame (the clock stands still)
             self._rgb.append((_stamp_s(msg), self._now(), np.array(a)))
             ready = self._offer_pairs()
             self._cond.notify_all()
@@ -196,6 +198,8 @@ class AgentNode(HavlnNode):
             return
         a = np.array(image_array(msg))
         with self._cond:
+            if self._ls.active and self._depth and self._depth[-1][0] >= _stamp_s(msg):
+                return  # lockstep: a repeat of the last frame (the clock stands still)
             self._depth.append((_stamp_s(msg), self._now(), a))
             ready = self._offer_pairs()
             self._cond.notify_all()
@@ -557,6 +561,10 @@ class AgentNode(HavlnNode):
             with self._cond:
                 if self._ls.active:
                     self._ls_hold = max(self._ls_hold, self._ls_done)
+                    # what came before the episode depends on when this node joined: the episode sees none of it
+                    self._rgb.clear()
+                    self._depth.clear()
+                    self._imu.clear()
                 self._ready_after = self._now()
             self.get_logger().info(f'episode start: "{terminal_safe(text)}"')
             result = self.runner.run(text)

@@ -488,7 +488,7 @@ class MotionNode(HavlnNode):
         t_ns = stamp if isinstance(stamp, int) else stamp_ns(stamp.sec, stamp.nanosec)
         with self._lock:
             if t_ns <= self._ls_done:
-                return False  # late (its step is over): handled now, as outside lockstep
+                return True  # a repeat (sim_node repeats its last frame while the clock stands still) or too late: dropped
             self._ls_buf.setdefault(kind, {})[t_ns] = msg
         self._ls_event()
         return True

@@ -108,7 +108,7 @@ class PeopleNode(HavlnNode):
         t_ns = stamp_ns(stamp.sec, stamp.nanosec)
         with self._lock:
             if t_ns <= self._ls_done:
-                return False
+                return True  # a repeat (the last frame while the clock stands still) or too late: dropped
             self._ls_buf.setdefault(kind, {})[t_ns] = msg
         self._ls_event()
         return True

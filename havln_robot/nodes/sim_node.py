@@ -86,6 +86,11 @@ EPISODE_KEYS = (  # read again by the reset service: sim_node's LIVE_PARAMS
 MAX_TICK_S = 0.05
 #: Lockstep: while the clock stands still, clock, ground truth and humans are repeated this often (wall clock, s).
 FROZEN_REPEAT_S = 0.5
+#: Lockstep: the first step follows the last expected participant by this long (wall clock, s).
+FIRST_STEP_SETTLE_S = 1.0
+#: Lockstep: the first step is taken after this long (wall clock, s) when an expected participant never came
+#: (a policy loads in ~5 s, 30 s on a loaded machine).
+FIRST_STEP_TIMEOUT_S = 120.0
 
 
 def ns_stamp(t_ns: int) -> Time:
@@ -165,6 +170,7 @@ class SimNode(HavlnNode):
         self.gate = Gate(p["lockstep_timeout_s"])
         self._wake = threading.Event()
         self._step_ns = -1  # lockstep: the last step published (ns of sim time)
+        self._last_frame: tuple[Image, ...] = ()  # lockstep: the last colour and depth images, repeated while the clock stands still
         self._cmd_seq = 0  # lockstep: motion_node's last command applied
         if self.lockstep:
             self.sync_pub = self.create_publisher(DiagnosticStatus, SIM_SYNC, sync_qos())
@@ -312,11 +318,29 @@ class SimNode(HavlnNode):
         cam_every = decimation(p["sim_rate_hz"], p["camera_rate_hz"])
         cam: dict[str, Any] = {"renderer": None, "gen": -1, "info": None}
         last_repeat = -math.inf
+        t_start = time.monotonic()
+        alone_since = t_start  # wall time since when no participant is live
+        all_here = math.inf  # wall time since when every role of lockstep_wait_for is live
+        wait_for = set(p["lockstep_wait_for"]) - ({"people"} if p["people_source"] == "ground_truth" else set())
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
                 with self._lock:
                     why = self.gate.why_not(self._step_ns, now)
+                    live = self.gate.live(now)
+                    alone_since = alone_since if not live else now
+                    if self._step_ns < 0 and why is not None and now - t_start >= 0.2:
+                        # the first step: once every expected role is here (or the wait ran out), wanted or not,
+                        # so that odometry and a frame exist before anyone asks for time
+                        roles = {a.role for a in live}
+                        if not wait_for <= roles:
+                            all_here = math.inf
+                        all_here = min(all_here, now)
+                        # after the last one came, FIRST_STEP_SETTLE_S for its subscriptions to match the publishers
+                        if now - all_here >= FIRST_STEP_SETTLE_S or (live and now - t_start >= FIRST_STEP_TIMEOUT_S):
+                            why = None
+                    if not live and now - alone_since >= p["lockstep_timeout_s"]:
+                        why = None  # nobody in lockstep: run on the wall clock (paced below)
                     dropped, self.gate.dropped = self.gate.dropped, []
                 for name in dropped:
                     self.get_logger().warning(f"lockstep: {name} silent for {p['lockstep_timeout_s']:g} s: no longer waited for")
@@ -331,6 +355,8 @@ class SimNode(HavlnNode):
                     self._lockstep_step(dt_ns, cam_every, cam)
                 except Exception as exc:  # report, keep stepping
                     self.get_logger().error(f"sim step failed: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
+                if not live:
+                    self._stop.wait(dt_ns * 1e-9 / p["real_time_factor"])
         finally:
             if cam["renderer"] is not None:
                 cam["renderer"].close()
@@ -344,6 +370,8 @@ class SimNode(HavlnNode):
             if self._step_ns >= 0:
                 self._publish(self.clock_pub, ClockMsg(clock=stamp))
             self._publish_ground_truth(stamp, people=False)
+            for pub, msg in zip((self.color_pub, self.depth_pub), self._last_frame, strict=False):
+                self._publish(pub, msg)  # for the console; lockstep participants drop repeats
 
     def _lockstep_step(self, dt_ns: int, cam_every: int, cam: dict[str, Any]) -> None:
         p = self.params
@@ -415,8 +443,9 @@ class SimNode(HavlnNode):
         mm = depth_to_mm(depth, p["depth_min_m"], p["depth_max_m"])
         info = cam["info"]
         info.header.stamp = stamp
-        self._publish(self.color_pub, image_msg(rgb, "rgb8", p["camera_frame"], stamp))
-        self._publish(self.depth_pub, image_msg(mm, "16UC1", p["camera_frame"], stamp))
+        self._last_frame = (image_msg(rgb, "rgb8", p["camera_frame"], stamp), image_msg(mm, "16UC1", p["camera_frame"], stamp))
+        self._publish(self.color_pub, self._last_frame[0])
+        self._publish(self.depth_pub, self._last_frame[1])
         self._publish(self.color_info_pub, info)
         self._publish(self.depth_info_pub, info)
         if self.tf_pub is not None:

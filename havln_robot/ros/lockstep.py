@@ -140,6 +140,9 @@ class LockstepLink:
                     if self.last is None:
                         self.last = Ack(self.name, self.role)
                     self.pub.publish(encode_ack(self.last))  # hello: the simulator counts this node from now on
+                if kind == "sim" and not self.steps and int(v.get("t_ns", "-1")) >= 0:
+                    # joined while the clock stands at a step it never saw: that step, without messages
+                    self.steps[int(v["t_ns"])] = frozenset()
                 if kind == "step":
                     self.steps[int(v["t_ns"])] = frozenset(s for s in v.get("streams", "").split(",") if s)
                     while len(self.steps) > _STEPS_KEPT:

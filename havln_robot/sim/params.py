@@ -80,6 +80,15 @@ SIM_NODE_PARAMS = ParamSpec(
             max=600.0,
         ),
         Param(
+            "lockstep_wait_for",
+            ["motion", "people", "agent"],
+            "str_list",
+            "lockstep: the first step waits until a participant of each of these roles is heard (at most 120 s), so that every one "
+            "of them sees the simulation from its first step; people is not waited for with people_source ground_truth; "
+            "havln-robot launch / demo keep the roles whose node the profile starts",
+            choices=("motion", "people", "agent"),
+        ),
+        Param(
             "odom_rate_hz",
             100.0,
             "float",
