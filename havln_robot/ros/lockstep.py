@@ -21,7 +21,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from havln_robot import topics
-from havln_robot.sim.lockstep import HEARTBEAT_S, Ack
+from havln_robot.sim.lockstep import HEARTBEAT_S, PEER_TIMEOUT_S, Ack
 
 #: Steps remembered by a participant (their streams), oldest dropped first.
 _STEPS_KEPT = 256
@@ -166,7 +166,7 @@ class LockstepLink:
         """The last ack of a live participant of ``role`` (None when there is none)."""
         now = time.monotonic()
         with self.lock:
-            got = [a for a in self.others.values() if a.role == role and now - a.wall < 10 * HEARTBEAT_S + 2.0]
+            got = [a for a in self.others.values() if a.role == role and now - a.wall < PEER_TIMEOUT_S]
         return max(got, key=lambda a: a.t_ns) if got else None
 
     def ack(self, **fields: Any) -> None:

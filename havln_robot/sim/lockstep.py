@@ -33,7 +33,11 @@ from dataclasses import dataclass, field
 #: Participants repeat their last ack this often (wall clock, s): their liveness signal.
 HEARTBEAT_S = 0.2
 #: A step whose announced messages did not all arrive is handled anyway after this long (wall, s; a lost message).
-INCOMPLETE_STEP_WAIT_S = 2.0
+#: Long: on a loaded machine a message can sit unread in a starved node for seconds, and handling its step
+#: without it would change what the robot does.
+INCOMPLETE_STEP_WAIT_S = 30.0
+#: A participant counts as present for the others (a node waits for its output) while heard within this long (wall, s).
+PEER_TIMEOUT_S = 30.0
 #: An action with no agent ack that claims it (sent by another tool, e.g. the console) is started
 #: after this long (wall, s) at the step motion_node is at.
 FOREIGN_ACTION_WAIT_S = 0.5

@@ -73,7 +73,7 @@ SIM_NODE_PARAMS = ParamSpec(
         ),
         Param(
             "lockstep_timeout_s",
-            5.0,
+            15.0,
             "float",
             "lockstep: a participant not heard for this long (wall clock; they repeat their ack every 0.2 s) no longer holds the clock, s",
             min=0.5,
