@@ -561,10 +561,6 @@ class AgentNode(HavlnNode):
             with self._cond:
                 if self._ls.active:
                     self._ls_hold = max(self._ls_hold, self._ls_done)
-                    # what came before the episode depends on when this node joined: the episode sees none of it
-                    self._rgb.clear()
-                    self._depth.clear()
-                    self._imu.clear()
                 self._ready_after = self._now()
             self.get_logger().info(f'episode start: "{terminal_safe(text)}"')
             result = self.runner.run(text)

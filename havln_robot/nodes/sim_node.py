@@ -329,15 +329,16 @@ class SimNode(HavlnNode):
                     why = self.gate.why_not(self._step_ns, now)
                     live = self.gate.live(now)
                     alone_since = alone_since if not live else now
-                    if self._step_ns < 0 and why is not None and now - t_start >= 0.2:
-                        # the first step: once every expected role is here (or the wait ran out), wanted or not,
-                        # so that odometry and a frame exist before anyone asks for time
+                    if self._step_ns < 0:
+                        # the first step: once every expected role is here (or the wait ran out), wanted or not
+                        # (and not before, wanted or not), so that each sees it and an episode starts from it
+                        why = "first step"
                         roles = {a.role for a in live}
                         if not wait_for <= roles:
                             all_here = math.inf
                         all_here = min(all_here, now)
                         # after the last one came, FIRST_STEP_SETTLE_S for its subscriptions to match the publishers
-                        if now - all_here >= FIRST_STEP_SETTLE_S or (live and now - t_start >= FIRST_STEP_TIMEOUT_S):
+                        if live and (now - all_here >= FIRST_STEP_SETTLE_S or now - t_start >= FIRST_STEP_TIMEOUT_S):
                             why = None
                     if not live and now - alone_since >= p["lockstep_timeout_s"]:
                         why = None  # nobody in lockstep: run on the wall clock (paced below)
