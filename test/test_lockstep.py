@@ -54,18 +54,19 @@ def test_gate_drops_a_silent_participant():
 
 
 def _steps(db: Path) -> tuple[list, list]:
-    """The trial's action records (stamp, odom and IMU yaw, the result) and the trial's outcome. The map
-    pose the trial logger pairs with a result is left out: the logger is no lockstep participant, and
-    which 10 Hz ground-truth message it holds when a result comes depends on delivery."""
+    """The trial's action records (odom pose, IMU yaw, motion_node's result record) and the trial's outcome.
+    Left out: what the trial logger adds by itself -- it is no lockstep participant, so the sim time at
+    which it received a result (``stamp``, one step either way) and the 10 Hz ground-truth map pose it
+    held then depend on delivery."""
     con = sqlite3.connect(db)
     try:
         steps = []
-        for st, action, outcome, x, y, yaw, imu_yaw, result in con.execute(
-            "SELECT stamp, action, outcome, x, y, yaw, imu_yaw, result FROM steps ORDER BY seq"
+        for action, outcome, x, y, yaw, imu_yaw, result in con.execute(
+            "SELECT action, outcome, x, y, yaw, imu_yaw, result FROM steps ORDER BY seq"
         ):
             rec = json.loads(result)
             rec.pop("agent_state", None)
-            steps.append((st, action, outcome, x, y, yaw, imu_yaw, rec))
+            steps.append((action, outcome, x, y, yaw, imu_yaw, rec))
         trials = [tuple(r) for r in con.execute("SELECT outcome, ne_m, end_reason FROM trials ORDER BY id")]
         return steps, trials
     finally:
@@ -96,8 +97,8 @@ def _demo(out: Path, hogs: int) -> tuple[list, list, list[str]]:
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_demo_episode_is_the_same_beside_two_cpu_hogs(havln_data, tmp_path):
-    """Lockstep (config/sim.yaml): the same seed takes the same actions, to the same stamps, poses and outcome,
-    on an idle machine and beside two busy processes."""
+    """Lockstep (config/sim.yaml): the same seed takes the same actions, to the same results (durations,
+    odometry and IMU yaws) and outcome, on an idle machine and beside two busy processes."""
     steps_a, trial_a, actions_a = _demo(tmp_path / "idle", hogs=0)
     steps_b, trial_b, actions_b = _demo(tmp_path / "loaded", hogs=2)
     assert actions_a == actions_b
