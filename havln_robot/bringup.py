@@ -489,6 +489,11 @@ class Bringup:
                     if probe.found:  # seen before this node starts: refuse now
                         break
                     probe.nodes_starting()
+                if name == "sim_node" and params.get("lockstep"):
+                    # the first lockstep step waits for the participants this process starts, no others
+                    present = {"motion": "motion_node", "agent": "agent_node", "people": "" if gt_people else "people_node"}
+                    wait_for = [r for r in params.get("lockstep_wait_for", []) if present.get(r) in self.profile.nodes]
+                    params = {**params, "lockstep_wait_for": wait_for}
                 mod = importlib.import_module(NODES[name][0])
                 extra = {"namespace": self.namespace} if self.namespace else {}
                 node = mod.NODE_CLASS(params=params, context=self._context, **extra)

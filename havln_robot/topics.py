@@ -34,6 +34,7 @@ LIDAR_CLOUD = "utlidar/cloud"  # sensor_msgs/PointCloud2 of the Go2's own LiDAR 
 GROUND_TRUTH = "havln/ground_truth"  # diagnostic_msgs/DiagnosticStatus, sim only, see GROUND_TRUTH_KEYS
 AGENT_STATUS = "havln/agent_status"  # diagnostic_msgs/DiagnosticStatus, see AGENT_STATUS_KEYS
 EPISODE_DONE = "havln/episode_done"  # std_msgs/String: JSON {"reason": "stop"|"budget"|"blocked"|"aborted", "steps": n, ...}
+SIM_SYNC = "havln/sim_sync"  # diagnostic_msgs/DiagnosticStatus: lockstep steps and acks of the embedded simulator (sim/lockstep.py)
 AGENT_PAUSE = "havln/agent_pause"  # std_msgs/Bool: true pauses agent_node before its next action, false resumes (operator console)
 
 # --- frames -------------------------------------------------------------------------------------

@@ -278,7 +278,8 @@ def test_bringup_keeps_sim_real_time_with_motion_node():
     """
     full = config.load_profile(
         REPO / "config" / "sim.yaml",
-        {"sim_node": {"scene_source": "builtin", "camera_enabled": False}, "motion_node": {"require_depth": False}},
+        # real-time stepping (lockstep off: that clock stands still while nobody needs time)
+        {"sim_node": {"scene_source": "builtin", "camera_enabled": False, "lockstep": False}, "motion_node": {"require_depth": False}},
     )
     prof = config.Profile(full.path, {k: full.nodes[k] for k in ("sim_node", "motion_node")})
     b = bringup_mod.Bringup(prof, log=lambda s: None).start()

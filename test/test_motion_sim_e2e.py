@@ -22,7 +22,10 @@ def test_actions_through_sim_node(ros_context):
     from havln_robot.nodes.motion_node import MotionNode
 
     prof = load_profile("config/sim.yaml")
-    sim = sim_mod.SimNode(params={**prof.nodes["sim_node"], "scene_source": "builtin", "camera_enabled": False}, context=ros_context)
+    sim = sim_mod.SimNode(
+        params={**prof.nodes["sim_node"], "scene_source": "builtin", "camera_enabled": False, "lockstep_wait_for": ["motion"]},
+        context=ros_context,
+    )
     mot = MotionNode(params={**prof.nodes["motion_node"], "require_depth": False}, context=ros_context)
     probe = __import__("rclpy").create_node("probe", context=ros_context)
     results, truth = [], []

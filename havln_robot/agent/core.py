@@ -358,7 +358,12 @@ class EpisodeRunner:
             raise AgentAbort("cancelled", reason="aborted")
 
     def _pause(self, seconds: float) -> None:
-        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms (``sleep``: by it)."""
+        """Wait ``seconds`` (of ``self.clock``), checking for cancellation every 50 ms; an IO with a
+        ``pause(seconds)`` that returns True waited itself (lockstep: sim time passes, people walk on);
+        with ``sleep`` set (batch), by it."""
+        pause = getattr(self.io, "pause", None)
+        if callable(pause) and pause(seconds):
+            return
         if self.sleep is not None:
             self._check_cancel()
             self.sleep(seconds)

@@ -12,6 +12,14 @@ Threads: ROS callbacks only store messages and wake waiters; episodes run on one
 policy inference on the runner's own inference thread, so the executor is never blocked. A new
 instruction while an episode runs cancels it (the worker sends STOP to motion_node and publishes
 ``episode_done`` with reason ``aborted``) and then starts the new one.
+
+Lockstep (the embedded simulator announces its steps on ``havln/sim_sync``; protocol in
+:mod:`havln_robot.sim.lockstep`): the simulated world waits for the agent, as in the batch
+simulator. The episode thread acks a step only while it waits (for an action's result, frames, a
+pause), after its wait condition was checked on every message of the step, so the clock stands
+still while the policy thinks; the step the clock stands at (``_ls_hold``) is this node's time;
+the frame taken after an action is the first pair stamped ``settle_s`` after the step of its
+result; waits and pauses count sim time.
 """
 
 from __future__ import annotations
@@ -44,7 +52,9 @@ from havln_robot.policy.api import PolicyError
 from havln_robot.policy.registry import make_policy, no_data_fallback
 from havln_robot.records import AgentStatus
 from havln_robot.ros.codec import compressed_color_array, compressed_depth_array, encode_agent_status, image_array
+from havln_robot.ros.lockstep import LockstepLink
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
+from havln_robot.sim.lockstep import INCOMPLETE_STEP_WAIT_S, stamp_ns
 from havln_robot.text import is_blank, normalize_instruction, terminal_safe
 
 _FRAMES_KEPT = 8
@@ -122,7 +132,7 @@ class AgentNode(HavlnNode):
         self.create_subscription(String, p["instruction_topic"], self._on_instruction, 10)
         self._paused = threading.Event()  # operator console: hold before the next action (havln/agent_pause)
         self.create_subscription(Bool, p["pause_topic"], self._on_pause, 10)
-        self.motion = MotionClient(self, p["action_topic"], p["action_result_topic"])
+        self.motion = MotionClient(self, p["action_topic"], p["action_result_topic"], on_result=self._on_motion_result)
         # the camera and IMU this agent sees the world through, bound to their first publisher (another
         # stack's on the same domain is refused, one line naming both)
         for name in (p["color_topic"], p["depth_topic"], p["imu_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else [])):
@@ -140,6 +150,14 @@ class AgentNode(HavlnNode):
         self.create_subscription(CameraInfo, p["color_info_topic"], self._on_info, qos_profile_sensor_data)
         self.create_subscription(Imu, p["imu_topic"], self._on_imu, qos_profile_sensor_data)
         self.on_clock_jump_back(self._on_clock_reset)
+        # lockstep with the embedded simulator (inactive until it announces a step)
+        self._ls_got: dict[str, set[int]] = {"imu": set(), "color": set(), "depth": set(), "info": set()}  # stamps received, ns
+        self._ls_done = -1  # last step whose messages are all in, ns
+        self._ls_hold = -1  # the step the clock stands at for this node, ns
+        self._ls_newest = -1  # newest stamp of anything heard from the simulator, ns
+        self._ls_since: float | None = None
+        self._ls_results = 0  # highest result seq the episode thread looked at
+        self._ls = LockstepLink(self, "agent", on_event=self._ls_event)
 
         self.runner = EpisodeRunner(self.policy, self, self.config, clock=time.monotonic, cancelled=self._cancel.is_set)
         self._worker = threading.Thread(target=self._work, name="agent-episodes", daemon=True)
@@ -163,7 +181,16 @@ class AgentNode(HavlnNode):
                 self._cancel.set()
             self._instructions.put(text)
 
+    def _ls_heard(self, kind: str, msg: Any) -> None:
+        """Lockstep: note a stream message of a step (by its stamp)."""
+        if self._ls.active:
+            t = stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
+            with self._cond:
+                self._ls_got[kind].add(t)
+                self._ls_newest = max(self._ls_newest, t)
+
     def _on_color(self, msg: Image) -> None:
+        self._ls_heard("color", msg)
         try:
             a = image_array(msg)
             if msg.encoding == "bgr8":
@@ -185,13 +212,17 @@ class AgentNode(HavlnNode):
 
     def _store_color(self, stamp: float, a: np.ndarray) -> None:
         with self._cond:
+            if self._ls.active and self._rgb and self._rgb[-1][0] >= stamp:
+                return  # lockstep: a repeat of the last frame (the clock stands still)
             self._rgb.append((stamp, self._now(), a))
             ready = self._offer_pairs()
             self._cond.notify_all()
         if ready is not None:
             ready()
+        self._ls_event()
 
     def _on_depth(self, msg: Image) -> None:
+        self._ls_heard("depth", msg)
         if msg.encoding not in ("16UC1", "32FC1"):
             self.get_logger().error(
                 f"{self.params['depth_topic']}: encoding {msg.encoding!r}; expected 16UC1 (mm) or 32FC1 (m)", throttle_duration_sec=5.0
@@ -209,13 +240,21 @@ class AgentNode(HavlnNode):
 
     def _store_depth(self, stamp: float, a: np.ndarray) -> None:
         with self._cond:
+            if self._ls.active and self._depth and self._depth[-1][0] >= stamp:
+                return  # lockstep: a repeat of the last frame (the clock stands still)
             self._depth.append((stamp, self._now(), a))
             ready = self._offer_pairs()
             self._cond.notify_all()
         if ready is not None:
             ready()
+        self._ls_event()
 
     def _on_imu(self, msg: Imu) -> None:
+        self._ls_heard("imu", msg)
+        self._imu_in(msg)
+        self._ls_event()
+
+    def _imu_in(self, msg: Imu) -> None:
         q = msg.orientation
         if msg.orientation_covariance[0] == -1.0 or (q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 0.0):
             self.get_logger().error(
@@ -228,6 +267,7 @@ class AgentNode(HavlnNode):
             self._imu.append(sample)
             if self._sweep is not None:
                 self._sweep[0].track.add(*sample)
+            self._cond.notify_all()
 
     def _offer_pairs(self):
         """While a sweep records (lock held): offer every new synchronised RGB-D pair to its selector.
@@ -240,6 +280,8 @@ class AgentNode(HavlnNode):
         for st_d, _, d in self._depth:
             if st_d in offered:
                 continue
+            if self._ls.active and int(round(st_d * 1e9)) > self._ls_done:
+                continue  # lockstep: offered once every message of its step (camera_info too) is in
             for st_c, _, c in reversed(self._rgb):
                 if abs(st_c - st_d) <= tol and c.shape[:2] == d.shape[:2]:
                     offered.add(st_d)
@@ -258,6 +300,8 @@ class AgentNode(HavlnNode):
 
     def _on_info(self, msg: CameraInfo) -> None:
         self._info = msg
+        self._ls_heard("info", msg)
+        self._ls_event()
 
     def _on_clock_reset(self, t: float, _jump_s: float) -> None:
         """Sim time went back: frames received "in the future" and the settle deadline are dropped
@@ -270,8 +314,141 @@ class AgentNode(HavlnNode):
             self._cond.notify_all()
 
     # --- AgentIO ---------------------------------------------------------------------------------
+    # --- lockstep --------------------------------------------------------------------------------
+    def _now(self) -> float:
+        """This node's time: in lockstep the step the clock stands at for this node, else the clock."""
+        link = self.__dict__.get("_ls")
+        if link is not None and link.active:
+            return max(self._ls_hold, self._ls_done, 0) * 1e-9
+        return super()._now()
+
+    def _on_motion_result(self, _r: Any) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def _ls_complete(self) -> None:
+        """Advance ``_ls_done`` over the steps whose announced messages are all in (lock held)."""
+        while True:
+            nxt = self._ls.next_step(self._ls_done)
+            if nxt is None:
+                return
+            t, streams = nxt
+            self._ls_newest = max(self._ls_newest, t)
+            need = (["imu"] if "imu" in streams else []) + (["color", "depth", "info"] if "camera" in streams else [])
+            missing = [k for k in need if t not in self._ls_got[k]]
+            if missing:
+                now = time.monotonic()
+                self._ls_since = self._ls_since or now
+                if now - self._ls_since < INCOMPLETE_STEP_WAIT_S:
+                    return
+                self.get_logger().warning(f"lockstep: step {t * 1e-9:.3f} s taken without {', '.join(missing)}", throttle_duration_sec=5.0)
+            self._ls_since = None
+            self._ls_done = t
+            for got in self._ls_got.values():
+                got.difference_update([x for x in got if x <= t])
+
+    def _ls_event(self) -> None:
+        """A step, an ack or a stream message came: complete steps; while no episode runs, ack them."""
+        if not self._ls.active:
+            return
+        with self._cond:
+            self._ls_complete()
+            ready = self._offer_pairs()
+            self._cond.notify_all()
+            if not self._running:
+                self._ls.ack(t_ns=self._ls_done, wants=False, actions=self.motion.published, results=self._max_seq())
+                self._ls_hold = self._ls_done
+        if ready is not None:
+            ready()
+
+    def _max_seq(self) -> int:
+        return self.motion.result_since(1 << 62, "")[0]
+
+    def _ls_waiting(self) -> None:
+        """The episode thread waits (lock held, its condition just checked false): ack the steps done
+        (steps are completed, and their frames offered to a sweep, only by :meth:`_ls_event`)."""
+        if self._ls_done >= self._ls_hold:
+            self._ls.ack(t_ns=self._ls_done, wants=True, actions=self.motion.published, results=self._ls_results)
+
+    def _ls_held(self, result_seq: int | None = None) -> None:
+        """A wait ended (lock held): the clock stands at the newest step heard of (for a result: the step motion_node
+        published it at); wait until every message of that step is in, so that what follows sees exactly it."""
+        hold = max(self._ls_hold, self._ls_newest)
+        end = time.monotonic() + INCOMPLETE_STEP_WAIT_S + 1.0
+        if result_seq is not None:
+            while time.monotonic() < end:
+                m = self._ls.peer("motion")
+                if m is None or m.results >= result_seq:
+                    hold = max(hold, m.t_ns if m is not None else -1)
+                    break
+                self._cond.wait(0.02)
+        self._ls_hold = hold
+        while self._ls_done < hold and time.monotonic() < end:
+            self._cond.wait(0.02)
+
+    def _ls_wait(self, predicate, timeout_s: float, what: str):
+        """:meth:`_wait` in lockstep: sim time counts (``timeout_s`` of it), acks while waiting."""
+        with self._cond:
+            start = max(self._ls_hold, 0)
+            wall_end = time.monotonic() + timeout_s + 60.0  # the simulator itself gone
+            while True:
+                got = predicate()
+                if got is not None:
+                    self._ls_held()
+                    return got
+                if self._cancel.is_set() or self._shutdown.is_set():
+                    raise AgentAbort("cancelled", reason="aborted")
+                if (self._ls_done - start) * 1e-9 > timeout_s or time.monotonic() > wall_end:
+                    raise AgentAbort(f"no {what} within {timeout_s:g} s")
+                self._ls_waiting()
+                self._cond.wait(0.05)
+
+    def _ls_send(self, action: str, timeout_s: float) -> Any:
+        """MotionClient.send in lockstep: the result wait acks steps; retries after ``rejected_wait_s`` of sim time."""
+        p = self.params
+        for attempt in range(max(0, p["rejected_retries"]) + 1):
+            after = self.motion.received
+            self.motion.publish(action)
+
+            def match(after: int = after) -> Any:
+                top, r = self.motion.result_since(after, action)
+                if r is None:
+                    self._ls_results = top
+                return r
+
+            with self._cond:
+                start = max(self._ls_hold, 0)
+                wall_end = time.monotonic() + timeout_s + 60.0
+                while True:
+                    r = match()
+                    if r is not None:
+                        self._ls_results = max(self._ls_results, r.seq)
+                        self._ls_held(result_seq=r.seq)
+                        break
+                    if self._stopping():
+                        raise MotionCancelled("cancelled")
+                    if (self._ls_done - start) * 1e-9 > timeout_s or time.monotonic() > wall_end:
+                        raise MotionTimeout(f"no {self.motion.result_topic} for {action} within {timeout_s:g} s (is motion_node running?)")
+                    self._ls_waiting()
+                    self._cond.wait(0.05)
+            if r.outcome.value != "rejected" or attempt == p["rejected_retries"]:
+                return r
+            self.pause(p["rejected_wait_s"])
+        raise AssertionError("unreachable")
+
+    def pause(self, seconds: float) -> bool:
+        """Lockstep: let ``seconds`` of sim time pass (people walk on); True. Outside lockstep False (the runner sleeps)."""
+        if not self._ls.active:
+            return False
+        with self._cond:
+            end = max(self._ls_hold, 0) + int(round(seconds * 1e9))
+        self._ls_wait(lambda: True if self._ls_done >= end else None, seconds + 1.0, "sim time")
+        return True
+
     def _wait(self, predicate, timeout_s: float, what: str):
         """Wait on the condition until predicate() returns non-None; AgentAbort on cancel/timeout."""
+        if self._ls.active:
+            return self._ls_wait(predicate, timeout_s, what)
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while True:
@@ -303,9 +480,12 @@ class AgentNode(HavlnNode):
             time.sleep(0.05)
         timeout = min(p["action_timeout_s"], _STOP_RESULT_WAIT_S) if stopping else p["action_timeout_s"]
         try:
-            r = self.motion.send(
-                action, timeout, retries=p["rejected_retries"], retry_wait_s=p["rejected_wait_s"], cancelled=self._stopping
-            )
+            if self._ls.active:
+                r = self._ls_send(action, timeout)
+            else:
+                r = self.motion.send(
+                    action, timeout, retries=p["rejected_retries"], retry_wait_s=p["rejected_wait_s"], cancelled=self._stopping
+                )
         except MotionCancelled:
             raise AgentAbort("cancelled", reason="aborted") from None
         except MotionTimeout as exc:
@@ -362,7 +542,23 @@ class AgentNode(HavlnNode):
         p = self.params
         tol = p["sync_tolerance_s"]
 
+        def first_pair():  # lockstep: the first pair stamped at or after the settle time (stamps only)
+            for st_d, _, d in self._depth:
+                if st_d < self._ready_after - 1e-6:
+                    continue
+                near = [
+                    (abs(st_c - st_d), i)
+                    for i, (st_c, _, c) in enumerate(self._rgb)
+                    if abs(st_c - st_d) <= tol and c.shape[:2] == d.shape[:2]
+                ]
+                if near:
+                    st_c, _, c = self._rgb[min(near)[1]]
+                    return RawView(c, d, None, st_c)
+            return None
+
         def pair():
+            if self._ls.active:
+                return first_pair()
             for st_d, recv_d, d in reversed(self._depth):
                 if recv_d < self._ready_after:
                     break
@@ -405,6 +601,8 @@ class AgentNode(HavlnNode):
                 self._cancel.clear()
                 self._running = True
             with self._cond:
+                if self._ls.active:
+                    self._ls_hold = max(self._ls_hold, self._ls_done)
                 self._ready_after = self._now()
             self.get_logger().info(f'episode start: "{terminal_safe(text)}"')
             result = self.runner.run(text)
@@ -428,6 +626,7 @@ class AgentNode(HavlnNode):
     def safe_stop(self) -> None:
         """Cancel the running episode and send STOP to motion_node. Never raises."""
         try:
+            self._ls.close()
             was_running = self._running
             self._cancel.set()
             self._shutdown.set()
@@ -439,6 +638,7 @@ class AgentNode(HavlnNode):
             pass
 
     def destroy_node(self) -> None:
+        self._ls.close()
         self._cancel.set()
         self._shutdown.set()
         self._instructions.put(None)

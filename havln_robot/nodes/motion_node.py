@@ -16,13 +16,22 @@ the guard its streams, ticks it from a timer, publishes and logs.
 One action at a time: an action arriving while busy is answered ``rejected``; STOP aborts the
 running action and publishes zero velocity from inside the subscription callback (no wait for
 the next control tick).
+
+Lockstep (the embedded simulator announces its steps on ``havln/sim_sync``; protocol in
+:mod:`havln_robot.sim.lockstep`): incoming messages are held until every message announced for
+their step is in (and people_node's output for it), then handled in a fixed order with the step's
+time as this node's time, the control tick runs on every step at a multiple of 1/control_rate_hz,
+an agent's action starts at the step the agent sent it at, and the step is acked with the
+command. Without the simulator's steps (Go2, Gazebo) the timer ticks as always.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import sys
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -49,7 +58,9 @@ from havln_robot.params import ConfigError
 from havln_robot.quoting import quote
 from havln_robot.records import Outcome
 from havln_robot.ros.codec import decode_pose_array_cdr, decode_tracks, encode_collision, encode_result, image_array
+from havln_robot.ros.lockstep import LockstepLink
 from havln_robot.ros.qos import sensor_qos
+from havln_robot.sim.lockstep import FOREIGN_ACTION_WAIT_S, INCOMPLETE_STEP_WAIT_S, stamp_ns
 from havln_robot.text import outcome_label, terminal_safe
 from havln_robot.topics import BASE_FRAME
 
@@ -160,9 +171,25 @@ class MotionNode(HavlnNode):
         if self.detector is not None:
             self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
         if p["lidar_topic"]:
-            self.create_subscription(PointCloud2, p["lidar_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
-        self.create_timer(1.0 / p["control_rate_hz"], self._on_tick, callback_group=group)
+            self.create_subscription(PointCloud2, p["lidar_topic"], self._on_cloud, sensor_qos(5), callback_group=group)
+        self.create_timer(1.0 / p["control_rate_hz"], self._on_timer, callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
+        # lockstep with the embedded simulator (inactive until it announces a step)
+        self._ls_buf: dict[str, dict[int, Any]] = {}  # kind -> stamp ns -> message held for its step
+        self._ls_now: float | None = None  # the step being handled, s (this node's time in lockstep)
+        self._ls_done = -1  # last step handled, ns
+        self._ls_since: float | None = None  # wall time the next step began to wait for its messages
+        self._ls_period = int(round(1e9 / p["control_rate_hz"]))
+        self._ls_ticked = -1  # control periods ticked (t // period of the last tick)
+        self._ls_actions: collections.deque[tuple[String, float]] = collections.deque()  # (message, wall arrival)
+        self._ls_claims: dict[int, int] = {}  # n-th agent action -> the step it was sent at, ns
+        self._ls_claimed = 0  # agent actions claimed so far (acks seen)
+        self._ls_started = 0  # agent actions started
+        self._ls_replay = False
+        self._results = 0
+        self._cmd_seq = 0
+        self._cmd: tuple[float, float] = (0.0, 0.0)
+        self._ls = LockstepLink(self, "motion", on_event=self._ls_event)
 
     def _second_source(self, topic: str, first: str, second: str) -> None:
         """A second publisher on a bound source: abort the action and zero cmd_vel (its messages are refused)."""
@@ -185,7 +212,16 @@ class MotionNode(HavlnNode):
             self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
+    def _now(self) -> float:
+        """This node's time: the step being handled in lockstep, else the clock (sim time under use_sim_time)."""
+        ls_now = self.__dict__.get("_ls_now")
+        if ls_now is not None:
+            return ls_now
+        return super()._now()
+
     def _publish_cmd(self, cmd: tuple[float, float]) -> None:
+        self._cmd_seq += 1
+        self._cmd = (float(cmd[0]), float(cmd[1]))
         tw = Twist()
         tw.linear.x, tw.angular.z = float(cmd[0]), float(cmd[1])
         self.cmd_pub.publish(tw)
@@ -201,6 +237,7 @@ class MotionNode(HavlnNode):
 
     def _publish_result(self, r: ActionResult) -> None:
         self.result_pub.publish(encode_result(r, hardware_id=self.get_name()))
+        self._results = max(self._results, r.seq)  # lockstep: results are counted by their seq
         # the literal and the detail come from a topic: bounded and terminal-safe in the log
         name = r.action if A.is_motion(r.action) else quote(r.action, ACTION_ECHO_CHARS + 32)
         detail = f" - {r.detail[:400]}{'…' if len(r.detail) > 400 else ''}" if r.detail else ""
@@ -253,6 +290,8 @@ class MotionNode(HavlnNode):
         except ValueError as exc:
             self._warn_once("people-cdr", terminal_safe(f"{topic}: {exc}; message ignored"))
             return
+        if self._ls_hold("people", stamp_ns(sec, nanosec), raw):
+            return
         self._crowd(len(poses), topic)
         keep = nearest_rows(poses, self.params["max_people"])
         if keep is not None:
@@ -297,6 +336,11 @@ class MotionNode(HavlnNode):
             self.get_logger().info(terminal_safe(line))
 
     def _on_action(self, msg: String) -> None:
+        if self._ls.active and not self._ls_replay:
+            with self._lock:
+                self._ls_actions.append((msg, time.monotonic()))
+            self._ls_event()
+            return
         t = self._now()
         action = bounded_literal(msg.data.strip())
         imu_yaw = self.gyro.yaw if self._imu_t is not None else None
@@ -318,6 +362,8 @@ class MotionNode(HavlnNode):
         return bad is None
 
     def _on_odom(self, msg: Odometry) -> None:
+        if self._ls_hold("odom", msg.header.stamp, msg):
+            return
         t = self._now()
         pp, q = msg.pose.pose.position, msg.pose.pose.orientation
         tw = msg.twist.twist
@@ -343,6 +389,8 @@ class MotionNode(HavlnNode):
         self.guard.sample("odom", (st.sec, st.nanosec), sample, t, self.motion)
 
     def _on_imu(self, msg: Imu) -> None:
+        if self._ls_hold("imu", msg.header.stamp, msg):
+            return
         t = self._now()
         try:
             axes = imu_axes(msg.header.frame_id, self.params["imu_mount"])
@@ -376,9 +424,13 @@ class MotionNode(HavlnNode):
         self.guard.sample("imu", (st.sec, st.nanosec), (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z), t, self.motion)
 
     def _on_color(self, msg: Image) -> None:
+        if self._ls_hold("color", msg.header.stamp, msg):
+            return
         self._color = msg
 
     def _on_depth(self, msg: Image) -> None:
+        if self._ls_hold("depth", msg.header.stamp, msg):
+            return
         self._depth = (msg, self._now())
         # placed in odom where the robot was at the capture stamp (not at receipt: mid-turn that is degrees off)
         stamp = self._stamp_time(msg.header.stamp, self._depth[1], "depth")
@@ -408,6 +460,8 @@ class MotionNode(HavlnNode):
         self.tracker.add_cloud(t, xyz, self._stamp_time(msg.header.stamp, t, "lidar"))
 
     def _on_info(self, msg: CameraInfo) -> None:
+        if self._ls_hold("info", msg.header.stamp, msg):
+            return
         try:
             self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k, msg.width, msg.height)
         except ValueError as exc:
@@ -433,6 +487,8 @@ class MotionNode(HavlnNode):
         self.people.set_people(people, t, self._captured_at(msg.header.stamp, t, "people"))
 
     def _on_tracks(self, msg: PointCloud2) -> None:
+        if self._ls_hold("tracks", msg.header.stamp, msg):
+            return
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
             self._warn_once(
                 "tracks-frame",
@@ -452,6 +508,125 @@ class MotionNode(HavlnNode):
         self.guard.heard_people(t)
         self._crowd(len(people), self.params["people_tracks_topic"])
         self.people.set_tracks(people, t, self._captured_at(msg.header.stamp, t, "tracks"))
+
+    # ------------------------------------------------------------------ lockstep
+    def _ls_hold(self, kind: str, stamp: Any, msg: Any) -> bool:
+        """Lockstep: keep ``msg`` for the step of its stamp (True), unless that step was handled already."""
+        if not self._ls.active or self._ls_replay:
+            return False
+        t_ns = stamp if isinstance(stamp, int) else stamp_ns(stamp.sec, stamp.nanosec)
+        with self._lock:
+            if t_ns <= self._ls_done:
+                return True  # a repeat (sim_node repeats its last frame while the clock stands still) or too late: dropped
+            self._ls_buf.setdefault(kind, {})[t_ns] = msg
+        self._ls_event()
+        return True
+
+    def _ls_needs(self, t_ns: int, streams: frozenset[str]) -> list[str]:
+        """The message kinds of step ``t_ns`` still missing."""
+        have = {k for k, d in self._ls_buf.items() if t_ns in d}
+        need = [k for k in ("odom", "imu") if k in streams]
+        if "camera" in streams:
+            need += ["depth", "info"] + (["color"] if self.detector is not None else [])
+        if "people" in streams:
+            need.append("people")
+        people = self._ls.peer("people")
+        if people is not None:
+            if people.t_ns < t_ns:
+                need.append("people_node")
+            elif people.people_ns == t_ns:
+                need += ["people"] + (["tracks"] if self.params["people_tracks_topic"] else [])
+        return [k for k in need if k not in have]
+
+    def _ls_event(self) -> None:
+        """Lockstep: handle every step whose messages are all in, the actions due, then ack."""
+        if not self._ls.active:
+            return
+        with self._lock:
+            agent = self._ls.peer("agent")
+            if agent is not None:
+                while self._ls_claimed < agent.actions:
+                    self._ls_claimed += 1
+                    self._ls_claims[self._ls_claimed] = agent.t_ns
+            while True:
+                nxt = self._ls.next_step(self._ls_done)
+                if nxt is None:
+                    break
+                t_ns, streams = nxt
+                missing = self._ls_needs(t_ns, streams)
+                if missing:
+                    now = time.monotonic()
+                    self._ls_since = self._ls_since or now
+                    if now - self._ls_since < INCOMPLETE_STEP_WAIT_S:
+                        break
+                    self.get_logger().warning(
+                        f"lockstep: step {t_ns * 1e-9:.3f} s handled without {', '.join(missing)} (not received within "
+                        f"{INCOMPLETE_STEP_WAIT_S:g} s)",
+                        throttle_duration_sec=5.0,
+                    )
+                self._ls_since = None
+                self._ls_step(t_ns)
+            self._ls_run_actions(agent)
+            self._ls.ack(
+                t_ns=self._ls_done,
+                wants=self.motion.busy,
+                actions=self._ls_started,
+                results=self._results,
+                cmd_seq=self._cmd_seq,
+                cmd=self._cmd,
+            )
+
+    def _ls_step(self, t_ns: int) -> None:
+        """Handle step ``t_ns``: its messages in a fixed order, the control tick when due (lock held)."""
+        self._ls_now = t_ns * 1e-9
+        self._ls_replay = True
+        try:
+            for kind, handle in (
+                ("odom", self._on_odom),
+                ("imu", self._on_imu),
+                ("info", self._on_info),
+                ("color", self._on_color),
+                ("depth", self._on_depth),
+                ("people", self._on_people_raw),
+                ("tracks", self._on_tracks),
+            ):
+                buf = self._ls_buf.get(kind, {})
+                for st in sorted(k for k in buf if k <= t_ns):
+                    handle(buf.pop(st))
+            if t_ns // self._ls_period > self._ls_ticked:  # the first step at or after each control period
+                self._ls_ticked = t_ns // self._ls_period
+                self._on_tick()
+        finally:
+            self._ls_replay = False
+        self._ls_done = t_ns
+
+    def _ls_run_actions(self, agent: Any) -> None:
+        """Start the actions that are due: an agent's at the step it was sent at, another sender's after a short wait."""
+        while self._ls_actions:
+            msg, arrived = self._ls_actions[0]
+            n = self._ls_started + 1
+            if n in self._ls_claims:
+                if self._ls_claims[n] > self._ls_done:
+                    return  # this node has not reached the agent's step yet
+                self._ls_started = n
+                t_ns = max(self._ls_claims.pop(n), self._ls_done)
+            elif agent is None or time.monotonic() - arrived >= FOREIGN_ACTION_WAIT_S:
+                t_ns = self._ls_done  # no agent claims it: started where this node is
+            else:
+                return
+            self._ls_actions.popleft()
+            self._ls_now = max(t_ns, 0) * 1e-9
+            self._ls_replay = True
+            try:
+                self._on_action(msg)
+            finally:
+                self._ls_replay = False
+
+    def _on_timer(self) -> None:
+        if not self._ls.active:
+            self._on_tick()
+        elif self._ls_actions or self._ls_since is not None:
+            self._ls_event()  # waits bounded by wall time are re-checked here
 
     def _on_tick(self) -> None:
         t = self._now()
@@ -476,6 +651,7 @@ class MotionNode(HavlnNode):
 
     def safe_stop(self) -> None:
         """Abort the running action (outcome aborted) and publish zero cmd_vel. Never raises."""
+        self._ls.close()
         try:
             with self._lock:
                 t = self._now()

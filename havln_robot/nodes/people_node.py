@@ -10,6 +10,12 @@ Thin ROS shell over :class:`havln_robot.perception.people.DepthPeopleTracker`.
   message motion_node has always read) and ``havln/people_tracks`` (sensor_msgs/PointCloud2, one
   point per person with fields x, y, vx, vy float32 and id uint32, base_link -- the standard
   message with named fields that carries velocity and track id; docs/perception.md).
+
+Lockstep (the embedded simulator announces its steps on ``havln/sim_sync``; protocol in
+:mod:`havln_robot.sim.lockstep`): odometry and frames are held until every message announced for
+their step is in, handled with the step's time as this node's time (which frames are processed
+then depends on stamps only), and the step is acked with the stamp of the last output, so that
+motion_node waits for it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -34,7 +41,9 @@ from havln_robot.params import ConfigError
 from havln_robot.perception.params import PEOPLE_PARAMS
 from havln_robot.perception.people import AppearanceCheck, DepthPeopleTracker, PeopleConfig, lidar_points
 from havln_robot.ros.codec import cloud_fields, encode_tracks, image_array
+from havln_robot.ros.lockstep import LockstepLink
 from havln_robot.ros.qos import sensor_qos
+from havln_robot.sim.lockstep import INCOMPLETE_STEP_WAIT_S, stamp_ns
 from havln_robot.topics import BASE_FRAME
 
 
@@ -67,7 +76,7 @@ class PeopleNode(HavlnNode):
         self._last = -math.inf
         self._cloud_t = -math.inf
         self._warned: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.frames = 0
         group = MutuallyExclusiveCallbackGroup()
         self.people_pub = self.create_publisher(PoseArray, p["people_topic"], 5)  # reliable: reaches best-effort and reliable readers
@@ -79,6 +88,65 @@ class PeopleNode(HavlnNode):
         if p["cloud_topic"]:
             self.create_subscription(PointCloud2, p["cloud_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
+        self._ls_buf: dict[str, dict[int, Any]] = {}
+        self._ls_now: float | None = None
+        self._ls_done = -1
+        self._ls_since: float | None = None
+        self._ls_replay = False
+        self._out_ns = -1  # stamp of the last output, ns
+        self._ls = LockstepLink(self, "people", on_event=self._ls_event)
+
+    def _now(self) -> float:
+        """This node's time: the step being handled in lockstep, else the clock."""
+        ls_now = self.__dict__.get("_ls_now")
+        return ls_now if ls_now is not None else super()._now()
+
+    def _ls_hold(self, kind: str, stamp: Any, msg: Any) -> bool:
+        """Lockstep: keep ``msg`` for the step of its stamp (True), unless that step was handled already."""
+        if not self._ls.active or self._ls_replay:
+            return False
+        t_ns = stamp_ns(stamp.sec, stamp.nanosec)
+        with self._lock:
+            if t_ns <= self._ls_done:
+                return True  # a repeat (the last frame while the clock stands still) or too late: dropped
+            self._ls_buf.setdefault(kind, {})[t_ns] = msg
+        self._ls_event()
+        return True
+
+    def _ls_event(self) -> None:
+        """Lockstep: handle every step whose messages are all in, then ack with the last output's stamp."""
+        if not self._ls.active:
+            return
+        with self._lock:
+            while True:
+                nxt = self._ls.next_step(self._ls_done)
+                if nxt is None:
+                    break
+                t_ns, streams = nxt
+                need = (["odom"] if "odom" in streams else []) + (
+                    ["depth", "info"] if "camera" in streams and self.params["depth_topic"] else []
+                )
+                missing = [k for k in need if t_ns not in self._ls_buf.get(k, {})]
+                if missing:
+                    now = time.monotonic()
+                    self._ls_since = self._ls_since or now
+                    if now - self._ls_since < INCOMPLETE_STEP_WAIT_S:
+                        break
+                    self.get_logger().warning(
+                        f"lockstep: step {t_ns * 1e-9:.3f} s handled without {', '.join(missing)}", throttle_duration_sec=5.0
+                    )
+                self._ls_since = None
+                self._ls_now = t_ns * 1e-9
+                self._ls_replay = True
+                try:
+                    for kind, handle in (("odom", self._on_odom), ("info", self._on_info), ("depth", self._on_depth)):
+                        buf = self._ls_buf.get(kind, {})
+                        for st in sorted(k for k in buf if k <= t_ns):
+                            handle(buf.pop(st))
+                finally:
+                    self._ls_replay = False
+                self._ls_done = t_ns
+            self._ls.ack(t_ns=self._ls_done, people_ns=self._out_ns)
 
     def _on_clock_reset(self, _t: float, _jump_s: float) -> None:
         self.core.tracker.reset()
@@ -87,6 +155,8 @@ class PeopleNode(HavlnNode):
     def _on_odom(self, msg: Odometry) -> None:
         """Odometry pose for placing frames; a message with a non-finite pose value is dropped (a
         warning once per field), the last finite pose stays."""
+        if self._ls_hold("odom", msg.header.stamp, msg):
+            return
         ps = msg.pose.pose
         o = ps.orientation
         fields = (("pose.position.x", ps.position.x), ("pose.position.y", ps.position.y))
@@ -97,6 +167,8 @@ class PeopleNode(HavlnNode):
         self.poses.add(self._stamp_time(msg.header.stamp, self._now(), "odom"), pose)
 
     def _on_info(self, msg: CameraInfo) -> None:
+        if self._ls_hold("info", msg.header.stamp, msg):
+            return
         try:
             self._k = Intrinsics.from_k(msg.k, msg.width, msg.height)
         except ValueError as exc:
@@ -109,6 +181,8 @@ class PeopleNode(HavlnNode):
         return True
 
     def _on_depth(self, msg: Image) -> None:
+        if self._ls_hold("depth", msg.header.stamp, msg):
+            return
         t = self._now()
         if self._k is None or not self._due(t):
             return
@@ -154,9 +228,11 @@ class PeopleNode(HavlnNode):
             pa.poses.append(ps)
         self.people_pub.publish(pa)
         self.tracks_pub.publish(encode_tracks([(tr.x, tr.y, tr.vx, tr.vy, tr.track_id) for tr in tracks], BASE_FRAME, stamp))
+        self._out_ns = stamp_ns(stamp.sec, stamp.nanosec)
 
     def safe_stop(self) -> None:
-        """Nothing moves here; publishes nothing more. Never raises."""
+        """Nothing moves here; publishes nothing more (leaves the lockstep). Never raises."""
+        self._ls.close()
 
 
 NODE_CLASS = PeopleNode

@@ -23,6 +23,14 @@ goes backwards, also across resets. ``base_link`` is on the ground under the bod
 Rendering runs on a second thread (it owns the OpenGL context); neither thread depends on the
 executor, so odom/imu keep their rate however busy the process is. Inputs (cmd_vel, action
 results, reset) arrive through the executor and share one lock with the two threads.
+
+Lockstep (``lockstep: true``, config/sim.yaml; protocol in :mod:`havln_robot.sim.lockstep`): one
+thread steps the simulation by exactly 1/sim_rate_hz, renders the camera itself every
+round(sim_rate_hz / camera_rate_hz)-th step, publishes each step's outputs, then ``clock``, then
+the step on ``havln/sim_sync``, and advances only when motion_node, people_node and agent_node have
+acked the step and one of them needs time to pass; the velocity command comes in motion_node's
+ack. While the clock stands still, ``clock``, ground truth and ``havln/humans`` are repeated every
+0.5 s (wall clock) for monitors and the console. Without any participant the clock stands still.
 """
 
 from __future__ import annotations
@@ -49,8 +57,11 @@ from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.records import GroundTruth, RecordError
 from havln_robot.ros.codec import decode_result, encode_ground_truth, image_msg
+from havln_robot.ros.lockstep import decode, decode_ack, encode_sim, encode_step, sync_qos
+from havln_robot.sim.lockstep import Gate
 from havln_robot.sim.params import SIM_NODE_PARAMS
 from havln_robot.sim.session import SessionError, SimSession, base_config, open_episode
+from havln_robot.topics import SIM_SYNC
 
 try:  # tf2_msgs is not part of every install (not of the pip wheels used here)
     from tf2_msgs.msg import TFMessage
@@ -73,6 +84,18 @@ EPISODE_KEYS = (  # read again by the reset service: sim_node's LIVE_PARAMS
 )
 #: Largest sim-time advance of one tick, s.
 MAX_TICK_S = 0.05
+#: Lockstep: while the clock stands still, clock, ground truth and humans are repeated this often (wall clock, s).
+FROZEN_REPEAT_S = 0.5
+#: Lockstep: the first step follows the last expected participant by this long (wall clock, s).
+FIRST_STEP_SETTLE_S = 1.0
+#: Lockstep: the first step is taken after this long (wall clock, s) when an expected participant never came
+#: (a policy loads in ~5 s, 30 s on a loaded machine).
+FIRST_STEP_TIMEOUT_S = 120.0
+
+
+def ns_stamp(t_ns: int) -> Time:
+    """builtin_interfaces/Time of ``t_ns`` nanoseconds of sim time (exact)."""
+    return Time(sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000)
 
 
 def sim_stamp(t: float) -> Time:
@@ -145,8 +168,18 @@ class SimNode(HavlnNode):
         self.create_service(Trigger, p["reset_service"], self._on_reset, callback_group=self._group)
         self._stop = threading.Event()
         self.camera_error: str | None = None
-        self._threads = [threading.Thread(target=self._sim_loop, name="sim_node-step", daemon=True)]
-        if p["camera_enabled"]:
+        self.lockstep = bool(p["lockstep"])
+        self.gate = Gate(p["lockstep_timeout_s"])
+        self._wake = threading.Event()
+        self._step_ns = -1  # lockstep: the last step published (ns of sim time)
+        self._last_frame: tuple[Image, ...] = ()  # lockstep: the last colour and depth images, repeated while the clock stands still
+        self._cmd_seq = 0  # lockstep: motion_node's last command applied
+        if self.lockstep:
+            self.sync_pub = self.create_publisher(DiagnosticStatus, SIM_SYNC, sync_qos())
+            self.create_subscription(DiagnosticStatus, SIM_SYNC, self._on_sync, sync_qos(), callback_group=self._group)
+        loop = self._lockstep_loop if self.lockstep else self._sim_loop
+        self._threads = [threading.Thread(target=loop, name="sim_node-step", daemon=True)]
+        if p["camera_enabled"] and not self.lockstep:
             self._threads.append(threading.Thread(target=self._camera_loop, name="sim_node-camera", daemon=True))
         for th in self._threads:
             th.start()
@@ -193,6 +226,8 @@ class SimNode(HavlnNode):
     def _on_cmd_vel(self, msg: Twist) -> None:
         pitch_rate = -msg.angular.y if self.params["camera_pitch_source"] == "cmd_vel" else 0.0
         with self._lock:
+            if self.lockstep and self.gate.command(time.monotonic()) is not None:
+                return  # motion_node's command comes in its ack, for the step it was computed at
             try:
                 self.session.base.command(msg.linear.x, msg.angular.z, pitch_rate)
             except ValueError as exc:
@@ -203,12 +238,26 @@ class SimNode(HavlnNode):
 
     def _on_action_result(self, msg: DiagnosticStatus) -> None:
         try:
-            pitch = math.radians(decode_result(msg).pitch_deg)
+            r = decode_result(msg)
         except RecordError:
             return
-        if math.isfinite(pitch):
-            with self._lock:
+        pitch = math.radians(r.pitch_deg)
+        with self._lock:
+            self.gate.results_seen = max(self.gate.results_seen, r.seq)
+            if math.isfinite(pitch):
                 self.session.virtual_pitch = max(-math.pi / 2, min(math.pi / 2, pitch))
+        self._wake.set()
+
+    def _on_sync(self, msg: DiagnosticStatus) -> None:
+        kind, sender, v = decode(msg)
+        if sender == self.get_fully_qualified_name():
+            return
+        with self._lock:
+            if kind == "ack":
+                self.gate.heard(decode_ack(sender, v, time.monotonic()))
+            elif kind == "bye":
+                self.gate.bye(sender)
+        self._wake.set()
 
     def safe_stop(self) -> None:
         """Zero the commanded velocity at once (pending commands dropped). Never raises."""
@@ -263,6 +312,149 @@ class SimNode(HavlnNode):
             if k % self._every["ground_truth"] == 0:
                 self._publish_ground_truth(stamp)
 
+    # ------------------------------------------------------------------ lockstep
+    def _lockstep_loop(self) -> None:
+        """Step in lockstep (see the module docstring); owns the renderer (its OpenGL context is per thread)."""
+        p = self.params
+        dt_ns = int(round(1e9 / p["sim_rate_hz"]))
+        cam_every = decimation(p["sim_rate_hz"], p["camera_rate_hz"])
+        cam: dict[str, Any] = {"renderer": None, "gen": -1, "info": None}
+        last_repeat = -math.inf
+        t_start = time.monotonic()
+        alone_since = t_start  # wall time since when no participant is live
+        all_here = math.inf  # wall time since when every role of lockstep_wait_for is live
+        wait_for = set(p["lockstep_wait_for"]) - ({"people"} if p["people_source"] == "ground_truth" else set())
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                with self._lock:
+                    why = self.gate.why_not(self._step_ns, now)
+                    live = self.gate.live(now)
+                    alone_since = alone_since if not live else now
+                    if self._step_ns < 0:
+                        # the first step: once every expected role is here (or the wait ran out), wanted or not
+                        # (and not before, wanted or not), so that each sees it and an episode starts from it
+                        why = "first step"
+                        roles = {a.role for a in live}
+                        if not wait_for <= roles:
+                            all_here = math.inf
+                        all_here = min(all_here, now)
+                        # after the last one came, FIRST_STEP_SETTLE_S for its subscriptions to match the publishers
+                        if live and (now - all_here >= FIRST_STEP_SETTLE_S or now - t_start >= FIRST_STEP_TIMEOUT_S):
+                            why = None
+                    if not live and now - alone_since >= p["lockstep_timeout_s"]:
+                        why = None  # nobody in lockstep: run on the wall clock (paced below)
+                    dropped, self.gate.dropped = self.gate.dropped, []
+                for name in dropped:
+                    self.get_logger().warning(f"lockstep: {name} silent for {p['lockstep_timeout_s']:g} s: no longer waited for")
+                if why is not None:
+                    if now - last_repeat >= FROZEN_REPEAT_S:
+                        last_repeat = now
+                        self._frozen_repeat()
+                    self._wake.wait(0.05)
+                    self._wake.clear()
+                    continue
+                try:
+                    self._lockstep_step(dt_ns, cam_every, cam)
+                except Exception as exc:  # report, keep stepping
+                    self.get_logger().error(f"sim step failed: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
+                if not live:
+                    self._stop.wait(dt_ns * 1e-9 / p["real_time_factor"])
+        finally:
+            if cam["renderer"] is not None:
+                cam["renderer"].close()
+
+    def _frozen_repeat(self) -> None:
+        """The clock stands still: say so on the sync topic; repeat clock, ground truth and humans for monitors."""
+        with self._lock:
+            t_ns = max(self._step_ns, 0)
+            stamp = ns_stamp(t_ns)
+            self.sync_pub.publish(encode_sim(self.get_fully_qualified_name(), self._step_ns))
+            if self._step_ns >= 0:
+                self._publish(self.clock_pub, ClockMsg(clock=stamp))
+            self._publish_ground_truth(stamp, people=False)
+            for pub, msg in zip((self.color_pub, self.depth_pub), self._last_frame, strict=False):
+                self._publish(pub, msg)  # for the console; lockstep participants drop repeats
+
+    def _lockstep_step(self, dt_ns: int, cam_every: int, cam: dict[str, Any]) -> None:
+        p = self.params
+        with self._lock:
+            s = self.session
+            got = self.gate.command(time.monotonic())
+            if got is not None and got[0] != self._cmd_seq:
+                self._cmd_seq = got[0]
+                try:
+                    s.base.command(got[1][0], got[1][1], 0.0)
+                    self._last_cmd_t = s.world.t
+                    self._cmd_nonzero = any(v != 0.0 for v in got[1])
+                except ValueError as exc:
+                    self.get_logger().warning(f"{exc}", throttle_duration_sec=1.0)
+            if p["cmd_vel_timeout_s"] > 0 and self._cmd_nonzero and s.world.t - self._last_cmd_t > p["cmd_vel_timeout_s"]:
+                s.base.command(0.0, 0.0, 0.0)
+                self._cmd_nonzero = False
+            s.step(dt_ns * 1e-9)
+            self._step_ns = (max(self._step_ns, 0) // dt_ns + 1) * dt_ns
+            self.sim_time = self._step_ns * 1e-9
+            stamp = ns_stamp(self._step_ns)
+            k = self._ticks
+            self._ticks += 1
+            streams = []
+            if k % self._every["imu"] == 0:
+                self._publish_imu(stamp)
+                streams.append("imu")
+            if k % self._every["odom"] == 0:
+                self._publish_odom(stamp)
+                streams.append("odom")
+            if k % self._every["ground_truth"] == 0:
+                self._publish_ground_truth(stamp)
+                streams.append("ground_truth")
+                if p["people_source"] == "ground_truth":
+                    streams.append("people")
+            if p["camera_enabled"] and self.camera_error is None and k % cam_every == 0:
+                if self._render(stamp, cam):
+                    streams.append("camera")
+            self._publish(self.clock_pub, ClockMsg(clock=stamp))
+            self.sync_pub.publish(encode_step(self.get_fully_qualified_name(), self._step_ns, tuple(streams)))
+
+    def _render(self, stamp: Time, cam: dict[str, Any]) -> bool:
+        """Render and publish one RGB-D frame at the current state (lock held); False when the camera failed."""
+        from havln_robot.sim.render import Renderer, RenderError, depth_to_mm
+
+        p, s = self.params, self.session
+        if cam["renderer"] is None or cam["gen"] != self._generation:
+            if cam["renderer"] is not None:
+                cam["renderer"].close()
+                cam["renderer"] = None
+            try:
+                cam["renderer"] = Renderer(
+                    s.scene,
+                    s.crowd,
+                    p["camera_width"],
+                    p["camera_height"],
+                    p["camera_hfov_deg"],
+                    camera_height_m=p["camera_height_m"],
+                    camera_forward_m=p["camera_forward_m"],
+                )
+            except RenderError as exc:
+                self.camera_error = str(exc)
+                self.get_logger().error(f"camera disabled: {exc}")
+                return False
+            cam["gen"] = self._generation
+            cam["info"] = _camera_info(cam["renderer"].intrinsics, p["camera_frame"])
+        pose, pitch, t = s.view()
+        rgb, depth = cam["renderer"].render(pose, pitch, t)
+        mm = depth_to_mm(depth, p["depth_min_m"], p["depth_max_m"])
+        info = cam["info"]
+        info.header.stamp = stamp
+        self._last_frame = (image_msg(rgb, "rgb8", p["camera_frame"], stamp), image_msg(mm, "16UC1", p["camera_frame"], stamp))
+        self._publish(self.color_pub, self._last_frame[0])
+        self._publish(self.depth_pub, self._last_frame[1])
+        self._publish(self.color_info_pub, info)
+        self._publish(self.depth_info_pub, info)
+        if self.tf_pub is not None:
+            self._publish(self.tf_pub, TFMessage(transforms=[self._camera_tf(stamp, pitch)]))
+        return True
+
     def _publish(self, pub: Any, msg: Any) -> None:
         pub.publish(msg)
         name = pub.topic_name
@@ -306,17 +498,18 @@ class SimNode(HavlnNode):
         m.orientation_covariance, m.angular_velocity_covariance, m.linear_acceleration_covariance = oc, gc, ac
         self._publish(self.imu_pub, m)
 
-    def _publish_ground_truth(self, stamp: Time) -> None:
+    def _publish_ground_truth(self, stamp: Time, people: bool = True) -> None:
         p, s = self.params, self.session
         pos, head, _ = s.humans()
         ha = PoseArray()
         ha.header.stamp, ha.header.frame_id = stamp, p["map_frame"]
         ha.poses = [_pose(px, py, pz, h) for (px, py, pz), h in zip(pos, head, strict=False)]
         self._publish(self.humans_pub, ha)
-        pa = PoseArray()
-        pa.header.stamp, pa.header.frame_id = stamp, p["base_frame"]
-        pa.poses = [_pose(x, y, 0.0, yaw) for _, x, y, yaw in s.people_local(p["people_range_m"])]
-        self._publish(self.people_pub, pa)
+        if people:
+            pa = PoseArray()
+            pa.header.stamp, pa.header.frame_id = stamp, p["base_frame"]
+            pa.poses = [_pose(x, y, 0.0, yaw) for _, x, y, yaw in s.people_local(p["people_range_m"])]
+            self._publish(self.people_pub, pa)
         self._publish(self.gt_pub, encode_ground_truth(GroundTruth.from_values(s.ground_truth())))
 
     # ------------------------------------------------------------------ camera thread

@@ -73,6 +73,7 @@ class MotionClient:
         self._cond = threading.Condition()
         self._results: deque[tuple[int, ActionResult]] = deque(maxlen=_KEPT)
         self._count = 0
+        self.published = 0  # actions published (lockstep counts them)
         self.pub = node.create_publisher(String, action_topic, 10)
         self.sub = node.create_subscription(DiagnosticStatus, result_topic, self._on_msg, 50)
 
@@ -117,7 +118,23 @@ class MotionClient:
     # --- sending ------------------------------------------------------------------------------------
     def publish(self, action: str) -> None:
         """Publish one action literal without waiting."""
+        self.published += 1
         self.pub.publish(String(data=action))
+
+    @property
+    def received(self) -> int:
+        """Results received so far."""
+        with self._cond:
+            return self._count
+
+    def result_since(self, after: int, action: str) -> tuple[int, ActionResult | None]:
+        """``(max seq of the results received, the first result for action after the after-th)``."""
+        with self._cond:
+            top = max((r.seq for _, r in self._results), default=0)
+            for n, r in self._results:
+                if n > after and r.action in (action, ""):
+                    return top, r
+            return top, None
 
     def stop(self) -> None:
         """Publish STOP (motion_node aborts any running action and holds zero velocity); no wait."""

@@ -311,6 +311,8 @@ def _embedded_bringup(
         sim.setdefault("episode_id", episode_id)
     if "scene_source" in spec and episodes_file is not None:
         sim.setdefault("scene_source", "episodes")
+    if "lockstep" in spec:  # motion_node alone, no agent: sim time on the wall clock (it must run before the first action)
+        sim.setdefault("lockstep", False)
     try:
         prof = load_profile(config_dir() / "sim.yaml", overrides, overrides_from="--set")
     except ConfigError as exc:

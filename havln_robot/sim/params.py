@@ -63,6 +63,32 @@ SIM_NODE_PARAMS = ParamSpec(
         ),
         Param("real_time_factor", 1.0, "float", "sim seconds per wall-clock second", min=0.05, max=20.0),
         Param(
+            "lockstep",
+            False,
+            "bool",
+            "true = sim time advances in fixed steps of 1/sim_rate_hz only when motion_node, people_node and agent_node are "
+            "done with the current one and one of them needs time to pass (docs/sim.md, Lockstep): a loaded machine slows "
+            "the simulation, not the robot, and a seed gives the same actions; the camera renders every "
+            "round(sim_rate_hz / camera_rate_hz)-th step; false = stepping on the wall clock",
+        ),
+        Param(
+            "lockstep_timeout_s",
+            15.0,
+            "float",
+            "lockstep: a participant not heard for this long (wall clock; they repeat their ack every 0.2 s) no longer holds the clock, s",
+            min=0.5,
+            max=600.0,
+        ),
+        Param(
+            "lockstep_wait_for",
+            ["motion", "people", "agent"],
+            "str_list",
+            "lockstep: the first step waits until a participant of each of these roles is heard (at most 120 s), so that every one "
+            "of them sees the simulation from its first step; people is not waited for with people_source ground_truth; "
+            "havln-robot launch / demo keep the roles whose node the profile starts",
+            choices=("motion", "people", "agent"),
+        ),
+        Param(
             "odom_rate_hz",
             100.0,
             "float",

@@ -1,0 +1,189 @@
+"""ROS side of lockstep sim time (protocol: :mod:`havln_robot.sim.lockstep`).
+
+``havln/sim_sync`` carries ``diagnostic_msgs/DiagnosticStatus``: ``name`` = kind (``sim`` = the
+simulator is here, ``step``, ``ack``, ``bye``), ``hardware_id`` = the sender's node name,
+``values`` = the fields. :class:`LockstepLink` is a participant's end: it tracks the steps sim_node
+announced and the other participants' acks, publishes this node's acks and repeats the last one
+every :data:`havln_robot.sim.lockstep.HEARTBEAT_S` from its own thread (a liveness signal that
+does not depend on the node's executor or on sim time). A node is in lockstep only once it heard
+sim_node on the topic: on the Go2 or Gazebo nobody announces steps and nothing changes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from havln_robot import topics
+from havln_robot.sim.lockstep import HEARTBEAT_S, PEER_TIMEOUT_S, Ack
+
+#: Steps remembered by a participant (their streams), oldest dropped first.
+_STEPS_KEPT = 256
+
+
+def sync_qos() -> QoSProfile:
+    """Reliable, keep last 100: no step or ack may be lost."""
+    return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def encode_step(sender: str, t_ns: int, streams: tuple[str, ...]) -> DiagnosticStatus:
+    """sim_node's step message: the streams it published for step ``t_ns``."""
+    return DiagnosticStatus(
+        name="step", hardware_id=sender, values=[KeyValue(key="t_ns", value=str(t_ns)), KeyValue(key="streams", value=",".join(streams))]
+    )
+
+
+def encode_sim(sender: str, t_ns: int) -> DiagnosticStatus:
+    """sim_node's presence message (sent while the clock stands still)."""
+    return DiagnosticStatus(name="sim", hardware_id=sender, values=[KeyValue(key="t_ns", value=str(t_ns))])
+
+
+def encode_ack(a: Ack) -> DiagnosticStatus:
+    """A participant's ack."""
+    v = {
+        "role": a.role,
+        "t_ns": a.t_ns,
+        "wants": int(a.wants),
+        "actions": a.actions,
+        "results": a.results,
+        "cmd_seq": a.cmd_seq,
+        "cmd": f"{a.cmd[0]!r},{a.cmd[1]!r}",
+        "people_ns": a.people_ns,
+    }
+    return DiagnosticStatus(name="ack", hardware_id=a.sender, values=[KeyValue(key=k, value=str(x)) for k, x in v.items()])
+
+
+def encode_bye(sender: str) -> DiagnosticStatus:
+    return DiagnosticStatus(name="bye", hardware_id=sender)
+
+
+def decode(msg: DiagnosticStatus) -> tuple[str, str, dict[str, str]]:
+    """``(kind, sender, values)`` of a sync message."""
+    return msg.name, msg.hardware_id, {kv.key: kv.value for kv in msg.values}
+
+
+def decode_ack(sender: str, v: dict[str, str], wall: float) -> Ack:
+    """The :class:`Ack` of an ack message's values.
+
+    Raises:
+        ValueError: a malformed field.
+    """
+    c0, c1 = (float(x) for x in v.get("cmd", "0.0,0.0").split(","))
+    return Ack(
+        sender=sender,
+        role=v.get("role", ""),
+        t_ns=int(v.get("t_ns", "-1")),
+        wants=v.get("wants", "0") == "1",
+        actions=int(v.get("actions", "0")),
+        results=int(v.get("results", "0")),
+        cmd_seq=int(v.get("cmd_seq", "0")),
+        cmd=(c0, c1),
+        people_ns=int(v.get("people_ns", "-1")),
+        wall=wall,
+    )
+
+
+class LockstepLink:
+    """A participant's end of ``havln/sim_sync``.
+
+    Args:
+        node: the rclpy node (publisher and subscription are created on it).
+        role: ``motion``, ``people`` or ``agent``.
+        on_event: called (from the node's executor) after every step or ack received.
+
+    Attributes:
+        active: sim_node was heard (this node then runs in lockstep).
+        steps: announced steps, ``t_ns -> streams`` (ordered by time).
+        others: the other participants' last acks, by sender.
+    """
+
+    def __init__(self, node: Any, role: str, on_event: Callable[[], None] | None = None) -> None:
+        self.node = node
+        self.role = role
+        self.name = node.get_fully_qualified_name()
+        self.on_event = on_event
+        self.lock = threading.RLock()
+        self.active = False
+        self.steps: OrderedDict[int, frozenset[str]] = OrderedDict()
+        self.others: dict[str, Ack] = {}
+        self.last: Ack | None = None
+        self.pub = node.create_publisher(DiagnosticStatus, topics.SIM_SYNC, sync_qos())
+        node.create_subscription(DiagnosticStatus, topics.SIM_SYNC, self._on_msg, sync_qos())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lockstep-{role}", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            with self.lock:
+                last = self.last if self.active else None
+            if last is not None:
+                try:
+                    self.pub.publish(encode_ack(last))
+                except Exception:  # noqa: BLE001 - context shutting down
+                    return
+
+    def _on_msg(self, msg: DiagnosticStatus) -> None:
+        kind, sender, v = decode(msg)
+        if sender == self.name:
+            return
+        with self.lock:
+            if kind in ("step", "sim"):
+                if not self.active:
+                    self.active = True
+                    if self.last is None:
+                        self.last = Ack(self.name, self.role)
+                    self.pub.publish(encode_ack(self.last))  # hello: the simulator counts this node from now on
+                if kind == "sim" and not self.steps and int(v.get("t_ns", "-1")) >= 0:
+                    # joined while the clock stands at a step it never saw: that step, without messages
+                    self.steps[int(v["t_ns"])] = frozenset()
+                if kind == "step":
+                    self.steps[int(v["t_ns"])] = frozenset(s for s in v.get("streams", "").split(",") if s)
+                    while len(self.steps) > _STEPS_KEPT:
+                        self.steps.popitem(last=False)
+            elif kind == "ack":
+                self.others[sender] = decode_ack(sender, v, time.monotonic())
+            elif kind == "bye":
+                self.others.pop(sender, None)
+        if self.on_event is not None:
+            self.on_event()
+
+    def next_step(self, after_ns: int) -> tuple[int, frozenset[str]] | None:
+        """The first announced step after ``after_ns`` (its stamp and streams), None if none yet."""
+        with self.lock:
+            for t, streams in self.steps.items():
+                if t > after_ns:
+                    return t, streams
+        return None
+
+    def peer(self, role: str) -> Ack | None:
+        """The last ack of a live participant of ``role`` (None when there is none)."""
+        now = time.monotonic()
+        with self.lock:
+            got = [a for a in self.others.values() if a.role == role and now - a.wall < PEER_TIMEOUT_S]
+        return max(got, key=lambda a: a.t_ns) if got else None
+
+    def ack(self, **fields: Any) -> None:
+        """Publish this node's ack (fields of :class:`Ack`; the rest kept from the last one)."""
+        with self.lock:
+            base = self.last or Ack(self.name, self.role)
+            a = Ack(**{**base.__dict__, **fields, "sender": self.name, "role": self.role})
+            if a == self.last:
+                return
+            self.last = a
+        self.pub.publish(encode_ack(a))
+
+    def close(self) -> None:
+        """Stop the heartbeat and say goodbye (the simulator stops waiting for this node). Never raises."""
+        self._stop.set()
+        try:
+            if self.active:
+                self.pub.publish(encode_bye(self.name))
+        except Exception:  # noqa: BLE001 - context already shut down
+            pass

@@ -1,0 +1,106 @@
+"""Lockstep sim time: the clock's gate (pure) and the demo's episode run twice, once beside two CPU hogs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from havln_robot.sim.lockstep import Ack, Gate
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _gate() -> Gate:
+    g = Gate(timeout_s=5.0)
+    g.heard(Ack("/motion_node", "motion", t_ns=10, wall=100.0))
+    g.heard(Ack("/agent_node", "agent", t_ns=10, wants=True, wall=100.0))
+    return g
+
+
+def test_gate_waits_for_every_participant_and_for_someone_to_want_time():
+    g = _gate()
+    assert g.why_not(10, 100.1) is None
+    assert g.why_not(20, 100.1) == "waiting for /motion_node, /agent_node"
+    g.heard(Ack("/agent_node", "agent", t_ns=10, wants=False, wall=100.0))
+    assert g.why_not(10, 100.1) == "idle"  # nobody needs time: the clock stands still (the policy thinks)
+
+
+def test_gate_holds_while_an_action_or_a_result_is_in_flight():
+    g = _gate()
+    g.heard(Ack("/agent_node", "agent", t_ns=10, wants=True, actions=1, wall=100.0))
+    assert "in flight to motion_node" in g.why_not(10, 100.1)
+    g.heard(Ack("/motion_node", "motion", t_ns=10, wants=True, actions=1, results=1, cmd_seq=3, cmd=(0.0, 0.5), wall=100.0))
+    assert g.why_not(10, 100.1) == "action result in flight to sim_node"
+    g.results_seen = 1
+    assert "in flight to /agent_node" in g.why_not(10, 100.1)
+    g.heard(Ack("/agent_node", "agent", t_ns=10, wants=True, actions=1, results=1, wall=100.0))
+    assert g.why_not(10, 100.1) is None
+    assert g.command(100.1) == (3, (0.0, 0.5))
+
+
+def test_gate_drops_a_silent_participant():
+    g = _gate()
+    g.heard(Ack("/agent_node", "agent", t_ns=10, wants=True, wall=103.0))
+    assert g.why_not(20, 106.0) == "waiting for /agent_node"  # motion_node silent for 6 s > 5 s: dropped
+    assert g.dropped == ["/motion_node"]
+    g.bye("/agent_node")
+    assert g.why_not(20, 106.0) == "no participant"
+
+
+def _steps(db: Path) -> tuple[list, list]:
+    """The trial's action records (odom pose, IMU yaw, motion_node's result record) and the trial's outcome.
+    Left out: what the trial logger adds by itself -- it is no lockstep participant, so the sim time at
+    which it received a result (``stamp``, one step either way) and the 10 Hz ground-truth map pose it
+    held then depend on delivery."""
+    con = sqlite3.connect(db)
+    try:
+        steps = []
+        for action, outcome, x, y, yaw, imu_yaw, result in con.execute(
+            "SELECT action, outcome, x, y, yaw, imu_yaw, result FROM steps ORDER BY seq"
+        ):
+            rec = json.loads(result)
+            rec.pop("agent_state", None)
+            steps.append((action, outcome, x, y, yaw, imu_yaw, rec))
+        trials = [tuple(r) for r in con.execute("SELECT outcome, ne_m, end_reason FROM trials ORDER BY id")]
+        return steps, trials
+    finally:
+        con.close()
+
+
+def _demo(out: Path, hogs: int) -> tuple[list, list, list[str]]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    hog_procs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(hogs)]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "havln_robot.cli", "demo", "--max-actions", "2", "--seed", "0", "--out", str(out), "--quiet"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        for h in hog_procs:
+            h.kill()
+            h.wait()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    actions = json.loads((out / "val_seen.json").read_text())["episodes"][0]["actions"]
+    return *_steps(out / "trials.db"), actions
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_demo_episode_is_the_same_beside_two_cpu_hogs(havln_data, tmp_path):
+    """Lockstep (config/sim.yaml): the same seed takes the same actions, to the same results (durations,
+    odometry and IMU yaws) and outcome, on an idle machine and beside two busy processes."""
+    steps_a, trial_a, actions_a = _demo(tmp_path / "idle", hogs=0)
+    steps_b, trial_b, actions_b = _demo(tmp_path / "loaded", hogs=2)
+    assert actions_a == actions_b
+    assert steps_a and steps_a == steps_b
+    assert trial_a == trial_b
