@@ -860,7 +860,7 @@ def check_graph(ctx: Context) -> Result:
     """Running stack (people source, IMU frame, sensor QoS): WARN when the stack is not running
     (nothing to check), when ``havln/people`` has no publisher and motion_node has no in-process
     detector (personal space then works on depth obstacles only), when the profile runs people_node
-    but ``havln/people_tracks`` has no publisher (issue 21: the people source is not alive), when the Imu arrives in a frame
+    but ``havln/people_tracks`` has no publisher (the people source is not alive), when the Imu arrives in a frame
     motion_node cannot read with its ``imu_mount`` (body frames, the driver's ``imu_frame`` and the
     D435i optical frames are read; :mod:`havln_robot.motion.imu_frame`), or when a sensor topic is published best-effort while a node subscribes
     reliable (incompatible QoS: that subscriber receives nothing)."""

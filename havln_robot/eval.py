@@ -116,7 +116,7 @@ class EvalOptions:
         hfov_deg, vfov_deg: camera field of view, deg (<= 90: the rendered 90 x 90 deg view is
             blanked outside it, RGB and depth 0; a D435i colour camera is about 69 x 42 deg).
         max_linear_speed, max_angular_speed: motion limits, m/s and rad/s (None: motion_node's
-            defaults). In the closed-loop world (issue 23) they are motion_node parameters of its
+            defaults). In the closed-loop world they are motion_node parameters of its
             executor; in the open-loop world only the linear one applies, as the sim time per action
             (0.25 m / speed, people move that long).
         odom_noise_scale: factor on every odometry / IMU noise figure of the Go2 base model
@@ -193,7 +193,7 @@ class EpisodeRecord:
         )
 
 
-# ---------------------------------------------------------------------------- people shield (issue 21)
+# ---------------------------------------------------------------------------- people shield
 PEOPLE_MODES = ("none", "ground_truth", "detected")
 """``eval --people``: none = no people check (the batch simulator as before); ground_truth = motion_node's
 people checks on the true people (positions and velocities: a perfect tracker); detected = the same
@@ -573,7 +573,7 @@ def run_job(job: Job) -> tuple[int, str, dict | str]:
 
 def closed_loop_world() -> bool:
     """True when :class:`~havln_robot.sim.world.World` runs each action through motion_node's executor over
-    the noisy Go2 base (issue 23: ``World.loop`` / ``World.loop_options``); False for the open-loop world."""
+    the noisy Go2 base (``World.loop`` / ``World.loop_options``); False for the open-loop world."""
     from havln_robot.sim.world import World
 
     return hasattr(World, "loop")
@@ -627,7 +627,7 @@ def loop_options(opts: EvalOptions) -> dict:
     if not closed:
         for flag, field in CLOSED_LOOP_ONLY.items():
             if getattr(opts, field) is not None:
-                raise EvalError(f"{flag} needs the closed-loop batch world (issue 23), which this build does not have; drop {flag}")
+                raise EvalError(f"{flag} needs the closed-loop batch world, which this build does not have; drop {flag}")
         return {}
     out: dict = {}
     params = {k: getattr(opts, k) for k in ("max_linear_speed", "max_angular_speed") if getattr(opts, k) is not None}

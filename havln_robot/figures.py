@@ -483,8 +483,7 @@ def markdown(fig: dict[str, Any]) -> str:
         if s.get("expert_actions_per_s"):
             rows.append(
                 [
-                    f"batch expert, {s['expert_episodes']} episodes (issue 23 budget ≥ 500; the executor's ticks alone cap it at "
-                    f"{_grange(s['expert_ceiling'])})",
+                    f"batch expert, {s['expert_episodes']} episodes (the executor's ticks alone cap it at {_grange(s['expert_ceiling'])})",
                     f"{_grange(s['expert_actions_per_s'])} actions/s",
                     "`havln-robot bench sim`",
                 ]

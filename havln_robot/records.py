@@ -430,7 +430,7 @@ class CollisionRecord:
         human_id: the person's id when known.
         motion_state: executor phase: ``blocked`` (checked before the start: nothing moved, the
             collision was prevented), ``moving``, ``turning``, ``settling`` or ``reverting``.
-        source: ``depth``, ``people``, ``forecast`` (a moving person's predicted path, issue 21), ``stall`` or ``jolt``.
+        source: ``depth``, ``people``, ``forecast`` (a moving person's predicted path), ``stall`` or ``jolt``.
         contact: something touches the robot (a person within their body radius, an IMU jolt, a
             stall); False when the motion stopped short of a collision.
         schema_version: record version (1).

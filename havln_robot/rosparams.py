@@ -210,7 +210,7 @@ def _sections(node: yaml.Node, prefix: str, out: list[Section], source: str) -> 
 
 def _check_duplicates(node: yaml.Node, source: str) -> None:
     """Refuse a mapping with the same key twice (rcl keeps the last one silently; havln_robot reads
-    profiles strictly, issue 14: a repeated key is a mistake), naming both lines."""
+    profiles strictly: a repeated key is a mistake), naming both lines."""
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for k, v in node.value:

@@ -14,7 +14,7 @@ Every variable (``base`` or ``grid``) is a row of :data:`VARIABLES`: its name, t
 :class:`havln_robot.eval.EvalOptions` field (or ``episodes``, the episodes file) it sets, and how a
 YAML value becomes that option. Adding a variable is adding one row. Rows whose option does not
 exist in this build (``max_angular_speed``, ``odom_noise_scale``, ``latency_s``: the closed-loop batch
-world of issue 23) are refused with the reason; they work without an edit once ``World`` has the
+world) are refused with the reason; they work without an edit once ``World`` has the
 closed loop (:func:`havln_robot.eval.closed_loop_world`).
 
 All settings' episodes go through :func:`havln_robot.eval.run_engine` at once (serial, or Ray:
@@ -140,7 +140,7 @@ class Variable:
     pending: str = ""
 
 
-_PENDING = "" if ev.closed_loop_world() else "needs the closed-loop batch world of issue 23 (branch world), not in this build"
+_PENDING = "" if ev.closed_loop_world() else "needs the closed-loop batch world, not in this build"
 """Why the closed-loop-only variables are refused; empty once ``World`` runs the closed loop (they then need no edit)."""
 
 #: THE table of sweep variables (name → :class:`Variable`).

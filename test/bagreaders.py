@@ -229,7 +229,7 @@ def record_trial_bag(context: Any, tmp: Path, overrides: dict[str, Any] | None =
     params.update(overrides or {})
     p = TRIAL_LOGGER_PARAMS.validate(params)
     msgs = sample_messages(depth_encoding=depth_encoding)
-    if p["mcap_color"] == "none":  # the privacy default (issue 21): the logger does not even subscribe to colour
+    if p["mcap_color"] == "none":  # the privacy default: the logger does not even subscribe to colour
         msgs.pop("color")
     sensor = {"odom", "imu", "color", "depth", "info"}
     node = TrialLoggerNode(params=p, context=context)

@@ -1,4 +1,4 @@
-"""Issue 13 items 8-10 on the pure episode loop: motion aborted for sensor loss, non-finite policy
+"""Motion aborted for sensor loss, non-finite policy
 output and a hung policy each end the episode ``aborted`` with a reason (never ``stop``/``failure``)."""
 
 from __future__ import annotations

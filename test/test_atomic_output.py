@@ -1,5 +1,5 @@
 """Writers that replace their output through a temporary file keep a symbolic link at the
-destination a link (QA of issue 15: ``pack -o link.zip`` replaced the user's link by a file).
+destination a link (``pack -o link.zip`` replaced the user's link by a file).
 
 One rule, ``paths.atomic_output``, used by every such writer: the challenge zip, split files,
 checkpoints and the trial store's backup; each is checked here through its public entry point.

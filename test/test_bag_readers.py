@@ -267,7 +267,7 @@ def test_the_trial_recorder_is_the_only_mcap_writer():
 
 @pytest.mark.parametrize("content", [b"", b"hello, not a bag\n", b"PK\x03\x04zip"])
 def test_recover_bag_names_a_file_that_is_not_mcap(tmp_path, content, capsys):
-    """QA of issue 15: a non-MCAP file was reported as 'killed before its first chunk'."""
+    """A non-MCAP file was reported as 'killed before its first chunk'."""
     from havln_robot.cli import main
 
     bag = tmp_path / "trial_0001"

@@ -196,7 +196,7 @@ def _launch(args, **kw):
 
 
 def test_launch_sim_profile_starts_and_stops_on_sigint():
-    """`havln-robot launch config/sim.yaml` starts every built node and exits 128 + SIGINT (130) on SIGINT (issue 13)."""
+    """`havln-robot launch config/sim.yaml` starts every built node and exits 128 + SIGINT (130) on SIGINT."""
     proc = _launch(["config/sim.yaml"])
     lines = []
     t_end = time.monotonic() + 120
@@ -232,7 +232,7 @@ def test_launch_refuses_a_duration_that_is_not_a_positive_number(registry, tmp_p
 
 
 def test_launch_without_data_falls_back_like_demo_with_one_warning():
-    """No data folder: launch runs the builtin scene and the baseline policy, says so in one WARN line (issue 15.1)."""
+    """No data folder: launch runs the builtin scene and the baseline policy, says so in one WARN line."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HAVLN_DATA": "/nonexistent"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "havln_robot.cli", "launch", "config/sim.yaml", "--duration", "3"],

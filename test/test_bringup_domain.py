@@ -1,4 +1,4 @@
-"""Issue 14 item 4: the same-ROS-domain guard does not depend on discovery timing luck.
+"""The same-ROS-domain guard does not depend on discovery timing luck.
 
 A second ``havln-robot launch`` is started at several delays after a first one on the same ROS
 domain, (a) on this machine -- the per-domain OS lock refuses it at once, whatever the delay -- and
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-#: The survivor is stopped by SIGINT in _stop: `launch` exits 128 + the signal number (issue 13).
+#: The survivor is stopped by SIGINT in _stop: `launch` exits 128 + the signal number.
 STOPPED_BY_SIGINT = 128 + signal.SIGINT
 
 pytest.importorskip("rclpy")
@@ -140,7 +140,7 @@ sys.exit(2 if exc is not None else 0)
 
 
 def test_a_stack_that_escaped_its_window_is_stopped_by_the_watch(tmp_path):
-    """Issue 14 item 4, under the load where it failed (test above, [other-None]): a second stack
+    """The same-domain guard under the load where it failed (test above, [other-None]): a second stack
     whose discovery window missed the first one still stops once discovery shows it, and the first
     one keeps running; the outcome does not depend on how slow discovery is."""
     profile = tmp_path / "motion.yaml"

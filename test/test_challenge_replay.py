@@ -49,7 +49,7 @@ def test_follow_reference_sequences_are_legal(havln_data):
 
 
 def test_replay_val_seen_batch_prints_sr_ne_tcr_cr(sample_100, capsys, tmp_path):
-    # 12 of the 100: batch replay runs motion_node's executor in closed loop (issue 23), ~40 actions/s here
+    # 12 of the 100: batch replay runs motion_node's executor in closed loop, ~40 actions/s here
     rc = main([str(sample_100), "--episodes", "12", "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -60,7 +60,7 @@ def test_replay_val_seen_batch_prints_sr_ne_tcr_cr(sample_100, capsys, tmp_path)
     assert n == 12
     # following the reference path ends near the goal where nothing is refused; motion_node refuses
     # stairs (the rising ramp is in its obstacle band) and personal space, and the open-loop file then
-    # ends far away: 4 of these 12 succeed (issue 23)
+    # ends far away: 4 of these 12 succeed
     assert sr >= 0.25
     doc = json.loads((tmp_path / "r.json").read_text())
     eps = doc["episodes"]
@@ -92,7 +92,7 @@ def test_stop_only_replay_fails_far_goals(havln_data, tmp_path, capsys):
 
 
 def test_stop_only_within_3m_straight_line_is_not_a_success(havln_data, tmp_path, capsys):
-    """Issue 11: STOP at the start of val_seen 3216 (goal one floor up) and 7126 (goal behind walls).
+    """STOP at the start of val_seen 3216 (goal one floor up) and 7126 (goal behind walls).
 
     Both goals are < 3 m away in a straight line but 7.42 m / 7.03 m along the navigation graph;
     the HA-VLN scorer measures the walkable distance, so neither is a success."""

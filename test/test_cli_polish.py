@@ -320,8 +320,7 @@ def test_ros_replay_reports_refused_actions() -> None:
 
 @pytest.mark.parametrize("label", sorted(_TARGETS))
 def test_no_option_takes_a_bare_float_or_int(label: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bare ``type=float`` takes nan/inf and neither bare type has a range (issue 15's QA:
-    ``bench console --limit-ms nan`` and ``trial start --goal 1e308 1e308`` were accepted); every
+    """A bare ``type=float`` takes nan/inf and neither bare type has a range (``bench console --limit-ms nan`` and ``trial start --goal 1e308 1e308`` were accepted); every
     numeric option goes through ``text.number_in`` or ``text.finite_float``."""
     parser = _parser_of(_TARGETS[label], monkeypatch)
     bare = [f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in _walk(parser, label) if a.type in (float, int)]

@@ -1,4 +1,4 @@
-"""One world model (issue 23): World.step = motion_node's Executor in closed loop over the noisy base,
+"""One world model: World.step = motion_node's Executor in closed loop over the noisy base,
 the shared safety rule on analytic walls, partial steps, the camera on the drawn floor, bench agreement.
 
 Costs (2 loaded cores): the builtin-scene tests ~1-3 s each; the rendered-depth checks ~5 s; the
@@ -187,7 +187,7 @@ def test_live_side_can_be_read_back_from_a_recorded_run(tmp_path):
 
 
 def test_live_rows_carry_the_load_they_ran_at(tmp_path, capsys):
-    """Issue 23: live is not repeatable under load (the same expert file failed at a load of ~8 per
+    """Live is not repeatable under load (the same expert file failed at a load of ~8 per
     CPU and succeeded alone). Each live row records the 1-min load average per CPU at its end; it is
     read back from the printed line, and the table says when the live graph ran short of CPU."""
     from havln_robot.bench.agreement import load_per_cpu, print_table, read_live_log, summarize
@@ -412,7 +412,7 @@ def _loop_at(havln_data, scan, pose):
     ],
 )
 def test_batch_terrain_is_what_the_camera_sees_on_stairs(havln_data, scan, pose, why):
-    """Batch terrain against rendered depth on Matterport3D stairs (issue 23): both free ahead."""
+    """Batch terrain against rendered depth on Matterport3D stairs: both free ahead."""
     params = sim_profile()[0]
     cfg = MotionConfig.from_params(params)
     w, loop = _loop_at(havln_data, scan, pose)
@@ -423,7 +423,7 @@ def test_batch_terrain_is_what_the_camera_sees_on_stairs(havln_data, scan, pose,
 
 
 def test_batch_terrain_is_judged_against_the_ground_under_the_robot_at_each_frame(havln_data):
-    """val_seen 1140 (scan JF19kD82Mey), on ramp 10 looking across the flight (issue 23): batch
+    """val_seen 1140 (scan JF19kD82Mey), on ramp 10 looking across the flight: batch
     sampled the stairs at the start of a step and judged their heights against the ground there for
     the whole step, while live judges each frame against the ground under the robot when it is
     taken. A frame taken 0.25 m further on (no new sample) sees what a fresh sample there sees, and
@@ -711,7 +711,7 @@ def test_a_long_agreement_run_keeps_its_rows_when_live_fails_or_is_stopped(havln
 
 
 def test_a_panorama_sweep_turns_once_in_place_and_takes_its_time():
-    """agent_node turns the robot once for each panorama (issue 23: live, the model spent ~10 s per
+    """agent_node turns the robot once for each panorama (live, the model spent ~10 s per
     decision sweeping, batch none, and people walked into the live robot 41 times in 18 episodes,
     0 in batch). ClosedLoop.sweep ticks the executor's SWEEP primitive: one turn in place, its sim
     time passes, and it is no challenge action."""
@@ -731,7 +731,7 @@ def test_a_panorama_sweep_turns_once_in_place_and_takes_its_time():
 
 
 def test_batch_panorama_views_are_the_frames_agent_node_would_choose():
-    """Issue 23 (the model's batch and live decisions parted from the first panorama: val_seen 6525
+    """The model's batch and live decisions parted from the first panorama (val_seen 6525
     turned right 8 times in batch, right twice then left live). Batch rendered every view at its
     exact heading from where the sweep ended; agent_node uses the camera frame nearest each view
     heading by the yaw the robot BELIEVES, from wherever the robot was then, within
@@ -774,7 +774,7 @@ def test_batch_panorama_views_are_the_frames_agent_node_would_choose():
 
 
 def test_batch_tells_the_policy_each_outcome_and_ends_a_blocked_episode():
-    """Issue 23: agent_node tells the policy how each action ended (``on_action_result``; the
+    """Agent_node tells the policy how each action ended (``on_action_result``; the
     shipped model drops a blocked macro) and ends the episode after max_consecutive_blocked
     blocked actions in a row; batch did neither (2603: 38 refusals in 47 batch actions, 0 live).
     run_episode now does both (agent_node's episode runner; its blocked wait: test_agent_sim_io)."""
@@ -807,7 +807,7 @@ def test_batch_tells_the_policy_each_outcome_and_ends_a_blocked_episode():
 
 
 def test_a_lower_storeys_wall_does_not_stand_across_the_flight_above_it(havln_data):
-    """val_seen 5550 (scan E9uDoFAP3SH), on ramp 1 turned 15 deg left (issue 23, episodes 40-79 of
+    """val_seen 5550 (scan E9uDoFAP3SH), on ramp 1 turned 15 deg left (episodes 40-79 of
     `bench agreement`): floor 2, 1.26 m below the flight's foot, has its walls drawn 2.5 m tall, and
     one of them stood across the flight's corridor, 0.2 m in front of the camera -- live refused 44
     steps ("20,126 depth points 0.00 m ahead") where batch, which reads only the walls of the

@@ -135,7 +135,7 @@ def test_console_in_chromium(stack, browser):
     assert "E-STOP by ann" in "\n".join(view.snapshot()["events"])
 
     # The e-stop aborts the action motion_node was running, so the agent ends the episode as aborted
-    # (issue 13) and the sim profile's logger (auto_end) closes the trial as aborted. If no action was
+    # and the sim profile's logger (auto_end) closes the trial as aborted. If no action was
     # running at that moment, the paused trial waits for the operator, who aborts it from the page.
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 

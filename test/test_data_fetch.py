@@ -181,7 +181,7 @@ def test_missing_file_on_mirror_and_unreachable_server(tmp_path, capsys, free_po
     finally:
         srv.close()
     assert rc == 1 and "HTTP 404" in err and "2 of 2 files not fetched" in err
-    # a 404 is not fixed by running again: the message must not promise a resume (QA of issue 15)
+    # a 404 is not fixed by running again: the message must not promise a resume
     assert "resume" not in err and "running again will not help" in err and "--mirror" in err
     rc, _, err = run(capsys, "fetch", "--dest", str(tmp_path / "c"), "--mirror", str(empty), "--only", "challenge")
     assert rc == 1 and "not in the mirror folder" in err and "2 of 2 files not fetched" in err

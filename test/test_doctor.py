@@ -80,7 +80,7 @@ def test_dds_check(tmp_path):
 
 def test_profile_check(tmp_path):
     r = doctor.check_profile(ctx_with())
-    assert r.status == OK and "namespace-proof" in r.detail  # shipped profiles use /**/node keys (issue 12)
+    assert r.status == OK and "namespace-proof" in r.detail  # shipped profiles use /**/node keys
     old = tmp_path / "old.yaml"
     old.write_text(GO2.read_text().replace("/**/", ""))
     r = doctor.check_profile(doctor.make_context(old, Probes(env={})))
@@ -364,11 +364,11 @@ def test_graph_check_with_fakes():
     assert doctor.check_graph(ctx_with(graph=lambda topics, t: good)).status == OK
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "/havln/people": []}))
     assert r.status == WARN and "no publisher on /havln/people" in r.detail
-    # issue 21: the profile runs people_node, so a silent tracks topic means no tracked people
+    # The profile runs people_node, so a silent tracks topic means no tracked people
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "/havln/people_tracks": []}))
     assert r.status == WARN and "nothing publishes /havln/people_tracks" in r.detail
     assert "tracks on /havln/people_tracks" in doctor.check_graph(ctx_with(graph=lambda topics, t: good)).detail
-    # motion_node reads the D435i optical frame (imu_mount auto, issue 12); a frame it cannot read is a WARN
+    # motion_node reads the D435i optical frame (imu_mount auto); a frame it cannot read is a WARN
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "_imu_frame": {"/imu": "camera_imu_optical_frame"}}))
     assert r.status == OK, r.line()
     r = doctor.check_graph(ctx_with(graph=lambda topics, t: {**good, "_imu_frame": {"/imu": "camera_link"}}))
@@ -472,7 +472,7 @@ def test_doctor_bad_arguments(capsys):
 
 
 def test_store_check_sees_a_real_writer(tmp_path):
-    """With the store's writer lock (havln_robot.locks, issue 14), a running logger makes the check FAIL."""
+    """With the store's writer lock (havln_robot.locks), a running logger makes the check FAIL."""
     pytest.importorskip("havln_robot.locks", reason="this build has no trial-store writer lock yet")
     db = tmp_path / "trials.db"
     code = f"from havln_robot.trials.store import TrialStore; s = TrialStore({str(db)!r}, writer=True); print('held', flush=True); input()"

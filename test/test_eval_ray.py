@@ -1,4 +1,4 @@
-"""eval on Ray (--ray / --workers), per-episode seeding, --resume, and havln-robot sweep (issue 18).
+"""eval on Ray (--ray / --workers), per-episode seeding, --resume, and havln-robot sweep.
 
 One local Ray runtime for the whole session (2 CPUs, every port on 127.0.0.1), started by the
 ``ray_local`` fixture; eval/sweep find it connected and use it. Costs on 2 loaded cores: the runtime
@@ -124,7 +124,7 @@ def test_sweep_spec_errors_are_one_line(tmp_path, capsys):
         "episodes: 0": "episodes: 0 is not a whole number >= 1",
         "grids: {}": "unknown key 'grids'",
     }
-    if not ev.closed_loop_world():  # issue 23's world makes the noise variables available
+    if not ev.closed_loop_world():  # the closed-loop world makes the noise variables available
         cases["grid: {odom_noise_scale: [0, 1]}"] = "not available yet"
     else:
         cases["grid: {odom_noise_scale: [-1]}"] = "odom_noise_scale: -1"
@@ -278,7 +278,7 @@ def test_sweep_2x2_on_ray_writes_table_plot_and_caches(havln_data, ray_local, tm
     assert [(r["policy"], r["people"]) for r in rows] == [("expert", "0"), ("expert", "1"), ("forward", "0"), ("forward", "1")]
     assert all(r["n"] == "3" for r in rows)
     sr = {(r["policy"], r["people"]): float(r["sr"]) for r in rows}
-    # closed-loop world (issue 23): the expert walks all 3, 711's stairs included (climbable-terrain rule)
+    # closed-loop world: the expert walks all 3, 711's stairs included (climbable-terrain rule)
     assert sr[("expert", "0")] == 1.0 and sr[("forward", "0")] == 0.0
     assert float(rows[0]["sr_lo"]) < 1.0 == float(rows[0]["sr_hi"])  # Wilson interval of 3/3
     assert (out / "sweep.md").read_text().count("\n| ") == 2 + 4 and (out / "sweep_sr.png").stat().st_size > 10_000
@@ -296,7 +296,7 @@ def test_sweep_2x2_on_ray_writes_table_plot_and_caches(havln_data, ray_local, tm
 
 
 def test_batch_observations_give_the_live_camera_pipelines_decisions(havln_data):
-    """Issue 23: the shipped model's first decision on val_seen starts, from eval's batch observer,
+    """The shipped model's first decision on val_seen starts, from eval's batch observer,
     is the one it takes from what the live graph feeds it at the same pose: sim_node's camera
     (config/sim.yaml: 640x480 at 69.4 deg, depth outside depth_min_m..depth_max_m published as 0)
     through agent_node's preprocessing. Before, batch clipped far depth to 10 m where the camera

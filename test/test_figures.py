@@ -19,7 +19,7 @@ import pytest
 from havln_robot.figures import BEGIN, END, PARTS, FiguresError, span, update_readme
 from havln_robot.paths import REPO_ROOT, data_dir
 
-# the quick run steps the closed-loop batch world (issue 23): minutes, not seconds, on the loaded 2-core VM
+# the quick run steps the closed-loop batch world: minutes, not seconds, on the loaded 2-core VM
 pytestmark = pytest.mark.timeout(1500)
 
 

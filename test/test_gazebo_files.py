@@ -268,7 +268,7 @@ def test_setup_installs_gazebo_files():
 
 
 def test_gazebo_world_per_scan_procedural_or_mesh(tmp_path):
-    """issue 20 part 3: `havln-robot gazebo-world` writes the embedded simulator's procedural scene or the
+    """`havln-robot gazebo-world` writes the embedded simulator's procedural scene or the
     scan mesh (visual + collision, y-up -> z-up) as an SDF world that the real parser accepts, with the
     same systems as gazebo/havln_world.sdf and the episode start as spawn pose. Cost ~5 s."""
     import math

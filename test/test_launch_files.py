@@ -95,7 +95,7 @@ def test_profiles_match_launch_files():
 
 
 def test_robot_launch_respawns_the_device_nodes_with_a_delay():
-    """Issue 13: camera_node and go2_driver_node come back after they exit (interface late, camera
+    """Camera_node and go2_driver_node come back after they exit (interface late, camera
     unplugged), after a delay; the other nodes do not."""
     tree = ast.parse((REPO / "launch" / "go2.launch.py").read_text())
     consts = {

@@ -1,4 +1,4 @@
-"""Issue 13 item 1, tree-wide: rclpy keys a logger call by its call site and raises
+"""Rclpy keys a logger call by its call site and raises
 ``ValueError: Logger severity cannot be changed between calls`` when one site logs at two
 severities. No module may pick the severity at run time at one call site (a dict of logger
 methods, ``(log.warning if c else log.info)(...)``, ``log = logger.info if c else logger.error``)."""

@@ -1,4 +1,4 @@
-"""The climbable-terrain rule (issue 23): stairs and ramps the Go2 walks up are ground, walls,
+"""The climbable-terrain rule: stairs and ramps the Go2 walks up are ground, walls,
 legs and furniture faces stay obstacles -- on ray-cast depth images with known geometry, through
 the same functions motion_node uses (depth_to_points -> obstacle_points -> forward_hazard)."""
 

@@ -423,7 +423,7 @@ class FrozenSensorsPlant(Plant):
 
 
 def test_frozen_sensors_never_revert_blind_past_the_start():
-    """Issue 13 item 7: sensors freeze 0.10 m into MOVE_FORWARD; stall, then the revert. It used to
+    """Sensors freeze 0.10 m into MOVE_FORWARD; stall, then the revert. It used to
     drive back blind at v_rev_max until the revert deadline (~0.6 m behind the start); the revert
     is now bounded by the verified progress (0.10 m) and needs live progress feedback."""
     ex = Executor(MotionConfig(require_depth=False))

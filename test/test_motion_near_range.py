@@ -1,6 +1,6 @@
 """A wall closer than the depth camera's minimum range (min-Z) is not seen -- the D435i and
 sim_node publish 0 there -- so motion_node must keep remembering it rather than read the hole as
-"gone" (issue 23: live runs drove into walls the batch world refused at; the memory forgot every
+"gone" (live runs drove into walls the batch world refused at; the memory forgot every
 wall that came nearer than ``depth_min_m`` straight ahead)."""
 
 from __future__ import annotations

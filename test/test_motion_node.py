@@ -323,7 +323,7 @@ class FrozenBase(FakeBase):
 
 
 def test_frozen_odometry_under_command_aborts_not_a_blind_revert(ros_context):
-    """Issue 13 item 7 over ROS: odom/imu still publishing but frozen while MOVE_FORWARD runs ->
+    """Odom/imu still publishing but frozen while MOVE_FORWARD runs ->
     outcome aborted ("odom frozen"), zero command, no revert (before: stall after 0.6 s, then a
     blind revert)."""
     node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False, "freeze_messages": 10}, context=ros_context)
@@ -361,7 +361,7 @@ def test_frozen_odometry_under_command_aborts_not_a_blind_revert(ros_context):
 
 
 def test_depth_is_placed_at_its_capture_stamp_not_its_arrival(ros_context):
-    """Issue 23 over ROS messages: motion_node keeps the odometry it received and places a depth
+    """Motion_node keeps the odometry it received and places a depth
     frame at the odom pose of the image's header stamp. The frame below was captured 0.2 s ago,
     before a 20 deg turn; its wall (straight ahead then) is 20 deg to the right now, and it is
     remembered straight along odom x. Before, both were placed as if captured now."""

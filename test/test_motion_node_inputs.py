@@ -130,7 +130,7 @@ def driver(ros_context):
         d.close()
 
 
-# --------------------------------------------------------------------------- camera_info (issue 3)
+# --------------------------------------------------------------------------- camera_info
 def test_intrinsics_refuses_implausible_focal_length_and_principal_point():
     Intrinsics.from_k([615.0, 0, 430.2, 0, 615.5, 247.9, 0, 0, 1], 848, 480)  # a real D435i colour camera_info
     with pytest.raises(IntrinsicsError, match=r"fx = 1e-300 px .*field of view"):
@@ -180,7 +180,7 @@ def test_empty_depth_image_is_not_a_depth_image(driver):
     assert len(d.log.having("empty depth image", "warning")) == 1
 
 
-# --------------------------------------------------------------------------- stale / frozen depth (issue 4)
+# --------------------------------------------------------------------------- stale / frozen depth
 def test_depth_age_counts_from_its_capture_stamp(driver):
     d = driver(require_depth=True)
     d.info()
@@ -226,7 +226,7 @@ def test_depth_freezing_while_moving_stops_naming_the_camera(driver):
     assert res[1] == "aborted" and "image_raw: depth camera frozen" in res[2]["detail"] and "robot stopped" in res[2]["detail"], res
 
 
-# --------------------------------------------------------------------------- silent people source (issue 5)
+# --------------------------------------------------------------------------- silent people source
 def test_silent_people_source_refuses_and_stops_under_require_people(driver):
     d = driver(require_depth=False, require_people=True, people_timeout_s=1.0)
     (res,) = d.act("TURN_LEFT")
@@ -269,7 +269,7 @@ def test_silent_people_source_is_reported_without_require_people(driver):
     assert len(err) == 1 and "personal-space checks off" in err[0]
 
 
-# --------------------------------------------------------------------------- crowds, overload (issue 16)
+# --------------------------------------------------------------------------- crowds, overload
 def test_people_message_is_capped_to_the_nearest(driver):
     d = driver(require_depth=False, max_people=64)
     far = [(40.0 + i * 1e-3, 40.0) for i in range(20000)]
@@ -336,7 +336,7 @@ def test_starved_control_loop_is_reported_as_overload(driver):
     assert res[1] == "aborted" and "control loop overloaded: 0.50 s since the previous control tick" in res[2]["detail"], res
 
 
-# --------------------------------------------------------------------------- action strings (issues 15, 17)
+# --------------------------------------------------------------------------- action strings
 def test_huge_action_string_is_not_amplified_and_rejections_are_throttled(driver):
     d = driver(require_depth=False)
     (res,) = d.act("X" * 2_000_000)

@@ -107,7 +107,7 @@ def test_pose_history_interpolates_and_knows_its_span():
 
 
 def test_a_frame_is_placed_where_the_robot_was_when_it_was_captured():
-    """Issue 23: a depth frame arrives 100 ms after its capture, mid-turn (100 deg/s). Before, it was
+    """A depth frame arrives 100 ms after its capture, mid-turn (100 deg/s). Before, it was
     placed at the pose of its arrival: a wall straight ahead at capture came out 10 deg to the left
     both in the current frame's points and in the memory, where it smeared walls into the corridor
     (live refused a MOVE_FORWARD the batch world took, "150 depth points 0.11 m ahead")."""
@@ -131,7 +131,7 @@ def test_a_frame_is_placed_where_the_robot_was_when_it_was_captured():
 
 
 def test_a_clock_that_lags_the_stamps_does_not_shift_the_frame():
-    """Issue 23 (live under load): motion_node's /clock lags sim_node's stamps by 60 ms, so every
+    """Motion_node's /clock lags sim_node's stamps by 60 ms, so every
     odometry message arrives stamped ahead of the node's clock. Before, those stamps were clamped
     to the receipt time -- the pose history ran 60 ms early -- while the depth frame (rendered,
     arriving after its capture) kept its stamp: it was placed at the pose of 60 ms after its

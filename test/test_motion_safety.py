@@ -96,7 +96,7 @@ def test_wall_within_the_margin_blocks_a_nearer_one_gives_a_partial_step_and_at_
     (c,) = near.collisions
     assert c.type == "static" and c.source == "depth" and c.motion_state == "blocked"
     assert c.distance_m == pytest.approx(0.30 + 0.2 - 0.35, abs=0.01)  # wall to the nose: 0.15 m, step + margin needs 0.35
-    # wall 0.35 m ahead of the nose: a 0.24 m step keeps the 0.10 m front margin (issue 23: partial, not refused)
+    # wall 0.35 m ahead of the nose: a 0.24 m step keeps the 0.10 m front margin (partial, not refused)
     part = Executor(MotionConfig()).start(A.MOVE_FORWARD, 0.0, (0, 0, 0), 0.0, Obstacles(points(render_depth(wall_m=0.4))))
     assert not part.results and part.cmd[0] > 0
     far = ex.start(A.MOVE_FORWARD, 0.0, (0, 0, 0), 0.0, Obstacles(points(render_depth(wall_m=2.0))))
@@ -349,7 +349,7 @@ def test_orientation_yaw_survives_dropped_messages_and_wraps():
 
 
 def test_freeze_detector_same_stamp_or_identical_samples_only_under_command():
-    """Issue 13 item 7: N consecutive identical stamps or bit-identical samples while commanded."""
+    """N consecutive identical stamps or bit-identical samples while commanded."""
     from havln_robot.motion.checks import FreezeDetector
 
     f = FreezeDetector("odom", 3)

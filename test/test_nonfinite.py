@@ -1,4 +1,4 @@
-"""Non-finite numbers (issue 11 part 3): refused on input, never written as bare NaN/Infinity.
+"""Non-finite numbers: refused on input, never written as bare NaN/Infinity.
 
 No external data: the episode files and the connectivity file are written here.
 """

@@ -1,4 +1,4 @@
-"""Output paths built from input data stay inside their folder (issue 14 item 2): one helper
+"""Output paths built from input data stay inside their folder: one helper
 (havln_robot.paths.safe_component / safe_child) and a test per writer."""
 
 from __future__ import annotations

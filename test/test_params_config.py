@@ -42,7 +42,7 @@ def test_defaults_filled_and_ints_refused_for_floats_as_ros_does(fake_registry, 
     params = prof.nodes["motion_node"]
     assert params["max_linear_speed"] == 1.0 and isinstance(params["max_linear_speed"], float)
     assert params["control_rate"] == 50 and params["use_sim_time"] is True
-    # rclpy refuses an INTEGER override of a DOUBLE parameter: so does the validator (issue 12)
+    # rclpy refuses an INTEGER override of a DOUBLE parameter: so does the validator
     with pytest.raises(ConfigError, match=r"max_linear_speed: expected a float, got the integer 1 .*write 1.0"):
         config.load_profile(write(tmp_path, "motion_node:\n  ros__parameters:\n    max_linear_speed: 1\n"))
 
@@ -108,7 +108,7 @@ def test_shipped_profiles_validate():
     for name in ("go2", "sim", "gazebo"):
         prof = config.load_profile(REPO / "config" / f"{name}.yaml")
         keys = set(config.read_yaml(REPO / "config" / f"{name}.yaml"))
-        assert {f"/**/{n}" for n in prof.nodes} == keys, "namespace-proof keys (issue 12)"
+        assert {f"/**/{n}" for n in prof.nodes} == keys, "namespace-proof keys"
 
 
 def test_cli_refuses_misspelled_key_in_one_line(tmp_path):

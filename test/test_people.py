@@ -1,4 +1,4 @@
-"""Issue 21: people from sensors alone (clusters, tracks, LiDAR, appearance plumbing), the
+"""People from sensors alone (clusters, tracks, LiDAR, appearance plumbing), the
 constant-velocity forecast in the safety check, the tracks message, and the tracker against
 rendered simulator people.
 
@@ -59,7 +59,7 @@ def test_forecast_covers_turns_with_the_rotating_footprint():
 
 def test_executor_refuses_a_step_that_a_forecast_crosses():
     """motion_node's executor: a moving person's forecast refuses MOVE_FORWARD before it starts;
-    the same person standing there does not (positions alone allowed the step before issue 21)."""
+    the same person standing there does not (positions alone allowed the step before)."""
     cfg = MotionConfig(require_depth=False)
     obs_moving = Obstacles(points=np.zeros((0, 2), np.float32), people=[Person(1.0, 1.0, 4, vx=0.0, vy=-1.0)])
     tick = Executor(cfg).start(A.MOVE_FORWARD, 10.0, (0.0, 0.0, 0.0), 0.0, obs_moving)
@@ -458,7 +458,7 @@ def test_a_person_beside_the_robot_is_remembered_outside_the_camera_view():
 
 
 def test_a_person_hidden_in_view_is_not_seen_to_be_gone():
-    """Issue 23's kind (not seen is not gone): a still person 2 m ahead whom someone nearer hides,
+    """A still person 2 m ahead whom someone nearer hides,
     or who stands in a depth hole, stays tracked for max_unseen_s; one the depth image now
     measures past (the floor behind where they stood) is dropped after max_age_s."""
     from havln_robot.motion.safety import depth_free_space
@@ -485,7 +485,7 @@ def test_a_person_hidden_in_view_is_not_seen_to_be_gone():
     assert kept == {"floor": 0, "occluded": 1, "hole": 1}
 
 
-# --------------------------------------------------------------------------- phantom people (issue 23)
+# --------------------------------------------------------------------------- phantom people
 def _columns_depth(k: Intrinsics, spans: list[tuple[int, int, float]]) -> np.ndarray:
     """A depth image of vertical walls square to the optical axis: ``spans`` of (u0, u1, depth m)."""
     depth = np.zeros((k.height, k.width), dtype=np.float32)
@@ -495,7 +495,7 @@ def _columns_depth(k: Intrinsics, spans: list[tuple[int, int, float]]) -> np.nda
 
 
 def test_a_wall_strip_seen_through_a_gap_is_no_person():
-    """Issue 23 (people_node's phantom people): a strip of far wall seen past the edge of a nearer
+    """A strip of far wall seen past the edge of a nearer
     wall is cut by it on one side (width unknown) and by the top of the view (height unknown): it
     is not a person. The same strip standing free, the background farther on both sides, still is
     (a person closer than the camera sees whole), and so is a person half hidden by someone nearer
@@ -515,7 +515,7 @@ def test_a_wall_strip_seen_through_a_gap_is_no_person():
 
 
 def test_no_phantom_people_at_the_6047_demo_pose(havln_data):
-    """Issue 23: the pose where ``make demo``'s robot (val_seen 6047) stopped, rendered with nobody
+    """The pose where ``make demo``'s robot (val_seen 6047) stopped, rendered with nobody
     in the scene, 24 headings: people_node's depth detector reported a person about 1 m away at 4
     of them (wall corners; motion_node logged 28 contacts). Now nobody within 1.5 m at any."""
     pytest.importorskip("mujoco")

@@ -1,4 +1,4 @@
-"""people_node over ROS (issue 21): a synthetic aligned depth image with one person-shaped block in,
+"""people_node over ROS: a synthetic aligned depth image with one person-shaped block in,
 ``havln/people`` (PoseArray) and ``havln/people_tracks`` (PointCloud2 x, y, vx, vy, id) out; and
 motion_node reading the tracks (velocities) from that topic. Cost: about 3 s."""
 
@@ -195,7 +195,7 @@ def test_sim_node_people_source_detected_moves_the_truth_off_havln_people(ros_co
 
 
 def test_people_node_places_a_frame_at_its_capture_pose(ros_context):
-    """Issue 23's registration kind in people_node: odometry says the robot turned 20 deg left in
+    """Odometry says the robot turned 20 deg left in
     the 0.2 s since a depth frame was captured. The person straight ahead in that frame is tracked
     in odom straight along x (where they stand), and published in the base_link of the capture,
     with the capture stamp. Before, the frame was placed at the newest odometry: the track was

@@ -116,7 +116,7 @@ def test_camera_node_survives_a_dead_device_and_reports_it(graph):
 
 
 def test_camera_node_stall_retries_then_hardware_resets_then_backs_off(graph):
-    """Issue 13 item 1: a camera that stops delivering goes timeout -> retry -> hardware reset ->
+    """A camera that stops delivering goes timeout -> retry -> hardware reset ->
     backoff through the real node and its rclpy logger (one call site logging at two severities
     raised ValueError inside read(), so the reset never happened)."""
     cam_dev = SoftwareCamera(COLOR, depth_units_m=0.001)

@@ -230,7 +230,7 @@ class WedgedSource:
 
 
 def test_stale_frames_are_dropped_and_recovered_from():
-    """Issue 13 item 2: the same frameset handed out again is never returned (so never published
+    """The same frameset handed out again is never returned (so never published
     with a fresh stamp); after frame_timeout_s of it: retry (WARN), hardware reset, then frames again."""
     cam = SoftwareCamera(COLOR)
     src = WedgedSource(cam)

@@ -1,4 +1,4 @@
-"""Loading a checkpoint never runs code from it (issue 14 item 1): only torch's safe loader, with exactly
+"""Loading a checkpoint never runs code from it: only torch's safe loader, with exactly
 the released trainer's config class allow-listed; a crafted file is refused with one line."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def test_expert_reaches_ha_val_seen_goals(havln_data):
 
     eps = load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", limit=6)
     res = run_episodes(eps, Vocabulary.load(), SmallConfig(), None, 1.0)
-    # in the closed-loop world (issue 23: motion_node's executor, stairs as climbable terrain) 4 of these 6
+    # in the closed-loop world (motion_node's executor, stairs as climbable terrain) 4 of these 6
     # succeed with the rollouts' own people and seeds (3 before the climbable-terrain rule)
     assert sum(bool(r.metrics.success) for r in res) >= 4
     s = next(r.sample for r in res if r.metrics.success)  # an episode the expert ended with its own STOP
@@ -119,7 +119,7 @@ class _BoxedInWorld:
 
 
 def test_training_rollout_ends_a_refused_macro_and_a_blocked_episode():
-    """The DAgger rollout runs macros as agent_node runs the shipped policy's (issue 23): an action
+    """The DAgger rollout runs macros as agent_node runs the shipped policy's: an action
     motion_node refuses ends the macro (a new decision on a new panorama), and 10 blocked actions in
     a row end the episode with a STOP, reason ``blocked`` -- not the whole macro pushed into the refusal."""
     from havln_robot.actions import STOP

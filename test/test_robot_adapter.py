@@ -189,7 +189,7 @@ def test_estop_latch_damp_retry_and_recover():
 
 
 def test_retries_back_off_and_are_bounded_on_an_unreachable_robot():
-    """Issue 13 item 5: state lost and every call failing -> StopMove and Damp are retried with a
+    """State lost and every call failing -> StopMove and Damp are retried with a
     doubling wait and at most max_call_retries times, over 10 minutes of ticks at 50 Hz."""
     core = ready_core(retry_backoff_initial_s=0.1, retry_backoff_max_s=2.0, max_call_retries=20)
     core.on_cmd_vel(0.0, 0.3, 0.0, 0.0)
@@ -305,7 +305,7 @@ def test_go2_profile_section_is_valid_and_uses_the_robot_network():
     p = load_profile(path).nodes["go2_driver_node"]
     assert p["network_interface"] != "lo" and p["dds_domain_id"] == 0
     assert p["command_rate_hz"] >= 20.0 and p["cmd_timeout_s"] <= 0.3 and p["state_timeout_s"] <= 0.5
-    written = set(read_yaml(path)["/**/go2_driver_node"]["ros__parameters"])  # namespace-proof key (issue 12)
+    written = set(read_yaml(path)["/**/go2_driver_node"]["ros__parameters"])  # namespace-proof key
     assert {q.name for q in GO2_DRIVER_PARAMS.params} - written == set(), "every tunable is written in config/go2.yaml"
 
 

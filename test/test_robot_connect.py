@@ -1,4 +1,4 @@
-"""Issue 13 items 3 and 6: the Go2 link set up while the robot's interface is late at boot (bounded
+"""The Go2 link set up while the robot's interface is late at boot (bounded
 retry with backoff, one line per attempt), and a DDS domain that already exists named as such."""
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ class RecordingLink(Go2Link):
 
 
 def test_estop_damp_goes_out_while_a_motion_call_is_blocked(ros_context, fake):
-    """Issue 13 item 4: robot frozen (no replies), a StopMove blocked in the SDK for rpc_timeout_s;
+    """Robot frozen (no replies), a StopMove blocked in the SDK for rpc_timeout_s;
     the e-stop's Damp is handed to the SDK before that StopMove returns (it used to wait behind it)."""
     fake.command("reset")
     h = Harness(ros_context, link_factory=RecordingLink, rpc_timeout_s=1.5)
@@ -360,7 +360,7 @@ def _rss_mb() -> float:
 
 
 def test_ten_minutes_unreachable_robot_bounded_retries_no_future_leak(fake):
-    """Issue 13 item 5, on a shortened clock: 10 simulated minutes (50 Hz ticks) of a frozen robot
+    """10 simulated minutes (50 Hz ticks) of a frozen robot
     with the real SDK client (rpc timeout 0.05 s) and the driver core: StopMove and Damp retries back
     off and stop at max_call_retries, and no future is left in the SDK's queues (it leaked one per
     failed call). Runs in well under 20 s."""

@@ -1,4 +1,4 @@
-"""Issue 12, item 5: the Imu is read in its frame_id (body frames, the D435i optical frame)."""
+"""The Imu is read in its frame_id (body frames, the D435i optical frame)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12, items 3-4 on a live graph: sensor QoS of every subscribing node, and sim time jumping back.
+"""Sensor QoS of every subscribing node, and sim time jumping back.
 
 One instance of each subscribing node (motion_node, agent_node, trial_logger_node) in one process,
 publishers in-process. sim_node, go2_driver_node and camera_node subscribe to no sensor topic

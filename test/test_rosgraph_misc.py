@@ -1,4 +1,4 @@
-"""Issue 12, item 6: what a ROS 2 user meets -- robot DDS by default in go2.launch.py, absolute
+"""What a ROS 2 user meets -- robot DDS by default in go2.launch.py, absolute
 /diagnostics, package.xml run dependencies, an instruction command that works without ``ros2``."""
 
 from __future__ import annotations

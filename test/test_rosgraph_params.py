@@ -1,4 +1,4 @@
-"""Issue 12, items 1-2: parameter files on a real ROS graph (namespaces, rcl's parser, declared types).
+"""Parameter files on a real ROS graph (namespaces, rcl's parser, declared types).
 
 Nodes are started exactly as ``ros2 launch`` starts them (``--ros-args -r __node:=… -r __ns:=…
 --params-file F``), in-process; the validator (``havln-robot config``/``launch``) must accept exactly

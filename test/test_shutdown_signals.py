@@ -1,4 +1,4 @@
-"""Issue 13 item 10/11: shutdown on SIGINT/SIGTERM is bounded, a second signal exits at once, and the
+"""Shutdown on SIGINT/SIGTERM is bounded, a second signal exits at once, and the
 exit code is 128 + the signal number (checked on a child process with a thread that never ends)."""
 
 from __future__ import annotations

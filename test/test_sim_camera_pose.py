@@ -1,4 +1,4 @@
-"""The simulated camera stands on the floor the renderer draws (issue 23's live refusals).
+"""The simulated camera stands on the floor the renderer draws.
 
 val_seen episode 5593 starts 0.32 m below its floor's drawn height: sim_node rendered the camera
 at the body's blended ground height, motion_node saw the drawn floor as a 0.32 m obstacle in every

@@ -61,7 +61,7 @@ def test_baselines_run(val_seen, havln_data):
     w = World(scene, ep, seed=0)
     acts = run_episode(w, "forward", agent_rules=False)
     assert acts == ["MOVE_FORWARD"] * 37 + ["STOP"] and w.reason == "stop"
-    # with agent_node's episode rules (the default, issue 23): the wall ahead refuses 10 steps in a
+    # with agent_node's episode rules (the default): the wall ahead refuses 10 steps in a
     # row and the episode ends "blocked", as agent_node ends it, instead of pushing on to the STOP
     w = World(scene, ep, seed=0)
     acts = run_episode(w, "forward")
@@ -184,7 +184,7 @@ def test_heading_jitter_renders_panorama_views_off_their_nominal_headings():
 
 
 def test_bench_expert_times_the_closed_loop_parts_without_changing_the_walk():
-    """`bench sim --expert` (issue 23's speed budget): its timers wrap the loop's parts on the
+    """`bench sim --expert`: its timers wrap the loop's parts on the
     instance; the walk is the one the expert makes untimed, every control tick and depth frame is
     counted, and the printed ceiling is the executor's own time per action."""
     from havln_robot.bench.sim import bench_expert

@@ -1,4 +1,4 @@
-"""Scan meshes (``--scenes DIR``, issue 20 part 2) on a textured glTF house built at test time.
+"""Scan meshes (``--scenes DIR``) on a textured glTF house built at test time.
 
 The house (havln_robot/sim/synthetic_mesh.py): two rooms joined by a 1.2 m doorway, a red box at a
 known place, a 10-step staircase to an upper room, and its own 8-viewpoint navigation graph in the
@@ -293,7 +293,7 @@ def test_replay_scores_on_the_mesh(house):
         0
     ].metrics
     on_proc = replay_batch(one, corner, {}, connectivity_dir=str(conn), progress=False, play=replay_actions)[0].metrics
-    # (issue 23: the closed-loop world's odometry noise moves ~1 m, not exactly; motion_node's executor
+    # (the closed-loop world's odometry noise moves ~1 m, not exactly; motion_node's executor
     # stops short of the procedural wall instead of touching it)
     assert on_mesh.collisions_static == 0 and on_mesh.path_length == pytest.approx(1.0, abs=0.04)
     assert on_proc.path_length < 0.9

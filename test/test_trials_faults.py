@@ -1,4 +1,4 @@
-"""Issue 14 item 6: a full disk -- one line, the trial closed ``aborted (disk full)`` as far as the
+"""A full disk -- one line, the trial closed ``aborted (disk full)`` as far as the
 disk allows, nothing already committed lost.
 
 Two ways to fill the disk: a real tiny tmpfs (root only; skipped with the reason otherwise) and the

@@ -1,4 +1,4 @@
-"""Issue 14 items 3, 5, 7: one writer per store, nothing lost on copy, killed writers.
+"""One writer per store, nothing lost on copy, killed writers.
 
 * 3: a second writer is refused with one line naming the holder's pid; readers still work;
   scripted check: two demos at once on one ``--out`` -- the second refused, the first intact.

@@ -1,4 +1,4 @@
-"""Issue 14 item 9: honest reports -- provenance per trial (policy/checkpoint + sha256, software,
+"""Honest reports -- provenance per trial (policy/checkpoint + sha256, software,
 profile), filter by policy, Wilson 95 % intervals, success and SR with their definitions, a verdict
 that contradicts the measured NE needs --force and is marked."""
 

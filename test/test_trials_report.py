@@ -104,7 +104,7 @@ def test_report_from_synthetic_campaign(tmp_path, capsys):
     assert "| lobby | 60% (3/5) | 20% (1/5) | 40% (4/10) |" in md
     assert "| **all** | 80% (16/20) | 45% (9/20) | 62% (25/40) |" in md
     assert "25 success, 15 failure, 1 aborted, 1 awaiting a verdict" in md
-    # issue 13: SR over all episodes (aborted counted as failure) and over completed ones, labelled
+    # SR over all episodes (aborted counted as failure) and over completed ones, labelled
     assert "SR over all episodes** (aborted counted as failure" in md and "/41;" in md.split("SR over all episodes")[1].split("\n")[0]
     assert "SR over completed episodes** (aborted left out)" in md and "/40;" in md.split("SR over completed episodes")[1].split("\n")[0]
 

@@ -88,7 +88,7 @@ def test_auto_verdict(reason, ne, unreachable, verdict):
 
 
 def test_aborted_episode_is_an_aborted_verdict_with_its_reason():
-    """Issue 13 item 11: a policy exception, lost sensors or a lost camera end the trial aborted
+    """A policy exception, lost sensors or a lost camera end the trial aborted
     (with the agent's reason), not a failure counted in the success rate."""
     for detail in ("PolicyError: non-finite policy output", "motion_node aborted MOVE_FORWARD: odom silent for 0.31 s"):
         v, why = auto_verdict("aborted", 0.5, 3.0, False, detail)

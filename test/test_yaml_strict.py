@@ -1,4 +1,4 @@
-"""Issue 14 item 8: profiles and campaign plans are read strictly -- duplicate keys refused with
+"""Profiles and campaign plans are read strictly -- duplicate keys refused with
 line numbers, a size cap that reads at most cap+1 bytes (a symlink to /dev/zero cannot eat memory)."""
 
 from __future__ import annotations

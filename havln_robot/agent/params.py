@@ -97,7 +97,7 @@ AGENT_PARAMS = ParamSpec(
             0.85,
             "float",
             "sweep mode: a frame is used for a view only within this of its heading (by IMU), else the view is retaken, deg "
-            "(issue 16: 1.0 deg, less 0.15 deg for the IMU's own error)",
+            "(1.0 deg, less 0.15 deg for the IMU's own error)",
             min=0.05,
             max=14.0,
         ),

@@ -16,7 +16,7 @@ val_seen episodes, with the same seed (people and noise):
 
 Prints one line per episode and input as it finishes, then per input SR, NE, collisions and
 refusals for batch and live side by side with the difference and the per-episode outcome
-agreement (success/failure equal). Targets (issue 23): |SR_batch - SR_live| <= 0.05 and
+agreement (success/failure equal). Targets: |SR_batch - SR_live| <= 0.05 and
 agreement >= 90 %. An open-loop file can be a coin toss under odometry/IMU noise (one draw
 succeeds, the next refuses a step and derails); ``--noise-draws K`` replays each input in batch
 under K other draws and reports how often it succeeds, and how many disagreements a batch draw

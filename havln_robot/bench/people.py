@@ -1,4 +1,4 @@
-"""``havln-robot bench people``: the people tracker against simulator ground truth (issue 21).
+"""``havln-robot bench people``: the people tracker against simulator ground truth.
 
 A 16 m x 12 m room with one square pillar (0.3 m, as tall as the walls: a person-sized column a
 geometry-only detector cannot tell from a person) and ``--people`` simulated people (the
@@ -35,7 +35,7 @@ import numpy as np
 from havln_robot import jsonio
 from havln_robot.text import number_in, path_arg
 
-#: Range bins of the report, m from the camera (issue 21).
+#: Range bins of the report, m from the camera.
 BINS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 6.0))
 MATCH_M = 0.5
 """A track within this of a true person (m) detects them."""

@@ -2,7 +2,7 @@
 
 ``havln-robot bench sim --scenes DIR|synthetic --compare-renderers`` runs this module once per
 candidate in a fresh subprocess (each has its own OpenGL context; EGL contexts of two libraries
-in one process interfere) and prints a table. Candidates (issue 20, part 2):
+in one process interfere) and prints a table. Candidates:
 
 * ``mujoco`` -- the project's :class:`havln_robot.sim.render.Renderer` (MuJoCo mesh assets built
   from the trimesh-loaded glTF, one texture per part, colour + depth in one pass);

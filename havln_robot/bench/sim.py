@@ -10,7 +10,7 @@ Measures, on this machine:
 3. **expert** (``--expert N``, default 20): the expert in batch on the first N episodes, actions/s
    and where the time goes (the executor's control ticks, the base and world, the depth frames
    with the people tracker), and the bound the executor's ticks alone put on a batch world that
-   steps them one by one (issue 23's budget of 500 actions/s; :func:`bench_expert`);
+   steps them one by one (:func:`bench_expert`);
 4. **sim_node** (``--node-seconds``, default 10): sim_node in this process, driven by
    ``cmd_vel``, with a subscriber counting what arrives: camera, odom, imu, clock, ground truth
    rates (Hz of wall time) and the real-time factor.
@@ -254,7 +254,7 @@ def _timed(acc: dict[str, float], key: str, fn: Any) -> Any:
 
 
 def bench_expert(episodes: list[Any], load_scene: Any) -> dict[str, Any]:
-    """The expert in batch (issue 23's speed budget), and where its time goes.
+    """The expert in batch, and where its time goes.
 
     Each episode runs :class:`~havln_robot.sim.expert.Expert` in a :class:`~havln_robot.sim.world.World`
     (seed 0, its people) to its end through :func:`havln_robot.eval.run_episode` (agent_node's
@@ -524,7 +524,7 @@ def main(argv: list[str]) -> int:
         result["expert"] = x = bench_expert(_first_episodes(args.episodes, args.connectivity, args.expert), _scene_loader(args))
         print(
             f"batch expert ({x['episodes']} episode{'s' if x['episodes'] != 1 else ''}, {x['success']} succeed): {x['actions']} actions in {x['wall_s']:.1f} s, "
-            f"{x['actions_per_s']:.0f} actions/s ({x['ms_per_action']:.2f} ms/action; issue 23's budget: 500)"
+            f"{x['actions_per_s']:.0f} actions/s ({x['ms_per_action']:.2f} ms/action)"
         )
         names = {"executor": "Executor.update (a control tick)", "base_world": "base + world step", "frame": "depth frame + people tracker"}
         for k, v in x["parts"].items():

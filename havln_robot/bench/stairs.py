@@ -1,6 +1,6 @@
 """``havln-robot bench stairs``: the expert on every staircase of every scan, and on whole splits.
 
-Measures, on this machine (issue 20, part 1):
+Measures, on this machine:
 
 1. **coverage** (always): :func:`havln_robot.sim.stairs.walk` on every scan of ``--connectivity``:
    paths crossing every stairs edge plus ``--random`` random shortest paths per scan (``--seed``);

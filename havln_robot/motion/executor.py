@@ -72,7 +72,7 @@ def sweep_rate(w_max: float, exposure_s: float, max_blur_deg: float, frame_rate_
 
     * the profile: ``w_max`` (rad/s);
     * motion blur: the camera turns ``exposure_s * rate`` during one exposure, at most ``max_blur_deg``
-      (issue 16: default 0.5 deg);
+      (default 0.5 deg);
     * view headings: consecutive frames are ``rate / frame_rate_hz`` apart, at most
       ``max_frame_spacing_deg``, so the frame nearest a view heading is within half of it
       (1.2 deg spacing: within 0.6 deg, inside the 0.85 deg selection tolerance even when a loaded
@@ -180,7 +180,7 @@ class MotionConfig:
     chain_heading: float = math.radians(2.0)
     sweep_yaw_tol: float = math.radians(0.15)
     forecast_margin_s: float = 1.0
-    """Forecast horizon after an action's expected end, s; < 0 turns forecasting off (issue 21)."""
+    """Forecast horizon after an action's expected end, s; < 0 turns forecasting off."""
     sweep_w: float = math.radians(1.2) * 30.0
     """Constant yaw rate of SWEEP_LEFT/RIGHT, rad/s: :func:`sweep_rate` of the parameter defaults
     (0.8 rad/s profile, 8 ms exposure x 0.5 deg blur, 1.2 deg frame spacing at 30 Hz -> 36 deg/s)."""
@@ -934,7 +934,7 @@ class Executor:
         return hz if hz is not None else self._forecast(obs, remaining)
 
     def _forecast(self, obs: Obstacles, remaining: float) -> Hazard | None:
-        """Moving people's constant-velocity forecast against the rest of the action (issue 21)."""
+        """Moving people's constant-velocity forecast against the rest of the action."""
         cfg = self.cfg
         if cfg.forecast_margin_s < 0 or not obs.people:
             return None

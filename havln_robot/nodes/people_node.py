@@ -1,4 +1,4 @@
-"""people_node: tracked people from the robot's own sensors (issue 21).
+"""people_node: tracked people from the robot's own sensors.
 
 Thin ROS shell over :class:`havln_robot.perception.people.DepthPeopleTracker`.
 

@@ -146,7 +146,7 @@ class TrialLoggerNode(HavlnNode):
         if p["record_mcap"]:
             self.create_subscription(Twist, p["cmd_vel_topic"], lambda m: self._rec(p["cmd_vel_topic"], m), rel)
             if p["mcap_record_camera"]:
-                # issue 21: colour only as mcap_color allows (default none: no bystander's face in a bag)
+                # Colour only as mcap_color allows (default none: no bystander's face in a bag)
                 self.create_subscription(Image, p["depth_topic"], lambda m, t=p["depth_topic"]: self._rec(t, m), sensor_qos())
                 self.create_subscription(CameraInfo, p["color_info_topic"], self._on_color_info, sensor_qos())
                 if p["mcap_color"] != "none":

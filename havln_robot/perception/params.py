@@ -46,7 +46,7 @@ CAMERA_PARAMS = ParamSpec(
     ),
 )
 
-#: people_node parameters (issue 21): sensors in, tracked people out; shape limits as in
+#: people_node parameters: sensors in, tracked people out; shape limits as in
 #: :class:`havln_robot.perception.people.PeopleConfig` (which documents their sources).
 PEOPLE_PARAMS = ParamSpec(
     "people_node",

@@ -20,11 +20,10 @@ Pipeline, per frame
    camera, whose height it cannot measure) must in addition be no wider than a person's hips or
    chest (:data:`CLIPPED_MAX_WIDTH_M`) and stand free: background farther away on both sides,
    not a nearer surface hiding a side nor a surface going on from it (:func:`_side_not_free`) --
-   otherwise the strip of a wall seen past a door jamb, or a wall's corner, is a "person" (issue
-   23: 20 % of frames in empty Matterport scenes had one, 7 % now, ``havln-robot bench people``).
+   otherwise the strip of a wall seen past a door jamb, or a wall's corner, is a "person" (20 % of frames in empty Matterport scenes had one, 7 % now, ``havln-robot bench people``).
    A cluster whose points lie mostly on climbable ground (:data:`TERRAIN_MAX_FRACTION`; motion_node's
    rule, :func:`~havln_robot.motion.safety.climbable_mask` with ``max_step_height_m``) is stairs or
-   a ramp seen from beside or below it, not a person (issue 23: a flight rising beside a robot on
+   a ramp seen from beside or below it, not a person (a flight rising beside a robot on
    it was a "person" 0.4 m ahead whenever the camera looked across it).
    The visible surface of a body is its front, so the centre is pushed
    ``body_depth_m / 2`` away from the sensor along the ray.

@@ -41,7 +41,7 @@ import numpy as np
 from havln_robot.perception.panorama import PanoramaError, PanoramaView, ViewRing
 
 VIEW_TOLERANCE_DEG: float = 1.0
-"""A sweep view is used only within this of its nominal heading, deg (issue 16: ±1.0°)."""
+"""A sweep view is used only within this of its nominal heading, deg (±1.0°)."""
 
 
 def _wrap_deg(a: float) -> float:

@@ -176,7 +176,7 @@ class Go2Link:
     Motion calls (Move, StopMove, BalanceStand, StandUp) are serialised by one lock on one
     ``SportClient``. ``Damp`` goes out on a second ``SportClient`` of its own and takes no lock, so
     an e-stop never waits behind a motion call blocked for up to ``rpc_timeout_s`` on an
-    unreachable robot (issue 13). The driver core re-sends Damp after any motion call that was in
+    unreachable robot. The driver core re-sends Damp after any motion call that was in
     flight while the e-stop latched, so Damp is always the last word.
 
     The SDK leaks a future per failed reply call (``RequestFutureQueue.Remove`` tests the builtin

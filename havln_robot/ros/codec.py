@@ -205,7 +205,7 @@ def decode_episode_done(msg: String) -> EpisodeDone:
     return EpisodeDone.from_json(msg.data)
 
 
-# --- people tracks (issue 21) ---------------------------------------------------------------------
+# --- people tracks ---------------------------------------------------------------------
 
 #: Fields of ``havln/people_tracks`` (sensor_msgs/PointCloud2, one point per tracked person, base_link):
 #: x, y position (m), vx, vy ground velocity in base_link axes (m/s), float32; id track id, uint32.

@@ -1,6 +1,6 @@
 """Embedded simulator (pure Python; no ROS import here).
 
-Batch mode API (issue #3): :mod:`havln_robot.episodes` reads HA-R2R / R2R episodes;
+Batch mode API: :mod:`havln_robot.episodes` reads HA-R2R / R2R episodes;
 :class:`havln_robot.sim.scene.Scene` builds the free space of a Matterport3D scan from its
 navigation graph; :class:`havln_robot.sim.humans.Crowd` places and animates the episode's people;
 :class:`havln_robot.sim.world.World` steps discrete actions (or small continuous motions for

@@ -1,4 +1,4 @@
-"""Gazebo worlds per scan: the procedural scene or the user's mesh, for ``gazebo_replay`` (issue 20, part 3).
+"""Gazebo worlds per scan: the procedural scene or the user's mesh, for ``gazebo_replay``.
 
 ``havln-robot gazebo-world SCAN [--scenes DIR] --out world.sdf`` writes an SDF 1.9 world (the
 systems, lights and physics of ``gazebo/havln_world.sdf``) holding either

@@ -5,7 +5,7 @@ measure): the **geodesic** distance over the scene's navmesh from the agent to t
 3 m away through a wall or one floor below is not a success there. A straight-line NE would count
 it as one.
 
-Definition (HA-VLN issue 11, clarification; the navmesh is replaced by this project's scene model,
+Definition (HA-VLN's geodesic distance; the navmesh is replaced by this project's scene model,
 :mod:`havln_robot.sim.scene`). For a ground point ``p`` (map frame, m):
 
     NE(p) = min over graph nodes n reachable from p by a collision-free straight leg of

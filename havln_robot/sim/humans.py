@@ -41,9 +41,9 @@ from havln_robot.episodes import Episode, HumanSpec
 from havln_robot.sim.robot import GO2_RADIUS_M
 
 HUMAN_RADIUS_M: float = 0.3
-"""Body radius (m) of a simulated person (issue #3: "bodies ~0.3 m radius")."""
+"""Body radius (m) of a simulated person ("bodies ~0.3 m radius")."""
 HUMAN_HEIGHT_M: float = 1.7
-"""Body height (m) of a simulated person (issue #3; average adult height)."""
+"""Body height (m) of a simulated person (average adult height)."""
 CYCLE_FRAMES: int = 120
 """Frames per motion cycle (HAPS 2.0 motion clips, HA-VLN 2.0 Sec. 3)."""
 FRAME_RATE_HZ: float = 10.0

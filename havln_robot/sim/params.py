@@ -101,7 +101,7 @@ SIM_NODE_PARAMS = ParamSpec(
             "camera_rate_hz",
             30.0,
             "float",
-            "RGB-D frame rate, Hz of wall time (rendered off the executor thread; 30 like the D435i profile, issue 16)",
+            "RGB-D frame rate, Hz of wall time (rendered off the executor thread; 30 like the D435i profile)",
             min=0.5,
             max=60.0,
         ),

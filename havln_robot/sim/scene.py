@@ -52,7 +52,7 @@ LEVEL_STEP_M: float = 0.3
 NEAR_FLOOR_DZ_M: float = 1.0
 #: A body on a floor steps onto a linked ramp whose ground is within this height (m) of its own.
 RAMP_ENTRY_M: float = 0.3
-#: Default corridor width (m) along ``unobstructed`` edges (issue #3: "default ~1.2 m").
+#: Default corridor width (m) along ``unobstructed`` edges ("default ~1.2 m").
 WALL_THICKNESS_M: float = 0.08
 """Walls are drawn this thick, centred on the free-space boundary (renderer), so the face a camera
 sees stands half of it inside the free space (the batch obstacle points use that face)."""
@@ -232,7 +232,7 @@ def stairwell_cut(area: BaseGeometry, z: float, ramps: Any) -> BaseGeometry:
     that join them, so the renderer and the Gazebo world would otherwise draw the upper storey's
     slab and the lower storey's ceiling across the flight, 0.2-0.4 m above a robot walking it --
     a wall in its depth image that the batch simulator's terrain (which has no slabs or ceilings)
-    never saw (issue 23: val_seen 3437, scan 29hnd4uzFmX, ramp 16).
+    never saw (val_seen 3437, scan 29hnd4uzFmX, ramp 16).
 
     Args:
         area: the surface's outline (shapely, map xy, m).
@@ -262,7 +262,7 @@ def flights_through_walls(z: float, wall_height: float, ramps: Any) -> list[Any]
     rise through a flight above it and stand across its corridor -- a wall in the depth image 0.2 m
     ahead of a robot on the stairs that the batch simulator (walls of the flight's own floors,
     :meth:`~havln_robot.sim.closed_loop.ClosedLoop._walls_seen`) never had, and a flight nobody could
-    walk (issue 23: val_seen 5550, scan E9uDoFAP3SH, floor 2's wall across ramp 1; 7163, scan
+    walk (val_seen 5550, scan E9uDoFAP3SH, floor 2's wall across ramp 1; 7163, scan
     1pXnuDYAj8r, floor 0's wall through ramps 0 and 1). In a building a wall ends under the stairs
     above it, and none stands in a flight's headroom (the bound of :func:`stairwell_cut`).
 
@@ -781,7 +781,7 @@ class Scene:
 
         Candidates are ramps whose corridor contains the point and floors whose own free space
         contains it, with |ground z - z_hint| <= :data:`SUPPORT_TOL_M`. Which one is the ground
-        (issue 20: ramp corridors overlap at different heights on spiral, switchback and split
+        (ramp corridors overlap at different heights on spiral, switchback and split
         stairs; see docs/sim.md, "Which flight"):
 
         * ``prefer`` a **floor**: the body steps onto a linked ramp within :data:`RAMP_ENTRY_M` of

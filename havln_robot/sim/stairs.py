@@ -1,7 +1,7 @@
 """Stair coverage: paths over every stairs edge of a scan, walked by the expert (pure Python).
 
 Why: HA-R2R / R2R paths cross only some of a scan's staircases, so a split's success rate can hide
-stairs the simulator does not let a robot walk (issue 20: the expert ran out of actions on spiral,
+stairs the simulator does not let a robot walk (the expert ran out of actions on spiral,
 switchback and split stairs). This module builds, for one :class:`~havln_robot.sim.scene.Scene`,
 a fixed set of navigation-graph paths that crosses **every stairs edge** (an edge the scene turns
 into a ramp: its two viewpoints are on different floors, lift edges excluded) at least once, plus

@@ -181,7 +181,7 @@ class World:
         body stands on :meth:`Floor.height_at` (a blend of viewpoint heights that can differ by a
         few dm: 0.32 m at the start of val_seen episode 5593). A camera placed on the body's z sees
         the drawn floor as an obstacle that tall in every direction, and motion_node refuses every
-        step ("blocked before start: ... depth points 0.03 m ahead", issue 23). On a drawn flat
+        step ("blocked before start: ... depth points 0.03 m ahead"). On a drawn flat
         floor z is therefore the floor's nominal height; on stairs (drawn sloped) and on mesh
         scenes (which draw their own surfaces) it is the body's z.
         """

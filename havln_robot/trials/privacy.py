@@ -1,4 +1,4 @@
-"""Bystander privacy in trial recordings (issue 21): colour frames with people blurred (pure numpy + cv2).
+"""Bystander privacy in trial recordings: colour frames with people blurred (pure numpy + cv2).
 
 ``trial_logger_node`` records colour frames according to ``mcap_color``: ``none`` (the default:
 no RGB in the bag, depth and everything else kept), ``blur_people`` (each frame with every person
