@@ -398,3 +398,32 @@ def test_login_name_cannot_forge_a_log_line():
         assert "\x1b" not in r.json()["name"] and "\r" not in r.json()["name"] and "\u202e" not in r.json()["name"]
         assert all(line.isprintable() for line in lines) and len(lines) == 1
         assert c.post("/api/login", json={"token": TOKEN, "name": "\u200b"}).json()["name"].startswith("operator-")
+
+
+def test_view_shows_recording_fault_and_store_health(tmp_path):
+    """A trial whose bag stopped and a store whose WAL a reader holds reach the operator's page."""
+    import sqlite3
+
+    from havln_robot.nodes.console_node import TRIAL_FIELDS
+    from havln_robot.trials.store import TrialStore
+
+    db = tmp_path / "trials.db"
+    store = TrialStore(db, writer=True, timeout_s=0.2)
+    t = store.start_trial("sim", instruction="walk to the sofa")
+    store.update_trial(t.id, recording_fault="MCAP bag stopped after step 3: disk full")
+    browser = sqlite3.connect(str(db), isolation_level=None)
+    browser.execute("BEGIN")
+    browser.execute("SELECT COUNT(*) FROM trials").fetchone()  # a read transaction pins the WAL
+    store.finish_trial(t.id, "stop")
+    store.checkpoint()
+    try:
+        ro = TrialStore(db, readonly=True)
+        rows = [{k: getattr(x, k) for k in TRIAL_FIELDS} for x in ro.trials()]
+        v = LiveView(clock=lambda: 10.0)
+        v.set_trials(rows, None, ro.wal_problem() or "")
+        s = v.snapshot()
+    finally:
+        browser.close()
+        store.close()
+    assert "disk full" in s["trials"][0]["recording_fault"]
+    assert "read transaction" in s["store_problem"]

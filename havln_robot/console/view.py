@@ -60,6 +60,7 @@ class LiveView:
         self.diagnostics: dict[str, dict[str, Any]] = {}
         self.trials: list[dict[str, Any]] = []
         self.running_trial: dict[str, Any] | None = None
+        self.store_problem = ""
         self.events: deque[str] = deque(maxlen=30)
         self.frames = {"color": 0.0, "depth": 0.0}
 
@@ -133,11 +134,13 @@ class LiveView:
         with self._lock:
             self.goal = goal
 
-    def set_trials(self, trials: list[dict[str, Any]], running: dict[str, Any] | None) -> None:
-        """The campaign's trials (newest first, plain dicts from the store) and the running one."""
+    def set_trials(self, trials: list[dict[str, Any]], running: dict[str, Any] | None, store_problem: str = "") -> None:
+        """The campaign's trials (newest first, plain dicts from the store), the running one, and the
+        store's health (``store_problem``: one line when its WAL cannot be checkpointed, else "")."""
         with self._lock:
             self.trials = trials
             self.running_trial = running
+            self.store_problem = store_problem
 
     # --- output -------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -183,6 +186,7 @@ class LiveView:
                 "frames_age_s": {k: (_num(now - t, 2) if t else None) for k, t in self.frames.items()},
                 "trials": self.trials,
                 "running_trial": self.running_trial,
+                "store_problem": self.store_problem,
                 "sr": success_rate(t.get("outcome") for t in self.trials),
                 "events": list(self.events),
             }

@@ -80,6 +80,7 @@ TRIAL_FIELDS = (
     "ne_m",
     "ne_source",
     "verdict_forced",
+    "recording_fault",
 )
 
 
@@ -257,7 +258,7 @@ class ConsoleNode(HavlnNode):
                 trials = self._store.trials()[-TRIALS_SHOWN:][::-1]
                 rows = [{**{k: getattr(t, k) for k in TRIAL_FIELDS}, "steps": self._store.step_count(t.id)} for t in trials]
                 running = next((r for r in rows if r.get("finished") is None), None)
-                self.view.set_trials(rows, running)
+                self.view.set_trials(rows, running, self._store.wal_problem() or "")
                 self.view.set_goal(None if running is None else goal_in_odom(trials[rows.index(running)]))
         except TrialError as exc:
             self.get_logger().warning(f"console: trial store: {exc}", throttle_duration_sec=10.0)

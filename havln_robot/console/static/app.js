@@ -84,6 +84,8 @@ function render(s) {
   $("instruction").textContent = s.instruction || "—";
   const rt = s.running_trial;
   $("trial").textContent = rt ? `#${rt.id} ${rt.region} (people ${rt.people_present}) running` : (s.trials[0] ? `last #${s.trials[0].id}: ${s.trials[0].outcome || s.trials[0].end_reason || "—"}` : "—");
+  const faults = [rt && rt.recording_fault ? `RECORDING FAULT: ${rt.recording_fault}` : "", s.store_problem ? `STORE: ${s.store_problem}` : ""].filter(Boolean);
+  if (faults.length) $("trial").textContent += " · " + faults.join(" · ");
   const a = s.agent;
   $("agent").textContent = (a ? `step ${a.step} · ${a.action || "—"} · ${a.state}` : "—") + (s.paused ? " · PAUSED" : "");
   const r = s.last_result;
@@ -97,7 +99,7 @@ function render(s) {
   document.querySelectorAll(".needs-control").forEach((b) => { b.disabled = !c.you_hold; });
   $("sr").textContent = s.sr.judged ? `SR ${(100 * s.sr.sr).toFixed(0)} % (${s.sr.success}/${s.sr.judged})` : "SR —";
   $("trials").innerHTML = "<tr><th>#</th><th>region</th><th>people</th><th>outcome</th><th>NE m</th><th>steps</th></tr>" + s.trials.slice(0, 12).map((t) =>
-    `<tr><td>${t.id}</td><td>${esc(t.region)}</td><td>${t.people_present}</td><td class="${t.outcome || ""}">${esc(t.outcome || (t.finished ? t.end_reason : "running"))}${t.verdict_forced ? " (override)" : ""}</td><td>${fmt(t.ne_m)}</td><td>${t.steps ?? ""}</td></tr>`).join("");
+    `<tr><td>${t.id}</td><td>${esc(t.region)}</td><td>${t.people_present}</td><td class="${t.outcome || ""}">${esc(t.outcome || (t.finished ? t.end_reason : "running"))}${t.verdict_forced ? " (override)" : ""}${t.recording_fault ? " !bag" : ""}</td><td>${fmt(t.ne_m)}</td><td>${t.steps ?? ""}</td></tr>`).join("");
   $("diag").innerHTML = Object.keys(s.diagnostics).length ? Object.entries(s.diagnostics).map(([k, d]) =>
     `<div><b class="${d.level ? "failure" : "success"}">${esc(k)}</b>: ${esc(d.message)} <small>(${d.age_s} s ago)</small></div>`).join("") : "no /diagnostics (sim: none; robot: driver and camera)";
   $("events").textContent = s.events.join("\n");
