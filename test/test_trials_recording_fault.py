@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import pytest
+from test_trials_session import Log  # the session tests' log stand-in
 
 from havln_robot.records import ActionResult
 from havln_robot.trials import cli
@@ -67,20 +68,6 @@ def test_injected_write_error_closes_the_bag_indexed(tmp_path, monkeypatch):
     with open(tmp_path / "trial_0001" / "trial_0001_0.mcap", "rb") as f:
         reader = make_reader(f)
         assert reader.get_summary() is not None and sum(1 for _ in reader.iter_messages()) == 50
-
-
-class Log:
-    def __init__(self):
-        self.lines = []
-
-    def info(self, m):
-        self.lines.append(("info", m))
-
-    def warning(self, m):
-        self.lines.append(("warning", m))
-
-    def error(self, m):
-        self.lines.append(("error", m))
 
 
 def test_trial_goes_on_in_the_store_marked(tmp_path, capsys):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 import sqlite3
 
+from test_trials_session import Log  # the session tests' log stand-in
+
 from havln_robot import doctor
 from havln_robot.doctor import WARN
 from havln_robot.records import EpisodeDone
@@ -14,20 +16,6 @@ from havln_robot.trials.cli import main as trial_main
 from havln_robot.trials.report import write_report
 from havln_robot.trials.session import SessionConfig, TrialMeta, TrialSession
 from havln_robot.trials.store import TrialStore
-
-
-class Log:
-    def __init__(self):
-        self.lines = []
-
-    def info(self, m):
-        self.lines.append(("info", m))
-
-    def warning(self, m):
-        self.lines.append(("warning", m))
-
-    def error(self, m):
-        self.lines.append(("error", m))
 
 
 def _trial(s, i):

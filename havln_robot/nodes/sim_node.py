@@ -416,28 +416,38 @@ class SimNode(HavlnNode):
             self._publish(self.clock_pub, ClockMsg(clock=stamp))
             self.sync_pub.publish(encode_step(self.get_fully_qualified_name(), self._step_ns, tuple(streams)))
 
+    def _new_renderer(self, s: Any) -> Any:
+        """The camera's renderer for session ``s`` (its scene and crowd), or None after one ERROR line
+        when it cannot be made (``camera_error`` says why)."""
+        from havln_robot.sim.render import Renderer, RenderError
+
+        p = self.params
+        try:
+            return Renderer(
+                s.scene,
+                s.crowd,
+                p["camera_width"],
+                p["camera_height"],
+                p["camera_hfov_deg"],
+                camera_height_m=p["camera_height_m"],
+                camera_forward_m=p["camera_forward_m"],
+            )
+        except RenderError as exc:
+            self.camera_error = str(exc)
+            self.get_logger().error(f"camera disabled: {exc}")
+            return None
+
     def _render(self, stamp: Time, cam: dict[str, Any]) -> bool:
         """Render and publish one RGB-D frame at the current state (lock held); False when the camera failed."""
-        from havln_robot.sim.render import Renderer, RenderError, depth_to_mm
+        from havln_robot.sim.render import depth_to_mm
 
         p, s = self.params, self.session
         if cam["renderer"] is None or cam["gen"] != self._generation:
             if cam["renderer"] is not None:
                 cam["renderer"].close()
                 cam["renderer"] = None
-            try:
-                cam["renderer"] = Renderer(
-                    s.scene,
-                    s.crowd,
-                    p["camera_width"],
-                    p["camera_height"],
-                    p["camera_hfov_deg"],
-                    camera_height_m=p["camera_height_m"],
-                    camera_forward_m=p["camera_forward_m"],
-                )
-            except RenderError as exc:
-                self.camera_error = str(exc)
-                self.get_logger().error(f"camera disabled: {exc}")
+            cam["renderer"] = self._new_renderer(s)
+            if cam["renderer"] is None:
                 return False
             cam["gen"] = self._generation
             cam["info"] = _camera_info(cam["renderer"].intrinsics, p["camera_frame"])
@@ -515,7 +525,7 @@ class SimNode(HavlnNode):
     # ------------------------------------------------------------------ camera thread
     def _camera_loop(self) -> None:
         """Own the Renderer (OpenGL context is per thread); render and publish at camera_rate_hz (wall time)."""
-        from havln_robot.sim.render import Renderer, RenderError, depth_to_mm
+        from havln_robot.sim.render import depth_to_mm
 
         p = self.params
         period = 1.0 / p["camera_rate_hz"]
@@ -533,19 +543,8 @@ class SimNode(HavlnNode):
                 if renderer is None or cur_gen != gen:
                     if renderer is not None:
                         renderer.close()
-                    try:
-                        renderer = Renderer(
-                            s.scene,
-                            s.crowd,
-                            p["camera_width"],
-                            p["camera_height"],
-                            p["camera_hfov_deg"],
-                            camera_height_m=p["camera_height_m"],
-                            camera_forward_m=p["camera_forward_m"],
-                        )
-                    except RenderError as exc:
-                        self.camera_error = str(exc)
-                        self.get_logger().error(f"camera disabled: {exc}")
+                    renderer = self._new_renderer(s)
+                    if renderer is None:
                         return
                     gen = cur_gen
                     info = _camera_info(renderer.intrinsics, p["camera_frame"])
