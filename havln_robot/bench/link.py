@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot import jsonio
+
 VIEWS = 12
 RAW_SHAPE = (480, 640)
 FRONT_STEPS = 6
@@ -484,7 +486,7 @@ def measure(
                 "cut_cmd": cut_cmd, "restore_cmd": restore_cmd, "cut_s": cut_s, "decisions": decisions,
             }  # fmt: skip
             r = subprocess.run(
-                lab.exec(ns, [py, "-m", "havln_robot.bench.link", "--robot-side", json.dumps(cfg)]),
+                lab.exec(ns, [py, "-m", "havln_robot.bench.link", "--robot-side", jsonio.dumps(cfg)]),
                 capture_output=True, text=True, env=env, timeout=600,
             )  # fmt: skip
             if r.returncode != 0:
@@ -535,7 +537,7 @@ def main(argv: list[str]) -> int:
         relay(int(argv[1]), argv[2], int(argv[3]), float(argv[4]))
         return 0
     if argv[:1] == ["--robot-side"]:
-        print(json.dumps(robot_side(json.loads(argv[1]))))
+        print(jsonio.dumps(robot_side(json.loads(argv[1])), nonfinite="null"))
         return 0
     ap = argparse.ArgumentParser(prog="havln-robot bench link", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("--rate-mbit", type=number_in(0.1, 10000, unit="Mbit/s"), default=20.0, help="link rate, Mbit/s (default 20)")
@@ -549,7 +551,7 @@ def main(argv: list[str]) -> int:
         print(f"havln-robot bench link: {why}", file=sys.stderr)
         return 2
     rec = measure(args.rate_mbit, args.delay_ms, args.loss_pct, args.cut_s)
-    print(json.dumps(rec) if args.json else table(rec))
+    print(jsonio.dumps(rec, nonfinite="null") if args.json else table(rec))
     return 0
 
 

@@ -95,7 +95,14 @@ def run_panoramas(
         context = rclpy.Context()
         rclpy.init(context=context, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     prof = load_profile(profile if profile is not None else config_dir() / "sim.yaml")
-    sim_p = {**prof.nodes["sim_node"], "scene_source": "builtin", "populate_humans": 0, **(sim_overrides or {})}
+    # real time, as on the Go2: the sweep's wall time and the camera rate are what is measured
+    sim_p = {
+        **prof.nodes["sim_node"],
+        "scene_source": "builtin",
+        "populate_humans": 0,
+        "lockstep": False,
+        **(sim_overrides or {}),
+    }
     sim = SimNode(params=sim_p, context=context)
     hist: list[tuple[float, float]] = []
     orig_tick = sim._tick

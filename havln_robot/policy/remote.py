@@ -37,6 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
+from havln_robot import jsonio
 from havln_robot.policy.api import Observation, Policy, PolicyError, check_action, check_instruction
 
 #: Default seconds one HTTP try may take before it is repeated (a 12-view panorama is ~0.5 MB as
@@ -88,7 +89,7 @@ def parse_remote_spec(spec: str) -> tuple[str, int, float, float]:
 
 def encode_act(meta: dict[str, Any], obs: Observation | None) -> bytes:
     """The ``POST /act`` body: an ``.npz`` with ``meta`` (JSON text) and, with ``obs``, its arrays."""
-    arrays: dict[str, np.ndarray] = {"meta": np.array(json.dumps(meta))}
+    arrays: dict[str, np.ndarray] = {"meta": np.array(jsonio.dumps(meta))}
     if obs is not None:
         arrays.update(
             rgb=np.ascontiguousarray(obs.rgb),
@@ -214,7 +215,7 @@ class RemotePolicy(Policy):
         self._session = uuid.uuid4().hex
         self._seq = 0
         self._outcome = None
-        body = json.dumps({"session": self._session, "instruction": instruction}).encode()
+        body = jsonio.dumps({"session": self._session, "instruction": instruction}).encode()
         self._call("POST", "/reset", body, "reset", -1)
 
     def act(self, obs: Observation) -> str:

@@ -22,6 +22,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from havln_robot import jsonio
 from havln_robot.policy.api import Policy, PolicyError, check_action
 from havln_robot.policy.remote import MAX_BODY_BYTES, decode_act
 
@@ -92,7 +93,7 @@ def make_handler(service: PolicyService) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, doc: dict[str, Any]) -> None:
-            data = json.dumps(doc).encode()
+            data = jsonio.dumps(doc).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from havln_robot import jsonio
+from havln_robot.paths import atomic_output
+
 
 def default_latch_path(robot_id: str) -> Path:
     """The latch file of ``robot_id`` in the user state folder (the id made file-name safe)."""
@@ -68,14 +71,11 @@ class EstopLatch:
         Raises:
             OSError: the folder cannot be created or written (the caller keeps its in-memory latch).
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        data = json.dumps({"robot_id": self.robot_id, "reason": reason, "t_wall": time.time()})
-        with open(tmp, "w", encoding="utf-8") as f:
+        data = jsonio.dumps({"robot_id": self.robot_id, "reason": reason, "t_wall": time.time()})
+        with atomic_output(self.path) as tmp, tmp.open("w", encoding="utf-8") as f:
             f.write(data + "\n")
             f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+            os.fsync(f.fileno())  # the latch must survive a power cut right after Damp
         _fsync_dir(self.path.parent)
 
     def clear(self) -> None:
