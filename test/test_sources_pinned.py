@@ -103,3 +103,58 @@ def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, sim_
         ex.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=other_ctx)
+
+
+class TracksStack:
+    """Another robot's people_node publishing tracked people (its own DDS participant)."""
+
+    def __init__(self, ctx, person_id: int, x: float) -> None:
+        from sensor_msgs.msg import PointCloud2
+
+        from havln_robot.ros.codec import encode_tracks
+
+        self.node = rclpy.create_node("people_node", context=ctx)
+        pub = self.node.create_publisher(PointCloud2, "havln/people_tracks", 5)
+        self.stop = threading.Event()
+
+        def run() -> None:
+            while not self.stop.is_set():
+                pub.publish(encode_tracks([(x, 0.0, 0.0, 0.0, person_id)], "base_link", self.node.get_clock().now().to_msg()))
+                time.sleep(0.02)
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=2)
+        self.node.destroy_node()
+
+
+def test_other_robots_people_tracks_do_not_replace_ours(ros_context):
+    """The tracked people motion_node checks come from this robot's people_node only: another
+    robot's tracks (a person elsewhere, none ahead of us) would hide the person in front of us."""
+    other_ctx = rclpy.Context()
+    rclpy.init(context=other_ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False}, context=ros_context)
+    ours = TracksStack(ros_context, 12, 1.0)
+    ex = SingleThreadedExecutor(context=ros_context)
+    ex.add_node(node)
+    theirs = None
+    try:
+        assert _spin(ex, lambda: bool(node.people.tracks[0]), 10.0), "motion_node got no tracks"
+        theirs = TracksStack(other_ctx, 99, 8.0)
+        ids = set()
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.01)
+            ids |= {q.human_id for q in node.people.tracks[0]}
+        assert 99 not in ids, "motion_node took the other robot's people"
+        assert "/havln/people_tracks" in node.source_conflicts(), node.source_conflicts()
+    finally:
+        if theirs is not None:
+            theirs.close()
+        ours.close()
+        ex.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=other_ctx)

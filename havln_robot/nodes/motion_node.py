@@ -156,7 +156,9 @@ class MotionNode(HavlnNode):
         self.create_subscription(String, p["action_topic"], self._on_action, 10, callback_group=group)
         # the robot's own sources, bound to their first publisher: another stack's on the same domain
         # (a second robot without a namespace, a second machine) is refused and stops the robot
-        for name in (p["odom_topic"], p["imu_topic"], p["depth_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else [])):
+        # (people_node's tracks and a LiDAR included: another robot's would replace ours)
+        pinned = (p["odom_topic"], p["imu_topic"], p["depth_topic"], p["people_tracks_topic"], p["lidar_topic"])
+        for name in (*filter(None, pinned), *(["/clock"] if self.get_parameter("use_sim_time").value else [])):
             self.pin_source(name, on_second=self._second_source)
         # sensors: best effort (receives from reliable and best-effort publishers, e.g. realsense-ros)
         self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)

@@ -81,6 +81,11 @@ class PeopleNode(HavlnNode):
         group = MutuallyExclusiveCallbackGroup()
         self.people_pub = self.create_publisher(PoseArray, p["people_topic"], 5)  # reliable: reaches best-effort and reliable readers
         self.tracks_pub = self.create_publisher(PointCloud2, p["people_tracks_topic"], 5)
+        # this robot's sources, bound to their first publisher: another stack's odometry or camera on the
+        # same domain is refused (one line naming both); people then fall silent and motion_node stops
+        sources = (p["odom_topic"], p["depth_topic"], p["cloud_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else []))
+        for name in filter(None, sources):
+            self.pin_source(name)
         self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
         if p["depth_topic"]:
             self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
