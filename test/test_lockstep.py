@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from havln_robot.sim.lockstep import Ack, Gate
+from havln_robot.sim.lockstep import FOREIGN_ACTION_WAIT_S, Ack, ActionClaims, Gate, StepInbox
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,6 +42,50 @@ def test_gate_holds_while_an_action_or_a_result_is_in_flight():
     g.heard(Ack("/agent_node", "agent", t_ns=10, wants=True, actions=1, results=1, wall=100.0))
     assert g.why_not(10, 100.1) is None
     assert g.command(100.1) == (3, (0.0, 0.5))
+
+
+def test_step_inbox_handles_a_step_once_all_its_messages_are_in_in_a_fixed_order():
+    steps = {10: frozenset({"odom", "camera"}), 20: frozenset({"odom"})}
+
+    def next_step(after):
+        return next(((t, s) for t, s in sorted(steps.items()) if t > after), None)
+
+    def needs(_t, streams):
+        return (["odom"] if "odom" in streams else []) + (["depth"] if "camera" in streams else [])
+
+    wall = [0.0]
+    box = StepInbox(wait_s=30.0)
+    assert box.hold("depth", 10, "d10") and box.hold("odom", 20, "o20")
+    assert list(box.ready(next_step, needs, lambda: wall[0])) == []  # step 10 waits for its odometry
+    assert box.waiting and box.done == -1
+    box.hold("odom", 10, "o10")
+    got = []
+    for t, missing in box.ready(next_step, needs, lambda: wall[0]):
+        got.append((t, missing, box.take(t, ("odom", "depth"))))
+    assert got == [(10, [], [("odom", "o10"), ("depth", "d10")]), (20, [], [("odom", "o20")])]
+    assert box.done == 20 and not box.waiting
+    assert not box.hold("odom", 20, "repeat")  # a repeat of a handled step is not kept
+    # a lost message: the step is handled without it after wait_s of wall time, the kind named
+    steps[30] = frozenset({"odom", "camera"})
+    box.hold("odom", 30, "o30")
+    assert list(box.ready(next_step, needs, lambda: wall[0])) == []
+    wall[0] = 31.0
+    assert [(t, m) for t, m in box.ready(next_step, needs, lambda: wall[0])] == [(30, ["depth"])]
+
+
+def test_action_claims_start_an_agent_action_at_its_step_and_a_foreign_one_after_a_wait():
+    c = ActionClaims()
+    c.arrived("FORWARD", wall=0.0)
+    c.agent_at(actions=1, t_ns=50)
+    assert c.due(done_ns=40, agent_live=True, wall=0.0) is None  # motion_node not at the agent's step yet
+    assert c.due(done_ns=50, agent_live=True, wall=0.0) == ("FORWARD", 50)
+    assert c.started == 1 and c.due(50, True, 0.0) is None
+    c.arrived("LEFT", wall=1.0)  # nobody claims it (the console)
+    assert c.due(60, True, 1.0) is None
+    assert c.due(60, True, 1.0 + FOREIGN_ACTION_WAIT_S) == ("LEFT", 60)
+    c.arrived("RIGHT", wall=2.0)
+    assert c.due(70, False, 2.0) == ("RIGHT", 70)  # without an agent at once
+    assert c.started == 1
 
 
 def test_gate_drops_a_silent_participant():

@@ -54,7 +54,7 @@ from havln_robot.records import AgentStatus
 from havln_robot.ros.codec import compressed_color_array, compressed_depth_array, encode_agent_status, image_array
 from havln_robot.ros.lockstep import LockstepLink
 from havln_robot.ros.motion_client import MotionCancelled, MotionClient, MotionTimeout
-from havln_robot.sim.lockstep import INCOMPLETE_STEP_WAIT_S, stamp_ns
+from havln_robot.sim.lockstep import INCOMPLETE_STEP_WAIT_S, StepInbox, stamp_ns
 from havln_robot.text import is_blank, normalize_instruction, terminal_safe
 
 _FRAMES_KEPT = 8
@@ -151,11 +151,10 @@ class AgentNode(HavlnNode):
         self.create_subscription(Imu, p["imu_topic"], self._on_imu, qos_profile_sensor_data)
         self.on_clock_jump_back(self._on_clock_reset)
         # lockstep with the embedded simulator (inactive until it announces a step)
-        self._ls_got: dict[str, set[int]] = {"imu": set(), "color": set(), "depth": set(), "info": set()}  # stamps received, ns
+        self._ls_inbox = StepInbox()  # stamps received, by kind
         self._ls_done = -1  # last step whose messages are all in, ns
         self._ls_hold = -1  # the step the clock stands at for this node, ns
         self._ls_newest = -1  # newest stamp of anything heard from the simulator, ns
-        self._ls_since: float | None = None
         self._ls_results = 0  # highest result seq the episode thread looked at
         self._ls = LockstepLink(self, "agent", on_event=self._ls_event)
 
@@ -186,7 +185,7 @@ class AgentNode(HavlnNode):
         if self._ls.active:
             t = stamp_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
             with self._cond:
-                self._ls_got[kind].add(t)
+                self._ls_inbox.hold(kind, t)
                 self._ls_newest = max(self._ls_newest, t)
 
     def _on_color(self, msg: Image) -> None:
@@ -326,26 +325,16 @@ class AgentNode(HavlnNode):
         with self._cond:
             self._cond.notify_all()
 
+    def _ls_needs(self, t: int, streams: frozenset[str]) -> list[str]:
+        self._ls_newest = max(self._ls_newest, t)
+        return (["imu"] if "imu" in streams else []) + (["color", "depth", "info"] if "camera" in streams else [])
+
     def _ls_complete(self) -> None:
         """Advance ``_ls_done`` over the steps whose announced messages are all in (lock held)."""
-        while True:
-            nxt = self._ls.next_step(self._ls_done)
-            if nxt is None:
-                return
-            t, streams = nxt
-            self._ls_newest = max(self._ls_newest, t)
-            need = (["imu"] if "imu" in streams else []) + (["color", "depth", "info"] if "camera" in streams else [])
-            missing = [k for k in need if t not in self._ls_got[k]]
+        for t, missing in self._ls_inbox.ready(self._ls.next_step, self._ls_needs, time.monotonic):
             if missing:
-                now = time.monotonic()
-                self._ls_since = self._ls_since or now
-                if now - self._ls_since < INCOMPLETE_STEP_WAIT_S:
-                    return
                 self.get_logger().warning(f"lockstep: step {t * 1e-9:.3f} s taken without {', '.join(missing)}", throttle_duration_sec=5.0)
-            self._ls_since = None
             self._ls_done = t
-            for got in self._ls_got.values():
-                got.difference_update([x for x in got if x <= t])
 
     def _ls_event(self) -> None:
         """A step, an ack or a stream message came: complete steps; while no episode runs, ack them."""

@@ -27,7 +27,6 @@ command. Without the simulator's steps (Go2, Gazebo) the timer ticks as always.
 
 from __future__ import annotations
 
-import collections
 import math
 import sys
 import threading
@@ -58,9 +57,9 @@ from havln_robot.params import ConfigError
 from havln_robot.quoting import quote
 from havln_robot.records import Outcome
 from havln_robot.ros.codec import decode_pose_array_cdr, decode_tracks, encode_collision, encode_result, image_array
-from havln_robot.ros.lockstep import LockstepLink
+from havln_robot.ros.lockstep import SteppedInputs
 from havln_robot.ros.qos import sensor_qos
-from havln_robot.sim.lockstep import FOREIGN_ACTION_WAIT_S, INCOMPLETE_STEP_WAIT_S, stamp_ns
+from havln_robot.sim.lockstep import ActionClaims, stamp_ns
 from havln_robot.text import outcome_label, terminal_safe
 from havln_robot.topics import BASE_FRAME
 
@@ -176,22 +175,20 @@ class MotionNode(HavlnNode):
             self.create_subscription(PointCloud2, p["lidar_topic"], self._on_cloud, sensor_qos(5), callback_group=group)
         self.create_timer(1.0 / p["control_rate_hz"], self._on_timer, callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
-        # lockstep with the embedded simulator (inactive until it announces a step)
-        self._ls_buf: dict[str, dict[int, Any]] = {}  # kind -> stamp ns -> message held for its step
-        self._ls_now: float | None = None  # the step being handled, s (this node's time in lockstep)
-        self._ls_done = -1  # last step handled, ns
-        self._ls_since: float | None = None  # wall time the next step began to wait for its messages
+        # lockstep with the embedded simulator (inactive until it announces a step): each step's
+        # messages in this order, then the control tick when due; agent actions at the agent's step
         self._ls_period = int(round(1e9 / p["control_rate_hz"]))
         self._ls_ticked = -1  # control periods ticked (t // period of the last tick)
-        self._ls_actions: collections.deque[tuple[String, float]] = collections.deque()  # (message, wall arrival)
-        self._ls_claims: dict[int, int] = {}  # n-th agent action -> the step it was sent at, ns
-        self._ls_claimed = 0  # agent actions claimed so far (acks seen)
-        self._ls_started = 0  # agent actions started
-        self._ls_replay = False
+        self._ls_agent = None
+        self._claims = ActionClaims()
         self._results = 0
         self._cmd_seq = 0
         self._cmd: tuple[float, float] = (0.0, 0.0)
-        self._ls = LockstepLink(self, "motion", on_event=self._ls_event)
+        kinds = ("odom", "imu", "info", "color", "depth", "people", "tracks")
+        handlers = (self._on_odom, self._on_imu, self._on_info, self._on_color, self._on_depth, self._on_people_raw, self._on_tracks)
+        self._ls = SteppedInputs(
+            self, "motion", self._lock, zip(kinds, handlers, strict=True), self._ls_needs, self._ls_tick, self._ls_claim, self._ls_after
+        )
 
     def _second_source(self, topic: str, first: str, second: str) -> None:
         """A second publisher on a bound source: abort the action and zero cmd_vel (its messages are refused)."""
@@ -216,10 +213,8 @@ class MotionNode(HavlnNode):
     # ------------------------------------------------------------------ helpers
     def _now(self) -> float:
         """This node's time: the step being handled in lockstep, else the clock (sim time under use_sim_time)."""
-        ls_now = self.__dict__.get("_ls_now")
-        if ls_now is not None:
-            return ls_now
-        return super()._now()
+        ls = self.__dict__.get("_ls")
+        return ls.now if ls is not None and ls.now is not None else super()._now()
 
     def _publish_cmd(self, cmd: tuple[float, float]) -> None:
         self._cmd_seq += 1
@@ -292,7 +287,7 @@ class MotionNode(HavlnNode):
         except ValueError as exc:
             self._warn_once("people-cdr", terminal_safe(f"{topic}: {exc}; message ignored"))
             return
-        if self._ls_hold("people", stamp_ns(sec, nanosec), raw):
+        if self._ls.hold("people", stamp_ns(sec, nanosec), raw):
             return
         self._crowd(len(poses), topic)
         keep = nearest_rows(poses, self.params["max_people"])
@@ -338,10 +333,10 @@ class MotionNode(HavlnNode):
             self.get_logger().info(terminal_safe(line))
 
     def _on_action(self, msg: String) -> None:
-        if self._ls.active and not self._ls_replay:
+        if self._ls.active and not self._ls.replaying:
             with self._lock:
-                self._ls_actions.append((msg, time.monotonic()))
-            self._ls_event()
+                self._claims.arrived(msg, time.monotonic())
+            self._ls.event()
             return
         t = self._now()
         action = bounded_literal(msg.data.strip())
@@ -364,7 +359,7 @@ class MotionNode(HavlnNode):
         return bad is None
 
     def _on_odom(self, msg: Odometry) -> None:
-        if self._ls_hold("odom", msg.header.stamp, msg):
+        if self._ls.hold("odom", msg.header.stamp, msg):
             return
         t = self._now()
         pp, q = msg.pose.pose.position, msg.pose.pose.orientation
@@ -391,7 +386,7 @@ class MotionNode(HavlnNode):
         self.guard.sample("odom", (st.sec, st.nanosec), sample, t, self.motion)
 
     def _on_imu(self, msg: Imu) -> None:
-        if self._ls_hold("imu", msg.header.stamp, msg):
+        if self._ls.hold("imu", msg.header.stamp, msg):
             return
         t = self._now()
         try:
@@ -426,12 +421,12 @@ class MotionNode(HavlnNode):
         self.guard.sample("imu", (st.sec, st.nanosec), (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z), t, self.motion)
 
     def _on_color(self, msg: Image) -> None:
-        if self._ls_hold("color", msg.header.stamp, msg):
+        if self._ls.hold("color", msg.header.stamp, msg):
             return
         self._color = msg
 
     def _on_depth(self, msg: Image) -> None:
-        if self._ls_hold("depth", msg.header.stamp, msg):
+        if self._ls.hold("depth", msg.header.stamp, msg):
             return
         self._depth = (msg, self._now())
         # placed in odom where the robot was at the capture stamp (not at receipt: mid-turn that is degrees off)
@@ -462,7 +457,7 @@ class MotionNode(HavlnNode):
         self.tracker.add_cloud(t, xyz, self._stamp_time(msg.header.stamp, t, "lidar"))
 
     def _on_info(self, msg: CameraInfo) -> None:
-        if self._ls_hold("info", msg.header.stamp, msg):
+        if self._ls.hold("info", msg.header.stamp, msg):
             return
         try:
             self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k, msg.width, msg.height)
@@ -489,7 +484,7 @@ class MotionNode(HavlnNode):
         self.people.set_people(people, t, self._captured_at(msg.header.stamp, t, "people"))
 
     def _on_tracks(self, msg: PointCloud2) -> None:
-        if self._ls_hold("tracks", msg.header.stamp, msg):
+        if self._ls.hold("tracks", msg.header.stamp, msg):
             return
         if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
             self._warn_once(
@@ -512,123 +507,45 @@ class MotionNode(HavlnNode):
         self.people.set_tracks(people, t, self._captured_at(msg.header.stamp, t, "tracks"))
 
     # ------------------------------------------------------------------ lockstep
-    def _ls_hold(self, kind: str, stamp: Any, msg: Any) -> bool:
-        """Lockstep: keep ``msg`` for the step of its stamp (True), unless that step was handled already."""
-        if not self._ls.active or self._ls_replay:
-            return False
-        t_ns = stamp if isinstance(stamp, int) else stamp_ns(stamp.sec, stamp.nanosec)
-        with self._lock:
-            if t_ns <= self._ls_done:
-                return True  # a repeat (sim_node repeats its last frame while the clock stands still) or too late: dropped
-            self._ls_buf.setdefault(kind, {})[t_ns] = msg
-        self._ls_event()
-        return True
-
     def _ls_needs(self, t_ns: int, streams: frozenset[str]) -> list[str]:
-        """The message kinds of step ``t_ns`` still missing."""
-        have = {k for k, d in self._ls_buf.items() if t_ns in d}
+        """The message kinds step ``t_ns`` waits for (people_node's output for it too)."""
         need = [k for k in ("odom", "imu") if k in streams]
         if "camera" in streams:
             need += ["depth", "info"] + (["color"] if self.detector is not None else [])
         if "people" in streams:
             need.append("people")
-        people = self._ls.peer("people")
+        people = self._ls.link.peer("people")
         if people is not None:
             if people.t_ns < t_ns:
                 need.append("people_node")
             elif people.people_ns == t_ns:
                 need += ["people"] + (["tracks"] if self.params["people_tracks_topic"] else [])
-        return [k for k in need if k not in have]
+        return need
 
-    def _ls_event(self) -> None:
-        """Lockstep: handle every step whose messages are all in, the actions due, then ack."""
-        if not self._ls.active:
-            return
-        with self._lock:
-            agent = self._ls.peer("agent")
-            if agent is not None:
-                while self._ls_claimed < agent.actions:
-                    self._ls_claimed += 1
-                    self._ls_claims[self._ls_claimed] = agent.t_ns
-            while True:
-                nxt = self._ls.next_step(self._ls_done)
-                if nxt is None:
-                    break
-                t_ns, streams = nxt
-                missing = self._ls_needs(t_ns, streams)
-                if missing:
-                    now = time.monotonic()
-                    self._ls_since = self._ls_since or now
-                    if now - self._ls_since < INCOMPLETE_STEP_WAIT_S:
-                        break
-                    self.get_logger().warning(
-                        f"lockstep: step {t_ns * 1e-9:.3f} s handled without {', '.join(missing)} (not received within "
-                        f"{INCOMPLETE_STEP_WAIT_S:g} s)",
-                        throttle_duration_sec=5.0,
-                    )
-                self._ls_since = None
-                self._ls_step(t_ns)
-            self._ls_run_actions(agent)
-            self._ls.ack(
-                t_ns=self._ls_done,
-                wants=self.motion.busy,
-                actions=self._ls_started,
-                results=self._results,
-                cmd_seq=self._cmd_seq,
-                cmd=self._cmd,
-            )
+    def _ls_claim(self) -> None:
+        self._ls_agent = self._ls.link.peer("agent")
+        if self._ls_agent is not None:
+            self._claims.agent_at(self._ls_agent.actions, self._ls_agent.t_ns)
 
-    def _ls_step(self, t_ns: int) -> None:
-        """Handle step ``t_ns``: its messages in a fixed order, the control tick when due (lock held)."""
-        self._ls_now = t_ns * 1e-9
-        self._ls_replay = True
-        try:
-            for kind, handle in (
-                ("odom", self._on_odom),
-                ("imu", self._on_imu),
-                ("info", self._on_info),
-                ("color", self._on_color),
-                ("depth", self._on_depth),
-                ("people", self._on_people_raw),
-                ("tracks", self._on_tracks),
-            ):
-                buf = self._ls_buf.get(kind, {})
-                for st in sorted(k for k in buf if k <= t_ns):
-                    handle(buf.pop(st))
-            if t_ns // self._ls_period > self._ls_ticked:  # the first step at or after each control period
-                self._ls_ticked = t_ns // self._ls_period
-                self._on_tick()
-        finally:
-            self._ls_replay = False
-        self._ls_done = t_ns
+    def _ls_tick(self, t_ns: int) -> None:
+        if t_ns // self._ls_period > self._ls_ticked:  # the first step at or after each control period
+            self._ls_ticked = t_ns // self._ls_period
+            self._on_tick()
 
-    def _ls_run_actions(self, agent: Any) -> None:
-        """Start the actions that are due: an agent's at the step it was sent at, another sender's after a short wait."""
-        while self._ls_actions:
-            msg, arrived = self._ls_actions[0]
-            n = self._ls_started + 1
-            if n in self._ls_claims:
-                if self._ls_claims[n] > self._ls_done:
-                    return  # this node has not reached the agent's step yet
-                self._ls_started = n
-                t_ns = max(self._ls_claims.pop(n), self._ls_done)
-            elif agent is None or time.monotonic() - arrived >= FOREIGN_ACTION_WAIT_S:
-                t_ns = self._ls_done  # no agent claims it: started where this node is
-            else:
-                return
-            self._ls_actions.popleft()
-            self._ls_now = max(t_ns, 0) * 1e-9
-            self._ls_replay = True
-            try:
-                self._on_action(msg)
-            finally:
-                self._ls_replay = False
+    def _ls_after(self) -> None:
+        """Start the actions due (an agent's at the step it was sent at), then ack with the command."""
+        done = self._ls.inbox.done
+        while (due := self._claims.due(done, self._ls_agent is not None, time.monotonic())) is not None:
+            self._ls.at(due[1], self._on_action, due[0])
+        self._ls.link.ack(
+            t_ns=done, wants=self.motion.busy, actions=self._claims.started, results=self._results, cmd_seq=self._cmd_seq, cmd=self._cmd
+        )
 
     def _on_timer(self) -> None:
         if not self._ls.active:
             self._on_tick()
-        elif self._ls_actions or self._ls_since is not None:
-            self._ls_event()  # waits bounded by wall time are re-checked here
+        elif self._claims.queue or self._ls.inbox.waiting:
+            self._ls.event()  # waits bounded by wall time are re-checked here
 
     def _on_tick(self) -> None:
         t = self._now()

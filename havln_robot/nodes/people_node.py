@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import sys
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -41,9 +40,9 @@ from havln_robot.params import ConfigError
 from havln_robot.perception.params import PEOPLE_PARAMS
 from havln_robot.perception.people import AppearanceCheck, DepthPeopleTracker, PeopleConfig, lidar_points
 from havln_robot.ros.codec import cloud_fields, encode_tracks, image_array
-from havln_robot.ros.lockstep import LockstepLink
+from havln_robot.ros.lockstep import SteppedInputs
 from havln_robot.ros.qos import sensor_qos
-from havln_robot.sim.lockstep import INCOMPLETE_STEP_WAIT_S, stamp_ns
+from havln_robot.sim.lockstep import stamp_ns
 from havln_robot.topics import BASE_FRAME
 
 
@@ -93,65 +92,21 @@ class PeopleNode(HavlnNode):
         if p["cloud_topic"]:
             self.create_subscription(PointCloud2, p["cloud_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
-        self._ls_buf: dict[str, dict[int, Any]] = {}
-        self._ls_now: float | None = None
-        self._ls_done = -1
-        self._ls_since: float | None = None
-        self._ls_replay = False
         self._out_ns = -1  # stamp of the last output, ns
-        self._ls = LockstepLink(self, "people", on_event=self._ls_event)
+        # lockstep with the embedded simulator (inactive until it announces a step)
+        handlers = (("odom", self._on_odom), ("info", self._on_info), ("depth", self._on_depth))
+        self._ls = SteppedInputs(self, "people", self._lock, handlers, self._ls_needs, after=self._ls_ack)
 
     def _now(self) -> float:
         """This node's time: the step being handled in lockstep, else the clock."""
-        ls_now = self.__dict__.get("_ls_now")
-        return ls_now if ls_now is not None else super()._now()
+        ls = self.__dict__.get("_ls")
+        return ls.now if ls is not None and ls.now is not None else super()._now()
 
-    def _ls_hold(self, kind: str, stamp: Any, msg: Any) -> bool:
-        """Lockstep: keep ``msg`` for the step of its stamp (True), unless that step was handled already."""
-        if not self._ls.active or self._ls_replay:
-            return False
-        t_ns = stamp_ns(stamp.sec, stamp.nanosec)
-        with self._lock:
-            if t_ns <= self._ls_done:
-                return True  # a repeat (the last frame while the clock stands still) or too late: dropped
-            self._ls_buf.setdefault(kind, {})[t_ns] = msg
-        self._ls_event()
-        return True
+    def _ls_needs(self, _t_ns: int, streams: frozenset[str]) -> list[str]:
+        return (["odom"] if "odom" in streams else []) + (["depth", "info"] if "camera" in streams and self.params["depth_topic"] else [])
 
-    def _ls_event(self) -> None:
-        """Lockstep: handle every step whose messages are all in, then ack with the last output's stamp."""
-        if not self._ls.active:
-            return
-        with self._lock:
-            while True:
-                nxt = self._ls.next_step(self._ls_done)
-                if nxt is None:
-                    break
-                t_ns, streams = nxt
-                need = (["odom"] if "odom" in streams else []) + (
-                    ["depth", "info"] if "camera" in streams and self.params["depth_topic"] else []
-                )
-                missing = [k for k in need if t_ns not in self._ls_buf.get(k, {})]
-                if missing:
-                    now = time.monotonic()
-                    self._ls_since = self._ls_since or now
-                    if now - self._ls_since < INCOMPLETE_STEP_WAIT_S:
-                        break
-                    self.get_logger().warning(
-                        f"lockstep: step {t_ns * 1e-9:.3f} s handled without {', '.join(missing)}", throttle_duration_sec=5.0
-                    )
-                self._ls_since = None
-                self._ls_now = t_ns * 1e-9
-                self._ls_replay = True
-                try:
-                    for kind, handle in (("odom", self._on_odom), ("info", self._on_info), ("depth", self._on_depth)):
-                        buf = self._ls_buf.get(kind, {})
-                        for st in sorted(k for k in buf if k <= t_ns):
-                            handle(buf.pop(st))
-                finally:
-                    self._ls_replay = False
-                self._ls_done = t_ns
-            self._ls.ack(t_ns=self._ls_done, people_ns=self._out_ns)
+    def _ls_ack(self) -> None:
+        self._ls.link.ack(t_ns=self._ls.inbox.done, people_ns=self._out_ns)
 
     def _on_clock_reset(self, _t: float, _jump_s: float) -> None:
         self.core.tracker.reset()
@@ -160,7 +115,7 @@ class PeopleNode(HavlnNode):
     def _on_odom(self, msg: Odometry) -> None:
         """Odometry pose for placing frames; a message with a non-finite pose value is dropped (a
         warning once per field), the last finite pose stays."""
-        if self._ls_hold("odom", msg.header.stamp, msg):
+        if self._ls.hold("odom", msg.header.stamp, msg):
             return
         ps = msg.pose.pose
         o = ps.orientation
@@ -172,7 +127,7 @@ class PeopleNode(HavlnNode):
         self.poses.add(self._stamp_time(msg.header.stamp, self._now(), "odom"), pose)
 
     def _on_info(self, msg: CameraInfo) -> None:
-        if self._ls_hold("info", msg.header.stamp, msg):
+        if self._ls.hold("info", msg.header.stamp, msg):
             return
         try:
             self._k = Intrinsics.from_k(msg.k, msg.width, msg.height)
@@ -186,7 +141,7 @@ class PeopleNode(HavlnNode):
         return True
 
     def _on_depth(self, msg: Image) -> None:
-        if self._ls_hold("depth", msg.header.stamp, msg):
+        if self._ls.hold("depth", msg.header.stamp, msg):
             return
         t = self._now()
         if self._k is None or not self._due(t):

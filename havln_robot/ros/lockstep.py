@@ -21,7 +21,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from havln_robot import topics
-from havln_robot.sim.lockstep import HEARTBEAT_S, PEER_TIMEOUT_S, Ack
+from havln_robot.sim.lockstep import HEARTBEAT_S, INCOMPLETE_STEP_WAIT_S, PEER_TIMEOUT_S, Ack, StepInbox, stamp_ns
 
 #: Steps remembered by a participant (their streams), oldest dropped first.
 _STEPS_KEPT = 256
@@ -187,3 +187,90 @@ class LockstepLink:
                 self.pub.publish(encode_bye(self.name))
         except Exception:  # noqa: BLE001 - context already shut down
             pass
+
+
+class SteppedInputs:
+    """A participant that handles its input messages step by step (motion_node, people_node).
+
+    While the simulator announces steps, every input message is held (:meth:`hold`) until its step
+    is complete (:class:`~havln_robot.sim.lockstep.StepInbox`), then the step's messages are handed
+    to their handlers in a fixed order with the step's time as the node's time (:attr:`now`), and
+    ``on_step(t_ns)`` runs (motion_node's control tick). ``before()`` / ``after()`` run around every
+    event (motion_node: the agent's claims; the node's ack). Without the simulator (Go2, Gazebo) :meth:`hold` keeps nothing and the node
+    handles its messages as they come.
+
+    Args:
+        node: the rclpy node.
+        role: its lockstep role.
+        lock: the node's lock (held while steps are handled).
+        handlers: ``(kind, handler)`` in the order a step's messages are handled.
+        needs: ``needs(t_ns, streams)`` -> the kinds step ``t_ns`` waits for.
+        on_step: called for each step after its messages (None: nothing).
+        before: called (lock held) at every event before its steps are handled (None: nothing).
+        after: called (lock held) after the steps of an event were handled (None: nothing).
+    """
+
+    def __init__(self, node: Any, role: str, lock: Any, handlers, needs, on_step=None, before=None, after=None) -> None:
+        self.node = node
+        self.lock = lock
+        self.handlers = dict(handlers)
+        self.needs = needs
+        self.on_step = on_step
+        self.before = before
+        self.after = after
+        self.inbox = StepInbox()
+        self.now: float | None = None  # the step being handled, s (the node's time in lockstep)
+        self.replaying = False
+        self.link = LockstepLink(node, role, on_event=self.event)
+
+    @property
+    def active(self) -> bool:
+        return self.link.active
+
+    def hold(self, kind: str, stamp: Any, msg: Any) -> bool:
+        """Lockstep: keep ``msg`` for the step of its stamp (True: the caller returns); False outside
+        lockstep and while a step is handled (the caller handles the message)."""
+        if not self.link.active or self.replaying:
+            return False
+        t_ns = stamp if isinstance(stamp, int) else stamp_ns(stamp.sec, stamp.nanosec)
+        with self.lock:
+            kept = self.inbox.hold(kind, t_ns, msg)
+        if kept:
+            self.event()
+        return True
+
+    def at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` as at step ``t_ns`` (its time the node's, its messages handled directly)."""
+        self.now = max(t_ns, 0) * 1e-9
+        self.replaying = True
+        try:
+            return fn(*args)
+        finally:
+            self.replaying = False
+
+    def _step(self, t_ns: int) -> None:
+        for kind, msg in self.inbox.take(t_ns, tuple(self.handlers)):
+            self.handlers[kind](msg)
+        if self.on_step is not None:
+            self.on_step(t_ns)
+
+    def event(self) -> None:
+        """Handle every step whose messages are all in, then ``after()``."""
+        if not self.link.active:
+            return
+        with self.lock:
+            if self.before is not None:
+                self.before()
+            for t_ns, missing in self.inbox.ready(self.link.next_step, self.needs, time.monotonic):
+                if missing:
+                    self.node.get_logger().warning(
+                        f"lockstep: step {t_ns * 1e-9:.3f} s handled without {', '.join(missing)} (not received within "
+                        f"{INCOMPLETE_STEP_WAIT_S:g} s)",
+                        throttle_duration_sec=5.0,
+                    )
+                self.at(t_ns, self._step, t_ns)
+            if self.after is not None:
+                self.after()
+
+    def close(self) -> None:
+        self.link.close()

@@ -150,3 +150,124 @@ def steps_for(period_s: float, step_s: float) -> int:
 
 def is_finite_cmd(cmd: tuple[float, float]) -> bool:
     return all(math.isfinite(v) for v in cmd)
+
+
+class StepInbox:
+    """A participant's inbox of the simulator's steps (one per node; the caller holds its lock).
+
+    Messages stamped with a step are kept (:meth:`hold`) until every message the step needs is in;
+    :meth:`ready` then yields the steps that may be handled, in order, each once: complete, or
+    incomplete after :data:`INCOMPLETE_STEP_WAIT_S` of wall time (a lost message; the kinds still
+    missing are yielded with it). The step counts as done once the caller has handled it and asks
+    for the next. motion_node, people_node and agent_node each run their steps through one of
+    these, so the three wait for a step by the same rule.
+
+    Attributes:
+        done: the last step handled, ns (-1: none yet).
+    """
+
+    def __init__(self, wait_s: float = INCOMPLETE_STEP_WAIT_S) -> None:
+        self.wait_s = wait_s
+        self.done = -1
+        self._held: dict[str, dict[int, object]] = {}
+        self._since: float | None = None  # wall time the next step began to wait for its messages
+
+    @property
+    def waiting(self) -> bool:
+        """A step is waiting for a message (the caller re-checks :meth:`ready` on a timer)."""
+        return self._since is not None
+
+    def hold(self, kind: str, t_ns: int, msg: object = None) -> bool:
+        """Keep ``msg`` (a message of ``kind``) for the step ``t_ns``; False (not kept) when that step
+        was handled already: a repeat (sim_node repeats its last frame while the clock stands still)
+        or a message too late for its step."""
+        if t_ns <= self.done:
+            return False
+        self._held.setdefault(kind, {})[t_ns] = msg
+        return True
+
+    def has(self, kind: str, t_ns: int) -> bool:
+        return t_ns in self._held.get(kind, {})
+
+    def ready(self, next_step, needs, wall) -> object:
+        """Yield ``(t_ns, missing)`` for each step that may be handled now, in order.
+
+        Args:
+            next_step: ``next_step(after_ns)`` -> the first announced step after it ``(t_ns, streams)``, or None.
+            needs: ``needs(t_ns, streams)`` -> the message kinds step ``t_ns`` waits for.
+            wall: the wall clock (monotonic, s).
+        """
+        while True:
+            nxt = next_step(self.done)
+            if nxt is None:
+                return
+            t_ns, streams = nxt
+            missing = list(dict.fromkeys(k for k in needs(t_ns, streams) if not self.has(k, t_ns)))
+            if missing:
+                now = wall()
+                if self._since is None:
+                    self._since = now
+                if now - self._since < self.wait_s:
+                    return
+            self._since = None
+            yield t_ns, missing
+            self.done = t_ns
+            for kept in self._held.values():
+                for t in [t for t in kept if t <= t_ns]:  # anything older was handled with this step
+                    del kept[t]
+
+    def take(self, t_ns: int, kinds: tuple[str, ...]) -> list[tuple[str, object]]:
+        """The held messages stamped at or before ``t_ns``, kind by kind in the order of ``kinds``,
+        each kind by stamp (removed from the inbox)."""
+        out: list[tuple[str, object]] = []
+        for kind in kinds:
+            kept = self._held.get(kind, {})
+            for st in sorted(t for t in kept if t <= t_ns):
+                out.append((kind, kept.pop(st)))
+        return out
+
+
+class ActionClaims:
+    """motion_node's side of an agent's actions in lockstep: each starts at the step it was sent at.
+
+    The agent's ack counts the actions it published (``actions``) and names its step (``t_ns``): the
+    n-th action is claimed by the first ack that counts it, and starts when motion_node has reached
+    that step. An action no ack claims (another tool, e.g. the console) starts after
+    :data:`FOREIGN_ACTION_WAIT_S` of wall time at the step motion_node is at, at once without an agent.
+
+    Attributes:
+        started: agent actions started so far (motion_node's ack counts them).
+    """
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[object, float]] = []  # (message, wall arrival)
+        self.claims: dict[int, int] = {}  # n-th agent action -> the step it was sent at, ns
+        self.claimed = 0
+        self.started = 0
+
+    def arrived(self, msg: object, wall: float) -> None:
+        self.queue.append((msg, wall))
+
+    def agent_at(self, actions: int, t_ns: int) -> None:
+        """An agent ack: ``actions`` published so far, at step ``t_ns``."""
+        while self.claimed < actions:
+            self.claimed += 1
+            self.claims[self.claimed] = t_ns
+
+    def due(self, done_ns: int, agent_live: bool, wall: float) -> tuple[object, int] | None:
+        """The next action to start now and the step to start it at (ns), or None (none due yet)."""
+        if not self.queue:
+            return None
+        msg, arrived = self.queue[0]
+        n = self.started + 1
+        if n in self.claims:
+            if self.claims[n] > done_ns:
+                return None  # motion_node has not reached the agent's step yet
+            self.started = n
+            t_ns = max(self.claims.pop(n), done_ns)
+        elif not agent_live or wall - arrived >= FOREIGN_ACTION_WAIT_S:
+            t_ns = done_ns  # no agent claims it: started where motion_node is
+        else:
+            return None
+        self.queue.pop(0)
+        return msg, t_ns
