@@ -148,3 +148,47 @@ def test_demo_episode_is_the_same_beside_two_cpu_hogs(havln_data, tmp_path):
     assert actions_a == actions_b
     assert steps_a and steps_a == steps_b
     assert trial_a == trial_b
+
+
+def _live_replay(episodes_file: Path, eid: str, seq: list[str], hogs: int) -> tuple:
+    """A live replay (sim_node + motion_node, the replay as the agent participant), beside ``hogs`` busy loops."""
+    from dataclasses import asdict
+
+    from havln_robot.ros.replay import replay_ros
+
+    hog_procs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(hogs)]
+    try:
+        (r,) = replay_ros(
+            [eid],
+            {eid: seq},
+            {},
+            target="embedded",
+            episodes_file=episodes_file,
+            action_timeout_s=120.0,
+            progress=False,
+            log=lambda s: None,
+        )
+    finally:
+        for h in hog_procs:
+            h.kill()
+            h.wait()
+    return asdict(r.metrics), r.refused, r.actions, r.note
+
+
+def test_live_replay_of_a_reference_file_is_the_same_beside_two_cpu_hogs(havln_data, monkeypatch):
+    """A replayed action file is load-independent in lockstep: the final pose (NE to the micrometre),
+    collisions and refusals are the same with and without two CPU hogs (on the wall clock they were not)."""
+    pytest.importorskip("rclpy")
+    pytest.importorskip("havln_robot.nodes.sim_node")
+    from havln_robot.challenge.replay import follow_reference
+    from havln_robot.episodes import load_episodes
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
+    f = havln_data / "ha_r2r_de" / "HA_val_seen.json"
+    ep = next(e for e in load_episodes(f) if str(e.episode_id) == "139")
+    seq = [*follow_reference(ep)[:5], "STOP"]
+    assert "MOVE_FORWARD" in seq
+    idle = _live_replay(f, "139", seq, 0)
+    loaded = _live_replay(f, "139", seq, 2)
+    assert idle[2] == len(seq) and idle[1:] == loaded[1:]
+    assert idle[0] == loaded[0]

@@ -274,3 +274,107 @@ class SteppedInputs:
 
     def close(self) -> None:
         self.link.close()
+
+
+class LockstepAgent:
+    """The agent participant of a driver that looks at nothing: a replay of an action file.
+
+    It sends the next action only once the previous one's result came, and acks every step it heard
+    of (it needs none of their messages): wanting time while an action runs or a pause lasts, not
+    between actions, so the clock stands still while the driver decides, as in batch. The result
+    counters in its acks hold the clock while an action or a result is in flight (protocol:
+    :mod:`havln_robot.sim.lockstep`). Driven from one thread that spins the node (``spin``).
+
+    Args:
+        node: the driver's rclpy node.
+        motion: its :class:`~havln_robot.ros.motion_client.MotionClient` (on ``node``).
+        spin: spins ``node``'s executor once (``spin(timeout_s)``).
+    """
+
+    def __init__(self, node: Any, motion: Any, spin: Callable[[float], None]) -> None:
+        self.link = LockstepLink(node, "agent")
+        self.motion = motion
+        self.spin = spin
+        self.hold = -1  # the step the clock stands at for the driver, ns
+        self.seen = 0  # highest result seq the driver looked at
+
+    @property
+    def active(self) -> bool:
+        return self.link.active
+
+    def newest(self) -> int:
+        """The newest step announced, ns (-1: none yet)."""
+        with self.link.lock:
+            return next(reversed(self.link.steps), -1) if self.link.steps else -1
+
+    def ack(self, wants: bool) -> None:
+        """Ack every step heard of (``wants``: the driver needs sim time to pass)."""
+        self.seen = max(self.seen, self.motion.result_since(1 << 62, "")[0])
+        self.link.ack(t_ns=self.newest(), wants=wants, actions=self.motion.published, results=self.seen)
+
+    def ready(self) -> bool:
+        """The clock has started and motion_node acked its first step."""
+        m = self.link.peer("motion")
+        t = self.newest()
+        if t >= 0:
+            self.ack(False)
+        return t >= 0 and m is not None and m.t_ns >= t
+
+    def send(self, action: str, timeout_s: float, retries: int, retry_wait_s: float, cancelled: Callable[[], bool]) -> Any:
+        """:meth:`MotionClient.send` in lockstep: ``timeout_s`` counts sim time (and as much wall time
+        plus a minute: the simulator gone); a resend after ``retry_wait_s`` of sim time.
+
+        Raises:
+            MotionTimeout, MotionCancelled: as :meth:`MotionClient.send`.
+        """
+        from havln_robot.ros.motion_client import MotionCancelled, MotionTimeout
+
+        for attempt in range(max(0, retries) + 1):
+            after = self.motion.received
+            self.motion.publish(action)
+            start = max(self.hold, 0)
+            wall_end = time.monotonic() + timeout_s + 60.0
+            while True:
+                _, r = self.motion.result_since(after, action)
+                if r is not None:
+                    self._held(r.seq)
+                    break
+                if cancelled():
+                    raise MotionCancelled("cancelled")
+                if (self.newest() - start) * 1e-9 > timeout_s or time.monotonic() > wall_end:
+                    raise MotionTimeout(f"no {self.motion.result_topic} for {action} within {timeout_s:g} s (is motion_node running?)")
+                self.ack(True)
+                self.spin(0.02)
+            if r.outcome.value != "rejected" or attempt == retries:
+                return r
+            self.pause(retry_wait_s, cancelled)
+        raise AssertionError("unreachable")
+
+    def _held(self, result_seq: int) -> None:
+        """A result came: the clock stands at the step motion_node published it at (its ack counting
+        it); ack that step without wanting time."""
+        end = time.monotonic() + INCOMPLETE_STEP_WAIT_S
+        while time.monotonic() < end:
+            m = self.link.peer("motion")
+            if m is None or m.results >= result_seq:
+                break
+            self.spin(0.02)
+        self.hold = max(self.hold, self.newest())
+        self.ack(False)
+
+    def pause(self, seconds: float, cancelled: Callable[[], bool]) -> None:
+        """Let ``seconds`` of sim time pass (people walk on). Raises MotionCancelled."""
+        from havln_robot.ros.motion_client import MotionCancelled
+
+        end = max(self.hold, 0) + int(round(seconds * 1e9))
+        wall_end = time.monotonic() + seconds + 60.0
+        while self.newest() < end and time.monotonic() < wall_end:
+            if cancelled():
+                raise MotionCancelled("cancelled")
+            self.ack(True)
+            self.spin(0.02)
+        self.hold = max(self.hold, self.newest())
+        self.ack(False)
+
+    def close(self) -> None:
+        self.link.close()

@@ -1,7 +1,11 @@
 """The ROS backend of ``havln-robot replay``: format-v1 actions through motion_node over DDS.
 
-Each action goes out through the :class:`~havln_robot.ros.motion_client.MotionClient` (resent while
-motion_node answers ``rejected``) and the next one waits for its ``havln/action_result``. Targets:
+The file is played by agent_node's episode runner (:class:`ReplayIO`: the same rules as ``--backend
+batch``). Each action goes out through the :class:`~havln_robot.ros.motion_client.MotionClient`
+(resent while motion_node answers ``rejected``) and the next one waits for its ``havln/action_result``.
+With the embedded simulator in lockstep (config/sim.yaml) the replay is the agent participant
+(:class:`~havln_robot.ros.lockstep.LockstepAgent`): sim time passes only while an action runs or a
+blocked wait lasts, so a replay gives the same result on a loaded machine. Targets:
 ``embedded`` (sim_node + motion_node of config/sim.yaml started in this process), ``external``
 (nodes already running, e.g. Gazebo) and ``robot`` (the Go2; the CLI asks for a typed ``yes``).
 The command line itself is :func:`havln_robot.challenge.replay.main`; :func:`main` here injects
@@ -18,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot import topics
-from havln_robot.actions import STOP
 from havln_robot.challenge import replay as challenge_replay
 from havln_robot.challenge.replay import ReplayedEpisode, ReplayError
-from havln_robot.records import GroundTruth, Outcome, RecordError, finite_or_none
+from havln_robot.records import GroundTruth, RecordError, finite_or_none
 from havln_robot.text import plural, terminal_safe
 
 # rclpy and the message packages are imported where they are used, so that ``havln-robot replay
@@ -30,6 +33,9 @@ from havln_robot.text import plural, terminal_safe
 #: Resends of an action motion_node answered ``rejected`` (busy), and the pause before each, s.
 REJECTED_RETRIES = 3
 REJECTED_WAIT_S = 0.5
+#: In lockstep the clock starts once sim_node heard motion_node and the replay (and settled): this
+#: much longer to wait for the graph, s.
+LOCKSTEP_START_S = 10.0
 
 
 class RosReplayer:
@@ -60,6 +66,8 @@ class RosReplayer:
         self.motion = MotionClient(node, topics.ACTION, topics.ACTION_RESULT, spin=spin)
         self.pub = self.motion.pub
         self.ground_truth: GroundTruth | None = None
+        self.gt_count = 0
+        self.lockstep: Any = None  # the driver's LockstepAgent when the simulator runs in lockstep
         self.collisions = 0
         self.odom_count = 0
         self.depth_count = 0
@@ -79,6 +87,7 @@ class RosReplayer:
         self.odom_count += 1
 
     def _gt(self, msg: Any) -> None:
+        self.gt_count += 1
         try:
             self.ground_truth = self._decode_ground_truth(msg)
         except RecordError:
@@ -94,13 +103,20 @@ class RosReplayer:
             pass
 
     def wait_ready(self, timeout_s: float) -> str:
-        """Wait until motion_node subscribes to ``havln/action``, odometry flows and (when published) depth.
+        """Wait until motion_node subscribes to ``havln/action``, odometry flows and (when published) depth;
+        in lockstep (:attr:`lockstep`: the driver's :class:`~havln_robot.ros.lockstep.LockstepAgent`) until
+        the clock has started and motion_node acked its first step (the clock then stands still).
 
         Returns:
             "" when ready, else what is missing.
         """
         t_end = time.monotonic() + timeout_s
-        while time.monotonic() < t_end:
+        lockstep = self.lockstep
+        while lockstep is not None and time.monotonic() < t_end:
+            if self.pub.get_subscription_count() > 0 and lockstep.ready():
+                return ""
+            self.spin(0.05)
+        while lockstep is None and time.monotonic() < t_end:
             depth_ok = self.depth_count >= 1 or self.node.count_publishers(self._depth_topic) == 0
             if self.pub.get_subscription_count() > 0 and self.odom_count >= 3 and depth_ok:
                 for _ in range(10):  # let motion_node see the same odometry
@@ -109,15 +125,110 @@ class RosReplayer:
             self.spin(0.05)
         if self.pub.get_subscription_count() == 0:
             return "nothing subscribes to havln/action; is motion_node running?"
+        if lockstep is not None:
+            return "the simulator's lockstep clock did not start, or motion_node did not ack its first step"
         if self.odom_count < 3:
             return "no odometry on 'odom'; is the simulator / Gazebo bridge / go2_driver_node running?"
         return f"no image on '{self._depth_topic}' although it has a publisher"
+
+    def settle(self) -> None:
+        """After the last action: the ground truth of where the robot ended (a record published after
+        now; the simulator repeats it while its lockstep clock stands still), at most 2 s."""
+        n = self.gt_count
+        end = time.monotonic() + 2.0
+        while self.gt_count < n + 2 and time.monotonic() < end:
+            self.spin(0.02)
 
     def stop(self) -> None:
         """Publish STOP (motion_node aborts any running action and holds zero velocity)."""
         self.motion.stop()
         for _ in range(5):
             self.spin(0.02)
+
+
+class ReplayIO:
+    """The episode runner's robot (:class:`~havln_robot.agent.core.AgentIO`) for a replay: an action
+    file played by agent_node's :class:`~havln_robot.agent.core.EpisodeRunner` with
+    :class:`~havln_robot.agent.sim_io.ActionFilePolicy`, as ``replay --backend batch`` plays it, so
+    both backends apply the same rules (a blocked action: ``blocked_wait_s`` standing still; the
+    episode ends ``blocked`` after ``max_consecutive_blocked`` in a row, with a STOP).
+
+    Actions go through motion_node (resent while ``rejected``); in lockstep through the driver's
+    :class:`~havln_robot.ros.lockstep.LockstepAgent` (sim time passes only while an action runs or a
+    blocked wait lasts). The policy does not look: :meth:`grab` gives a blank view.
+    """
+
+    def __init__(self, rep: RosReplayer, action_timeout_s: float, cancelled: Callable[[], bool], lockstep: Any = None) -> None:
+        self.rep = rep
+        self.timeout_s = action_timeout_s
+        self.cancelled = cancelled
+        self.lockstep = lockstep
+        self.refused = 0
+
+    def send_action(self, action: str) -> Any:
+        from havln_robot.agent.core import ActionOutcome, AgentAbort
+        from havln_robot.ros.motion_client import MotionCancelled, MotionTimeout
+
+        try:
+            if self.lockstep is not None:
+                r = self.lockstep.send(action, self.timeout_s, REJECTED_RETRIES, REJECTED_WAIT_S, self.cancelled)
+            else:
+                r = self.rep.motion.send(
+                    action, self.timeout_s, retries=REJECTED_RETRIES, retry_wait_s=REJECTED_WAIT_S, cancelled=self.cancelled
+                )
+        except MotionCancelled:
+            raise AgentAbort("interrupted (Ctrl-C): STOP sent", reason="aborted") from None
+        except MotionTimeout:
+            raise AgentAbort(f"no action_result for {action} within {self.timeout_s:.0f} s") from None
+        if r.blocked_before_start:
+            self.refused += 1  # not executed: the next action starts from the pose the file did not expect
+        return ActionOutcome(action, r.outcome.value, r.to_values())
+
+    def grab(self) -> Any:
+        import numpy as np
+
+        from havln_robot.agent.core import RawView
+
+        return RawView(np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2), np.uint16))
+
+    def publish_status(self, values: Any) -> None:
+        pass
+
+    def pause(self, seconds: float) -> bool:
+        """A blocked wait: in lockstep ``seconds`` of sim time, else of the clock (spinning); True."""
+        from havln_robot.agent.core import AgentAbort
+        from havln_robot.ros.motion_client import MotionCancelled
+
+        try:
+            if self.lockstep is not None:
+                self.lockstep.pause(seconds, self.cancelled)
+            else:
+                self.rep.motion.pause(seconds, self.cancelled)
+        except MotionCancelled:
+            raise AgentAbort("interrupted (Ctrl-C): STOP sent", reason="aborted") from None
+        return True
+
+    def play(self, actions: list[str]) -> tuple[bool, str, int, int]:
+        """Play ``actions``: ``(stopped, note, actions sent, refused)``."""
+        from havln_robot.agent.core import EpisodeRunner
+        from havln_robot.agent.sim_io import ActionFilePolicy, agent_node_params, batch_agent_config
+
+        cfg = batch_agent_config(agent_node_params())
+        runner = EpisodeRunner(ActionFilePolicy(actions), self, cfg, clock=time.monotonic, cancelled=self.cancelled)
+        try:
+            res = runner.run("")
+        finally:
+            runner.close()
+        steps = res.steps + (1 if res.interrupted else 0)
+        if res.reason == "blocked":  # as the batch backend: the challenge file of a blocked episode ends in STOP
+            self.rep.stop()
+            return True, f"blocked: {res.detail}", steps, self.refused
+        if res.reason == "aborted":
+            if res.interrupted:
+                self.rep.stop()
+            detail = res.detail if res.detail.startswith(("interrupted", "no action_result")) else f"aborted: {res.detail}"
+            return False, detail, steps, self.refused
+        return res.reason == "stop", "", steps, self.refused
 
 
 def replay_ros(
@@ -146,7 +257,7 @@ def replay_ros(
     """
     from tqdm import tqdm
 
-    from havln_robot.ros.motion_client import MotionCancelled, MotionTimeout
+    from havln_robot.ros.lockstep import LockstepAgent
     from havln_robot.sim.metrics import episode_metrics
 
     stop_event = stop_event or threading.Event()
@@ -158,48 +269,16 @@ def replay_ros(
         # the ROS-domain conflict check once; later episodes follow our own nodes
         with _RosSession(target, eid, episodes_file, sets, log, record, check_graph=k == 0) as sess:
             rep = RosReplayer(sess.node, sess.spin)
-            missing = rep.wait_ready(20.0)
+            sess.lockstep = rep.lockstep = LockstepAgent(sess.node, rep.motion, sess.spin) if sess.lockstep_on else None
+            missing = rep.wait_ready(20.0 if sess.lockstep is None else 20.0 + LOCKSTEP_START_S)
             if missing:
                 raise ReplayError(f"{target}: not ready after 20 s: {missing}")
-            seq = actions[eid]
-            stopped, note, steps, refused = False, "", 0, 0
-            for a in seq:
-                if stop_event.is_set():
-                    rep.stop()
-                    note = "interrupted"
-                    break
-                try:
-                    res = rep.motion.send(
-                        a, action_timeout_s, retries=REJECTED_RETRIES, retry_wait_s=REJECTED_WAIT_S, cancelled=stop_event.is_set
-                    )
-                except MotionCancelled:
-                    rep.stop()
-                    steps += 1
-                    note = "interrupted (Ctrl-C): STOP sent"
-                    break
-                except MotionTimeout:
-                    steps += 1
-                    rep.stop()
-                    note = f"no action_result for {a} within {action_timeout_s:.0f} s"
-                    break
-                steps += 1
-                if res.blocked_before_start:
-                    refused += 1  # not executed: the next action starts from the pose the file did not expect
-                if res.outcome == Outcome.ABORTED and a != STOP:
-                    note = f"aborted: {res.detail}"
-                    if target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
-                        rep.stop()
-                        stop_event.set()
-                    break
-                if res.outcome == Outcome.REJECTED:
-                    rep.stop()
-                    note = f"motion_node rejected {a}: {res.detail}"
-                    break
-                if a == STOP:
-                    stopped = True
-                    break
-            for _ in range(10):
-                sess.spin(0.02)
+            io = ReplayIO(rep, action_timeout_s, stop_event.is_set, lockstep=sess.lockstep)
+            stopped, note, steps, refused = io.play(actions[eid])
+            if note.startswith("aborted") and target == "robot":  # e-stop / safety stop on the real robot ends the whole replay
+                rep.stop()
+                stop_event.set()
+            rep.settle()
             gt = rep.ground_truth
             if gt is None:  # nothing publishes ground truth (robot): NE unknown, contacts from havln/collision
                 gt = GroundTruth(collisions_human=rep.collisions)
@@ -243,6 +322,8 @@ class _RosSession:
         self.record, self.check_graph = record, check_graph
         self.bringup = None
         self.ctx = None
+        self.lockstep_on = False  # the embedded simulator runs in lockstep: the replay is its agent participant
+        self.lockstep: Any = None
 
     def __enter__(self) -> _RosSession:
         try:
@@ -257,6 +338,7 @@ class _RosSession:
             # the profile's nodes spin on their own threads; the replay node is spun by the caller
             self.bringup = _embedded_bringup(self.episode_id, self.episodes_file, self.sets, self.log, self.record, self.check_graph)
             self.ctx = self.bringup.context
+            self.lockstep_on = bool(self.bringup.profile.nodes["sim_node"].get("lockstep", False))
         else:
             self.ctx = rclpy.Context()
             rclpy.init(context=self.ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -278,6 +360,8 @@ class _RosSession:
     def __exit__(self, *exc: object) -> None:
         import rclpy
 
+        if self.lockstep is not None:
+            self.lockstep.close()
         if self.bringup is not None:
             self._ex.shutdown()
             self.node.destroy_node()
@@ -311,8 +395,8 @@ def _embedded_bringup(
         sim.setdefault("episode_id", episode_id)
     if "scene_source" in spec and episodes_file is not None:
         sim.setdefault("scene_source", "episodes")
-    if "lockstep" in spec:  # motion_node alone, no agent: sim time on the wall clock (it must run before the first action)
-        sim.setdefault("lockstep", False)
+    if "lockstep_wait_for" in spec:  # lockstep: the replay is the agent participant; no people_node is started
+        sim.setdefault("lockstep_wait_for", ["motion", "agent"])
     try:
         prof = load_profile(config_dir() / "sim.yaml", overrides, overrides_from="--set")
     except ConfigError as exc:
