@@ -237,8 +237,9 @@ def test_batch_control_loop_overload():
 
 
 def test_motion_node_and_batch_share_the_guard():
+    import havln_robot.motion.inputs as core
     import havln_robot.nodes.motion_node as node
     import havln_robot.sim.closed_loop as batch
 
-    assert node.MotionGuard is batch.MotionGuard is MotionGuard
+    assert node.MotionCore is core.MotionCore and core.MotionGuard is batch.MotionGuard is MotionGuard
     assert math.isfinite(OVERLOAD_PERIODS)

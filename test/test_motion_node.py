@@ -138,7 +138,7 @@ def rig(ros_context):
             return rosspin.spin_until(ex, cond, timeout, step=0.005)
 
         spin_until(lambda: node.count_subscribers("havln/action_result") > 0 and base.count_subscribers("havln/action") > 0, 5.0)
-        assert spin_until(lambda: node._odom is not None and node._imu_t is not None, 10.0), "no odom/imu from the fake base"
+        assert spin_until(lambda: node.core.odom is not None and node.core.imu_t is not None, 10.0), "no odom/imu from the fake base"
         return node, base, spin_until
 
     yield make
@@ -210,7 +210,7 @@ def test_lost_odometry_aborts(rig):
 def test_depth_wall_blocks_forward_and_is_logged(rig):
     node, base, spin = rig(require_depth=True, camera_z_m=0.35, min_partial_step_m=0.0)  # refuse, no partial step
     base.wall_m = 0.3  # 0.25 m ahead of the nose: inside the 0.25 m step + 0.10 m front margin
-    assert spin(lambda: node._depth is not None and node._k is not None)
+    assert spin(lambda: node._depth is not None and node.core.k is not None)
     base.send("MOVE_FORWARD")
     assert spin(lambda: len(base.results) >= 1)
     name, outcome, rec = _result(base.results[0])
@@ -275,7 +275,7 @@ def person_ahead_detector():
 def test_in_process_person_detector(rig, person_ahead_detector):
     node, base, spin = rig(require_depth=True, person_detector=person_ahead_detector)
     base.wall_m = 3.0  # free corridor, so only the detector's person can block
-    assert spin(lambda: node._color is not None and node._depth is not None and node._k is not None)
+    assert spin(lambda: node.core.color is not None and node._depth is not None and node.core.k is not None)
     base.send("MOVE_FORWARD")
     assert spin(lambda: len(base.results) >= 1 and len(base.collisions) >= 1)
     assert base.results[0].message == "collision"
@@ -294,7 +294,7 @@ def test_shipped_person_detector_by_name(ros_context):
     for name in ("depth_people_tracker", "havln_robot.perception.people:DepthPeopleTracker"):
         node = MotionNode(params={**MOTION_PARAMS.defaults(), "person_detector": name}, context=ros_context)
         try:
-            assert type(node.detector).__name__ == "DepthPeopleTracker"
+            assert type(node.core.detector).__name__ == "DepthPeopleTracker"
         finally:
             node.destroy_node()
 
@@ -342,7 +342,7 @@ def test_frozen_odometry_under_command_aborts_not_a_blind_revert(ros_context):
 
     try:
         spin(lambda: node.count_subscribers("havln/action_result") > 0 and base.count_subscribers("havln/action") > 0, 5.0)
-        assert spin(lambda: node._odom is not None and node._imu_t is not None, 10.0)
+        assert spin(lambda: node.core.odom is not None and node.core.imu_t is not None, 10.0)
         base.send("MOVE_FORWARD")
         assert spin(lambda: base.x > 0.05)
         base.frozen_x, base.frozen = base.x, True
@@ -387,7 +387,7 @@ def test_depth_is_placed_at_its_capture_stamp_not_its_arrival(ros_context):
         info.k = [f, 0.0, (w - 1) / 2, 0.0, f, (h - 1) / 2, 0.0, 0.0, 1.0]
         node._on_info(info)
         node._on_depth(image_msg(np.full((h, w), 1000, np.uint16), "16UC1", "camera_color_optical_frame", stamp(now - 0.2)))
-        obs = node._obstacles(node.get_clock().now().nanoseconds * 1e-9)
+        obs = node.core.obstacles(node.get_clock().now().nanoseconds * 1e-9)
         assert obs.points is not None and len(obs.points)
         d = float(MOTION_PARAMS.defaults()["camera_x_m"]) + 1.0
         assert np.median(obs.points[:, 1]) == pytest.approx(-d * math.sin(math.radians(20.0)), abs=0.05)
@@ -422,7 +422,7 @@ def test_people_are_moved_from_their_capture_pose_into_the_current_base_link(ros
         ps.position.x = 2.0
         pa.poses.append(ps)
         node._on_people(pa)
-        (p,) = node._obstacles(node.get_clock().now().nanoseconds * 1e-9).people
+        (p,) = node.core.obstacles(node.get_clock().now().nanoseconds * 1e-9).people
         assert p.x == pytest.approx(2.0 * math.cos(math.radians(20.0)), abs=0.02)
         assert p.y == pytest.approx(-2.0 * math.sin(math.radians(20.0)), abs=0.02)
     finally:
@@ -466,7 +466,7 @@ def test_one_nan_imu_message_is_dropped(rig, imu_orientation):
     assert spin(lambda: base.x > 0.05)
     base.imu_pub.count = 1
     assert spin(lambda: len(base.results) >= 1)
-    assert base.imu_pub.count == 0 and math.isfinite(node.gyro.yaw)
+    assert base.imu_pub.count == 0 and math.isfinite(node.core.gyro.yaw)
     name, outcome, rec = _result(base.results[0])
     assert (name, outcome) == ("MOVE_FORWARD", "ok"), rec.get("detail")
     assert abs(math.degrees(base.th)) < 2.0

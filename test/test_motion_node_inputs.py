@@ -157,7 +157,7 @@ def test_camera_info_not_describing_the_depth_image_is_no_depth(driver, info):
     d.info()  # a good one first: a bad one later must not leave it in place
     d.info(**info)
     d.depth(wall_m=0.3)
-    assert d.node._obstacles(d.t).points is None
+    assert d.node.core.obstacles(d.t).points is None
     (res,) = d.act("MOVE_FORWARD")
     assert res[1] == "aborted" and "require_depth" in res[2]["detail"], res
     warned = d.log.having("camera_info", "warning")
@@ -198,7 +198,7 @@ def test_frozen_depth_stamp_refuses_even_on_another_clock(driver):
     for _ in range(10):  # a camera whose clock is 100 s behind (off this clock: arrival times used), advancing
         d.sensors(0.066)
         d.depth(stamp=d.t - 100.0)
-    assert d.node._obstacles(d.t).points is not None  # a constant clock offset is not a frozen camera
+    assert d.node.core.obstacles(d.t).points is not None  # a constant clock offset is not a frozen camera
     first = d.t - 100.0
     for _ in range(5):  # the driver wedges: the same frame, the same stamp, over and over
         d.sensors(0.066)

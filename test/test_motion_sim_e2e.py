@@ -46,7 +46,7 @@ def test_actions_through_sim_node(ros_context):
         return False
 
     try:
-        assert spin(lambda: len(truth) > 2 and mot._odom is not None and mot._imu_t is not None, 20.0)
+        assert spin(lambda: len(truth) > 2 and mot.core.odom is not None and mot.core.imu_t is not None, 20.0)
         for action, dist, dyaw in (("MOVE_FORWARD", 0.25, 0.0), ("TURN_LEFT", 0.0, 15.0), ("TURN_RIGHT", 0.0, -15.0)):
             g0, n = dict(truth[-1]), len(results)
             pub.publish(String(data=action))

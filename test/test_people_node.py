@@ -107,7 +107,7 @@ def test_motion_node_takes_velocities_from_people_tracks(ros_context):
         end = time.monotonic() + 10
         while time.monotonic() < end and not send():
             ex.spin_once(timeout_sec=0.05)
-        people = node._obstacles(node._now()).people
+        people = node.core.obstacles(node._now()).people
         assert len(people) == 1 and people[0].human_id == 12 and people[0].vy == -1.0
     finally:
         ex.shutdown()

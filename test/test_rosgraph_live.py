@@ -138,7 +138,7 @@ def test_drop_counter_counts_sequence_gaps_and_lost_events():
 
 def test_clock_jumping_back_aborts_resets_and_logs_once(graph, capfd):
     g, base = graph, graph.base
-    assert g.spin(lambda: g.motion._odom is not None and g.motion._imu_t is not None and g.motion._now() > 99.0, 10.0)
+    assert g.spin(lambda: g.motion.core.odom is not None and g.motion.core.imu_t is not None and g.motion._now() > 99.0, 10.0)
     base.imu_orientation = False  # yaw from the gyro tracker, the state the jump used to break
     g.spin(lambda: False, 0.3)
     base.send("TURN_LEFT")

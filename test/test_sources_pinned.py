@@ -77,15 +77,15 @@ def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, sim_
     ex.add_node(node)
     theirs = None
     try:
-        assert _spin(ex, lambda: node._odom is not None, 10.0), "motion_node got no odometry"
+        assert _spin(ex, lambda: node.core.odom is not None, 10.0), "motion_node got no odometry"
         seen_x, seen_t = set(), []
 
         theirs = Stack(other_ctx, "go2_driver_node", 7.0, 5.0 if sim_time else None)  # same node name, other machine
         end = time.monotonic() + 3.0
         while time.monotonic() < end:
             ex.spin_once(timeout_sec=0.01)
-            if node._odom is not None:
-                seen_x.add(round(node._odom[0], 3))
+            if node.core.odom is not None:
+                seen_x.add(round(node.core.odom[0], 3))
             seen_t.append(node.get_clock().now().nanoseconds * 1e-9)
         assert 7.0 not in seen_x, "motion_node took the other stack's odometry"
         if sim_time:

@@ -1,9 +1,9 @@
 """motion_node: HA-VLN action literals -> closed-loop ``cmd_vel``, with collision checks and revert.
 
-Thin ROS shell over :class:`havln_robot.motion.executor.Executor` run under the safety layer,
-:class:`havln_robot.motion.guard.MotionGuard` (every rule that refuses or stops motion lives there
-or in the executor; the batch simulator runs the same two). This node converts messages, feeds
-the guard its streams, ticks it from a timer, publishes and logs.
+Thin ROS shell over :class:`havln_robot.motion.inputs.MotionCore`: the executor under the safety
+layer :class:`havln_robot.motion.guard.MotionGuard` (every rule that refuses or stops motion lives
+there or in the executor; the batch simulator runs the same two) and the state of the streams.
+This node converts messages, feeds the core, ticks it from a timer, publishes and logs.
 
 * subscribes ``havln/action`` (std_msgs/String literal), ``odom`` (nav_msgs/Odometry),
   ``imu`` (sensor_msgs/Imu: gyro z integrated for yaw, linear acceleration for bumps),
@@ -43,15 +43,15 @@ from std_msgs.msg import String
 
 from havln_robot import actions as A
 from havln_robot.geometry import quat_to_yaw
-from havln_robot.motion.checks import GyroYaw
-from havln_robot.motion.executor import ActionResult, CollisionRecord, Executor, MotionConfig, Tick
-from havln_robot.motion.guard import GuardConfig, Guarded, MotionGuard
+from havln_robot.motion.executor import ActionResult, CollisionRecord, Tick
+from havln_robot.motion.guard import Guarded
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
-from havln_robot.motion.lidar import LidarMount, cloud_xyz
-from havln_robot.motion.obstacles import ObstacleTracker, Pose2D, TrackerConfig
+from havln_robot.motion.inputs import MotionCore
+from havln_robot.motion.lidar import cloud_xyz
+from havln_robot.motion.obstacles import Pose2D
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.motion.people_input import PeopleInput, nearest_rows, rebase_people
-from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person, load_person_detector
+from havln_robot.motion.people_input import nearest_rows
+from havln_robot.motion.safety import Intrinsics, Person, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.quoting import quote
@@ -106,41 +106,25 @@ class MotionNode(HavlnNode):
     def __init__(self, params: dict[str, Any] | None = None, node_name: str | None = None, **kwargs: Any) -> None:
         super().__init__(params, node_name, **kwargs)
         p = self.params
-        self.cfg = MotionConfig.from_params(p)
-        self.motion = Executor(self.cfg)
-        self.gyro = GyroYaw(p["gyro_bias_time_s"])
-        self.mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
-        self._odom: tuple[float, float, float] | None = None
-        self._odom_t: float | None = None
-        self._odom_speed = 0.0
-        self._imu_t: float | None = None
-        self._imu_stamped: bool | None = None
-        self._accel: tuple[float, float] | None = None
-        # every rule that refuses or stops motion on the inputs' health (motion/guard.py)
-        self.guard = MotionGuard(GuardConfig.from_params(p), self._now())
-        self._depth: tuple[Image, float] | None = None
-        self.tracker = ObstacleTracker(
-            TrackerConfig.from_params(p),
-            self.mount,
-            on_frame=self._on_frame,
-            warn=lambda s: self._warn_once("depth-enc", terminal_safe(f"{p['depth_topic']}: {s}; expected 16UC1 (mm) or 32FC1 (m)")),
-        )
-        if p["lidar_topic"]:
-            self.tracker.lidar_mount = LidarMount.from_params(p)
-        self.detector = None
-        self._color: Image | None = None
-        self._detected: list[Person] = []
+        detector = None
         if p["person_detector"]:
             try:
-                self.detector = load_person_detector(p["person_detector"], BUILTIN_PERSON_DETECTORS)
+                detector = load_person_detector(p["person_detector"], BUILTIN_PERSON_DETECTORS)
             except ValueError as exc:
                 msg = f"{self.get_name()}: {exc}"
                 self.destroy_node()
                 raise ConfigError(msg) from None
-        self._k: Intrinsics | None = None
-        self.people = PeopleInput(p["max_people"], p["people_timeout_s"])
-        self._detected_at: Pose2D | None = None
-        self._zero_until = -math.inf
+        # the executor, every rule that refuses or stops motion (motion/guard.py) and the streams' state
+        self.core = MotionCore(
+            p,
+            self._now(),
+            warn_depth=lambda s: self._warn_once("depth-enc", terminal_safe(f"{p['depth_topic']}: {s}; expected 16UC1 (mm) or 32FC1 (m)")),
+            detector=detector,
+            detect_error=self._detector_failed,
+        )
+        self.core.color_rgb = image_array
+        self.motion, self.guard, self.tracker, self.people = self.core.motion, self.core.guard, self.core.tracker, self.core.people
+        self._depth: tuple[Image, float] | None = None
         self._warned: set[str] = set()
         self._reject_log_t = -math.inf
         self._reject_skipped = 0
@@ -169,7 +153,7 @@ class MotionNode(HavlnNode):
         self.create_subscription(PoseArray, p["people_topic"], self._on_people_raw, sensor_qos(5), callback_group=group, raw=True)
         if p["people_tracks_topic"]:
             self.create_subscription(PointCloud2, p["people_tracks_topic"], self._on_tracks, sensor_qos(5), callback_group=group)
-        if self.detector is not None:
+        if detector is not None:
             self.create_subscription(Image, p["color_topic"], self._on_color, sensor_qos(2), callback_group=group)
         if p["lidar_topic"]:
             self.create_subscription(PointCloud2, p["lidar_topic"], self._on_cloud, sensor_qos(5), callback_group=group)
@@ -191,24 +175,17 @@ class MotionNode(HavlnNode):
         )
 
     def _second_source(self, topic: str, first: str, second: str) -> None:
-        """A second publisher on a bound source: abort the action and zero cmd_vel (its messages are refused)."""
+        """A second publisher on a bound source: the core stops the robot (its messages are refused)."""
         with self._lock:
             t = self._now()
-            self._emit(self.motion.abort(t, f"second publisher {second} on {topic} (bound to {first}); robot stopped"), t)
+            self._emit(self.core.source_conflict(t, topic, first, second), t)
             self._publish_cmd((0.0, 0.0))
 
     def _on_clock_reset(self, t: float, _jump_s: float) -> None:
         """Sim time went back: abort the action, zero cmd_vel, restart the yaw tracker and every stamp."""
         with self._lock:
-            self._emit(self.motion.time_jumped_back(t), t)
-            self.gyro = GyroYaw(self.params["gyro_bias_time_s"])
-            self._imu_stamped = None
-            self._odom_t = self._imu_t = None
+            self._emit(self.core.reset(t), t)
             self._depth = None
-            self.tracker.time_reset()
-            self.people.reset()
-            self.guard.reset(t)
-            self._zero_until = t + self.params["idle_zero_s"]
 
     # ------------------------------------------------------------------ helpers
     def _now(self) -> float:
@@ -225,8 +202,7 @@ class MotionNode(HavlnNode):
 
     def _emit(self, tick: Tick, t: float) -> None:
         self._publish_cmd(tick.cmd)
-        if tick.results or tick.collisions:
-            self._zero_until = t + self.params["idle_zero_s"]
+        self.core.ended(tick, t)
         for c in tick.collisions:
             self._publish_collision(c)
         for r in tick.results:
@@ -256,17 +232,6 @@ class MotionNode(HavlnNode):
 
     def _publish_collision(self, c: CollisionRecord) -> None:
         self.collision_pub.publish(encode_collision(c, hardware_id=self.get_name()))
-
-    def _obstacles(self, t: float) -> Obstacles:
-        """Obstacle points from the latest fresh depth image (and memory) and fresh people, in base_link."""
-        pitch = self.mount.pitch + (self.motion.pitch if self.params["virtual_pitch_tilts_depth"] else 0.0)
-        pts = self.tracker.points(t, self._odom, pitch)
-        people = self.people.fresh(t, self._odom)
-        if pts is not None:
-            people += rebase_people(self._detected, self._detected_at, self._odom)
-        recalled = [] if people else self.people.recalled(t, self._odom, self.params["contact_recall_s"])
-        floor = self.tracker.floor(self._odom) if pts is not None else None
-        return Obstacles(points=pts, people=people, recalled=recalled, floor=floor)
 
     def _crowd(self, n: int, topic: str) -> None:
         """Warn once per topic when a message holds more than ``max_people`` people: only the nearest
@@ -303,27 +268,15 @@ class MotionNode(HavlnNode):
 
     def _captured_at(self, stamp: Any, now: float, name: str) -> Pose2D | None:
         """The odom pose at a message's header stamp (None when the odometry kept does not reach back to it)."""
-        return self.tracker.poses.at(self._stamp_time(stamp, now, name))
+        return self.core.captured_at(self._stamp_time(stamp, now, name))
 
-    def _on_frame(self, depth_m: np.ndarray, mount: CameraMount) -> None:
-        self._detected = self._detect(depth_m, mount)
-        self._detected_at = self.tracker.frame_pose
-
-    def _detect(self, depth_m: np.ndarray, mount: CameraMount) -> list[Person]:
-        """People from the in-process PersonDetector on the latest colour frame (empty without one)."""
-        if self.detector is None or self._color is None or self._k is None:
-            return []
-        try:
-            rgb = image_array(self._color)
-            return list(self.detector.detect(rgb, depth_m, self._k, mount))
-        except Exception as exc:  # noqa: BLE001 - a faulty plug-in must not stop the robot's checks
-            self._warn_once(
-                "detector",
-                terminal_safe(
-                    f"person_detector {self.params['person_detector']} failed: {exc}; people from {self.params['people_topic']} only"
-                ),
-            )
-            return []
+    def _detector_failed(self, exc: Exception) -> None:
+        self._warn_once(
+            "detector",
+            terminal_safe(
+                f"person_detector {self.params['person_detector']} failed: {exc}; people from {self.params['people_topic']} only"
+            ),
+        )
 
     # ------------------------------------------------------------------ callbacks
     def _log(self, g: Guarded) -> None:
@@ -339,13 +292,8 @@ class MotionNode(HavlnNode):
             self._ls.event()
             return
         t = self._now()
-        action = bounded_literal(msg.data.strip())
-        imu_yaw = self.gyro.yaw if self._imu_t is not None else None
         with self._lock:
-            if action == "STOP":
-                self._emit(self.motion.stop(t, "preempted by STOP", self._odom, imu_yaw), t)
-                return
-            g = self.guard.start(self.motion, action, t, self._odom, imu_yaw, self._obstacles(t), self.tracker.frame_problem(t))
+            g = self.core.start(bounded_literal(msg.data.strip()), t)
             self._log(g)
             self._emit(g.tick, t)
 
@@ -377,13 +325,15 @@ class MotionNode(HavlnNode):
         )
         if not self._finite("odom", self.params["odom_topic"], fields):
             return
-        self._odom = (float(pp.x), float(pp.y), quat_to_yaw(q.x, q.y, q.z, q.w))
-        self._odom_speed = abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z)
-        self._odom_t = self._stamp_time(msg.header.stamp, t, "odom")
-        self.tracker.add_odom(self._odom_t, self._odom)
         st = msg.header.stamp
-        sample = (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z)
-        self.guard.sample("odom", (st.sec, st.nanosec), sample, t, self.motion)
+        self.core.on_odom(
+            t,
+            (float(pp.x), float(pp.y), quat_to_yaw(q.x, q.y, q.z, q.w)),
+            abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z),
+            self._stamp_time(st, t, "odom"),
+            (st.sec, st.nanosec),
+            (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z),
+        )
 
     def _on_imu(self, msg: Imu) -> None:
         if self._ls.hold("imu", msg.header.stamp, msg):
@@ -394,12 +344,7 @@ class MotionNode(HavlnNode):
         except ImuFrameError as exc:
             self._warn_once("imu-frame", f"{self.params['imu_topic']}: {exc}; IMU not used")
             return
-        st = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        # integrate on the sensor's own stamps (consistent within the stream, whatever the clock)
-        if self._imu_stamped is None:
-            self._imu_stamped = st > 0
-        sample_t = st if self._imu_stamped else t
-        still = self.motion.stationary(t) and self._odom_speed < 0.02  # odometry twist noise of a standing robot
+        sample_t = self.core.imu_sample_time(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, t)
         q = msg.orientation
         has_orientation = msg.orientation_covariance[0] != -1.0 and (q.x, q.y, q.z, q.w) != (0.0, 0.0, 0.0, 0.0)
         w, a = msg.angular_velocity, msg.linear_acceleration
@@ -411,19 +356,22 @@ class MotionNode(HavlnNode):
         ) + (("linear_acceleration.x", a.x), ("linear_acceleration.y", a.y), ("linear_acceleration.z", a.z))
         if not self._finite("imu", self.params["imu_topic"], fields):
             return
-        if use_orientation:
-            self.gyro.add_orientation(sample_t, quat_to_yaw(q.x, q.y, q.z, q.w), stationary=still)
-        else:
-            self.gyro.add(sample_t, axes.yaw_rate(float(w.x), float(w.y), float(w.z)), stationary=still)
-        self._accel = axes.horizontal_accel(float(a.x), float(a.y), float(a.z))
-        self._imu_t = self._stamp_time(msg.header.stamp, t, "imu")
-        w, o, st = msg.angular_velocity, msg.orientation, msg.header.stamp
-        self.guard.sample("imu", (st.sec, st.nanosec), (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z), t, self.motion)
+        st = msg.header.stamp
+        self.core.on_imu(
+            t,
+            sample_t,
+            quat_to_yaw(q.x, q.y, q.z, q.w) if use_orientation else None,
+            None if use_orientation else axes.yaw_rate(float(w.x), float(w.y), float(w.z)),
+            axes.horizontal_accel(float(a.x), float(a.y), float(a.z)),
+            self._stamp_time(st, t, "imu"),
+            (st.sec, st.nanosec),
+            (q.x, q.y, q.z, q.w, w.x, w.y, w.z, a.x, a.y, a.z),
+        )
 
     def _on_color(self, msg: Image) -> None:
         if self._ls.hold("color", msg.header.stamp, msg):
             return
-        self._color = msg
+        self.core.color = msg
 
     def _on_depth(self, msg: Image) -> None:
         if self._ls.hold("depth", msg.header.stamp, msg):
@@ -460,10 +408,10 @@ class MotionNode(HavlnNode):
         if self._ls.hold("info", msg.header.stamp, msg):
             return
         try:
-            self._k = self.tracker.intrinsics = Intrinsics.from_k(msg.k, msg.width, msg.height)
+            self.core.k = self.tracker.intrinsics = Intrinsics.from_k(msg.k, msg.width, msg.height)
         except ValueError as exc:
             # never keep earlier intrinsics: depth is unusable while its camera_info is (require_depth: refused)
-            self._k = self.tracker.intrinsics = None
+            self.core.k = self.tracker.intrinsics = None
             self._warn_once("info", terminal_safe(f"{self.params['depth_info_topic']}: {exc}; depth not used"))
 
     def _on_people(self, msg: PoseArray) -> None:
@@ -479,9 +427,8 @@ class MotionNode(HavlnNode):
             return  # the people of the last finite message stay until people_timeout_s
         people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
         t = self._now()
-        self.guard.heard_people(t)
         self._crowd(len(people), self.params["people_topic"])
-        self.people.set_people(people, t, self._captured_at(msg.header.stamp, t, "people"))
+        self.core.on_people(people, t, self._captured_at(msg.header.stamp, t, "people"), tracks=False)
 
     def _on_tracks(self, msg: PointCloud2) -> None:
         if self._ls.hold("tracks", msg.header.stamp, msg):
@@ -502,16 +449,15 @@ class MotionNode(HavlnNode):
             return  # the tracks of the last finite message stay until people_timeout_s
         people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
         t = self._now()
-        self.guard.heard_people(t)
         self._crowd(len(people), self.params["people_tracks_topic"])
-        self.people.set_tracks(people, t, self._captured_at(msg.header.stamp, t, "tracks"))
+        self.core.on_people(people, t, self._captured_at(msg.header.stamp, t, "tracks"), tracks=True)
 
     # ------------------------------------------------------------------ lockstep
     def _ls_needs(self, t_ns: int, streams: frozenset[str]) -> list[str]:
         """The message kinds step ``t_ns`` waits for (people_node's output for it too)."""
         need = [k for k in ("odom", "imu") if k in streams]
         if "camera" in streams:
-            need += ["depth", "info"] + (["color"] if self.detector is not None else [])
+            need += ["depth", "info"] + (["color"] if self.core.detector is not None else [])
         if "people" in streams:
             need.append("people")
         people = self._ls.link.peer("people")
@@ -550,22 +496,11 @@ class MotionNode(HavlnNode):
     def _on_tick(self) -> None:
         t = self._now()
         with self._lock:
-            imu_yaw = self.gyro.yaw if self._imu_t is not None else None
-            g = self.guard.tick(
-                self.motion,
-                t,
-                self._odom,
-                imu_yaw,
-                lambda: self._obstacles(t),
-                self._accel,
-                self._odom_t,
-                self._imu_t,
-                lambda: self.tracker.frame_problem(t),
-            )
+            g, hold_zero = self.core.tick(t)
             self._log(g)
             if g.tick is not None:
                 self._emit(g.tick, t)
-            elif self.motion.phase == "holding" or t < self._zero_until:
+            elif hold_zero:
                 self._publish_cmd((0.0, 0.0))
 
     def safe_stop(self) -> None:
@@ -574,7 +509,7 @@ class MotionNode(HavlnNode):
         try:
             with self._lock:
                 t = self._now()
-                self._emit(self.motion.abort(t, "motion_node shutting down"), t)
+                self._emit(self.core.shutdown(t), t)
         except Exception:  # noqa: BLE001 - must not raise during shutdown
             try:
                 self._publish_cmd((0.0, 0.0))
