@@ -2,7 +2,7 @@
 
 Measures, on this machine:
 
-1. **coverage** (always): :func:`havln_robot.sim.stairs.walk` on every scan of ``--connectivity``:
+1. **coverage** (always): :func:`walk` on every scan of ``--connectivity``:
    paths crossing every stairs edge plus ``--random`` random shortest paths per scan (``--seed``);
    prints paths, failures, actions, wall and CPU time and the ``--slowest`` slowest scans;
 2. **splits** (``--splits``): ``havln-robot eval --policy expert`` over every discrete split file of
@@ -17,12 +17,89 @@ Exit code 1 when a coverage path or a split is below ``--min-success`` (default 
 from __future__ import annotations
 
 import argparse
+import math
+import random
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from havln_robot.text import nonempty, number_in, path_arg
+
+if TYPE_CHECKING:
+    from havln_robot.sim.scene import Scene
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """Outcome of the expert on one coverage path.
+
+    Attributes:
+        path: viewpoint ids walked. kind: "random" or "stairs". success: STOP within the success radius
+        (walkable NE, :mod:`havln_robot.sim.metrics`). ne: walkable distance to the goal at the end (m).
+        steps: actions taken (<= 500). stairs: stairs edges (sorted id pairs) the path crosses.
+    """
+
+    path: tuple[str, ...]
+    kind: str
+    success: bool
+    ne: float
+    steps: int
+    stairs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """Coverage run of one scan: ``scan``, ``results`` (one per path), ``stairs_edges`` (count in the
+    scan), ``covered`` (stairs edges crossed by a successful path), ``seconds`` (wall time, scene load included)."""
+
+    scan: str
+    results: tuple[PathResult, ...]
+    stairs_edges: int
+    covered: int
+    seconds: float
+
+    @property
+    def failures(self) -> list[PathResult]:
+        """Paths the expert did not finish with a success."""
+        return [r for r in self.results if not r.success]
+
+    @property
+    def steps(self) -> int:
+        """Actions taken over all paths."""
+        return sum(r.steps for r in self.results)
+
+
+def walk(scene: Scene, seed: int = 0, n_random: int = 2) -> ScanReport:
+    """Run the expert on :func:`~havln_robot.sim.stairs.coverage_paths` of ``scene`` (no people;
+    start yaw seeded uniform), each path through agent_node's episode runner as ``eval --policy
+    expert`` runs it (:func:`havln_robot.eval.run_episode`).
+
+    Returns:
+        The :class:`ScanReport` (wall time excludes building the scene).
+    """
+    from havln_robot.eval import run_episode
+    from havln_robot.sim.stairs import coverage_paths, path_episode, stairs_edges
+    from havln_robot.sim.world import World
+
+    t0 = time.perf_counter()
+    stairs = set(stairs_edges(scene))
+    rng = random.Random(f"{scene.name}:{seed}:yaw")
+    results = []
+    covered: set[tuple[str, str]] = set()
+    for k, (kind, p) in enumerate(coverage_paths(scene, seed, n_random)):
+        ep = path_episode(scene, p, f"{scene.name}:{k}", rng.uniform(-math.pi, math.pi))
+        w = World(scene, ep, seed=seed)
+        run_episode(w, "expert")
+        m = w.metrics()
+        crossed = tuple(sorted({(min(a, b), max(a, b)) for a, b in pairwise(p)} & stairs))
+        if m.success:
+            covered.update(crossed)
+        results.append(PathResult(p, kind, bool(m.success), float(m.ne), int(m.steps), crossed))
+    return ScanReport(scene.name, tuple(results), len(stairs), len(covered), time.perf_counter() - t0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +127,6 @@ def _parser() -> argparse.ArgumentParser:
 def coverage(conn: Path, scans: list[str], n_random: int, seed: int, cache: Path, slowest: int) -> tuple[int, int]:
     """Run the coverage paths of ``scans``; print the summary and slowest scans. Returns (paths, failures)."""
     from havln_robot.sim.scene import Scene
-    from havln_robot.sim.stairs import walk
 
     t0, c0 = time.perf_counter(), time.process_time()
     reports = []

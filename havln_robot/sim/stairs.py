@@ -5,7 +5,8 @@ stairs the simulator does not let a robot walk (the expert ran out of actions on
 switchback and split stairs). This module builds, for one :class:`~havln_robot.sim.scene.Scene`,
 a fixed set of navigation-graph paths that crosses **every stairs edge** (an edge the scene turns
 into a ramp: its two viewpoints are on different floors, lift edges excluded) at least once, plus
-random shortest paths between included viewpoints, and runs the privileged expert on each.
+random shortest paths between included viewpoints; `havln-robot bench stairs` (:func:`havln_robot.bench.stairs.walk`)
+runs the privileged expert on each through agent_node's episode runner.
 
 Paths (:func:`coverage_paths`, seeded, deterministic for a given connectivity file):
 
@@ -23,8 +24,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
-from dataclasses import dataclass
 from itertools import pairwise
 
 import networkx as nx
@@ -39,46 +38,6 @@ LIFT_XY_M: float = 1e-3
 MAX_RANDOM_VIEWPOINTS: int = 8
 #: Most stairs edges chained into one coverage path (a flight of several graph edges walked in one go).
 MAX_CHAIN: int = 6
-
-
-@dataclass(frozen=True)
-class PathResult:
-    """Outcome of the expert on one coverage path.
-
-    Attributes:
-        path: viewpoint ids walked. kind: "random" or "stairs". success: STOP within the success radius
-        (walkable NE, :mod:`havln_robot.sim.metrics`). ne: walkable distance to the goal at the end (m).
-        steps: actions taken (<= 500). stairs: stairs edges (sorted id pairs) the path crosses.
-    """
-
-    path: tuple[str, ...]
-    kind: str
-    success: bool
-    ne: float
-    steps: int
-    stairs: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class ScanReport:
-    """Coverage run of one scan: ``scan``, ``results`` (one per path), ``stairs_edges`` (count in the
-    scan), ``covered`` (stairs edges crossed by a successful path), ``seconds`` (wall time, scene load included)."""
-
-    scan: str
-    results: tuple[PathResult, ...]
-    stairs_edges: int
-    covered: int
-    seconds: float
-
-    @property
-    def failures(self) -> list[PathResult]:
-        """Paths the expert did not finish with a success."""
-        return [r for r in self.results if not r.success]
-
-    @property
-    def steps(self) -> int:
-        """Actions taken over all paths."""
-        return sum(r.steps for r in self.results)
 
 
 def _key(a: str, b: str) -> tuple[str, str]:
@@ -172,31 +131,3 @@ def path_episode(scene: Scene, path: tuple[str, ...], episode_id: str, yaw: floa
     return Episode(
         episode_id, scene.name, "", ("",), pts[0], yaw, pts[-1], SUCCESS_RADIUS_M, pts, tuple(path), (), length, "stairs-coverage"
     )
-
-
-def walk(scene: Scene, seed: int = 0, n_random: int = 2) -> ScanReport:
-    """Run the expert on :func:`coverage_paths` of ``scene`` (no people; start yaw seeded uniform).
-
-    Returns:
-        The :class:`ScanReport` (wall time excludes building the scene).
-    """
-    from havln_robot.sim.expert import Expert
-    from havln_robot.sim.world import World
-
-    t0 = time.perf_counter()
-    stairs = set(stairs_edges(scene))
-    rng = random.Random(f"{scene.name}:{seed}:yaw")
-    results = []
-    covered: set[tuple[str, str]] = set()
-    for k, (kind, p) in enumerate(coverage_paths(scene, seed, n_random)):
-        ep = path_episode(scene, p, f"{scene.name}:{k}", rng.uniform(-math.pi, math.pi))
-        w = World(scene, ep, seed=seed)
-        ex = Expert(w)
-        while not w.done:
-            w.step(ex.act())
-        m = w.metrics()
-        crossed = tuple(sorted({_key(a, b) for a, b in pairwise(p)} & stairs))
-        if m.success:
-            covered.update(crossed)
-        results.append(PathResult(p, kind, bool(m.success), float(m.ne), int(m.steps), crossed))
-    return ScanReport(scene.name, tuple(results), len(stairs), len(covered), time.perf_counter() - t0)
