@@ -146,8 +146,10 @@ def test_the_camera_stands_on_the_drawn_floor(havln_data):
 
 def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys, tmp_path):
     """The done-check on two episodes: reference-following files through batch and through
-    sim_node + motion_node (own ROS domain); the table prints, live refusals are counted, and the
-    run leaves no temporary folder behind (each live model episode's demo output is tens of MB)."""
+    sim_node + motion_node + people_node in lockstep (own ROS domain); the table prints, live refusals
+    are counted, and the run leaves no temporary folder behind (each live model episode's demo output
+    is tens of MB). The first 12 actions of each file (a live action takes seconds in lockstep on a
+    loaded machine)."""
     pytest.importorskip("rclpy")
     pytest.importorskip("havln_robot.nodes.sim_node")
     import os
@@ -157,10 +159,10 @@ def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys, tmp_
 
     monkeypatch.setenv("ROS_DOMAIN_ID", str(int(os.environ.get("ROS_DOMAIN_ID", "40")) + 1))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert main(["--episodes", "2", "--kinds", "reference", "--real-time-factor", "2"]) == 0
+    assert main(["--episodes", "2", "--kinds", "reference", "--max-actions", "12"]) == 0
     out = capsys.readouterr().out
     assert "| reference | 2 |" in out and "outcome agreement" in out
-    assert out.count(" | live ") == 2
+    assert out.count(" | live ") == 2 and out.count("(13 actions)") == 4
     assert not list(tmp_path.glob("havln_agreement_*"))
 
 

@@ -380,7 +380,7 @@ def _embedded_bringup(
     record: bool = False,
     check_graph: bool = True,
 ):
-    """Start sim_node + motion_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
+    """Start sim_node + motion_node + people_node (+ trial_logger_node when ``record``) of config/sim.yaml in this process."""
     from havln_robot.bringup import Bringup, parse_set
     from havln_robot.config import ConfigError, Profile, load_profile, load_spec
     from havln_robot.paths import config_dir
@@ -395,13 +395,13 @@ def _embedded_bringup(
         sim.setdefault("episode_id", episode_id)
     if "scene_source" in spec and episodes_file is not None:
         sim.setdefault("scene_source", "episodes")
-    if "lockstep_wait_for" in spec:  # lockstep: the replay is the agent participant; no people_node is started
-        sim.setdefault("lockstep_wait_for", ["motion", "agent"])
     try:
         prof = load_profile(config_dir() / "sim.yaml", overrides, overrides_from="--set")
     except ConfigError as exc:
         raise ReplayError(f"config/sim.yaml: {exc}") from None
-    wanted = ("sim_node", "motion_node", "trial_logger_node") if record else ("sim_node", "motion_node")
+    # the robot's nodes of the profile as the demo starts them (people_node too: with people_source
+    # 'detected' it alone publishes the people motion_node checks), without agent_node: the replay acts as it
+    wanted = ("sim_node", "motion_node", "people_node") + (("trial_logger_node",) if record else ())
     keep = {k: v for k, v in prof.nodes.items() if k in wanted}
     for need in ("sim_node", "motion_node"):
         if need not in keep:
