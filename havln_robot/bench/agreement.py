@@ -2,8 +2,8 @@
 
 The same inputs go through the batch simulator (``World.step`` = :class:`havln_robot.sim.closed_loop.ClosedLoop`:
 motion_node's executor over the noisy Go2 base, in-process) and through the live ROS graph
-(sim_node + motion_node over loopback DDS, ``havln-robot replay --backend ros``; for the model,
-sim_node + motion_node + agent_node, ``havln-robot demo``), on the first ``--episodes`` HA-R2R
+(sim_node + motion_node + people_node over loopback DDS in lockstep, ``havln-robot replay --backend
+ros`` with the replay as the agent; for the model, the same graph with agent_node, ``havln-robot demo``), on the first ``--episodes`` HA-R2R
 val_seen episodes, with the same seed (people and noise):
 
 * ``reference``: the reference-following action file (``export --follow-reference``), open loop;
@@ -542,7 +542,7 @@ def main(argv: list[str]) -> int:
     try:
         print(
             f"bench agreement: {len(eps)} val_seen episodes, inputs {', '.join(kinds)}, seed {args.seed}; "
-            f"batch = World.step (ClosedLoop: motion_node's executor), live = sim_node + motion_node{' + agent_node' if 'model' in kinds else ''} "
+            f"batch = World.step (ClosedLoop: motion_node's executor), live = sim_node + motion_node + people_node{' + agent_node' if 'model' in kinds else ''} in lockstep "
             f"over loopback DDS (ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, real_time_factor {args.real_time_factor:g})"
             + (
                 f"; the expert writes its file under noise seed {args.seed + EXPERT_NOISE_OFFSET}, both worlds replay it under {args.seed}"
