@@ -379,7 +379,8 @@ def climbable_mask(
     taken as reachable when it is no higher than a ``max_slope_rad`` climb from base_link (the
     foot of a staircase seen from 0.3 m before it). Last, a raised surface (cells above
     :data:`TERRAIN_RAISED_M`, connected by steps) counts as terrain only when it visibly rises
-    (its tops span at least :data:`STAIR_MIN_RISE_M`: a flight's next tread, a ramp) or stays
+    (at least :data:`STAIR_MIN_TREAD_CELLS` of its level cells lie :data:`STAIR_MIN_RISE_M` below
+    its top: a flight's next tread, a ramp -- not a sliver of a box face) or stays
     below :data:`LOW_SURFACE_M`; the flat top of a box or platform is an obstacle even when its
     face is within a step (the safe side for 0.10-0.16 m boxes) or its foot is in the blind zone.
 
