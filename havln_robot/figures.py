@@ -15,7 +15,9 @@ test suite runs it. Parts that need the HA-VLN data (:func:`havln_robot.paths.da
 
 ``--update-readme FILE`` replaces the text between ``<!-- figures:begin -->`` and
 ``<!-- figures:end -->`` in FILE with the tables (the markers stay), so the README's figures come
-from a command anyone can re-run.
+from a command anyone can re-run. With ``--only`` it rewrites just those parts' own blocks inside the
+figures (``<!-- figures:PART:begin -->`` .. ``end``; today the safety course's), keeping every other
+figure: ``bench all --only safety --update-readme README.md``.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class Plan:
         model_episodes: episodes for the shipped model (None = all; it runs at ~0.5 episode/s).
         replay_episodes: episodes for ``export --follow-reference`` + ``replay``.
         agreement_episodes: val_seen episodes of ``bench agreement`` (batch vs live graph; hours at 40).
+        safety_seeds: seeds per scenario of ``bench safety``.
+        safety_episodes: val_seen reference paths of its false refusals.
     """
 
     quick: bool = False
@@ -70,6 +74,8 @@ class Plan:
     model_episodes: int | None = None
     replay_episodes: int = 100
     agreement_episodes: int = 40
+    safety_seeds: int = 3
+    safety_episodes: int = 64
     sim: list[str] = field(default_factory=list)
     motion: list[str] = field(default_factory=lambda: ["--ros-estop", "50"])
     policy: list[str] = field(default_factory=list)
@@ -135,15 +141,16 @@ def machine() -> dict[str, Any]:
 # --- running the commands ---------------------------------------------------------------------------
 
 
-def _havln(args: Sequence[str], timeout: float, log: Callable[[str], None]) -> str:
-    """``havln-robot ARGS`` in a fresh interpreter; returns stdout. Raises FiguresError on failure."""
+def _havln(args: Sequence[str], timeout: float, log: Callable[[str], None], ok: Sequence[int] = (0,)) -> str:
+    """``havln-robot ARGS`` in a fresh interpreter; returns stdout. Raises FiguresError on failure
+    (an exit code not in ``ok``)."""
     cmd = [sys.executable, "-m", "havln_robot.cli", *args]
     log("  $ havln-robot " + " ".join(args))
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
     except subprocess.TimeoutExpired:
         raise FiguresError(f"havln-robot {' '.join(args[:2])} took longer than {timeout:.0f} s") from None
-    if out.returncode != 0:
+    if out.returncode not in ok:
         lines = (out.stderr.strip() or out.stdout.strip()).splitlines()
         raise FiguresError(f"havln-robot {' '.join(args[:2])} failed (exit {out.returncode}): {lines[-1] if lines else ''}")
     return out.stdout
@@ -418,6 +425,46 @@ def run_agreement(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None])
     return {"episodes": plan.agreement_episodes, "summary": doc["summary"]}
 
 
+def run_safety(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """``bench safety``: the safety course in the embedded simulator, depth and depth + LiDAR, and the
+    false refusals on val_seen reference paths (exit 1 = a target missed: the table says which)."""
+    out = tmp / "safety.json"
+    args = ["bench", "safety", "--seeds", str(plan.safety_seeds), "--episodes", str(plan.safety_episodes), "--json", str(out)]
+    _havln(args, 6 * 3600, log, ok=(0, 1))
+    return dict(jsonio.load_json_file(out))
+
+
+#: A part's own block inside the figures (``bench all --only PART --update-readme`` rewrites just it).
+def part_markers(part: str) -> tuple[str, str]:
+    """The begin / end markers of ``part``'s block inside the figures."""
+    return f"<!-- figures:{part}:begin -->", f"<!-- figures:{part}:end -->"
+
+
+def safety_markdown(sf: dict[str, Any]) -> list[str]:
+    """The README's safety-course block (:mod:`havln_robot.bench.safety`), inside its part markers."""
+    from havln_robot.bench.safety import table_lines
+
+    b, e = part_markers("safety")
+    lines = [
+        b,
+        f"**Safety course** (`havln-robot bench safety --seeds {sf['seeds']}`: boxes, ledges, stairs down, a low table, a chair, "
+        "a glass door, a person stepping out, a doorway, open floor in the embedded simulator through motion_node's safety layer "
+        "with the go2 profile; docs/safety.md; targets: 0 contacts with static obstacles of 0.10 m or more, 0 falls, "
+        f"false refusals <= 2 %: {'met' if sf.get('targets_met') else 'MISSED'})",
+        "",
+        *table_lines(sf["rows"]),
+        "",
+    ]
+    fr = sf.get("false_refusals")
+    if isinstance(fr, dict):
+        lines += [
+            f"False refusals: {fr['refused']} of {fr['actions']} expert actions on {fr['paths']} val_seen reference paths "
+            f"({fr['percent']:.2f} %; batch closed loop, config/sim.yaml).",
+            "",
+        ]
+    return [*lines, e]
+
+
 # --- Markdown -----------------------------------------------------------------------------------------
 
 
@@ -614,6 +661,8 @@ def markdown(fig: dict[str, Any]) -> str:
             arows,
         )
         lines += [""]
+    if isinstance(sf := fig.get("safety"), dict):
+        lines += [*safety_markdown(sf), ""]
     skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
     if skipped:
         lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
@@ -636,6 +685,7 @@ PARTS = {
     "replay": True,
     "scale": True,
     "agreement": True,
+    "safety": False,
 }
 
 
@@ -662,6 +712,12 @@ def collect(plan: Plan, parts: Sequence[str], data: Path, log: Callable[[str], N
                 fig[part] = run_eval(plan, data, sub, log)
             elif part == "replay":
                 fig[part] = run_replay(plan, data, sub, log)
+            elif part == "safety":
+                if plan.quick:  # the course takes minutes; test/test_motion_physical.py runs a sample
+                    fig[part] = "skipped with --quick (the course takes minutes; test/test_motion_physical.py runs a sample)"
+                    log(f"[{part}] {fig[part]}")
+                    continue
+                fig[part] = run_safety(plan, data, sub, log)
             elif part == "agreement":
                 if plan.quick:  # live ROS episodes: minutes; the suite runs it in test_closed_loop
                     fig[part] = "skipped with --quick (live episodes take minutes; test/test_closed_loop.py runs two)"
@@ -723,6 +779,41 @@ def update_readme(path: Path, text: str) -> None:
         new = f"{head}{COMMANDS_BEGIN}\n{commands_markdown()}\n{COMMANDS_END}{rest.split(COMMANDS_END, 1)[1]}"
     with atomic_output(path) as tmp:  # a failed write must not truncate the README
         tmp.write_text(new, encoding="utf-8")
+
+
+def update_readme_parts(path: Path, text: str, parts: Sequence[str]) -> list[str]:
+    """Replace, inside the figure markers of ``path``, only the blocks of ``parts`` that ``text``
+    holds (:func:`part_markers`; a block not yet in the README goes at the end of the figures), so
+    that ``bench all --only safety --update-readme README.md`` rewrites the safety table and keeps
+    every other figure. Returns the parts written.
+
+    Raises:
+        FiguresError: the figure markers are missing or doubled, or ``text`` has no such block.
+    """
+    doc = read_readme(path)
+    if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
+        raise FiguresError(f"{path}: needs exactly one '{BEGIN}' followed by one '{END}' line around the figures")
+    done = []
+    for part in parts:
+        b, e = part_markers(part)
+        if text.count(b) != 1 or text.count(e) != 1:
+            continue
+        block = b + text.split(b, 1)[1].split(e, 1)[0] + e
+        head, rest = doc.split(BEGIN, 1)
+        figs, tail = rest.split(END, 1)
+        if figs.count(b) == 1 and figs.count(e) == 1:
+            figs = figs.split(b, 1)[0] + block + figs.split(e, 1)[1]
+        else:
+            figs = figs.rstrip("\n") + "\n\n" + block + "\n"
+        doc = f"{head}{BEGIN}{figs}{END}{tail}"
+        done.append(part)
+    if not done:
+        raise FiguresError(f"--only {','.join(parts)}: none of these parts has its own block in the figures; run every part")
+    from havln_robot.paths import atomic_output
+
+    with atomic_output(path) as tmp:
+        tmp.write_text(doc, encoding="utf-8")
+    return done
 
 
 def main(argv: list[str]) -> int:
@@ -795,6 +886,14 @@ def main(argv: list[str]) -> int:
         with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
             jsonio.write(out_tmp, fig, nonfinite="null", indent=2, default=str)
     if readme is not None:
-        update_readme(readme, text)
-        log(f"updated the figures of {readme}")
+        if set(parts) == set(PARTS):
+            update_readme(readme, text)
+            log(f"updated the figures of {readme}")
+        else:  # --only: just those parts' own blocks, every other figure kept
+            try:
+                done = update_readme_parts(readme, text, parts)
+            except FiguresError as exc:
+                print(f"havln-robot bench all: {exc}", file=sys.stderr)
+                return 1
+            log(f"updated the {', '.join(done)} figures of {readme}")
     return 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from havln_robot.figures import BEGIN, END, PARTS, FiguresError, span, update_readme
+from havln_robot.figures import BEGIN, END, PARTS, FiguresError, part_markers, safety_markdown, span, update_readme, update_readme_parts
 from havln_robot.paths import REPO_ROOT, data_dir
 
 # the quick run steps the closed-loop batch world: minutes, not seconds, on the loaded 2-core VM
@@ -139,6 +139,31 @@ def test_update_readme_needs_both_markers(tmp_path: Path) -> None:
     f.write_text(f"a\n{BEGIN}\nold\n{END}\nb\n")
     update_readme(f, "new")
     assert f.read_text() == f"a\n{BEGIN}\nnew\n{END}\nb\n"
+
+
+def test_only_safety_rewrites_its_own_block_and_keeps_every_other_figure(tmp_path: Path) -> None:
+    row = {
+        "scenario": "box",
+        "sensors": "depth",
+        "runs": 2,
+        "contacts": 0,
+        "falls": 0,
+        "closest_m": 0.06,
+        "refused": 2,
+        "mean_travel_m": 1.2,
+    }
+    fr = {"refused": 1, "actions": 300, "paths": 4, "percent": 0.333}
+    text = "\n".join(safety_markdown({"seeds": 1, "rows": [row], "false_refusals": fr, "targets_met": True}))
+    assert "| box | depth | 2 | 0 | 0 | 0.06 | 2 | 1.20 |" in text and "1 of 300 expert actions" in text
+    f = tmp_path / "R.md"
+    f.write_text(f"a\n{BEGIN}\nMeasured on X\n\n| t |\n{END}\nb\n")
+    assert update_readme_parts(f, text, ["safety"]) == ["safety"]
+    first = f.read_text()
+    assert first.startswith(f"a\n{BEGIN}\nMeasured on X\n\n| t |\n\n{part_markers('safety')[0]}") and first.endswith(f"{END}\nb\n")
+    update_readme_parts(f, text.replace("| 0.06 |", "| 0.07 |"), ["safety"])  # a second run replaces the block in place
+    assert f.read_text() == first.replace("| 0.06 |", "| 0.07 |")
+    with pytest.raises(FiguresError, match="own block"):
+        update_readme_parts(f, "no blocks", ["safety"])
 
 
 def test_bad_flags_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:

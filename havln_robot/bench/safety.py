@@ -9,7 +9,8 @@ came to an obstacle (the stopping distance), refusals and travel. False refusals
 actions on ``--episodes`` val_seen reference paths in the batch closed-loop world (config/sim.yaml)
 that motion_node refused (target <= 2 %). Exit code 1 when a target is missed (0 contacts with
 static obstacles of 0.10 m or more, 0 falls, false refusals <= 2 %; the glass door counts only
-with the LiDAR: depth sees through it, and the table says so).
+with the LiDAR: depth sees through it, and the table says so). ``--json FILE`` writes the rows and the
+false refusals (what ``bench all`` puts in the README's figures).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 import time
 from collections import defaultdict
 
-from havln_robot.text import number_in
+from havln_robot.text import number_in, path_arg
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,11 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--episodes", type=number_in(0, integer=True), default=16, help="val_seen reference paths for false refusals (default 16; 0 = skip)"
     )
+    p.add_argument("--json", type=path_arg, default=None, help="also write the table and false refusals as JSON to this file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     return p
 
 
-def course_table(seeds: int, quick: bool) -> tuple[list[str], bool]:
-    """Run the course; returns (table lines, all targets met)."""
+def course_rows(seeds: int, quick: bool) -> tuple[list[dict[str, object]], bool]:
+    """Run the course; returns (one row per scenario kind and sensor set, all targets met)."""
     from havln_robot.sim.hazards import course, run
 
     rows: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -54,18 +57,37 @@ def course_table(seeds: int, quick: bool) -> tuple[list[str], bool]:
                 counts = not sc.lidar_only or lidar
                 if counts and (r.contact or r.fall):
                     ok = False
+    out: list[dict[str, object]] = []
+    for (kind, sensors), r in rows.items():
+        out.append(
+            {
+                "scenario": kind,
+                "sensors": sensors,
+                "runs": int(r["runs"]),
+                "contacts": int(r["contacts"]),
+                "falls": int(r["falls"]),
+                "closest_m": None if r["clear"] == float("inf") else round(r["clear"], 3),
+                "refused": int(r["refused"]),
+                "mean_travel_m": round(r["travel"] / r["runs"], 3),
+            }
+        )
+    return out, ok
+
+
+def table_lines(rows: list[dict[str, object]]) -> list[str]:
+    """The course table (Markdown) of :func:`course_rows` (``bench safety`` and the README's figures)."""
     out = [
         "| scenario | sensors | runs | contacts | falls | closest approach (m) | ended refused | mean travel (m) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for (kind, sensors), r in rows.items():
-        clear = "-" if r["clear"] == float("inf") else f"{r['clear']:.2f}"
-        note = " (depth sees through glass: LiDAR only)" if kind == "glass door" and sensors == "depth" else ""
+    for r in rows:
+        clear = "-" if r["closest_m"] is None else f"{r['closest_m']:.2f}"
+        note = " (depth sees through glass: LiDAR only)" if r["scenario"] == "glass door" and r["sensors"] == "depth" else ""
         out.append(
-            f"| {kind}{note} | {sensors} | {int(r['runs'])} | {int(r['contacts'])} | {int(r['falls'])} | {clear} | "
-            f"{int(r['refused'])} | {r['travel'] / r['runs']:.2f} |"
+            f"| {r['scenario']}{note} | {r['sensors']} | {r['runs']} | {r['contacts']} | {r['falls']} | {clear} | "
+            f"{r['refused']} | {r['mean_travel_m']:.2f} |"
         )
-    return out, ok
+    return out
 
 
 def false_refusals(n: int) -> tuple[int, int]:
@@ -93,20 +115,35 @@ def false_refusals(n: int) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.json:
+        from havln_robot.paths import check_out_file
+
+        check_out_file(args.json, "--json", overwrite=args.overwrite)
     t0 = time.perf_counter()
-    lines, ok = course_table(args.seeds, args.quick)
+    rows, ok = course_rows(args.seeds, args.quick)
+    doc: dict[str, object] = {"seeds": args.seeds, "quick": bool(args.quick), "rows": rows, "false_refusals": None}
     print(f"safety course ({args.seeds} seeds, go2 profile, {'quick' if args.quick else 'full'}):")
-    print("\n".join(lines))
+    print("\n".join(table_lines(rows)))
     if args.episodes:
         try:
             ref, n = false_refusals(args.episodes)
         except (OSError, ValueError) as exc:
             print(f"false refusals: skipped ({exc})")
+            doc["false_refusals"] = f"skipped ({exc})"
         else:
             pct = 100.0 * ref / max(n, 1)
             print(f"false refusals: {ref} of {n} expert actions on {args.episodes} val_seen reference paths ({pct:.2f} %; target <= 2 %)")
             ok = ok and pct <= 2.0
-    print(f"targets {'met' if ok else 'MISSED'} ({time.perf_counter() - t0:.0f} s)")
+            doc["false_refusals"] = {"refused": ref, "actions": n, "paths": args.episodes, "percent": round(pct, 3)}
+    doc["targets_met"] = ok
+    doc["seconds"] = round(time.perf_counter() - t0, 1)
+    print(f"targets {'met' if ok else 'MISSED'} ({doc['seconds']:.0f} s)")
+    if args.json:
+        from havln_robot import jsonio
+        from havln_robot.paths import atomic_output
+
+        with atomic_output(args.json) as tmp:
+            jsonio.write(tmp, doc, indent=2)
     return 0 if ok else 1
 
 

@@ -343,7 +343,9 @@ class ObstacleTracker:
                     view = ViewRegion.from_camera(k, self._size[0], self._size[1], mount, cfg.min_height_m, cfg.max_m, cfg.min_m)
                     self.memory.add(self._frame_t, pts3, at, view, free=depth_free_space(depth_m, k, mount, cfg.min_m))
                 if at is not None:  # the seen floor (and raised terrain) is kept even when not checked
-                    self.floor_memory.add(self._frame_t, ground, at, blind if math.isfinite(blind) else 0.0, cfg.step_m or 0.16)
+                    self.floor_memory.add(
+                        self._frame_t, ground, at, blind if math.isfinite(blind) else 0.0, cfg.step_m or 0.16, blockers=pts3
+                    )
         if self._cache is None or self._cache[0] != key:
             return None
         pts = self._cache[2]

@@ -307,6 +307,12 @@ TERRAIN_RAISED_M = 0.05
 #: one flat level (D435i noise at 2 m is ~2 cm), so half the Go2's step separates them.
 STAIR_MIN_RISE_M = 0.08
 
+#: Fewest level cells that must lie :data:`STAIR_MIN_RISE_M` below a raised surface's top for it to
+#: rise: a tread (0.25-0.30 m deep, 0.6 m or more wide) or a ramp shows dozens; a box face seen at an
+#: angle leaves slivers -- a cell holding a pixel or two of the face, level by itself -- along its
+#: edge, which alone made a box top a flight (0.30 m box at 30 deg approached from 1.55 m: entered).
+STAIR_MIN_TREAD_CELLS = 4
+
 #: A cell is level (a tread, a box top, a ramp rising 3 cm per 5 cm cell at 32 deg) when its points
 #: span at most this in height, m; the rise of a raised surface is measured on its level cells.
 LEVEL_CELL_M = 0.04
@@ -373,7 +379,8 @@ def climbable_mask(
     taken as reachable when it is no higher than a ``max_slope_rad`` climb from base_link (the
     foot of a staircase seen from 0.3 m before it). Last, a raised surface (cells above
     :data:`TERRAIN_RAISED_M`, connected by steps) counts as terrain only when it visibly rises
-    (its tops span at least :data:`STAIR_MIN_RISE_M`: a flight's next tread, a ramp) or stays
+    (at least :data:`STAIR_MIN_TREAD_CELLS` of its level cells lie :data:`STAIR_MIN_RISE_M` below
+    its top: a flight's next tread, a ramp -- not a sliver of a box face) or stays
     below :data:`LOW_SURFACE_M`; the flat top of a box or platform is an obstacle even when its
     face is within a step (the safe side for 0.10-0.16 m boxes) or its foot is in the blind zone.
 
@@ -432,30 +439,30 @@ def climbable_mask(
         h, w = shape
         label = _step_components(raised, top, step_m)
         hi = np.full(label.max() + 1, -np.inf)
-        lo = np.full(label.max() + 1, np.inf)
         t = top.reshape(-1)
         r = raised.reshape(-1)
         # the rise is measured on level cells only (a tread, a ramp's 3 cm per cell): a box face
         # seen from afar splits across cells whose tops climb to the box top like steps
         lv = r & ((top - bottom).reshape(-1) <= LEVEL_CELL_M)
         np.maximum.at(hi, label[lv], t[lv])
-        np.minimum.at(lo, label[lv], t[lv])
+        # the rise counts only where several level cells lie below the top (a tread, not a face sliver)
+        with np.errstate(invalid="ignore"):
+            below = lv & (t <= hi[label] - STAIR_MIN_RISE_M)
+        rose_c = np.bincount(label[below], minlength=label.max() + 1) >= STAIR_MIN_TREAD_CELLS
         top_all = np.full(label.max() + 1, -np.inf)
         np.maximum.at(top_all, label[r], t[r])
         # the surface's seen area: larger than any box top, it is a floor level (a landing, a storey
         # reached by a flight the camera does not see now)
         area = np.bincount(label[r], minlength=label.max() + 1) * cell_m * cell_m
         with np.errstate(invalid="ignore"):
-            rising = (hi - lo >= STAIR_MIN_RISE_M) | (top_all < LOW_SURFACE_M) | (area > BOX_MAX_AREA_M2)
+            rising = rose_c | (top_all < LOW_SURFACE_M) | (area > BOX_MAX_AREA_M2)
         if known is not None:
             kc = np.zeros(h * w, dtype=bool)
             kc[flat[np.asarray(known, dtype=bool)]] = True
             rising[label[r & kc]] = True
         ground = (ground.reshape(-1) & (~r | rising[label])).reshape(shape)
         if risen is not None:  # raised cells of surfaces that rose in this frame: the caller's memory
-            with np.errstate(invalid="ignore"):
-                rose = r & (hi - lo >= STAIR_MIN_RISE_M)[label]
-            risen[:] = rose[flat]
+            risen[:] = (r & rose_c[label])[flat]
     return ground.reshape(-1)[flat]
 
 
@@ -1002,6 +1009,12 @@ class ObstacleMemory:
 #: (:meth:`FloorMemory.add`): the first 0.3 m of floor the camera sees.
 FLOOR_RING_M = 0.3
 
+#: A lateral strip's floor is carried across the blind zone only when the frame sees it begin within
+#: this of the zone's far edge, m (:meth:`FloorMemory.add`): the image's lowest rows reach the floor
+#: there unless something in the zone stands in their way (a 0.10 m box 0.15 m ahead of the nose,
+#: invisible below them, casts a 0.2 m shadow on the floor behind it).
+FLOOR_RING_START_M = 0.10
+
 #: Fewest cells of a 5 cm slice across the footprint that must be known floor, fraction: a few
 #: depth holes (a dark tile) do not make the floor unseen; half the slice missing does.
 FLOOR_SLICE_SEEN = 0.5
@@ -1051,11 +1064,20 @@ class FloorMemory:
         return np.floor(wx / self.cell_m).astype(np.int64) * self._KEY_STRIDE + np.floor(wy / self.cell_m).astype(np.int64)
 
     def add(
-        self, t: float, ground: np.ndarray, pose: tuple[float, float, float], blind_m: float = 0.0, step_m: float = GO2_MAX_STEP_M
+        self,
+        t: float,
+        ground: np.ndarray,
+        pose: tuple[float, float, float],
+        blind_m: float = 0.0,
+        step_m: float = GO2_MAX_STEP_M,
+        blockers: np.ndarray | None = None,
     ) -> None:
         """Remember the ground points ``ground`` ((N, 3) x, y, z in the base_link of odom ``pose``,
         m) of a frame seen at time ``t`` (s), and carry the floor across the blind zone ``blind_m``
-        (m ahead of base_link; 0 = none) where the frame's nearest floor is level (class docstring)."""
+        (m ahead of base_link; 0 = none) where the frame's nearest floor is level (class docstring)
+        and begins at the zone's edge (:data:`FLOOR_RING_START_M`). ``blockers`` ((K, 2+) base_link
+        obstacle points of the same frame): a strip holding one inside the zone is not carried --
+        something stands on that floor (the far part of a low box whose near part the zone hides)."""
         x, y, th = pose
         c, s = math.cos(th), math.sin(th)
         g = np.asarray(ground, dtype=np.float64).reshape(-1, 3)
@@ -1080,9 +1102,18 @@ class FloorMemory:
                 lane = np.floor(g[ring, 1] / cm).astype(np.int64)
                 lo = np.full(lane.max() - lane.min() + 1, np.inf)
                 hi = np.full(len(lo), -np.inf)
+                first = np.full(len(lo), np.inf)
                 np.minimum.at(lo, lane - lane.min(), g[ring, 2])
                 np.maximum.at(hi, lane - lane.min(), g[ring, 2])
-                ok = np.isfinite(lo) & (np.abs(lo) <= step_m) & (np.abs(hi) <= step_m)
+                np.minimum.at(first, lane - lane.min(), g[ring, 0])
+                # the lane's floor must start where the blind zone ends: a low box inside the zone
+                # hides the floor just past it (its shadow), and the floor seen beyond says nothing
+                ok = np.isfinite(lo) & (np.abs(lo) <= step_m) & (np.abs(hi) <= step_m) & (first <= blind_m + FLOOR_RING_START_M)
+                if blockers is not None and len(blockers):
+                    b = np.asarray(blockers, dtype=np.float64)
+                    b = b[(b[:, 0] < blind_m) & (b[:, 0] >= 0.0)]
+                    bl = np.floor(b[:, 1] / cm).astype(np.int64) - lane.min()
+                    ok[bl[(bl >= 0) & (bl < len(ok))]] = False
                 lanes = (np.nonzero(ok)[0] + lane.min()).astype(np.float64)
                 if len(lanes):
                     xs = np.arange(-cm / 2.0, blind_m, cm)
