@@ -438,6 +438,17 @@ def markdown(fig: dict[str, Any]) -> str:
     ]
     if plan["quick"]:
         lines += ["**Quick run** (`--quick`: 2 episodes, short timings) -- a smoke test, not the README's figures.", ""]
+    for part in (_md_eval, _md_speeds, _md_motion, _md_latency, _md_people, _md_trials, _md_scale, _md_agreement):
+        lines += part(fig, plan)
+    skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
+    if skipped:
+        lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_eval(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Simulator: the eval table of each policy."""
+    lines: list[str] = []
     ev = fig.get("eval")
     if isinstance(ev, dict):
         n = ev["rows"][0]["episodes"]
@@ -465,6 +476,12 @@ def markdown(fig: dict[str, Any]) -> str:
         lines += _table(["policy", "success", "SR (challenge)", "median NE", "SPL", "collisions human / static", "speed"], rows) + [""]
     elif ev:
         lines += [f"**Simulator**: skipped ({ev})", ""]
+    return lines
+
+
+def _md_speeds(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Simulator and policy speed."""
+    lines: list[str] = []
     rows = []
     if isinstance(p := fig.get("policy"), dict):
         rows += [
@@ -493,6 +510,12 @@ def markdown(fig: dict[str, Any]) -> str:
             rows.append(["sim_node odom / imu (target ≥ 50)", f"{span(s['odom_hz'])} / {span(s['imu_hz'])} Hz", "`havln-robot bench sim`"])
     if rows:
         lines += ["**Simulator and policy speed**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    return lines
+
+
+def _md_motion(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Motion: per-action errors and durations."""
+    lines: list[str] = []
     if isinstance(mo := fig.get("motion"), dict):
         a = mo["actions"]
         fwd, tl, tr = a["MOVE_FORWARD"], a["TURN_LEFT"], a["TURN_RIGHT"]
@@ -514,6 +537,13 @@ def markdown(fig: dict[str, Any]) -> str:
             ],
         )  # fmt: skip
         lines.append("")
+    return lines
+
+
+def _md_latency(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Robot, e-stop and perception latency."""
+    lines: list[str] = []
+    mo = fig.get("motion")
     rows = []
     if isinstance(mo, dict) and any(v is not None for v in mo["ros_p50_ms"]):
         rows.append(
@@ -536,6 +566,12 @@ def markdown(fig: dict[str, Any]) -> str:
         ]  # fmt: skip
     if rows:
         lines += ["**Robot, e-stop and perception latency**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    return lines
+
+
+def _md_people(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """People tracker vs ground truth."""
+    lines: list[str] = []
     if isinstance(pp := fig.get("people"), dict):
 
         def f2(v: Any, fmt: str = "{:.2f}") -> str:
@@ -569,6 +605,12 @@ def markdown(fig: dict[str, Any]) -> str:
             + _table(["figure", "value", "command"], prow)
             + [""]
         )
+    return lines
+
+
+def _md_trials(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Trials and challenge."""
+    lines: list[str] = []
     rows = []
     if isinstance(t := fig.get("trial"), dict):
         rows.append(
@@ -590,6 +632,12 @@ def markdown(fig: dict[str, Any]) -> str:
         )  # fmt: skip
     if rows:
         lines += ["**Trials and challenge**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    return lines
+
+
+def _md_scale(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Scaling of eval's engine."""
+    lines: list[str] = []
     if isinstance(sc := fig.get("scale"), dict):
         lines += [
             f"**Scaling** (`havln-robot bench scale{' ' + ' '.join(plan.get('scale', [])) if plan.get('scale') else ''}`: "
@@ -602,6 +650,12 @@ def markdown(fig: dict[str, Any]) -> str:
             for r in sc["runs"]
         ]
         lines += _table(["engine", "throughput", "speed-up", "runtime start (once per run)"], rows) + [""]
+    return lines
+
+
+def _md_agreement(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Batch vs live."""
+    lines: list[str] = []
     if isinstance(ag := fig.get("agreement"), dict) and ag["summary"]:
         arows = [
             [s["kind"], s["n"], f"{s['sr_batch']:.3f}", f"{s['sr_live']:.3f}", f"{s['d_sr']:+.3f}", f"{s['ne_batch']:.2f}", f"{s['ne_live']:.2f}",
@@ -614,10 +668,7 @@ def markdown(fig: dict[str, Any]) -> str:
             arows,
         )
         lines += [""]
-    skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
-    if skipped:
-        lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 # --- the whole run --------------------------------------------------------------------------------------

@@ -264,6 +264,31 @@ def reference_records(episodes_file: str | os.PathLike[str], split: str, limit: 
     return [Record(e.episode_id, tuple(follow_reference(e)), split, f"{episodes_file}: {e.episode_id}") for e in eps]
 
 
+def _group_by_split(
+    records: Iterable[Record], split: str | None, splits: Sequence[str], summary: ExportSummary
+) -> dict[str, dict[str, list[str]]]:
+    """split → episode id → finalized actions (the last record of an id wins; duplicates and finalized counts into ``summary``)."""
+    by_split: dict[str, dict[str, list[str]]] = {s: {} for s in splits}
+    sources: dict[tuple[str, str], str] = {}
+    for r in records:
+        s = r.split or split
+        if not s:
+            raise ExportError(f"{r.source}: record names no split; pass --split val_seen|val_unseen")
+        _check_split(s, r.source)
+        try:
+            actions = finalize_sequence(r.actions)
+        except ActionError as exc:
+            raise ExportError(f"{r.source}: episode {r.episode_id}: {exc}") from None
+        eps = by_split.setdefault(s, {})
+        if r.episode_id in eps:
+            summary.duplicates.append(f"{s}/{r.episode_id} ({sources[(s, r.episode_id)]}, {r.source})")
+        sources[(s, r.episode_id)] = r.source
+        eps[r.episode_id] = actions
+        if actions != list(r.actions):
+            summary.finalized[s] = summary.finalized.get(s, 0) + 1
+    return by_split
+
+
 def export(
     records: Iterable[Record],
     out_dir: str | os.PathLike[str],
@@ -299,25 +324,8 @@ def export(
             lose episodes without ``allow_partial`` (nothing is written then).
     """
     manifests = manifests or {}
-    by_split: dict[str, dict[str, list[str]]] = {s: {} for s in splits}
-    sources: dict[tuple[str, str], str] = {}
     summary = ExportSummary()
-    for r in records:
-        s = r.split or split
-        if not s:
-            raise ExportError(f"{r.source}: record names no split; pass --split val_seen|val_unseen")
-        _check_split(s, r.source)
-        try:
-            actions = finalize_sequence(r.actions)
-        except ActionError as exc:
-            raise ExportError(f"{r.source}: episode {r.episode_id}: {exc}") from None
-        eps = by_split.setdefault(s, {})
-        if r.episode_id in eps:
-            summary.duplicates.append(f"{s}/{r.episode_id} ({sources[(s, r.episode_id)]}, {r.source})")
-        sources[(s, r.episode_id)] = r.source
-        eps[r.episode_id] = actions
-        if actions != list(r.actions):
-            summary.finalized[s] = summary.finalized.get(s, 0) + 1
+    by_split = _group_by_split(records, split, splits, summary)
     out = Path(out_dir)
     for s in by_split:
         _check_split(s, "--split / --splits")
