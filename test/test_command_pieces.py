@@ -7,6 +7,7 @@ import csv
 import json
 import math
 
+import numpy as np
 import pytest
 import shapely.geometry
 
@@ -130,3 +131,42 @@ def test_success_csv_header_and_rates(tmp_path) -> None:
     rows = list(csv.reader((tmp_path / "s.csv").open()))
     assert rows[0] == ["region"] + [f"{c}_{x}" for c in ("without_people", "with_people", "all") for x in ("success", "trials", "sr")]
     assert rows[1] == ["office", "1", "2", "0.5000"] * 1 + ["1", "2", "0.5000"] * 2
+
+
+def test_people_bench_matches_tracks_within_the_radius_only() -> None:
+    from types import SimpleNamespace
+
+    from havln_robot.bench import people as bench_people
+
+    tracks = [SimpleNamespace(x=1.0, y=0.0), SimpleNamespace(x=5.0, y=5.0)]
+    got = bench_people.match_tracks(tracks, np.array([1.1, 9.0]), np.array([0.0, 9.0]), np.array([7, 8]))
+    assert got == {0: 7}
+    assert bench_people.match_tracks([], np.array([1.0]), np.array([0.0]), np.array([0])) == {}
+
+
+def test_operator_ne_is_a_finite_distance_in_range() -> None:
+    from havln_robot.trials.store import TrialError, _checked_ne
+
+    assert _checked_ne("1.5") == 1.5
+    for bad in ("x", math.nan, -1.0, 1e9, None):
+        with pytest.raises(TrialError, match="ne: expected a distance"):
+            _checked_ne(bad)
+
+
+def test_train_refuses_bad_shapes_before_any_work(tmp_path) -> None:
+    from havln_robot.policy import train
+
+    for flags, words in ((["--res", "12"], "--res must be a positive multiple of 8"), (["--views", "1"], "--views must be >= 2")):
+        args = train.build_parser().parse_args(["--out", str(tmp_path / "m.pt"), *flags])
+        with pytest.raises(ValueError, match=words):
+            train._check_args(args)
+
+
+def test_trial_parser_has_every_subcommand() -> None:
+    from havln_robot.trials import cli as trial_cli
+
+    ap = trial_cli.build_parser()
+    assert ap.parse_args(["start", "--platform", "sim", "--people", "2"]).people == 2
+    assert ap.parse_args(["end", "--success", "--ne", "1"]).ne == 1.0
+    for cmd in ("plan x.yaml", "next", "list", "show 1", "campaigns", "backup b.db", "recover-bag d", "bench"):
+        assert ap.parse_args(cmd.split()).cmd == cmd.split()[0]
