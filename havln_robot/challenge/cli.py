@@ -51,20 +51,17 @@ def resolve_manifests(args_manifest: list[str], splits: list[str], *, required: 
     return out
 
 
+def _add_manifest(ap: argparse.ArgumentParser, help: str) -> None:
+    ap.add_argument("--manifest", type=nonempty("SPLIT=PATH"), action="append", default=[], metavar="SPLIT=PATH", help=help)
+
+
 def validate_main(argv: list[str]) -> int:
     """``havln-robot validate submission.zip [--manifest SPLIT=PATH ...] [--splits a,b] [--max-problems N]``."""
     ap = argparse.ArgumentParser(
         prog="havln-robot validate", description="Check a submission zip against every HA-VLN challenge rule (format v1)."
     )
     ap.add_argument("zip", type=path_arg, help="submission archive")
-    ap.add_argument(
-        "--manifest",
-        type=nonempty("SPLIT=PATH"),
-        action="append",
-        default=[],
-        metavar="SPLIT=PATH",
-        help="episode manifest (default: the official collision_num_<split>.json)",
-    )
+    _add_manifest(ap, "episode manifest (default: the official collision_num_<split>.json)")
     ap.add_argument(
         "--splits",
         type=nonempty("a comma list of splits"),
@@ -91,14 +88,7 @@ def pack_main(argv: list[str]) -> int:
     ap.add_argument("inputs", type=path_arg, nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
     ap.add_argument("-o", "--out", type=path_arg, default="submission.zip", help="zip to write (default submission.zip)")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing zip")
-    ap.add_argument(
-        "--manifest",
-        type=nonempty("SPLIT=PATH"),
-        action="append",
-        default=[],
-        metavar="SPLIT=PATH",
-        help="manifest of a split's official ids (default: the official files)",
-    )
+    _add_manifest(ap, "manifest of a split's official ids (default: the official files)")
     ap.add_argument(
         "--splits",
         type=nonempty("a comma list of splits"),
@@ -180,14 +170,7 @@ def _export_parser() -> argparse.ArgumentParser:
         help="write sequences that follow each episode's reference path (straight segments) for an HA-R2R episode file; needs --split",
     )
     ap.add_argument("--limit", type=number_in(1, integer=True), help="with --follow-reference: first N episodes only")
-    ap.add_argument(
-        "--manifest",
-        type=nonempty("SPLIT=PATH"),
-        action="append",
-        default=[],
-        metavar="SPLIT=PATH",
-        help="manifest of a split's official ids (default: the official files)",
-    )
+    _add_manifest(ap, "manifest of a split's official ids (default: the official files)")
     ap.add_argument("--overwrite", action="store_true", help="replace prediction files already in --out-dir")
     ap.add_argument(
         "--allow-partial",

@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, FormatError, decode_json, read_split_file, write_split_file
 from havln_robot.challenge.manifest import Manifest
 from havln_robot.jsonio import JsonFileError, read_bytes_capped
-from havln_robot.paths import atomic_output, input_file_problem, safe_child
+from havln_robot.paths import input_file_problem, safe_child
 from havln_robot.quoting import quote
 from havln_robot.text import plural
 
@@ -453,14 +452,3 @@ def _out_file(out: Path, split: str) -> Path:
         return safe_child(out, f"{split}.json", f"output file of split {split!r}")
     except UnsafePathError as exc:
         raise ExportError(str(exc)) from None
-
-
-def write_records_json(records: Iterable[Record], path: str | os.PathLike[str]) -> Path:
-    """Write records as a run file (JSON list of {episode_id, actions, split}); for tools and tests."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(p) as tmp:
-        tmp.write_text(
-            jsonio.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
-        )
-    return p
