@@ -67,7 +67,7 @@ from havln_robot.agent.sim_io import (  # noqa: F401 - OBS_SIZE, fov_mask: re-ex
     run_world_episode,
 )
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.paths import atomic_output, staged_output_dir
+from havln_robot.paths import atomic_output, staged_output_dir, write_json
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.policy.remote import is_remote
 from havln_robot.text import nonempty, number_in, path_arg, plural
@@ -940,10 +940,8 @@ def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) ->
                 wr.writeheader()
                 # text cells (episode id, scan: from the episodes file) through the one CSV rule; numbers as they are
                 wr.writerows({k: csv_text(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
-        with atomic_output(stage / "actions.json") as tmp:
-            jsonio.write(tmp, actions, newline=False)
-        with atomic_output(stage / "summary.json") as tmp:
-            jsonio.write(tmp, summary, newline=False, indent=2)
+        write_json(stage / "actions.json", actions, newline=False)
+        write_json(stage / "summary.json", summary, newline=False, indent=2)
 
 
 def default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.text import nonempty, number_in, path_arg
 
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
@@ -841,10 +842,7 @@ def main(argv: list[str]) -> int:
     else:
         print(jsonio.dumps(fig, nonfinite="null", indent=2, default=str))
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, fig, nonfinite="null", indent=2, default=str)
+        write_json(args.json, fig, nonfinite="null", indent=2, default=str)
     if readme is not None:
         update_readme(readme, text)
         log(f"updated the figures of {readme}")

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.text import number_in, path_arg
 
 #: Range bins of the report, m from the camera.
@@ -443,10 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         fig["empty_scenes"] = empty_scenes(_empty_scans(args.empty_scans), args.empty_poses, args.seed)
     print(report(fig))
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
+        write_json(args.json, fig, nonfinite="null", indent=2)
     return 0
 
 

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
 _WORKER = r"""
@@ -324,10 +325,7 @@ def main(argv: list[str]) -> int:
         print(f"havln-robot bench policy: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, figures, nonfinite="null", indent=2)
+        write_json(args.json, figures, nonfinite="null", indent=2)
     return 0
 
 

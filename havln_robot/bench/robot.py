@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from havln_robot import jsonio
 from havln_robot.motion.params import MOTION_PARAMS
+from havln_robot.paths import write_json
 from havln_robot.text import number_in, path_arg, plural
 
 
@@ -203,15 +203,13 @@ def _print(m: dict[str, Any], params: dict[str, Any], trials: int) -> None:
 
 
 def _write_json(path: str, m: dict[str, Any], params: dict[str, Any]) -> None:
-    from havln_robot.paths import atomic_output
 
     doc: dict[str, Any] = {k: _stats(m[k]) for k in ("first_move", "move_interval", "estop_damp", "estop_damp_frozen", "watchdog_stopmove")}
     doc["state_lost_stopmove_ms"] = None if m["lost"] is None else m["lost"] * 1e3
     doc["watchdog_ms"] = params["cmd_timeout_s"] * 1e3
     doc["watchdog_dropped"] = m["starved"]
     doc["state_timeout_ms"] = params["state_timeout_s"] * 1e3
-    with atomic_output(path) as out_tmp:  # the old file or the new one, never half
-        jsonio.write(out_tmp, doc, nonfinite="null", indent=2)
+    write_json(path, doc, nonfinite="null", indent=2)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.paths import safe_child
+from havln_robot.paths import safe_child, write_json
 from havln_robot.text import number_in, path_arg
 
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
@@ -586,10 +586,7 @@ def main(argv: list[str]) -> int:
             part(args, eps, result)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.out) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, result, nonfinite="null", newline=False, indent=2)
+        write_json(args.out, result, nonfinite="null", newline=False, indent=2)
         print(f"wrote {args.out}")
     if tmp is not None:
         tmp.cleanup()

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from havln_robot import jsonio
 from havln_robot.actions import (
     FORWARD_STEP_M,
     MAX_ACTIONS,
@@ -47,7 +46,7 @@ from havln_robot.actions import (
     TURN_RIGHT,
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
-from havln_robot.paths import data_dir
+from havln_robot.paths import data_dir, write_json
 from havln_robot.text import nonempty, number_in, path_arg, plural, terminal_safe
 
 
@@ -418,14 +417,14 @@ def _run_ros(ros_backend: RosBackend, ids: list[str], actions: dict, baselines: 
 
 def write_results_json(path: str, results: list[ReplayedEpisode], agg: Any) -> None:
     """The aggregate and each episode (its metrics, actions, refusals) as JSON; the old file or the new one, never half."""
-    from havln_robot.paths import atomic_output
 
     episodes = [
         {"episode_id": r.episode_id, "humans": r.humans, "note": r.note, "refused": r.refused, "actions": r.actions, **r.metrics.as_dict()}
         for r in results
     ]
-    with atomic_output(path) as out_tmp:  # NE unknown on the robot -> null
-        jsonio.write(out_tmp, {"aggregate": agg.as_dict(), "episodes": episodes}, nonfinite="null", newline=False, indent=1, default=str)
+    write_json(
+        path, {"aggregate": agg.as_dict(), "episodes": episodes}, nonfinite="null", newline=False, indent=1, default=str
+    )  # NE unknown on the robot -> null
 
 
 def main(

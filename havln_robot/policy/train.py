@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
@@ -244,12 +244,10 @@ def _validate(model: Any, val_eps: list, vocab: Any, cfg: SmallConfig, args: arg
 
 def _write_report(out: Path, args: argparse.Namespace, argv: list[str], figures: dict, t0: float) -> None:
     """The checkpoint's JSON report next to it (``out`` with .json): config, parameters, best round, history."""
-    from havln_robot.paths import atomic_output
 
     report = {"checkpoint": out.name, "kind": "small", **figures, "command": "havln-robot train " + " ".join(argv)}
     report |= {"elapsed_s": round(time.time() - t0, 1), "train_file": Path(args.train).name, "val_file": Path(args.val).name}
-    with atomic_output(out.with_suffix(".json")) as out_tmp:  # the old file or the new one, never half
-        jsonio.write(out_tmp, report, nonfinite="null", indent=2)  # a diverged loss (NaN) is unknown, not a lost report
+    write_json(out.with_suffix(".json"), report, nonfinite="null", indent=2)  # a diverged loss (NaN)  is unknown, not a lost report
 
 
 def _run(args, log, argv) -> int:
