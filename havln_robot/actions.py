@@ -152,15 +152,6 @@ def parse_action(value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-def action_spec(action: object) -> ActionSpec:
-    """Return the table row of ``action``.
-
-    Raises:
-        ActionError: ``action`` is not one of :data:`ACTIONS` (the message lists them).
-    """
-    return ACTION_SPECS[parse_action(action)]
-
-
 def sequence_problems(actions: object) -> list[SequenceProblem]:
     """Check an action sequence against the format-v1 rules and list every problem.
 

@@ -355,15 +355,6 @@ class DomainProbe:
         self._destroy()
 
 
-def foreign_publishers(context: Any, topic_names: list[str], wait_s: float = DOMAIN_CONFIRM_S) -> dict[str, list[str]]:
-    """Publishers of another graph on ``topic_names`` in this ROS domain, watched for up to ``wait_s``.
-
-    Returns:
-        topic → names of the nodes publishing it (only topics with foreign publishers).
-    """
-    return DomainProbe(context, topic_names, wait_s).start().result()
-
-
 class Bringup:
     """The running nodes of one profile.
 

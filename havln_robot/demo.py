@@ -228,17 +228,8 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
 
     floor = scene.floor_at(*ep.start_position)  # the floor holding the start (not the nearest in height: split levels)
     fig, ax = plt.subplots(figsize=(8, 8.6), dpi=110, layout="constrained")
-    ax.set_facecolor(_WALL_COLOR)  # everything that is not free space is wall / no floor
     geom = scene.floors[floor].free
-    polys = getattr(geom, "geoms", [geom])
-    for poly in polys:
-        if poly.is_empty or not hasattr(poly, "exterior"):
-            continue
-        x, y = poly.exterior.xy
-        ax.fill(x, y, color=_FREE_COLOR, zorder=0)
-        for hole in poly.interiors:
-            hx, hy = hole.xy
-            ax.fill(hx, hy, color=_WALL_COLOR, zorder=0)
+    _draw_free_space(ax, geom)
     ref = [(p[0], p[1]) for p in ep.reference_path]
     if ref:
         ax.plot(*zip(*ref, strict=True), "--", color="#7a7a7a", lw=1.5, label="reference path", zorder=1)
@@ -262,14 +253,7 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     gx, gy = ep.goal_position[0], ep.goal_position[1]
     ax.add_patch(plt.Circle((gx, gy), ep.goal_radius, fill=False, ls=":", color="#2e9e44", lw=1.5, zorder=2))
     ax.scatter([gx], [gy], marker="*", s=220, color="#2e9e44", zorder=6, label="goal (3 m radius)")
-    pts = ref + run.trajectory + [(sx, sy), (gx, gy)]
-    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-    pad = 4.0
-    lo_x, hi_x, lo_y, hi_y = min(xs) - pad, max(xs) + pad, min(ys) - pad, max(ys) + pad
-    if not geom.is_empty:
-        bx0, by0, bx1, by1 = geom.bounds
-        if max(bx1 - bx0, by1 - by0) <= MAP_FULL_VIEW_M:  # small map: show all of it
-            lo_x, hi_x, lo_y, hi_y = min(lo_x, bx0 - 0.5), max(hi_x, bx1 + 0.5), min(lo_y, by0 - 0.5), max(hi_y, by1 + 0.5)
+    lo_x, hi_x, lo_y, hi_y = view_limits(ref + run.trajectory + [(sx, sy), (gx, gy)], geom)
     ax.set_xlim(lo_x, hi_x)
     ax.set_ylim(lo_y, hi_y)
     ax.set_aspect("equal")
@@ -291,6 +275,29 @@ def plot_episode(run: EpisodeRun, sim_params: dict[str, Any], out_png: Path) -> 
     save_figure(fig, out_png)
     plt.close(fig)
     return out_png
+
+
+def _draw_free_space(ax: Any, geom: Any) -> None:
+    """Free space (a shapely polygon or multipolygon) over a wall-coloured background."""
+    ax.set_facecolor(_WALL_COLOR)  # everything that is not free space is wall / no floor
+    for poly in getattr(geom, "geoms", [geom]):
+        if poly.is_empty or not hasattr(poly, "exterior"):
+            continue
+        ax.fill(*poly.exterior.xy, color=_FREE_COLOR, zorder=0)
+        for hole in poly.interiors:
+            ax.fill(*hole.xy, color=_WALL_COLOR, zorder=0)
+
+
+def view_limits(pts: list[tuple[float, float]], geom: Any, pad: float = 4.0) -> tuple[float, float, float, float]:
+    """(x min, x max, y min, y max) of the plot, m: the points with ``pad``, and the whole floor
+    ``geom`` when it spans at most :data:`MAP_FULL_VIEW_M`."""
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    lo_x, hi_x, lo_y, hi_y = min(xs) - pad, max(xs) + pad, min(ys) - pad, max(ys) + pad
+    if not geom.is_empty:
+        bx0, by0, bx1, by1 = geom.bounds
+        if max(bx1 - bx0, by1 - by0) <= MAP_FULL_VIEW_M:  # small map: show all of it
+            lo_x, hi_x, lo_y, hi_y = min(lo_x, bx0 - 0.5), max(hi_x, bx1 + 0.5), min(lo_y, by0 - 0.5), max(hi_y, by1 + 0.5)
+    return lo_x, hi_x, lo_y, hi_y
 
 
 def _on_signal(bringup: Any, flag: dict[str, Any]) -> None:
@@ -330,7 +337,12 @@ def main(argv: list[str] | None = None) -> int:
             lock.release()
 
 
-def _main(argv: list[str] | None, held: list[Any]) -> int:
+class DemoError(Exception):
+    """A refusal of the demo: one line after ``havln-robot demo:``, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``havln-robot demo``."""
     ap = argparse.ArgumentParser(prog="havln-robot demo", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("--episodes", type=number_in(1, integer=True), default=1, help="number of HA-R2R val_seen episodes to run (default 1)")
     ap.add_argument(
@@ -370,177 +382,172 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
     )
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
     ap.add_argument("--verbose", action="store_true", help="also show the nodes' own log lines (INFO and up; default: errors only)")
-    args = ap.parse_args(argv)
-    if args.episodes < 1:
-        ap.error(f"--episodes {args.episodes}: run at least one episode (e.g. --episodes 1)")
-    if args.max_actions is not None and not 1 <= args.max_actions <= 500:
-        ap.error(f"--max-actions {args.max_actions}: the HA-VLN budget is 1..500 actions per episode")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):  # nan passed a plain `<= 0` and never timed out
-        ap.error(f"--timeout {args.timeout}: give a positive number of seconds")
+    return ap
 
-    from havln_robot.bringup import Bringup, no_data_overrides
-    from havln_robot.config import load_profile
-    from havln_robot.params import ConfigError
 
-    if args.seed < 0:
-        ap.error(f"--seed {args.seed}: give a seed >= 0")
-    if args.scenes and not Path(args.scenes).is_dir():
-        ap.error(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
+def _check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse options argparse's types let through (argparse's exit 2)."""
     from havln_robot.paths import input_file_problem
 
+    if args.max_actions is not None and not 1 <= args.max_actions <= 500:
+        ap.error(f"--max-actions {args.max_actions}: the HA-VLN budget is 1..500 actions per episode")
+    if args.scenes and not Path(args.scenes).is_dir():
+        ap.error(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
     why = input_file_problem(args.episodes_file, missing="no such file") if args.episodes_file else None
     if why is not None:
         ap.error(f"--episodes-file {args.episodes_file}: {why}; HA-R2R episodes are e.g. $DATA/{DEFAULT_EPISODES}")
-    from havln_robot.paths import prepare_out_dir
 
-    out = prepare_out_dir(args.out, "--out").resolve()
+
+def _choose_episodes(args: argparse.Namespace) -> tuple[Path, bool, list[tuple[int, str]]]:
+    """(episodes file, whether the data is there, (index, episode id) of each episode to run; ``""``: the builtin one)."""
+    from havln_robot.paths import safe_component
+
     episodes_file = Path(args.episodes_file) if args.episodes_file else data_dir() / DEFAULT_EPISODES
-    have_data = episodes_file.is_file() and (data_dir() / "connectivity").is_dir()
-    if have_data:
-        if args.episode_id:
-            picks = [(0, args.episode_id)]
-        else:
-            picks = _pick_episodes(args.episodes, args.seed, episodes_file)
-        from havln_robot.paths import safe_component
-
-        for _i, eid in picks:  # an id names topdown_<id>.png under --out: refuse one that would leave it
-            safe_component(f"topdown_{eid}.png", f"episode id {eid!r}")
-        print(f"havln-robot demo: {plural(len(picks), 'real HA-R2R episode')} from {episodes_file} (seed {args.seed})")
-    else:
-        picks = [(0, "")]
+    if not (episodes_file.is_file() and (data_dir() / "connectivity").is_dir()):
         print("havln-robot demo: the project's own builtin scene and episode")
+        return episodes_file, False, [(0, "")]
+    picks = [(0, args.episode_id)] if args.episode_id else _pick_episodes(args.episodes, args.seed, episodes_file)
+    for _i, eid in picks:  # an id names topdown_<id>.png under --out: refuse one that would leave it
+        safe_component(f"topdown_{eid}.png", f"episode id {eid!r}")
+    print(f"havln-robot demo: {plural(len(picks), 'real HA-R2R episode')} from {episodes_file} (seed {args.seed})")
+    return episodes_file, True, picks
 
-    db = out / "trials.db"
-    # one writer per store, for the whole run (every episode's logger takes the same lock again):
-    # a second demo on the same --out is refused here, before it touches anything in it
+
+def _lock_store(db: Path, out: Path) -> Any:
+    """The store's writer lock for the whole run (every episode's logger takes it again); DemoError when held."""
     from havln_robot import locks
     from havln_robot.trials.store import lock_path
 
     try:
-        held.append(locks.acquire(lock_path(db), what=f"havln-robot demo --out {out}"))
+        return locks.acquire(lock_path(db), what=f"havln-robot demo --out {out}")
     except locks.LockBusy as exc:
-        print(
-            f"havln-robot demo: --out {out}: another run writes its trial store ({exc.info}); one writer per store -- "
-            "wait for it to finish, or give this run another --out",
-            file=sys.stderr,
-        )
-        return 2
+        raise DemoError(
+            f"--out {out}: another run writes its trial store ({exc.info}); one writer per store -- "
+            "wait for it to finish, or give this run another --out"
+        ) from exc
     except OSError as exc:
-        print(f"havln-robot demo: --out {out}: cannot create the store lock ({exc.strerror})", file=sys.stderr)
-        return 2
-    stop_requested: dict[str, Any] = {"flag": False}
-    failed = False
+        raise DemoError(f"--out {out}: cannot create the store lock ({exc.strerror})") from exc
+
+
+def _overrides(args: argparse.Namespace, have_data: bool, episodes_file: Path, episode_id: str, out: Path) -> dict[str, dict]:
+    """The profile overrides of one episode: sim_node's episode, agent_node's policy, the logger's store."""
+    sim_over: dict[str, Any] = {"seed": args.seed}
+    if args.people != "profile":
+        sim_over["people_source"] = args.people
+    if have_data:
+        sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)
+        if args.scenes:
+            sim_over["scenes_dir"] = str(Path(args.scenes).resolve())
+    else:
+        sim_over.update(scene_source="auto")  # no data: the builtin scene, said by no_data_overrides
+    agent_over = {k: v for k, v in (("policy", args.policy), ("max_actions", args.max_actions)) if v}
+    logger_over = {"platform": "sim", "db_path": str(out / "trials.db"), "auto_start": True, "auto_end": True, "auto_judge": True}
+    logger_over |= {"record_mcap": True, "mcap_dir": str(out / "mcap")}
+    return {"sim_node": sim_over, "agent_node": agent_over, "trial_logger_node": logger_over}
+
+
+def _episode_profile(args: argparse.Namespace, overrides: dict[str, dict], first: bool) -> tuple[Any, Any]:
+    """(profile, opened episode) of one episode; DemoError on a bad profile or episode."""
+    from havln_robot.bringup import no_data_overrides
+    from havln_robot.config import load_profile
+    from havln_robot.params import ConfigError
+    from havln_robot.sim.session import SessionError, open_episode
+
+    try:
+        profile = load_profile(args.profile, overrides)
+        fallback, warning = no_data_overrides(profile)
+        if fallback:  # the same choice and the same WARN line as `havln-robot launch`
+            for node, params in fallback.items():
+                overrides.setdefault(node, {}).update(params)
+            profile = load_profile(args.profile, overrides)
+            if first and warning:
+                print(f"WARN: {warning}")
+    except ConfigError as exc:
+        raise DemoError(str(exc)) from exc
+    if profile.nodes.get("sim_node", {}).get("people_source") == "detected" and "people_node" not in profile.nodes:
+        raise DemoError("people_source 'detected' needs a people_node section in the profile")
+    try:
+        opened = open_episode(profile.nodes["sim_node"])
+    except SessionError as exc:
+        raise DemoError(str(exc)) from exc
+    _describe_scene(profile.nodes["trial_logger_node"], opened.episode)
+    return profile, opened
+
+
+def _describe_scene(logger: dict[str, Any], ep: Any) -> None:
+    """The trial row describes the scene the robot is really in: people and the region they are in."""
+    from havln_robot.trials.regions import canonical_region
+
+    logger["people_present"] = len(ep.humans)
+    region = next((h.region for h in ep.humans if h.region), "")
+    if region:
+        try:
+            logger["region"] = canonical_region(region)
+        except ValueError:
+            pass  # an unlisted region name stays "unknown" in the trial row
+
+
+def _run_episode(profile: Any, ep: Any, run: EpisodeRun, args: argparse.Namespace, first: bool, stop: dict[str, Any]) -> Any:
+    """Bring the nodes up, send the instruction, spin until the episode ends; the Bringup (shut down)."""
+    from havln_robot.bringup import Bringup
+    from havln_robot.params import ConfigError
+
+    # the ROS-domain discovery watch once (the per-domain lock every time): later episodes follow our own nodes
+    bringup = Bringup(profile, log=lambda s: None, check_graph=first)
+    if not args.verbose:
+        # the demo prints its own line per step, refusal, collision and failed action; the nodes'
+        # INFO/WARN lines would bury them. Node loggers are named after the nodes.
+        import rclpy.logging
+
+        for name in profile.nodes:
+            rclpy.logging.set_logger_level(name, rclpy.logging.LoggingSeverity.ERROR)
+    _on_signal(bringup, stop)
+    t0 = time.monotonic()
+    try:
+        try:
+            bringup.start()
+        except ConfigError as exc:
+            raise DemoError(str(exc)) from exc
+        missing = [name for name in DEMO_NODES if name not in bringup.nodes]
+        if missing:
+            raise DemoError(f"the profile does not configure {', '.join(missing)}; the demo runs {', '.join(DEMO_NODES)}")
+        mon = _Monitor(bringup.context, run, args.quiet)
+        bringup.add_node(mon.node)
+        if bringup.spin_until(mon.ready, timeout=60.0) != "done":
+            if not stop["flag"]:
+                print("havln-robot demo: the simulator or agent did not come up within 60 s", file=sys.stderr)
+        else:
+            mon.send_instruction(ep.instruction)
+            if bringup.spin_until(_episode_over(run), timeout=args.timeout) == "timeout":
+                print(f"  episode timed out after {args.timeout:.0f} s (wall clock)")
+            if not stop["flag"]:  # give the trial logger a moment to judge and close the trial
+                bringup.spin_until(timeout=1.0)
+    finally:
+        bringup.shutdown()
+        run.wall_s = time.monotonic() - t0
+    return bringup
+
+
+def _print_episode(n: int, total: int, opened: Any) -> None:
+    ep = opened.episode
+    print(f"\n[{n + 1}/{total}] {opened.note}")
+    print(f'  instruction: "{terminal_safe(ep.instruction)}"')
+    print(f"  start→goal {math.dist(ep.start_position[:2], ep.goal_position[:2]):.1f} m straight, {ep.geodesic_distance:.1f} m along the path")  # fmt: skip
+
+
+def _episodes_loop(args: argparse.Namespace, picks: list, have_data: bool, episodes_file: Path, out: Path, stop: dict) -> tuple[list, bool]:
+    """Run the picked episodes one bringup each; (runs, whether a node failed). DemoError on a refusal."""
     runs: list[EpisodeRun] = []
-    t_all = time.monotonic()
     for n, (_index, episode_id) in enumerate(picks):
-        if stop_requested["flag"]:  # signalled between two episodes: start no other
+        if stop["flag"]:  # signalled between two episodes: start no other
             print("\nhavln-robot demo: interrupted -- no further episode started, logs kept")
             break
-        sim_over: dict[str, Any] = {"seed": args.seed}
-        if args.people != "profile":
-            sim_over["people_source"] = args.people
-        if have_data:
-            sim_over.update(scene_source="episodes", episodes_file=str(episodes_file), episode_id=episode_id)
-            if args.scenes:
-                sim_over["scenes_dir"] = str(Path(args.scenes).resolve())
-        else:
-            sim_over.update(scene_source="auto")  # no data: the builtin scene, said by no_data_overrides below
-        agent_over: dict[str, Any] = {}
-        if args.policy:
-            agent_over["policy"] = args.policy
-        if args.max_actions:
-            agent_over["max_actions"] = args.max_actions
-        logger_over = {
-            "platform": "sim",
-            "db_path": str(db),
-            "auto_start": True,
-            "auto_end": True,
-            "auto_judge": True,
-            "record_mcap": True,
-            "mcap_dir": str(out / "mcap"),
-        }
-        try:
-            overrides = {"sim_node": sim_over, "agent_node": agent_over, "trial_logger_node": logger_over}
-            profile = load_profile(args.profile, overrides)
-            fallback, warning = no_data_overrides(profile)
-            if fallback:  # the same choice and the same WARN line as `havln-robot launch`
-                for node, params in fallback.items():
-                    overrides.setdefault(node, {}).update(params)
-                profile = load_profile(args.profile, overrides)
-                if n == 0 and warning:
-                    print(f"WARN: {warning}")
-        except ConfigError as exc:
-            print(f"havln-robot demo: {exc}", file=sys.stderr)
-            return 2
-        if profile.nodes.get("sim_node", {}).get("people_source") == "detected" and "people_node" not in profile.nodes:
-            print("havln-robot demo: people_source 'detected' needs a people_node section in the profile", file=sys.stderr)
-            return 2
-        from havln_robot.sim.session import SessionError, open_episode
-
-        try:
-            opened = open_episode(profile.nodes["sim_node"])
-        except SessionError as exc:
-            print(f"havln-robot demo: {exc}", file=sys.stderr)
-            return 2
+        profile, opened = _episode_profile(args, _overrides(args, have_data, episodes_file, episode_id, out), n == 0)
         ep = opened.episode
-        # the trial row describes the scene the robot is really in: people and the region they are in
-        profile.nodes["trial_logger_node"]["people_present"] = len(ep.humans)
-        region = next((h.region for h in ep.humans if h.region), "")
-        if region:
-            from havln_robot.trials.regions import canonical_region
-
-            try:
-                profile.nodes["trial_logger_node"]["region"] = canonical_region(region)
-            except ValueError:
-                pass  # an unlisted region name stays "unknown" in the trial row
         run = EpisodeRun(ep.episode_id, ep.scan, ep.instruction)
         runs.append(run)
-        print(f"\n[{n + 1}/{len(picks)}] {opened.note}")
-        print(f'  instruction: "{terminal_safe(ep.instruction)}"')
-        print(
-            f"  start→goal {math.dist(ep.start_position[:2], ep.goal_position[:2]):.1f} m straight, {ep.geodesic_distance:.1f} m along the path"
-        )
-
-        # the ROS-domain discovery watch once (the per-domain lock every time): later episodes follow our own nodes
-        bringup = Bringup(profile, log=lambda s: None, check_graph=n == 0)
-        if not args.verbose:
-            # the demo prints its own line per step, refusal, collision and failed action; the
-            # nodes' INFO/WARN lines would bury them (--verbose shows them). Node loggers are
-            # named after the nodes, so this holds from their first line.
-            import rclpy.logging
-
-            for name in profile.nodes:
-                rclpy.logging.set_logger_level(name, rclpy.logging.LoggingSeverity.ERROR)
-        _on_signal(bringup, stop_requested)
-        t0 = time.monotonic()
-        try:
-            try:
-                bringup.start()
-            except ConfigError as exc:
-                print(f"havln-robot demo: {exc}", file=sys.stderr)
-                return 2
-            missing = [name for name in DEMO_NODES if name not in bringup.nodes]
-            if missing:
-                print(
-                    f"havln-robot demo: the profile does not configure {', '.join(missing)}; the demo runs {', '.join(DEMO_NODES)}",
-                    file=sys.stderr,
-                )
-                return 2
-            mon = _Monitor(bringup.context, run, args.quiet)
-            bringup.add_node(mon.node)
-            if bringup.spin_until(mon.ready, timeout=60.0) != "done":
-                if not stop_requested["flag"]:
-                    print("havln-robot demo: the simulator or agent did not come up within 60 s", file=sys.stderr)
-            else:
-                mon.send_instruction(ep.instruction)
-                how = bringup.spin_until(_episode_over(run), timeout=args.timeout)
-                if how == "timeout":
-                    print(f"  episode timed out after {args.timeout:.0f} s (wall clock)")
-                # give the trial logger a moment to judge and close the trial
-                bringup.spin_until(timeout=1.0) if not stop_requested["flag"] else None
-        finally:
-            bringup.shutdown()
-            run.wall_s = time.monotonic() - t0
+        _print_episode(n, len(picks), opened)
+        bringup = _run_episode(profile, ep, run, args, n == 0, stop)
         if bringup.failed is not None:
             name, exc = bringup.failed
             print(
@@ -548,15 +555,34 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
                 "Outputs so far are kept; the traceback is above.",
                 file=sys.stderr,
             )
-            failed = True
-            break
-        if stop_requested["flag"]:
-            timer = (stop_requested.get("state") or {}).get("timer")
+            return runs, True
+        if stop["flag"]:
+            timer = (stop.get("state") or {}).get("timer")
             if timer is not None:  # every node stopped (the robot first): finish writing the outputs
                 timer.cancel()
             print("\nhavln-robot demo: interrupted -- robot commanded to stop, trial closed as aborted, logs kept")
             break
+    return runs, False
 
+
+def _main(argv: list[str] | None, held: list[Any]) -> int:
+    from havln_robot.paths import prepare_out_dir
+
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    _check_args(ap, args)
+    out = prepare_out_dir(args.out, "--out").resolve()
+    episodes_file, have_data, picks = _choose_episodes(args)
+    db = out / "trials.db"
+    stop: dict[str, Any] = {"flag": False}
+    t_all = time.monotonic()
+    try:
+        # one writer per store: a second demo on the same --out is refused before it touches anything
+        held.append(_lock_store(db, out))
+        runs, failed = _episodes_loop(args, picks, have_data, episodes_file, out, stop)
+    except DemoError as exc:
+        print(f"havln-robot demo: {exc}", file=sys.stderr)
+        return 2
     try:
         status = _finish(runs, db, out, args, have_data, episodes_file)
     except OSError as exc:  # e.g. a full disk: what the store committed is kept
@@ -566,8 +592,8 @@ def _main(argv: list[str] | None, held: list[Any]) -> int:
         )
         status = 1
     print(f"\ntotal wall time {time.monotonic() - t_all:.1f} s; outputs in {out}")
-    if stop_requested["flag"]:
-        return 128 + (stop_requested.get("state") or {}).get("signum", signal.SIGINT)
+    if stop["flag"]:
+        return 128 + (stop.get("state") or {}).get("signum", signal.SIGINT)
     return 1 if failed else status
 
 
@@ -586,6 +612,27 @@ def kinds_note(run: EpisodeRun) -> str:
     return (
         f"motion_node classified its contacts as human {rh}, static {rs}{other} (red x in the plot); sim_node's ground truth "
         f"counts human {gt.collisions_human}, static {gt.collisions_static} (the table, the report and SR use the ground truth)"
+    )
+
+
+def summary_row(run: EpisodeRun, t: Any) -> str:
+    """One row of the demo's summary table: ``run`` and its trial row ``t`` (None: not recorded)."""
+    gt = run.ground_truth
+    ne = t.ne_m if t is not None and t.ne_m is not None else (gt.distance_to_goal_m if gt is not None else math.nan)
+    done = run.done.values if run.done is not None else {}
+    steps = done.get("steps", "?")
+    pm = done.get("policy_ms_mean")
+    wait = done.get("policy_wait_s")  # waiting on the policy after panoramas (agent_node), else every inference
+    if not isinstance(wait, (int, float)):
+        wait = (pm or 0.0) * (steps if isinstance(steps, int) else 0) / 1000.0
+    shares = [done.get("panorama_share"), done.get("policy_wait_share")]
+    pano_pct, wait_pct = (f"{100.0 * v:.0f} %" if isinstance(v, (int, float)) else "-" for v in shares)
+    n_pano = done.get("panoramas", "-")
+    ch = str(gt.collisions_human if gt is not None else 0)
+    cs = str(gt.collisions_static if gt is not None else 0)
+    return (
+        f"  {run.episode_id:<10} {run.outcome or '?':<9} {ne:7.2f} {steps!s:>5} {ch + '/' + cs:>8} {run.wall_s:8.1f} {wait:15.1f} "
+        f"{n_pano!s:>9} {pano_pct:>12} {wait_pct:>17}  #{run.trial_id}"
     )
 
 
@@ -640,28 +687,12 @@ def _finish(runs: list[EpisodeRun], db: Path, out: Path, args: argparse.Namespac
     )
     for run in runs:
         t = rows.get(run.trial_id) if run.trial_id else None
-        gt = run.ground_truth
-        ne = t.ne_m if t is not None and t.ne_m is not None else (gt.distance_to_goal_m if gt is not None else math.nan)
-        done = run.done.values if run.done is not None else {}
-        steps = done.get("steps", "?")
-        pm = done.get("policy_ms_mean")
-        wait = done.get("policy_wait_s")  # waiting on the policy after panoramas (agent_node), else every inference
-        if not isinstance(wait, (int, float)):
-            wait = (pm or 0.0) * (steps if isinstance(steps, int) else 0) / 1000.0
-        shares = [done.get("panorama_share"), done.get("policy_wait_share")]
-        pano_pct, wait_pct = (f"{100.0 * v:.0f} %" if isinstance(v, (int, float)) else "-" for v in shares)
-        n_pano = done.get("panoramas", "-")
-        ch = str(gt.collisions_human if gt is not None else 0)
-        cs = str(gt.collisions_static if gt is not None else 0)
         png = plot_episode(
             run,
             {**sim_base, "episode_id": run.episode_id if have_data else ""},
             safe_child(out / "report", f"topdown_{run.episode_id}.png", f"episode id {run.episode_id!r}"),
         )
-        print(
-            f"  {run.episode_id:<10} {run.outcome or '?':<9} {ne:7.2f} {steps!s:>5} {ch + '/' + cs:>8} {run.wall_s:8.1f} {wait:15.1f} "
-            f"{n_pano!s:>9} {pano_pct:>12} {wait_pct:>17}  #{run.trial_id}"
-        )
+        print(summary_row(run, t))
         print(f"    top-down plot: {png}")
         note = kinds_note(run)
         if note:

@@ -149,11 +149,6 @@ def habitat_to_map(p) -> Vec3:
     return (float(p[0]), -float(p[2]), float(p[1]))
 
 
-def map_to_habitat(p) -> Vec3:
-    """Habitat y-up point from a map-frame point (x, y, z): ``(x, z, -y)``."""
-    return (float(p[0]), float(p[2]), -float(p[1]))
-
-
 def habitat_quat_to_yaw(q) -> float:
     """REP 103 map yaw (rad) of a habitat agent rotation quaternion ``q = [x, y, z, w]``.
 
@@ -169,12 +164,6 @@ def habitat_quat_to_yaw(q) -> float:
     fz = -(1.0 - 2.0 * (x * x + y * y))
     mx, my = fx, -fz
     return math.atan2(my, mx)
-
-
-def yaw_to_habitat_quat(yaw: float) -> tuple[float, float, float, float]:
-    """Habitat rotation quaternion [x, y, z, w] (about +y) whose forward axis has map yaw ``yaw`` (rad)."""
-    theta = yaw - math.pi / 2.0
-    return (0.0, math.sin(theta / 2.0), 0.0, math.cos(theta / 2.0))
 
 
 # ---------------------------------------------------------------------------- connectivity

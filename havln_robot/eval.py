@@ -67,7 +67,7 @@ from havln_robot.agent.sim_io import (  # noqa: F401 - OBS_SIZE, fov_mask: re-ex
     run_world_episode,
 )
 from havln_robot.motion.params import MOTION_PARAMS
-from havln_robot.paths import atomic_output, staged_output_dir
+from havln_robot.paths import atomic_output, staged_output_dir, write_json
 from havln_robot.policy.registry import RESERVED_NAMES, is_builtin, make_policy
 from havln_robot.policy.remote import is_remote
 from havln_robot.text import nonempty, number_in, path_arg, plural
@@ -940,10 +940,8 @@ def write_outputs(out_dir: Path, records: list[EpisodeRecord], summary: dict) ->
                 wr.writeheader()
                 # text cells (episode id, scan: from the episodes file) through the one CSV rule; numbers as they are
                 wr.writerows({k: csv_text(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
-        with atomic_output(stage / "actions.json") as tmp:
-            jsonio.write(tmp, actions, newline=False)
-        with atomic_output(stage / "summary.json") as tmp:
-            jsonio.write(tmp, summary, newline=False, indent=2)
+        write_json(stage / "actions.json", actions, newline=False)
+        write_json(stage / "summary.json", summary, newline=False, indent=2)
 
 
 def default_baseline(episodes_file: Path, episodes) -> tuple[dict[str, int], str]:
@@ -1036,9 +1034,7 @@ def run_engine(jobs: list[Job], target: tuple[str, int | None] | None, on_result
             cluster.disconnect()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 1 some episodes failed, 2 bad input)."""
-    ap = argparse.ArgumentParser(prog="havln-robot eval", description="Evaluate a policy on HA-R2R/R2R episodes in the batch simulator.")
+def _add_input_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--policy",
         type=nonempty("a policy: expert, forward, random or a checkpoint"),
@@ -1080,6 +1076,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--device", type=nonempty("a torch device such as cpu or cuda"), default="cpu", help="torch device for checkpoint policies"
     )
+
+
+def _add_world_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--heading-jitter-deg",
         type=number_in(0, 10, unit="deg"),
@@ -1119,6 +1118,13 @@ def main(argv: list[str] | None = None) -> int:
         help="people checks before each action: none (default), ground_truth (true people and velocities), "
         "detected (people_node's tracker on rendered depth only; slower)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``havln-robot eval``."""
+    ap = argparse.ArgumentParser(prog="havln-robot eval", description="Evaluate a policy on HA-R2R/R2R episodes in the batch simulator.")
+    _add_input_options(ap)
+    _add_world_options(ap)
     ap.add_argument(
         "--ray",
         type=nonempty("auto, local or a cluster address"),
@@ -1132,7 +1138,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help=f"continue the run in --out from its {PARTIAL_NAME}")
     ap.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, int | None] | None:
+    """Refuse contradictory options (argparse's exit 2); returns the Ray target or None (serial)."""
     if args.resume and not args.out:
         ap.error("--resume needs --out (the folder of the run to continue)")
     try:
@@ -1143,34 +1153,31 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if target is not None and is_remote(args.policy):
         ap.error("a policy server (--policy http://HOST:PORT) holds one episode at a time: run eval without --ray/--workers")
-    try:  # options of the closed-loop world: refused here, not in every episode
-        loop_options(EvalOptions(**{f: getattr(args, f) for f in CLOSED_LOOP_ONLY.values()}))
-    except EvalError as exc:
-        print(f"havln-robot eval: {exc}", file=sys.stderr)
-        return 2
-    if args.out:
-        from havln_robot.paths import prepare_out_dir, refuse_overwrite
+    return target
 
-        prepare_out_dir(args.out, "--out")  # before the evaluation, so its results cannot be lost
-        unfinished = (Path(args.out) / PARTIAL_NAME).is_file()
-        if not (args.resume and unfinished):  # nor those of an earlier run
-            also = ", --resume to continue its unfinished run" if unfinished else ""
-            refuse_overwrite(args.out, "--out", args.overwrite, names=(*OUTPUT_NAMES, PARTIAL_NAME), also=also)
 
-    from havln_robot.cluster import ClusterError
+def _prepare_out(args: argparse.Namespace) -> None:
+    """Check --out can be written and holds no earlier results, before the evaluation."""
+    from havln_robot.paths import prepare_out_dir, refuse_overwrite
+
+    prepare_out_dir(args.out, "--out")
+    unfinished = (Path(args.out) / PARTIAL_NAME).is_file()
+    if not (args.resume and unfinished):
+        also = ", --resume to continue its unfinished run" if unfinished else ""
+        refuse_overwrite(args.out, "--out", args.overwrite, names=(*OUTPUT_NAMES, PARTIAL_NAME), also=also)
+
+
+def _load_inputs(args: argparse.Namespace) -> tuple[Path, list, dict[str, int], str]:
+    """The episodes file, its episodes, the TCR baselines and where they come from; EvalError when refused."""
     from havln_robot.episodes import EpisodeError, empty_instruction_ids, load_episodes
     from havln_robot.paths import data_dir
-    from havln_robot.sim.metrics import aggregate, load_collision_baseline
+    from havln_robot.sim.metrics import load_collision_baseline
 
-    if args.limit is not None and args.limit < 1:
-        print("havln-robot eval: --limit must be >= 1", file=sys.stderr)
-        return 2
     ep_file = Path(args.episodes) if args.episodes else data_dir() / "ha_r2r_de" / "HA_val_seen.json"
     try:
         episodes = load_episodes(ep_file, args.connectivity, limit=args.limit, instruction_index=args.instruction_index)
     except EpisodeError as exc:
-        print(f"havln-robot eval: {exc}", file=sys.stderr)
-        return 2
+        raise EvalError(str(exc)) from exc
     empty = empty_instruction_ids(episodes, args.instruction_index)
     if empty:
         shown = ", ".join(empty[:5]) + (f" (+{len(empty) - 5} more)" if len(empty) > 5 else "")
@@ -1181,53 +1188,33 @@ def main(argv: list[str] | None = None) -> int:
         )
     try:
         if args.baseline:
-            baselines, why = load_collision_baseline(args.baseline), f"baseline from {args.baseline}"
-        else:
-            baselines, why = default_baseline(ep_file, episodes)
+            return ep_file, episodes, load_collision_baseline(args.baseline), f"baseline from {args.baseline}"
+        return ep_file, episodes, *default_baseline(ep_file, episodes)
     except ValueError as exc:
-        print(f"havln-robot eval: {exc}", file=sys.stderr)
-        return 2
+        raise EvalError(str(exc)) from exc
 
-    opts = EvalOptions(
-        policy=args.policy,
-        connectivity_dir=args.connectivity,
-        scenes_dir=args.scenes,
-        seed=args.seed,
-        populate=args.populate,
-        crowd=args.crowd,
-        heading_jitter_deg=args.heading_jitter_deg,
-        hfov_deg=args.hfov_deg,
-        vfov_deg=args.vfov_deg,
-        max_linear_speed=args.max_linear_speed,
-        max_angular_speed=args.max_angular_speed,
-        odom_noise_scale=args.odom_noise_scale,
-        latency_s=args.latency_s,
-        people=args.people,
-        device=args.device,
-    )
-    name = args.policy
+
+def _options(args: argparse.Namespace) -> EvalOptions:
+    """The EvalOptions of the command line (each field is the option of its name, but the two folders)."""
+    names = {f.name: f.name for f in fields(EvalOptions)} | {"connectivity_dir": "connectivity", "scenes_dir": "scenes"}
+    return EvalOptions(**{f: getattr(args, a) for f, a in names.items()})
+
+
+def _policy_name(opts: EvalOptions) -> str:
+    """Check the policy before any episode runs (EvalError); its display name."""
     try:
-        if is_builtin(args.policy):
-            make_policy(args.policy)  # check the options now; each episode builds its own (seeded) copy
-        elif args.policy not in RESERVED_NAMES:
-            _one_torch_thread(args.policy)
-            pol = _policy_for(opts)  # loads (and checks) the checkpoint once; serial episodes reuse it
-            name = getattr(pol, "name", args.policy)
+        if is_builtin(opts.policy):
+            make_policy(opts.policy)  # each episode builds its own (seeded) copy
+        elif opts.policy not in RESERVED_NAMES:
+            _one_torch_thread(opts.policy)
+            return getattr(_policy_for(opts), "name", opts.policy)  # loads the checkpoint once; serial episodes reuse it
     except Exception as exc:  # noqa: BLE001 - PolicyError and friends: one line, no traceback
-        print(f"havln-robot eval: {exc}", file=sys.stderr)
-        return 2
-    run_id = opts.key() | {"episodes_file": str(ep_file.resolve()), "instruction_index": args.instruction_index, "baseline": why}
-    try:  # a damaged file is refused here, before any episode runs
-        partial = PartialResults(Path(args.out) / PARTIAL_NAME, run_id, args.resume, "rerun without --resume") if args.out else None
-    except EvalError as exc:
-        print(f"havln-robot eval: --resume: {exc}", file=sys.stderr)
-        return 2
-    scenes = f"scan meshes from {args.scenes}" if args.scenes else "procedural scenes"
-    print(
-        f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr
-    )
+        raise EvalError(str(exc)) from exc
+    return opts.policy
 
-    jobs = make_jobs(episodes, opts, baselines)
+
+def _collect(episodes, jobs: list[Job], partial: PartialResults | None, target, quiet: bool):
+    """Run the jobs not already in ``partial``; (results by episode index, engine outcome, seconds, jobs run)."""
     results: dict[int, dict | str] = {}
     if partial is not None and partial.done:
         index = {ep.episode_id: i for i, ep in enumerate(episodes)}
@@ -1242,12 +1229,45 @@ def main(argv: list[str] | None = None) -> int:
             partial.add(episodes[k].episode_id, row)
 
     t0 = time.perf_counter()
+    outcome = run_engine(todo, target, got, quiet)
+    return results, outcome, time.perf_counter() - t0, len(todo)
+
+
+def _print_extras(records: list[EpisodeRecord], people: str) -> None:
+    multi = [r for r in records if r.floors_changed]
+    if multi:
+        ms = sum(r.metrics.success for r in multi) / len(multi)
+        print(f"  floor-changing episodes: {len(multi)}, success {100 * ms:.1f} %")
+    if people != "none":
+        print(f"  people checks ({people}): {sum(r.people_waits for r in records)} actions refused (1 s wait each)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``havln-robot eval``; returns the exit code (0 ok, 1 some episodes failed, 2 bad input)."""
+    from havln_robot.cluster import ClusterError
+    from havln_robot.sim.metrics import aggregate
+
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    target = _check_args(ap, args)
     try:
-        outcome = run_engine(todo, target, got, args.quiet)
+        loop_options(EvalOptions(**{f: getattr(args, f) for f in CLOSED_LOOP_ONLY.values()}))  # refused here, not in every episode
+        if args.out:
+            _prepare_out(args)
+        ep_file, episodes, baselines, why = _load_inputs(args)
+        opts = _options(args)
+        name = _policy_name(opts)
+        run_id = opts.key() | {"episodes_file": str(ep_file.resolve()), "instruction_index": args.instruction_index, "baseline": why}
+        try:  # a damaged file is refused here, before any episode runs
+            partial = PartialResults(Path(args.out) / PARTIAL_NAME, run_id, args.resume, "rerun without --resume") if args.out else None
+        except EvalError as exc:
+            raise EvalError(f"--resume: {exc}") from exc
+        scenes = f"scan meshes from {args.scenes}" if args.scenes else "procedural scenes"
+        print(f"evaluating {name} on {plural(len(episodes), 'episode')} from {ep_file} (seed {args.seed}; TCR {why}; {scenes})", file=sys.stderr)  # fmt: skip
+        results, outcome, seconds, ran = _collect(episodes, make_jobs(episodes, opts, baselines), partial, target, args.quiet)
     except (EvalError, ClusterError) as exc:
         print(f"havln-robot eval: {exc}", file=sys.stderr)
         return 2
-    seconds = time.perf_counter() - t0
     for k in sorted(results):
         if isinstance(results[k], str):
             print(f"havln-robot eval: skipping episode {episodes[k].episode_id}: {results[k]}", file=sys.stderr)
@@ -1263,28 +1283,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     agg = aggregate([r.metrics for r in records], with_humans=[r.humans > 0 for r in records])
     steps = sum(len(r.actions) for r in records)
-    ran = len(todo)
     print(format_summary(agg, seconds, steps, name, ran))
-    multi = [r for r in records if r.floors_changed]
-    if multi:
-        ms = sum(r.metrics.success for r in multi) / len(multi)
-        print(f"  floor-changing episodes: {len(multi)}, success {100 * ms:.1f} %")
-    if args.people != "none":
-        print(f"  people checks ({args.people}): {sum(r.people_waits for r in records)} actions refused (1 s wait each)")
+    _print_extras(records, args.people)
     if args.out:
+        rate = {"episodes_per_s": ran / seconds if seconds > 0 else None, "steps_per_s": steps / seconds if seconds > 0 else None}
         summary = agg.as_dict() | {
             "policy": name,
             "episodes_file": str(ep_file),
             "seed": args.seed,
             "seconds": seconds,
             "episodes_run": ran,
-            "episodes_per_s": ran / seconds if seconds > 0 else None,
-            "steps_per_s": steps / seconds if seconds > 0 else None,
-            "baseline": why,
-            "engine": "serial" if target is None else f"ray {target[0]}",
-            "scenes": f"mesh:{args.scenes}" if args.scenes else "procedural",
-            "options": opts.key(),
         }
+        summary |= rate | {"baseline": why, "engine": "serial" if target is None else f"ray {target[0]}"}
+        summary |= {"scenes": f"mesh:{args.scenes}" if args.scenes else "procedural", "options": opts.key()}
         write_outputs(Path(args.out), records, summary)
         partial.path.unlink(missing_ok=True)
         print(f"  wrote {args.out}/results.jsonl, results.csv, actions.json, summary.json")

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.text import nonempty, number_in, path_arg
 
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
@@ -485,6 +486,17 @@ def markdown(fig: dict[str, Any]) -> str:
     ]
     if plan["quick"]:
         lines += ["**Quick run** (`--quick`: 2 episodes, short timings) -- a smoke test, not the README's figures.", ""]
+    for part in (_md_eval, _md_speeds, _md_motion, _md_latency, _md_people, _md_trials, _md_scale, _md_agreement, _md_safety):
+        lines += part(fig, plan)
+    skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
+    if skipped:
+        lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_eval(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Simulator: the eval table of each policy."""
+    lines: list[str] = []
     ev = fig.get("eval")
     if isinstance(ev, dict):
         n = ev["rows"][0]["episodes"]
@@ -512,6 +524,12 @@ def markdown(fig: dict[str, Any]) -> str:
         lines += _table(["policy", "success", "SR (challenge)", "median NE", "SPL", "collisions human / static", "speed"], rows) + [""]
     elif ev:
         lines += [f"**Simulator**: skipped ({ev})", ""]
+    return lines
+
+
+def _md_speeds(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Simulator and policy speed."""
+    lines: list[str] = []
     rows = []
     if isinstance(p := fig.get("policy"), dict):
         rows += [
@@ -540,6 +558,12 @@ def markdown(fig: dict[str, Any]) -> str:
             rows.append(["sim_node odom / imu (target ≥ 50)", f"{span(s['odom_hz'])} / {span(s['imu_hz'])} Hz", "`havln-robot bench sim`"])
     if rows:
         lines += ["**Simulator and policy speed**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    return lines
+
+
+def _md_motion(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Motion: per-action errors and durations."""
+    lines: list[str] = []
     if isinstance(mo := fig.get("motion"), dict):
         a = mo["actions"]
         fwd, tl, tr = a["MOVE_FORWARD"], a["TURN_LEFT"], a["TURN_RIGHT"]
@@ -561,6 +585,13 @@ def markdown(fig: dict[str, Any]) -> str:
             ],
         )  # fmt: skip
         lines.append("")
+    return lines
+
+
+def _md_latency(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Robot, e-stop and perception latency."""
+    lines: list[str] = []
+    mo = fig.get("motion")
     rows = []
     if isinstance(mo, dict) and any(v is not None for v in mo["ros_p50_ms"]):
         rows.append(
@@ -583,6 +614,12 @@ def markdown(fig: dict[str, Any]) -> str:
         ]  # fmt: skip
     if rows:
         lines += ["**Robot, e-stop and perception latency**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    return lines
+
+
+def _md_people(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """People tracker vs ground truth."""
+    lines: list[str] = []
     if isinstance(pp := fig.get("people"), dict):
 
         def f2(v: Any, fmt: str = "{:.2f}") -> str:
@@ -616,6 +653,12 @@ def markdown(fig: dict[str, Any]) -> str:
             + _table(["figure", "value", "command"], prow)
             + [""]
         )
+    return lines
+
+
+def _md_trials(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Trials and challenge."""
+    lines: list[str] = []
     rows = []
     if isinstance(t := fig.get("trial"), dict):
         rows.append(
@@ -637,6 +680,12 @@ def markdown(fig: dict[str, Any]) -> str:
         )  # fmt: skip
     if rows:
         lines += ["**Trials and challenge**", ""] + _table(["figure", "value", "command"], rows) + [""]
+    return lines
+
+
+def _md_scale(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Scaling of eval's engine."""
+    lines: list[str] = []
     if isinstance(sc := fig.get("scale"), dict):
         lines += [
             f"**Scaling** (`havln-robot bench scale{' ' + ' '.join(plan.get('scale', [])) if plan.get('scale') else ''}`: "
@@ -649,6 +698,12 @@ def markdown(fig: dict[str, Any]) -> str:
             for r in sc["runs"]
         ]
         lines += _table(["engine", "throughput", "speed-up", "runtime start (once per run)"], rows) + [""]
+    return lines
+
+
+def _md_agreement(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """Batch vs live."""
+    lines: list[str] = []
     if isinstance(ag := fig.get("agreement"), dict) and ag["summary"]:
         arows = [
             [s["kind"], s["n"], f"{s['sr_batch']:.3f}", f"{s['sr_live']:.3f}", f"{s['d_sr']:+.3f}", f"{s['ne_batch']:.2f}", f"{s['ne_live']:.2f}",
@@ -661,12 +716,14 @@ def markdown(fig: dict[str, Any]) -> str:
             arows,
         )
         lines += [""]
+    return lines
+
+
+def _md_safety(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """The safety course."""
     if isinstance(sf := fig.get("safety"), dict):
-        lines += [*safety_markdown(sf), ""]
-    skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
-    if skipped:
-        lines += ["Skipped: " + "; ".join(skipped) + ".", ""]
-    return "\n".join(lines).rstrip() + "\n"
+        return [*safety_markdown(sf), ""]
+    return []
 
 
 # --- the whole run --------------------------------------------------------------------------------------
@@ -881,10 +938,7 @@ def main(argv: list[str]) -> int:
     else:
         print(jsonio.dumps(fig, nonfinite="null", indent=2, default=str))
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, fig, nonfinite="null", indent=2, default=str)
+        write_json(args.json, fig, nonfinite="null", indent=2, default=str)
     if readme is not None:
         if set(parts) == set(PARTS):
             update_readme(readme, text)

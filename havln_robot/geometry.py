@@ -25,14 +25,6 @@ def quat_to_yaw(x: float, y: float, z: float, w: float) -> float:
     return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
-def quat_to_rpy(x: float, y: float, z: float, w: float) -> tuple[float, float, float]:
-    """Roll, pitch, yaw (rad, ZYX convention) of a quaternion (x, y, z, w)."""
-    roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
-    s = max(-1.0, min(1.0, 2.0 * (w * y - z * x)))
-    pitch = math.asin(s)
-    return roll, pitch, quat_to_yaw(x, y, z, w)
-
-
 def rpy_to_quat(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
     """Quaternion (x, y, z, w) from roll, pitch, yaw (rad, ZYX convention)."""
     cr, sr = math.cos(roll / 2), math.sin(roll / 2)

@@ -399,6 +399,15 @@ def staged_output_dir(folder: str | os.PathLike[str], stale: tuple[str, ...] = (
         shutil.rmtree(root, ignore_errors=True)
 
 
+def write_json(path: str | os.PathLike[str], doc: Any, **kwargs: Any) -> None:
+    """``doc`` as JSON at ``path`` through :func:`atomic_output`: the old file or the new one, never
+    half (``kwargs``: :func:`havln_robot.jsonio.write`'s, e.g. ``nonfinite="null"``, ``indent``)."""
+    from havln_robot import jsonio
+
+    with atomic_output(path) as tmp:
+        jsonio.write(tmp, doc, **kwargs)
+
+
 def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> Path:
     """``fig.savefig`` (a matplotlib Figure) through :func:`atomic_output`: the image is rendered into a
     temporary file beside ``path`` and renamed over it, so ``path`` is the old or the new complete image,

@@ -70,8 +70,8 @@ class Outcome(StrEnum):
 
 #: Outcomes of a motion that an obstacle or a person refused or stopped: ``collision`` (refused before
 #: the start, stopped short of it, or a contact) and ``stall`` (no progress under command: pushing
-#: against something the depth camera missed). The one definition (:meth:`ActionResult.is_blocked`,
-#: :func:`is_blocked_outcome`; agent_node's, eval's and training's episode rules, the panorama, the trial log).
+#: against something the depth camera missed). The one definition
+#: (:func:`is_blocked_outcome`; agent_node's, eval's and training's episode rules, the panorama, the trial log).
 BLOCKED_OUTCOMES = frozenset({Outcome.COLLISION, Outcome.STALL})
 
 
@@ -357,11 +357,6 @@ class ActionResult:
             return False
         full = step_amount(self.action)
         return self.action in (A.MOVE_FORWARD, A.TURN_LEFT, A.TURN_RIGHT) and 0.0 < self.executed_amount() < 0.95 * full
-
-    @property
-    def is_blocked(self) -> bool:
-        """True when an obstacle or a person refused or stopped the motion (:data:`BLOCKED_OUTCOMES`)."""
-        return is_blocked_outcome(self.outcome)
 
     # -- wire -----------------------------------------------------------------------------------
     def to_values(self) -> dict[str, str]:

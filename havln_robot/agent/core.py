@@ -530,20 +530,7 @@ class EpisodeRunner:
             sweep_s = self.clock() - pano.t_start
         if missing and sum(2 * self._retake_turns(i, scfg) for i in missing) * RETAKE_TURN_S > sweep_s:
             # cheaper to sweep once more than to turn to the missing views and back (views near 180 deg)
-            got2 = self.io.sweep(action, scfg, drift, None)
-            if got2 is None:
-                got2 = (ActionOutcome(action, Outcome.ABORTED.value, {}), sel, drift)
-            out2, sel2, drift2 = got2
-            pano.heading_deg += TurnResult.from_values(TURN_LEFT if action == SWEEP_LEFT else TURN_RIGHT, out2.values, out2.outcome).yaw_deg
-            pano.closure_deg = self._closure(out2.values) if out2.values else pano.closure_deg
-            if out2.outcome == Outcome.OK:
-                for i, c in enumerate(sel2.select(drift2)):
-                    if c is not None and i in missing:
-                        h = sel2.heading_deg(c.stamp, drift2)
-                        pano.captured.append(PanoramaView(i, c.target_deg, h if h is not None else c.heading_deg, "imu", c.data, c.stamp))
-                        pano.retaken += 1
-                missing = [i for i in missing if all(v.index != i for v in pano.captured)]
-            pano.sweeps += 1
+            missing = self._sweep_again(action, scfg, (sel, drift), pano, missing)
         for i in missing:
             view, net = self._retake(i, scfg, result, status)
             pano.captured.append(view)
@@ -560,6 +547,26 @@ class EpisodeRunner:
         obs_views = [self._preprocess(v.data) if isinstance(v.data, RawView) else v.data for v in pano.captured]
         fut = self._submit(self._act, self._obs_from(obs_views, pano.headings_rad(), step, already_relative=True))
         return fut, pano
+
+    def _sweep_again(self, action: str, scfg: SweepConfig, last: tuple, pano: SweepPanorama, missing: list[int]) -> list[int]:
+        """A second sweep for the ``missing`` views (``last``: the first sweep's selector and drift);
+        the views it gets go into ``pano``; returns those still missing."""
+        sel, drift = last
+        got2 = self.io.sweep(action, scfg, drift, None)
+        if got2 is None:
+            got2 = (ActionOutcome(action, Outcome.ABORTED.value, {}), sel, drift)
+        out2, sel2, drift2 = got2
+        pano.heading_deg += TurnResult.from_values(TURN_LEFT if action == SWEEP_LEFT else TURN_RIGHT, out2.values, out2.outcome).yaw_deg
+        pano.closure_deg = self._closure(out2.values) if out2.values else pano.closure_deg
+        if out2.outcome == Outcome.OK:
+            for i, c in enumerate(sel2.select(drift2)):
+                if c is not None and i in missing:
+                    h = sel2.heading_deg(c.stamp, drift2)
+                    pano.captured.append(PanoramaView(i, c.target_deg, h if h is not None else c.heading_deg, "imu", c.data, c.stamp))
+                    pano.retaken += 1
+            missing = [i for i in missing if all(v.index != i for v in pano.captured)]
+        pano.sweeps += 1
+        return missing
 
     @staticmethod
     def _closure(values: Mapping[str, Any]) -> float | None:
@@ -644,6 +651,29 @@ class EpisodeRunner:
         if chk.refused:
             raise AgentAbort(chk.message())
 
+    def _observe(self, result: EpisodeResult, status: Callable[..., None]) -> tuple[Future, float]:
+        """The observation of this step (a panorama, or the front view of a one-view policy) sent to
+        the policy: (its inference future, the panorama's seconds or 0)."""
+        views = int(getattr(self.policy, "views", 1))  # may change per step (e.g. 1 while replaying a macro)
+        if views <= 1:
+            status("observing", step=result.steps)
+            return self._submit(self._act, self._front_view(result.steps)), 0.0
+        status("panorama", step=result.steps)
+        t_pano = self.clock()
+        mode = self.config.panorama_mode
+        if mode == "instant" and callable(getattr(self.io, "panorama", None)):
+            fut = self._instant_panorama(result.steps)
+            result.panoramas.append({"mode": "instant", "duration_s": 0.0, "final_error_deg": 0.0})
+        else:
+            if mode == "sweep" and callable(getattr(self.io, "sweep", None)):
+                fut, cap = self._sweep_panorama(result.steps, result, status)
+            else:
+                fut, cap = self._panorama(result.steps, result, status)
+            result.panoramas.append(cap.summary())
+        pano_s = self.clock() - t_pano
+        result.panorama_s += pano_s
+        return fut, pano_s
+
     def run(self, instruction: str) -> EpisodeResult:
         """Run one episode to STOP, the budget, cancellation or an error (never raises for those).
 
@@ -668,26 +698,7 @@ class EpisodeRunner:
             self._result(self._submit(self.policy.reset, instruction), "reset")
             while result.steps < self.config.max_actions:
                 self._check_cancel()
-                views = int(getattr(self.policy, "views", 1))  # may change per step (e.g. 1 while replaying a macro)
-                if views > 1:
-                    status("panorama", step=result.steps)
-                    t_pano = self.clock()
-                    mode = self.config.panorama_mode
-                    if mode == "instant" and callable(getattr(self.io, "panorama", None)):
-                        fut = self._instant_panorama(result.steps)
-                        result.panoramas.append({"mode": "instant", "duration_s": 0.0, "final_error_deg": 0.0})
-                    else:
-                        if mode == "sweep" and callable(getattr(self.io, "sweep", None)):
-                            fut, cap = self._sweep_panorama(result.steps, result, status)
-                        else:
-                            fut, cap = self._panorama(result.steps, result, status)
-                        result.panoramas.append(cap.summary())
-                    pano_s = self.clock() - t_pano
-                    result.panorama_s += pano_s
-                else:
-                    status("observing", step=result.steps)
-                    obs = self._front_view(result.steps)
-                    fut, pano_s = self._submit(self._act, obs), 0.0
+                fut, pano_s = self._observe(result, status)
                 status("inferring", panorama_s=pano_s)
                 t_wait = self.clock()
                 action, ms = self._result(fut, "act")

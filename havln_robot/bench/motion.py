@@ -250,8 +250,8 @@ def _pct(a: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(a), q)) if a else float("nan")
 
 
-def main(argv: list[str]) -> int:
-    """Run the benchmark; returns 0 (figures printed), 1 when a target is missed with ``--check``, 2 on bad input."""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``havln-robot bench motion``."""
     ap = argparse.ArgumentParser(prog="havln-robot bench motion", description=__doc__.split("\n\n")[0].replace("``", ""))
     ap.add_argument("-n", "--n", type=number_in(1, integer=True), default=200, help="actions of each type (default 200)")
     ap.add_argument("--seed", type=number_in(0, integer=True), default=0, help="first noise seed (trial i uses seed + i)")
@@ -282,7 +282,108 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", type=path_arg, default=None, help="write all figures to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _action_rows(rig: _Rig, cfg: MotionConfig, rate: float, rng: np.random.Generator, n: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Per action type, ``n`` trials on the simulated base: outcomes, position / yaw error percentiles, durations."""
+    rows: dict[str, dict[str, Any]] = {}
+    for action in (A.MOVE_FORWARD, A.TURN_LEFT, A.TURN_RIGHT, A.LOOK_UP, A.LOOK_DOWN):
+        trials = []
+        for i in range(n):
+            rig.reset(seed + i)
+            ex = Executor(cfg)
+            if action == A.LOOK_DOWN:
+                ex.pitch = 0.0
+            trials.append(_run_action(rig, ex, action, rate, rng))
+        ok = [t for t in trials if t["outcome"] == "ok"]
+        outcomes: dict[str, int] = {}
+        for t in trials:
+            outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
+        tmin = cfg.min_duration(action)
+        dur = [t["duration"] for t in ok]
+        rows[action] = {
+            "outcomes": outcomes,
+            "pos_p50_m": _pct([t["pos_err"] for t in ok], 50),
+            "pos_p95_m": _pct([t["pos_err"] for t in ok], 95),
+            "yaw_p50_deg": _pct([t["yaw_err_deg"] for t in ok], 50),
+            "yaw_p95_deg": _pct([t["yaw_err_deg"] for t in ok], 95),
+            "duration_mean_s": float(np.mean(dur)) if dur else float("nan"),
+            "duration_p95_s": _pct(dur, 95),
+            "min_duration_s": tmin,
+            "ratio_mean": float(np.mean(dur)) / tmin if dur and tmin > 0 else float("nan"),
+            "ratio_p95": _pct(dur, 95) / tmin if dur and tmin > 0 else float("nan"),
+        }
+    return rows
+
+
+def _estop_figures(
+    rig: _Rig, cfg: MotionConfig, rate: float, rng: np.random.Generator, args: argparse.Namespace, params: dict
+) -> dict[str, Any]:
+    """STOP at a random moment of a MOVE_FORWARD (between control ticks), in-process and (``--ros-estop``) over ROS."""
+    stops = []
+    for i in range(args.estop):
+        rig.reset(args.seed + 10_000 + i)
+        ex = Executor(cfg)
+        stops.append(_run_action(rig, ex, A.MOVE_FORWARD, rate, rng, stop_after=float(rng.uniform(0.2, 1.0)))["stop"])
+    estop = {
+        "trials": len(stops),
+        "zero_command_all": all(s["zero_cmd"] for s in stops),
+        "command_latency_p50_ms": _pct([s["compute_s"] * 1000 for s in stops], 50),
+        "command_latency_max_ms": max((s["compute_s"] * 1000 for s in stops), default=float("nan")),
+        "standstill_p95_s": _pct([s["standstill_s"] for s in stops], 95),
+        "coast_p95_m": _pct([s["coast_m"] for s in stops], 95),
+    }
+    if args.ros_estop > 0:
+        lat = _ros_estop(params, args.ros_estop)
+        estop.update(
+            ros_trials=len(lat),
+            ros_latency_p50_ms=_pct([v * 1000 for v in lat], 50),
+            ros_latency_p95_ms=_pct([v * 1000 for v in lat], 95),
+            ros_latency_max_ms=max(lat, default=float("nan")) * 1000,
+        )
+    return estop
+
+
+def _print_rows(rows: dict[str, dict[str, Any]], estop: dict[str, Any]) -> None:
+    print(
+        f"{'action':<13}{'outcomes':<22}{'pos p50/p95 m':>16}{'yaw p50/p95 deg':>18}{'mean dur s':>12}{'min s':>8}{'dur/min mean/p95':>19}"
+    )
+    for action, r in rows.items():
+        oc = ",".join(f"{k}:{v}" for k, v in sorted(r["outcomes"].items()))
+        print(
+            f"{action:<13}{oc:<22}{r['pos_p50_m']:>8.4f}/{r['pos_p95_m']:<7.4f}{r['yaw_p50_deg']:>9.3f}/{r['yaw_p95_deg']:<8.3f}"
+            f"{r['duration_mean_s']:>12.3f}{r['min_duration_s']:>8.3f}{r['ratio_mean']:>10.2f}/{r['ratio_p95']:<8.2f}"
+        )
+    print(
+        f"e-stop ({estop['trials']} trials, STOP at a random moment of MOVE_FORWARD): STOP -> zero command "
+        f"p50 {estop['command_latency_p50_ms']:.3f} ms, max {estop['command_latency_max_ms']:.3f} ms (in-process; the node publishes it from the "
+        f"action callback); TRUE body at rest within p95 {estop['standstill_p95_s']:.3f} s, coasting p95 {estop['coast_p95_m'] * 100:.1f} cm"
+    )
+    if "ros_trials" in estop:
+        print(
+            f"e-stop over ROS ({estop['ros_trials']} trials, havln/action STOP -> zero Twist on cmd_vel through motion_node): "
+            f"p50 {estop['ros_latency_p50_ms']:.1f} ms, p95 {estop['ros_latency_p95_ms']:.1f} ms, max {estop['ros_latency_max_ms']:.1f} ms"
+        )
+
+
+def _checks(rows: dict[str, dict[str, Any]], estop: dict[str, Any]) -> dict[str, bool]:
+    """Each target of :data:`TARGETS` → met."""
+    fwd, tl, tr = rows[A.MOVE_FORWARD], rows[A.TURN_LEFT], rows[A.TURN_RIGHT]
+    checks = {
+        f"MOVE_FORWARD p95 position error <= {TARGETS['forward_p95_m']} m": fwd["pos_p95_m"] <= TARGETS["forward_p95_m"],
+        f"turn p95 yaw error <= {TARGETS['turn_p95_deg']} deg": max(tl["yaw_p95_deg"], tr["yaw_p95_deg"]) <= TARGETS["turn_p95_deg"],
+        f"mean duration <= {TARGETS['duration_ratio']} x physical minimum": max(fwd["ratio_mean"], tl["ratio_mean"], tr["ratio_mean"])
+        <= TARGETS["duration_ratio"],
+        f"e-stop to zero command <= {TARGETS['estop_ms']:g} ms": estop["command_latency_max_ms"] <= TARGETS["estop_ms"]
+        and estop.get("ros_latency_p95_ms", 0.0) <= TARGETS["estop_ms"],
+    }
+    return checks
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark; returns 0 (figures printed), 1 when a target is missed with ``--check``, 2 on bad input."""
+    args = build_parser().parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
@@ -306,85 +407,11 @@ def main(argv: list[str]) -> int:
         f"w {cfg.w_max:g} rad/s alpha {cfg.a_ang:g} rad/s^2, latency_s {cfg.latency_s:g}, yaw from imu {params['imu_yaw_source']}; odom {args.odom_hz:g} Hz, imu {args.imu_hz:g} Hz; "
         f"sim noise {'off' if args.no_noise else f'on (latency {args.latency * 1000:.0f} ms, odometry drift, gyro noise + bias x{args.noise_scale:g})'}"
     )
-    rows: dict[str, dict[str, Any]] = {}
-    for action in (A.MOVE_FORWARD, A.TURN_LEFT, A.TURN_RIGHT, A.LOOK_UP, A.LOOK_DOWN):
-        trials = []
-        for i in range(args.n):
-            rig.reset(args.seed + i)
-            ex = Executor(cfg)
-            if action == A.LOOK_DOWN:
-                ex.pitch = 0.0
-            trials.append(_run_action(rig, ex, action, rate, rng))
-        ok = [t for t in trials if t["outcome"] == "ok"]
-        outcomes: dict[str, int] = {}
-        for t in trials:
-            outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
-        tmin = cfg.min_duration(action)
-        dur = [t["duration"] for t in ok]
-        rows[action] = {
-            "outcomes": outcomes,
-            "pos_p50_m": _pct([t["pos_err"] for t in ok], 50),
-            "pos_p95_m": _pct([t["pos_err"] for t in ok], 95),
-            "yaw_p50_deg": _pct([t["yaw_err_deg"] for t in ok], 50),
-            "yaw_p95_deg": _pct([t["yaw_err_deg"] for t in ok], 95),
-            "duration_mean_s": float(np.mean(dur)) if dur else float("nan"),
-            "duration_p95_s": _pct(dur, 95),
-            "min_duration_s": tmin,
-            "ratio_mean": float(np.mean(dur)) / tmin if dur and tmin > 0 else float("nan"),
-            "ratio_p95": _pct(dur, 95) / tmin if dur and tmin > 0 else float("nan"),
-        }
-    # e-stop: STOP arrives at a random moment of a MOVE_FORWARD (between control ticks)
-    stops = []
-    for i in range(args.estop):
-        rig.reset(args.seed + 10_000 + i)
-        ex = Executor(cfg)
-        stops.append(_run_action(rig, ex, A.MOVE_FORWARD, rate, rng, stop_after=float(rng.uniform(0.2, 1.0)))["stop"])
-    estop = {
-        "trials": len(stops),
-        "zero_command_all": all(s["zero_cmd"] for s in stops),
-        "command_latency_p50_ms": _pct([s["compute_s"] * 1000 for s in stops], 50),
-        "command_latency_max_ms": max((s["compute_s"] * 1000 for s in stops), default=float("nan")),
-        "standstill_p95_s": _pct([s["standstill_s"] for s in stops], 95),
-        "coast_p95_m": _pct([s["coast_m"] for s in stops], 95),
-    }
-    if args.ros_estop > 0:
-        lat = _ros_estop(params, args.ros_estop)
-        estop.update(
-            ros_trials=len(lat),
-            ros_latency_p50_ms=_pct([v * 1000 for v in lat], 50),
-            ros_latency_p95_ms=_pct([v * 1000 for v in lat], 95),
-            ros_latency_max_ms=max(lat, default=float("nan")) * 1000,
-        )
+    rows = _action_rows(rig, cfg, rate, rng, args.n, args.seed)
+    estop = _estop_figures(rig, cfg, rate, rng, args, params)
     wall = time.perf_counter() - t_wall
-
-    print(
-        f"{'action':<13}{'outcomes':<22}{'pos p50/p95 m':>16}{'yaw p50/p95 deg':>18}{'mean dur s':>12}{'min s':>8}{'dur/min mean/p95':>19}"
-    )
-    for action, r in rows.items():
-        oc = ",".join(f"{k}:{v}" for k, v in sorted(r["outcomes"].items()))
-        print(
-            f"{action:<13}{oc:<22}{r['pos_p50_m']:>8.4f}/{r['pos_p95_m']:<7.4f}{r['yaw_p50_deg']:>9.3f}/{r['yaw_p95_deg']:<8.3f}"
-            f"{r['duration_mean_s']:>12.3f}{r['min_duration_s']:>8.3f}{r['ratio_mean']:>10.2f}/{r['ratio_p95']:<8.2f}"
-        )
-    print(
-        f"e-stop ({estop['trials']} trials, STOP at a random moment of MOVE_FORWARD): STOP -> zero command "
-        f"p50 {estop['command_latency_p50_ms']:.3f} ms, max {estop['command_latency_max_ms']:.3f} ms (in-process; the node publishes it from the "
-        f"action callback); TRUE body at rest within p95 {estop['standstill_p95_s']:.3f} s, coasting p95 {estop['coast_p95_m'] * 100:.1f} cm"
-    )
-    if "ros_trials" in estop:
-        print(
-            f"e-stop over ROS ({estop['ros_trials']} trials, havln/action STOP -> zero Twist on cmd_vel through motion_node): "
-            f"p50 {estop['ros_latency_p50_ms']:.1f} ms, p95 {estop['ros_latency_p95_ms']:.1f} ms, max {estop['ros_latency_max_ms']:.1f} ms"
-        )
-    fwd, tl, tr = rows[A.MOVE_FORWARD], rows[A.TURN_LEFT], rows[A.TURN_RIGHT]
-    checks = {
-        f"MOVE_FORWARD p95 position error <= {TARGETS['forward_p95_m']} m": fwd["pos_p95_m"] <= TARGETS["forward_p95_m"],
-        f"turn p95 yaw error <= {TARGETS['turn_p95_deg']} deg": max(tl["yaw_p95_deg"], tr["yaw_p95_deg"]) <= TARGETS["turn_p95_deg"],
-        f"mean duration <= {TARGETS['duration_ratio']} x physical minimum": max(fwd["ratio_mean"], tl["ratio_mean"], tr["ratio_mean"])
-        <= TARGETS["duration_ratio"],
-        f"e-stop to zero command <= {TARGETS['estop_ms']:g} ms": estop["command_latency_max_ms"] <= TARGETS["estop_ms"]
-        and estop.get("ros_latency_p95_ms", 0.0) <= TARGETS["estop_ms"],
-    }
+    _print_rows(rows, estop)
+    checks = _checks(rows, estop)
     for name, passed in checks.items():
         print(f"  [{'PASS' if passed else 'MISS'}] {name}")
     print(f"({wall:.1f} s wall)")

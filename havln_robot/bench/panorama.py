@@ -57,6 +57,98 @@ def _true_yaw_at(hist: list[tuple[float, float]], t: float) -> float:
     return y0 + w * (y1 - y0)
 
 
+def _record_true_yaw(sim: Any) -> list[tuple[float, float]]:
+    """(sim time s, TRUE yaw rad, unwrapped) at every simulation tick of ``sim`` from now on."""
+    hist: list[tuple[float, float]] = []
+    orig_tick = sim._tick
+
+    def tick() -> None:  # record the TRUE yaw (unwrapped) at every simulation tick, on sim time
+        orig_tick()
+        with sim._lock:
+            yaw = sim.session.world.pose[3]
+            if hist:
+                yaw = hist[-1][1] + math.remainder(yaw - hist[-1][1], 2 * math.pi)
+            hist.append((sim.sim_time, yaw))
+
+    sim._tick = tick
+    return hist
+
+
+def _record_grabs(agent: Any) -> list[float]:
+    """The stamp (s) of every view ``agent`` grabs from now on."""
+    grabs: list[float] = []
+    orig_grab = agent.grab
+
+    def grab():
+        v = orig_grab()
+        grabs.append(v.stamp)
+        return v
+
+    agent.grab = grab
+    return grabs
+
+
+def _one_panorama(runner: Any, sim: Any, mode: str, hist: list[tuple[float, float]], grabs: list[float]) -> tuple:
+    """One panorama of ``mode`` from standstill: (wall s, each view's true heading error deg, the capture,
+    true closure error deg, depth frames sim_node published meanwhile)."""
+    from havln_robot.agent.core import EpisodeResult
+
+    time.sleep(0.4)  # stand still (motion_node learns the gyro bias; frames after settling)
+    with sim._lock:
+        t_sim0 = sim.sim_time
+    y0 = _true_yaw_at(hist, t_sim0)
+    grabs.clear()
+    pub0 = sim.counts.get(sim.depth_pub.topic_name, 0)
+    result = EpisodeResult(reason="stop", steps=0, actions=[])
+    t0 = time.monotonic()
+    if mode == "sweep":
+        fut, cap = runner._sweep_panorama(0, result, lambda *a, **kw: None)
+    else:
+        fut, cap = runner._panorama(0, result, lambda *a, **kw: None)
+    wall = time.monotonic() - t0
+    published = sim.counts.get(sim.depth_pub.topic_name, 0) - pub0
+    fut.result()
+    time.sleep(0.3)
+    with sim._lock:
+        t_sim1 = sim.sim_time
+    closure_true = math.degrees(_true_yaw_at(hist, t_sim1) - y0)
+    closure_true = (closure_true + 180.0) % 360.0 - 180.0
+    errs = []
+    grab_iter = iter(grabs)
+    swept = cap.summary().get("mode") == "sweep"
+    for v in cap.captured:
+        # sweep frames carry their stamp; grabbed views (discrete, retakes) were logged by grab()
+        stamp = v.t if swept and v.source == "imu" else next(grab_iter, math.nan)
+        if not math.isfinite(stamp):
+            errs.append(math.nan)
+            continue
+        h = math.degrees(_true_yaw_at(hist, stamp) - y0)
+        errs.append((h - v.target_deg + 180.0) % 360.0 - 180.0)
+    return wall, errs, cap, closure_true, published
+
+
+def _mode_panoramas(runner: Any, sim: Any, mode: str, panoramas: int, hist: list, grabs: list, log: Any) -> dict[str, Any]:
+    """``panoramas`` panoramas of ``mode``: the lists of :func:`run_panoramas`' record, one entry each."""
+    rec: dict[str, Any] = {k: [] for k in ("wall_s", "view_err_deg", "closure_imu_deg", "closure_true_deg", "retaken", "summaries")}
+    for k in range(panoramas):
+        wall, errs, cap, closure_true, published = _one_panorama(runner, sim, mode, hist, grabs)
+        s = cap.summary()
+        rec["wall_s"].append(wall)
+        rec["view_err_deg"].append(errs)
+        rec["closure_imu_deg"].append(cap.final_error_deg)
+        rec["closure_true_deg"].append(closure_true)
+        rec["retaken"].append(s.get("retaken", 0))
+        rec["summaries"].append(s)
+        if log is not None:
+            log(
+                f"  {mode} #{k + 1}: wall {wall:.2f} s, views {len(cap.captured)}, max |err| "
+                f"{np.nanmax(np.abs(errs)) if errs else math.nan:.2f} deg, closure imu {cap.final_error_deg:+.2f} "
+                f"true {closure_true:+.2f} deg, retaken {s.get('retaken', 0)}, sweeps {s.get('sweeps', 0)}, "
+                f"frames {s.get('frames_offered', '-')} of {published} published (rejected {s.get('frames_rejected', '-')})"
+            )
+    return rec
+
+
 def run_panoramas(
     modes: tuple[str, ...] = MODES,
     panoramas: int = 20,
@@ -82,7 +174,6 @@ def run_panoramas(
     """
     import rclpy
 
-    from havln_robot.agent.core import EpisodeResult
     from havln_robot.bringup import NodeThreads
     from havln_robot.config import load_profile
     from havln_robot.motion.executor import MotionConfig, min_duration
@@ -104,29 +195,9 @@ def run_panoramas(
         **(sim_overrides or {}),
     }
     sim = SimNode(params=sim_p, context=context)
-    hist: list[tuple[float, float]] = []
-    orig_tick = sim._tick
-
-    def tick() -> None:  # record the TRUE yaw (unwrapped) at every simulation tick, on sim time
-        orig_tick()
-        with sim._lock:
-            yaw = sim.session.world.pose[3]
-            if hist:
-                yaw = hist[-1][1] + math.remainder(yaw - hist[-1][1], 2 * math.pi)
-            hist.append((sim.sim_time, yaw))
-
-    sim._tick = tick
     mot = MotionNode(params=dict(prof.nodes["motion_node"]), context=context)
     agent = AgentNode(params=dict(prof.nodes["agent_node"]), policy=_StubPolicy(), context=context)
-    grabs: list[float] = []
-    orig_grab = agent.grab
-
-    def grab():
-        v = orig_grab()
-        grabs.append(v.stamp)
-        return v
-
-    agent.grab = grab
+    hist, grabs = _record_true_yaw(sim), _record_grabs(agent)
     threads = NodeThreads(context, log=lambda s: None)
     for n in (sim, mot, agent):
         threads.add(n.get_name(), n)
@@ -141,53 +212,7 @@ def run_panoramas(
         runner = agent.runner
         for mode in modes:
             runner.config.panorama_mode = mode
-            rec: dict[str, Any] = {k: [] for k in ("wall_s", "view_err_deg", "closure_imu_deg", "closure_true_deg", "retaken", "summaries")}
-            for k in range(panoramas):
-                time.sleep(0.4)  # stand still (motion_node learns the gyro bias; frames after settling)
-                with sim._lock:
-                    t_sim0 = sim.sim_time
-                y0 = _true_yaw_at(hist, t_sim0)
-                grabs.clear()
-                pub0 = sim.counts.get(sim.depth_pub.topic_name, 0)
-                result = EpisodeResult(reason="stop", steps=0, actions=[])
-                t0 = time.monotonic()
-                if mode == "sweep":
-                    fut, cap = runner._sweep_panorama(0, result, lambda *a, **kw: None)
-                else:
-                    fut, cap = runner._panorama(0, result, lambda *a, **kw: None)
-                wall = time.monotonic() - t0
-                published = sim.counts.get(sim.depth_pub.topic_name, 0) - pub0
-                fut.result()
-                time.sleep(0.3)
-                with sim._lock:
-                    t_sim1 = sim.sim_time
-                closure_true = math.degrees(_true_yaw_at(hist, t_sim1) - y0)
-                closure_true = (closure_true + 180.0) % 360.0 - 180.0
-                errs = []
-                grab_iter = iter(grabs)
-                swept = cap.summary().get("mode") == "sweep"
-                for v in cap.captured:
-                    # sweep frames carry their stamp; grabbed views (discrete, retakes) were logged by grab()
-                    stamp = v.t if swept and v.source == "imu" else next(grab_iter, math.nan)
-                    if not math.isfinite(stamp):
-                        errs.append(math.nan)
-                        continue
-                    h = math.degrees(_true_yaw_at(hist, stamp) - y0)
-                    errs.append((h - v.target_deg + 180.0) % 360.0 - 180.0)
-                s = cap.summary()
-                rec["wall_s"].append(wall)
-                rec["view_err_deg"].append(errs)
-                rec["closure_imu_deg"].append(cap.final_error_deg)
-                rec["closure_true_deg"].append(closure_true)
-                rec["retaken"].append(s.get("retaken", 0))
-                rec["summaries"].append(s)
-                if log is not None:
-                    log(
-                        f"  {mode} #{k + 1}: wall {wall:.2f} s, views {len(cap.captured)}, max |err| "
-                        f"{np.nanmax(np.abs(errs)) if errs else math.nan:.2f} deg, closure imu {cap.final_error_deg:+.2f} "
-                        f"true {closure_true:+.2f} deg, retaken {s.get('retaken', 0)}, sweeps {s.get('sweeps', 0)}, "
-                        f"frames {s.get('frames_offered', '-')} of {published} published (rejected {s.get('frames_rejected', '-')})"
-                    )
+            rec = _mode_panoramas(runner, sim, mode, panoramas, hist, grabs, log)
             rec["rate_deg_s"] = math.degrees(cfg.sweep_w)
             rec["min_s"] = min_duration(2 * math.pi, cfg.sweep_w, cfg.a_ang)
             out[mode] = rec

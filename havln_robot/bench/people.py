@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.text import number_in, path_arg
 
 #: Range bins of the report, m from the camera.
@@ -156,10 +156,51 @@ def _people_config():
     return PeopleConfig.from_params(people_profile())
 
 
-def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 640, height: int = 480) -> dict:
-    """Render, track and score; returns the figures (see the module docstring)."""
+def match_tracks(tracks: list, gx: np.ndarray, gy: np.ndarray, ids: np.ndarray) -> dict[int, int]:
+    """Track index → person id (``ids``) of the optimal assignment of tracks to people at ``gx, gy``
+    (base_link, m), pairs at most :data:`MATCH_M` apart."""
     from scipy.optimize import linear_sum_assignment
 
+    matched: dict[int, int] = {}
+    if len(ids) and len(tracks):
+        tx = np.array([tr.x for tr in tracks])
+        ty = np.array([tr.y for tr in tracks])
+        cost = np.hypot(gx[:, None] - tx[None], gy[:, None] - ty[None])
+        rows, cols = linear_sum_assignment(cost)
+        for r, ci in zip(rows.tolist(), cols.tolist(), strict=True):
+            if cost[r, ci] <= MATCH_M:
+                matched[ci] = int(ids[r])
+    return matched
+
+
+def _figures(
+    n_people: int, seconds: float, rate_hz: float, n_frames: int, counts: tuple, pos_err: list, vel_err: list, cpu: list, life: dict
+) -> dict:
+    """The figures of :func:`run` from its per-bin counts (truth, truth matched, tracks, tracks matched) and samples."""
+    truth_n, truth_hit, trk_n, trk_hit = counts
+    minutes = seconds / 60.0
+    false_ids = sum(1 for fr, m in life.values() if m < 0.5 * fr)
+    return {
+        "people": n_people,
+        "seconds": seconds,
+        "rate_hz": rate_hz,
+        "frames": n_frames,
+        "bins": [f"{lo:g}-{hi:g} m" for lo, hi in BINS],
+        "truth": truth_n.astype(int).tolist(),
+        "recall": [float(h / n) if n else None for h, n in zip(truth_hit, truth_n, strict=True)],
+        "precision": [float(h / n) if n else None for h, n in zip(trk_hit, trk_n, strict=True)],
+        "pos_err_p50_m": _pct(pos_err, 50),
+        "pos_err_p95_m": _pct(pos_err, 95),
+        "vel_err_p50_mps": _pct(vel_err, 50),
+        "vel_err_p95_mps": _pct(vel_err, 95),
+        "false_tracks_per_min": false_ids / minutes if minutes > 0 else None,
+        "cpu_ms_per_frame_p50": _pct(cpu, 50),
+        "cpu_ms_per_frame_p95": _pct(cpu, 95),
+    }
+
+
+def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 640, height: int = 480) -> dict:
+    """Render, track and score; returns the figures (see the module docstring)."""
     from havln_robot.motion.safety import CameraMount
     from havln_robot.perception.people import DepthPeopleTracker
     from havln_robot.sim.render import Renderer
@@ -205,15 +246,7 @@ def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 6
             inview = (np.abs(np.arctan2(gy, gx - mount.x)) <= half_hfov) & (cr >= BINS[0][0]) & (cr <= BINS[-1][1])
             gi = np.nonzero(inview)[0]
             near = np.nonzero(cr <= BINS[-1][1] + 1.0)[0]  # tracks may match anyone (a person just out of view is no false track)
-            tx = np.array([tr.x for tr in tracks])
-            ty = np.array([tr.y for tr in tracks])
-            matched_t: dict[int, int] = {}
-            if len(near) and len(tracks):
-                cost = np.hypot(gx[near][:, None] - tx[None], gy[near][:, None] - ty[None])
-                rows, cols = linear_sum_assignment(cost)
-                for r, ci in zip(rows.tolist(), cols.tolist(), strict=True):
-                    if cost[r, ci] <= MATCH_M:
-                        matched_t[ci] = int(near[r])
+            matched_t = match_tracks(tracks, gx[near], gy[near], near)
             for j in gi.tolist():
                 b = _bin(cr[j])
                 if b is not None:
@@ -235,26 +268,7 @@ def run(n_people: int, seconds: float, rate_hz: float, seed: int, width: int = 6
                         vel_err.append(math.hypot(tr.vx - gvx[j], tr.vy - gvy[j]))
     finally:
         rend.close()
-    minutes = seconds / 60.0
-    false_ids = sum(1 for fr, m in life.values() if m < 0.5 * fr)
-    fig = {
-        "people": n_people,
-        "seconds": seconds,
-        "rate_hz": rate_hz,
-        "frames": n_frames,
-        "bins": [f"{lo:g}-{hi:g} m" for lo, hi in BINS],
-        "truth": truth_n.astype(int).tolist(),
-        "recall": [float(h / n) if n else None for h, n in zip(truth_hit, truth_n, strict=True)],
-        "precision": [float(h / n) if n else None for h, n in zip(trk_hit, trk_n, strict=True)],
-        "pos_err_p50_m": _pct(pos_err, 50),
-        "pos_err_p95_m": _pct(pos_err, 95),
-        "vel_err_p50_mps": _pct(vel_err, 50),
-        "vel_err_p95_mps": _pct(vel_err, 95),
-        "false_tracks_per_min": false_ids / minutes if minutes > 0 else None,
-        "cpu_ms_per_frame_p50": _pct(cpu, 50),
-        "cpu_ms_per_frame_p95": _pct(cpu, 95),
-    }
-    return fig
+    return _figures(n_people, seconds, rate_hz, n_frames, (truth_n, truth_hit, trk_n, trk_hit), pos_err, vel_err, cpu, life)
 
 
 #: Headings per sampled pose of :func:`empty_scenes`, every 30 deg.
@@ -429,10 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         fig["empty_scenes"] = empty_scenes(_empty_scans(args.empty_scans), args.empty_poses, args.seed)
     print(report(fig))
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
+        write_json(args.json, fig, nonfinite="null", indent=2)
     return 0
 
 

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from havln_robot import jsonio
 from havln_robot.actions import TURN_LEFT, TURN_RIGHT
+from havln_robot.paths import write_json
 from havln_robot.perception.preprocess import D435I_COLOR_HFOV_DEG, Intrinsics, to_model_depth, to_model_rgb
 from havln_robot.text import number_in, path_arg
 
@@ -138,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     fig["panorama_agent_s"] = bench_panorama(w, h, args.panoramas)
     print(f"panorama 12 views, agent-side work (instant robot): {fig['panorama_agent_s']:.3f} s/panorama")
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
+        write_json(args.json, fig, nonfinite="null", indent=2)
     return 0
 
 

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
 _WORKER = r"""
@@ -203,8 +204,12 @@ def run_eval(policy: str, episodes: str | None, limit: int, seed: int) -> dict:
     return res
 
 
-def main(argv: list[str]) -> int:
-    """Run ``havln-robot bench policy``; prints the figures; returns 0 (2 on bad input / failed eval)."""
+class _Refused(Exception):
+    """One line after ``havln-robot bench policy:``; exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``havln-robot bench policy``."""
     from havln_robot.paths import models_dir
 
     ap = argparse.ArgumentParser(prog="havln-robot bench policy", description=__doc__.split("\n\n")[0].replace("``", ""))
@@ -226,7 +231,75 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--skip-eval", action="store_true", help="skip the SR/NE comparison against the baselines")
     ap.add_argument("--json", type=path_arg, help="also write all figures to this JSON file")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _part_devices(args: argparse.Namespace, figures: dict) -> None:
+    """--model's decision latency and actions on the CPU and on ``--device``."""
+    from havln_robot.policy.api import PolicyError
+
+    try:
+        import torch  # noqa: F401 - the check below names a missing CUDA build
+
+        from havln_robot.policy.checkpoint import check_device
+
+        check_device(args.device)  # before any work: refuse in one line where the device does not exist
+        c = compare_devices(args.model, args.device, args.steps, args.threads)
+    except PolicyError as exc:
+        raise _Refused(str(exc)) from exc
+    figures["devices"] = c
+    name = Path(args.model).name
+    print(f"{name} on {figures['cpu']} (torch threads {args.threads}) vs {c['device']}, {plural(c['decisions'], 'decision')}:")
+    print(f"  cpu          decision {c['cpu_ms']['median']:8.1f} ms median ({c['cpu_ms']['p90']:.1f} p90)")
+    print(f"  {c['device']:12s} decision {c['device_ms']['median']:8.1f} ms median ({c['device_ms']['p90']:.1f} p90)")
+    print(
+        f"  actions agree on {c['agree']} of {c['decisions']} decisions" + (f"; differ: {c['disagreements']}" if c["disagreements"] else "")
+    )
+
+
+def _part_latency(args: argparse.Namespace, figures: dict) -> None:
+    """Decision latency, parameters, peak RSS and load time of each model kind, each in its own process."""
+    print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")
+    for kind, label in (("cma", "CMA (HA-VLN-CMA layout, 1 view)"), ("small", "small panoramic (12 views)")):
+        ckpt = args.model if Path(args.model).is_file() else None  # used by the worker of its own kind
+        try:
+            m = measure(kind, args.threads, args.steps, ckpt)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            raise _Refused(str(exc)) from exc
+        figures[kind] = m
+        print(
+            f"  {label:34s} {m['params'] / 1e6:6.2f} M params  decision {m['median_ms']:8.1f} ms median"
+            f" ({m['p90_ms']:.1f} p90)  peak RSS {m['peak_rss_mb']:7.1f} MB  load {m['load_s']:.2f} s"
+        )
+
+
+def _part_eval(args: argparse.Namespace, figures: dict) -> None:
+    """SR / NE of --model against the forward and random baselines through ``havln-robot eval``."""
+    print(f"SR / NE on {args.episodes or 'HA-R2R val_seen'} (first {args.limit} episodes, seed {args.seed}) via havln-robot eval:")
+    rows = []
+    for pol in (args.model, "forward", "random"):
+        try:
+            r = run_eval(pol, args.episodes, args.limit, args.seed)
+        except RuntimeError as exc:
+            raise _Refused(str(exc)) from exc
+        rows.append(r)
+        name = Path(pol).name if pol == args.model else pol
+        print(
+            f"  {name:24s} SR {100 * r['sr']:5.1f} %  success {100 * r['success']:5.1f} %  NE {r['ne']:5.2f} m  ({plural(r['episodes'], 'episode')}, {r['wall_s']:.0f} s)"
+        )
+    model_sr = rows[0]["sr"]
+    base = max(rows[1]["sr"], rows[2]["sr"])
+    ok = model_sr >= 2 * base and model_sr > 0
+    print(
+        f"  model SR {100 * model_sr:.1f} % vs best baseline {100 * base:.1f} %: {'at least doubles' if ok else 'does NOT double'} both baselines"
+    )
+    figures["eval"] = rows
+    figures["doubles_baselines"] = ok
+
+
+def main(argv: list[str]) -> int:
+    """Run ``havln-robot bench policy``; prints the figures; returns 0 (2 on bad input / failed eval)."""
+    args = build_parser().parse_args(argv)
     if args.json:
         from havln_robot.paths import check_out_file
 
@@ -241,69 +314,18 @@ def main(argv: list[str]) -> int:
             )
             return 2
     figures: dict = {"cpu": _cpu_name(), "threads": args.threads}
-    if args.device != "cpu" and not args.skip_latency:
-        from havln_robot.policy.api import PolicyError
-
-        try:
-            import torch  # noqa: F401 - the check below names a missing CUDA build
-
-            from havln_robot.policy.checkpoint import check_device
-
-            check_device(args.device)  # before any work: refuse in one line where the device does not exist
-            c = compare_devices(args.model, args.device, args.steps, args.threads)
-        except PolicyError as exc:
-            print(f"havln-robot bench policy: {exc}", file=sys.stderr)
-            return 2
-        figures["devices"] = c
-        name = Path(args.model).name
-        print(f"{name} on {figures['cpu']} (torch threads {args.threads}) vs {c['device']}, {plural(c['decisions'], 'decision')}:")
-        print(f"  cpu          decision {c['cpu_ms']['median']:8.1f} ms median ({c['cpu_ms']['p90']:.1f} p90)")
-        print(f"  {c['device']:12s} decision {c['device_ms']['median']:8.1f} ms median ({c['device_ms']['p90']:.1f} p90)")
-        print(
-            f"  actions agree on {c['agree']} of {c['decisions']} decisions"
-            + (f"; differ: {c['disagreements']}" if c["disagreements"] else "")
-        )
-    elif not args.skip_latency:
-        print(f"policy latency on {figures['cpu']} ({os.cpu_count()} cores), torch threads {args.threads}:")
-        for kind, label in (("cma", "CMA (HA-VLN-CMA layout, 1 view)"), ("small", "small panoramic (12 views)")):
-            ckpt = args.model if Path(args.model).is_file() else None  # used by the worker of its own kind
-            try:
-                m = measure(kind, args.threads, args.steps, ckpt)
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                print(f"havln-robot bench policy: {exc}", file=sys.stderr)
-                return 2
-            figures[kind] = m
-            print(
-                f"  {label:34s} {m['params'] / 1e6:6.2f} M params  decision {m['median_ms']:8.1f} ms median"
-                f" ({m['p90_ms']:.1f} p90)  peak RSS {m['peak_rss_mb']:7.1f} MB  load {m['load_s']:.2f} s"
-            )
-    if not args.skip_eval:
-        print(f"SR / NE on {args.episodes or 'HA-R2R val_seen'} (first {args.limit} episodes, seed {args.seed}) via havln-robot eval:")
-        rows = []
-        for pol in (args.model, "forward", "random"):
-            try:
-                r = run_eval(pol, args.episodes, args.limit, args.seed)
-            except RuntimeError as exc:
-                print(f"havln-robot bench policy: {exc}", file=sys.stderr)
-                return 2
-            rows.append(r)
-            name = Path(pol).name if pol == args.model else pol
-            print(
-                f"  {name:24s} SR {100 * r['sr']:5.1f} %  success {100 * r['success']:5.1f} %  NE {r['ne']:5.2f} m  ({plural(r['episodes'], 'episode')}, {r['wall_s']:.0f} s)"
-            )
-        model_sr = rows[0]["sr"]
-        base = max(rows[1]["sr"], rows[2]["sr"])
-        ok = model_sr >= 2 * base and model_sr > 0
-        print(
-            f"  model SR {100 * model_sr:.1f} % vs best baseline {100 * base:.1f} %: {'at least doubles' if ok else 'does NOT double'} both baselines"
-        )
-        figures["eval"] = rows
-        figures["doubles_baselines"] = ok
+    try:
+        if args.device != "cpu" and not args.skip_latency:
+            _part_devices(args, figures)
+        elif not args.skip_latency:
+            _part_latency(args, figures)
+        if not args.skip_eval:
+            _part_eval(args, figures)
+    except _Refused as exc:
+        print(f"havln-robot bench policy: {exc}", file=sys.stderr)
+        return 2
     if args.json:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, figures, nonfinite="null", indent=2)
+        write_json(args.json, figures, nonfinite="null", indent=2)
     return 0
 
 

@@ -21,6 +21,7 @@ import argparse
 import sys
 import time
 
+from havln_robot.paths import write_json
 from havln_robot.text import nonempty, number_in, path_arg, plural
 
 
@@ -79,7 +80,6 @@ def measure(policy: str, n: int, workers: int, seed: int = 0, log=print) -> dict
 
 def main(argv: list[str]) -> int:
     """``havln-robot bench scale``; returns the exit code (2 for bad input or missing data)."""
-    from havln_robot import jsonio
     from havln_robot.paths import check_out_file
 
     ap = argparse.ArgumentParser(prog="havln-robot bench scale", description="eval throughput: serial vs Ray with 1 and N local workers.")
@@ -104,8 +104,5 @@ def main(argv: list[str]) -> int:
         print(f"havln-robot bench scale: {exc}", file=sys.stderr)
         return 2
     if args.out:
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.out) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, fig, nonfinite="null", indent=2)
+        write_json(args.out, fig, nonfinite="null", indent=2)
     return 0

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot import jsonio
-from havln_robot.paths import safe_child
+from havln_robot.paths import safe_child, write_json
 from havln_robot.text import number_in, path_arg
 
 RESOLUTIONS = ((640, 480, 69.4), (224, 224, 90.0), (256, 256, 90.0))
@@ -311,16 +311,43 @@ def bench_expert(episodes: list[Any], load_scene: Any) -> dict[str, Any]:
     }
 
 
+def _subscribe_probe(probe: Any, counts: dict[str, int], clocks: list[float]) -> dict[str, tuple]:
+    """Count each sim_node output on ``probe`` into ``counts`` (and /clock's sim time, s, into ``clocks``); key → (type, topic)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image, Imu
+
+    from havln_robot import topics
+
+    subs = {
+        "color": (Image, topics.COLOR_IMAGE),
+        "depth": (Image, topics.DEPTH_IMAGE),
+        "odom": (Odometry, topics.ODOM),
+        "imu": (Imu, topics.IMU),
+        "clock": (Clock, topics.CLOCK),
+        "ground_truth": (DiagnosticStatus, topics.GROUND_TRUTH),
+    }
+
+    def cb(key: str):
+        def f(msg: Any) -> None:
+            counts[key] = counts.get(key, 0) + 1
+            if key == "clock":
+                clocks.append(msg.clock.sec + msg.clock.nanosec * 1e-9)
+
+        return f
+
+    for key, (typ, name) in subs.items():
+        probe.create_subscription(typ, name, cb(key), 10)
+    return subs
+
+
 def bench_node(seconds: float, width: int, height: int, scene_source: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run sim_node in-process, drive it with cmd_vel, count what a subscriber receives (Hz of wall time).
     ``extra``: more sim_node parameters (the episode file, connectivity and ``scenes_dir`` of ``--scenes``)."""
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import Twist
-    from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
-    from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import Image, Imu
 
     from havln_robot import topics
     from havln_robot.dds import configure_dds
@@ -336,26 +363,8 @@ def bench_node(seconds: float, width: int, height: int, scene_source: str, extra
         params = SIM_NODE_PARAMS.validate({"scene_source": scene_source, "camera_width": width, "camera_height": height, **(extra or {})})
         sim = SimNode(params=params, context=ctx)
         probe = rclpy.create_node("bench_probe", context=ctx)
-        subs = {
-            "color": (Image, topics.COLOR_IMAGE),
-            "depth": (Image, topics.DEPTH_IMAGE),
-            "odom": (Odometry, topics.ODOM),
-            "imu": (Imu, topics.IMU),
-            "clock": (Clock, topics.CLOCK),
-            "ground_truth": (DiagnosticStatus, topics.GROUND_TRUTH),
-        }
         clocks: list[float] = []
-
-        def cb(key: str):
-            def f(msg: Any) -> None:
-                counts[key] = counts.get(key, 0) + 1
-                if key == "clock":
-                    clocks.append(msg.clock.sec + msg.clock.nanosec * 1e-9)
-
-            return f
-
-        for key, (typ, name) in subs.items():
-            probe.create_subscription(typ, name, cb(key), 10)
+        subs = _subscribe_probe(probe, counts, clocks)
         pub = probe.create_publisher(Twist, topics.CMD_VEL, 10)
         ex = SingleThreadedExecutor(context=ctx)
         ex.add_node(sim)
@@ -405,8 +414,8 @@ def bench_node(seconds: float, width: int, height: int, scene_source: str, extra
         rclpy.try_shutdown(context=ctx)
 
 
-def main(argv: list[str]) -> int:
-    """``havln-robot bench sim [--scans N] [--scenes DIR|synthetic] [--frames N] [--steps N] [--expert N] [--node-seconds S] [--out FILE]``; returns the exit code."""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``havln-robot bench sim``."""
     ap = argparse.ArgumentParser(prog="havln-robot bench sim", description="Renderer frames/s, batch steps/s and sim_node topic rates.")
     ap.add_argument(
         "--episodes", type=path_arg, default="$DATA/ha_r2r_de/HA_val_seen.json", help="HA-R2R/R2R episode file (default: HA val_seen)"
@@ -447,6 +456,92 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--save-frames", type=path_arg, default=None, metavar="DIR", help="write every 10th rendered frame (colour | depth PNG) here"
     )
+    return ap
+
+
+def _load(args: argparse.Namespace) -> tuple[list, float, Any]:
+    """(scene, episode) of each scan, the load time in s, the synthetic mesh's temporary folder (or None).
+    OSError / ValueError on bad inputs."""
+    tmp = None
+    if args.scenes == "synthetic":
+        import tempfile
+
+        from havln_robot.sim.synthetic_mesh import write_large_scene
+
+        tmp = tempfile.TemporaryDirectory(prefix="havln-bench-scenes-")
+        t0 = time.perf_counter()
+        _glb, conn, tris, texs = write_large_scene(tmp.name)
+        print(
+            f"bench sim: synthetic Matterport-scale mesh, {tris:,} triangles, {texs} textures (written in {time.perf_counter() - t0:.1f} s)"
+        )
+        args.episodes, args.connectivity, args.scenes = str(Path(tmp.name) / "episodes.json"), str(conn), tmp.name
+    t0 = time.perf_counter()
+    eps = _episodes(args.episodes, args.connectivity, max(1, args.scans), args.scenes)
+    return eps, time.perf_counter() - t0, tmp
+
+
+def _part_render(args: argparse.Namespace, eps: list, result: dict[str, Any]) -> None:
+    result["render"] = bench_render(eps, args.frames, args.save_frames)
+    print("render (RGB + depth, one pass)      frames/s   ms/frame   +depth->mm ms   model build s")
+    for r in result["render"]:
+        print(
+            f"  {r['resolution']:>9} @ {r['hfov_deg']:4.1f} deg HFOV   {r['fps']:9.1f}  {r['ms_per_frame']:9.2f}"
+            f"  {r['ms_depth_to_mm']:14.2f}  {r['model_build_s']:14.2f}"
+        )
+
+
+def _part_renderers(args: argparse.Namespace, eps: list, result: dict[str, Any]) -> None:
+    result["renderers"] = compare_renderers(eps[0], args.scenes, args.connectivity, max(5, args.frames))
+    print("renderer candidates on the scan mesh (colour + depth per frame, own process each)")
+    for r in result["renderers"]:
+        if "error" in r:
+            print(f"  {r['backend']:>8}  {r['resolution']:>9}  -- {r['error']}")
+        else:
+            print(f"  {r['backend']:>8}  {r['resolution']:>9}  {r['fps']:7.1f} frames/s   first frame after {r['build_s']:.1f} s")
+
+
+def _part_steps(args: argparse.Namespace, eps: list, result: dict[str, Any]) -> None:
+    result["steps"] = bench_steps(eps, args.steps)
+    s = result["steps"]
+    print(f"batch World.step (random actions): {s['steps_per_s']:.0f} steps/s ({s['us_per_step']:.0f} us/step, {s['steps']} steps)")
+
+
+def _part_expert(args: argparse.Namespace, eps: list, result: dict[str, Any]) -> None:
+    result["expert"] = x = bench_expert(_first_episodes(args.episodes, args.connectivity, args.expert), _scene_loader(args))
+    print(
+        f"batch expert ({x['episodes']} episode{'s' if x['episodes'] != 1 else ''}, {x['success']} succeed): {x['actions']} actions in {x['wall_s']:.1f} s, "
+        f"{x['actions_per_s']:.0f} actions/s ({x['ms_per_action']:.2f} ms/action)"
+    )
+    names = {"executor": "Executor.update (a control tick)", "base_world": "base + world step", "frame": "depth frame + people tracker"}
+    for k, v in x["parts"].items():
+        print(
+            f"  {names[k]:34s} {v['ms_per_action']:6.2f} ms/action  {v['calls_per_action']:5.1f} calls/action  {v['us_per_call']:6.1f} us/call"
+        )
+    print(f"  the executor's ticks alone cap a tick-by-tick batch world at {x['ceiling_actions_per_s']:.0f} actions/s on this machine")
+
+
+def _part_node(args: argparse.Namespace, eps: list, result: dict[str, Any]) -> None:
+    data_ok = len(eps) > 1 or eps[0][1].scan != "builtin"
+    extra = None
+    if args.scenes:
+        extra = {"episodes_file": str(args.episodes), "connectivity_dir": str(args.connectivity), "scenes_dir": str(args.scenes)}
+    node = bench_node(args.node_seconds, 640, 480, "episodes" if args.scenes else "auto" if data_ok else "builtin", extra)
+    result["sim_node"] = node
+    print(
+        f"sim_node {node['resolution']} driven by cmd_vel, {node['seconds']:.1f} s wall (episode {node['episode']}): "
+        f"camera {node['color_hz']:.1f} Hz (depth {node['depth_hz']:.1f}), odom {node['odom_hz']:.1f} Hz, "
+        f"imu {node['imu_hz']:.1f} Hz, clock {node['clock_hz']:.1f} Hz, ground truth {node['ground_truth_hz']:.1f} Hz, "
+        f"real-time factor {node['real_time_factor']:.2f}; process CPU {node['process_cpu_cores']:.2f} cores"
+    )
+    pub = node["published_hz"]
+    print("  published by sim_node (Hz): " + ", ".join(f"{k} {v:.1f}" for k, v in pub.items()))
+    if node["camera_error"]:
+        print(f"  camera error: {node['camera_error']}")
+
+
+def main(argv: list[str]) -> int:
+    """``havln-robot bench sim [--scans N] [--scenes DIR|synthetic] [--frames N] [--steps N] [--expert N] [--node-seconds S] [--out FILE]``; returns the exit code."""
+    ap = build_parser()
     args = ap.parse_args(argv)
     args.out = None if args.out is None else Path(args.out)
     args.save_frames = None if args.save_frames is None else Path(args.save_frames)
@@ -466,23 +561,11 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    tmp = None
+    if args.compare_renderers and not args.scenes:
+        print("havln-robot bench sim: --compare-renderers needs --scenes DIR|synthetic", file=sys.stderr)
+        return 2
     try:
-        if args.scenes == "synthetic":
-            import tempfile
-
-            from havln_robot.sim.synthetic_mesh import write_large_scene
-
-            tmp = tempfile.TemporaryDirectory(prefix="havln-bench-scenes-")
-            t0 = time.perf_counter()
-            _glb, conn, tris, texs = write_large_scene(tmp.name)
-            print(
-                f"bench sim: synthetic Matterport-scale mesh, {tris:,} triangles, {texs} textures (written in {time.perf_counter() - t0:.1f} s)"
-            )
-            args.episodes, args.connectivity, args.scenes = str(Path(tmp.name) / "episodes.json"), str(conn), tmp.name
-        t0 = time.perf_counter()
-        eps = _episodes(args.episodes, args.connectivity, max(1, args.scans), args.scenes)
-        load_s = time.perf_counter() - t0
+        eps, load_s, tmp = _load(args)
     except (OSError, ValueError) as exc:
         print(f"havln-robot bench sim: {exc}", file=sys.stderr)
         return 2
@@ -497,64 +580,13 @@ def main(argv: list[str]) -> int:
         tri = sum(s.triangle_count() for s, _ in eps if hasattr(s, "triangle_count"))
         result["mesh"] = {"triangles": tri, "scene_load_s": load_s}
         print(f"  scan meshes from {args.scenes}: {tri:,} triangles; scene load (mesh, occupancy grid, free space) {load_s:.1f} s")
-    if args.frames > 0:
-        result["render"] = bench_render(eps, args.frames, args.save_frames)
-        print("render (RGB + depth, one pass)      frames/s   ms/frame   +depth->mm ms   model build s")
-        for r in result["render"]:
-            print(
-                f"  {r['resolution']:>9} @ {r['hfov_deg']:4.1f} deg HFOV   {r['fps']:9.1f}  {r['ms_per_frame']:9.2f}"
-                f"  {r['ms_depth_to_mm']:14.2f}  {r['model_build_s']:14.2f}"
-            )
-    if args.compare_renderers:
-        if not args.scenes:
-            print("havln-robot bench sim: --compare-renderers needs --scenes DIR|synthetic", file=sys.stderr)
-            return 2
-        result["renderers"] = compare_renderers(eps[0], args.scenes, args.connectivity, max(5, args.frames))
-        print("renderer candidates on the scan mesh (colour + depth per frame, own process each)")
-        for r in result["renderers"]:
-            if "error" in r:
-                print(f"  {r['backend']:>8}  {r['resolution']:>9}  -- {r['error']}")
-            else:
-                print(f"  {r['backend']:>8}  {r['resolution']:>9}  {r['fps']:7.1f} frames/s   first frame after {r['build_s']:.1f} s")
-    if args.steps > 0:
-        result["steps"] = bench_steps(eps, args.steps)
-        s = result["steps"]
-        print(f"batch World.step (random actions): {s['steps_per_s']:.0f} steps/s ({s['us_per_step']:.0f} us/step, {s['steps']} steps)")
-    if args.expert > 0:
-        result["expert"] = x = bench_expert(_first_episodes(args.episodes, args.connectivity, args.expert), _scene_loader(args))
-        print(
-            f"batch expert ({x['episodes']} episode{'s' if x['episodes'] != 1 else ''}, {x['success']} succeed): {x['actions']} actions in {x['wall_s']:.1f} s, "
-            f"{x['actions_per_s']:.0f} actions/s ({x['ms_per_action']:.2f} ms/action)"
-        )
-        names = {"executor": "Executor.update (a control tick)", "base_world": "base + world step", "frame": "depth frame + people tracker"}
-        for k, v in x["parts"].items():
-            print(
-                f"  {names[k]:34s} {v['ms_per_action']:6.2f} ms/action  {v['calls_per_action']:5.1f} calls/action  {v['us_per_call']:6.1f} us/call"
-            )
-        print(f"  the executor's ticks alone cap a tick-by-tick batch world at {x['ceiling_actions_per_s']:.0f} actions/s on this machine")
-    if args.node_seconds > 0:
-        data_ok = len(eps) > 1 or eps[0][1].scan != "builtin"
-        extra = None
-        if args.scenes:
-            extra = {"episodes_file": str(args.episodes), "connectivity_dir": str(args.connectivity), "scenes_dir": str(args.scenes)}
-        node = bench_node(args.node_seconds, 640, 480, "episodes" if args.scenes else "auto" if data_ok else "builtin", extra)
-        result["sim_node"] = node
-        print(
-            f"sim_node {node['resolution']} driven by cmd_vel, {node['seconds']:.1f} s wall (episode {node['episode']}): "
-            f"camera {node['color_hz']:.1f} Hz (depth {node['depth_hz']:.1f}), odom {node['odom_hz']:.1f} Hz, "
-            f"imu {node['imu_hz']:.1f} Hz, clock {node['clock_hz']:.1f} Hz, ground truth {node['ground_truth_hz']:.1f} Hz, "
-            f"real-time factor {node['real_time_factor']:.2f}; process CPU {node['process_cpu_cores']:.2f} cores"
-        )
-        pub = node["published_hz"]
-        print("  published by sim_node (Hz): " + ", ".join(f"{k} {v:.1f}" for k, v in pub.items()))
-        if node["camera_error"]:
-            print(f"  camera error: {node['camera_error']}")
+    parts = ((_part_render, args.frames), (_part_renderers, args.compare_renderers), (_part_steps, args.steps))
+    for part, wanted in (*parts, (_part_expert, args.expert), (_part_node, args.node_seconds)):
+        if wanted:  # a count or seconds > 0, or the flag
+            part(args, eps, result)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.out) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, result, nonfinite="null", newline=False, indent=2)
+        write_json(args.out, result, nonfinite="null", newline=False, indent=2)
         print(f"wrote {args.out}")
     if tmp is not None:
         tmp.cleanup()

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from havln_robot.paths import write_json
 from havln_robot.text import number_in, path_arg
 
 #: Regions of the synthetic campaign (canonical names, regions.py).
@@ -132,8 +133,7 @@ def measure(n_trials: int, n_steps: int, trajectories: bool = False, log=print) 
 
 def main(argv: list[str]) -> int:
     """``havln-robot bench trials``; returns the exit code."""
-    from havln_robot import jsonio
-    from havln_robot.paths import atomic_output, check_out_file
+    from havln_robot.paths import check_out_file
 
     ap = argparse.ArgumentParser(prog="havln-robot bench trials", description="trial list / show / report on a big synthetic campaign.")
     ap.add_argument("--trials", type=number_in(1, 1_000_000, integer=True), default=5000, help="trials in the store (default 5000)")
@@ -150,6 +150,5 @@ def main(argv: list[str]) -> int:
         print(f"havln-robot bench trials: {exc}", file=sys.stderr)
         return 1
     if args.out:
-        with atomic_output(args.out) as tmp:
-            jsonio.write(tmp, fig, nonfinite="null", indent=2)
+        write_json(args.out, fig, nonfinite="null", indent=2)
     return 0 if math.isfinite(fig["report_s"]) else 1

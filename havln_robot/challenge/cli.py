@@ -51,20 +51,17 @@ def resolve_manifests(args_manifest: list[str], splits: list[str], *, required: 
     return out
 
 
+def _add_manifest(ap: argparse.ArgumentParser, help: str) -> None:
+    ap.add_argument("--manifest", type=nonempty("SPLIT=PATH"), action="append", default=[], metavar="SPLIT=PATH", help=help)
+
+
 def validate_main(argv: list[str]) -> int:
     """``havln-robot validate submission.zip [--manifest SPLIT=PATH ...] [--splits a,b] [--max-problems N]``."""
     ap = argparse.ArgumentParser(
         prog="havln-robot validate", description="Check a submission zip against every HA-VLN challenge rule (format v1)."
     )
     ap.add_argument("zip", type=path_arg, help="submission archive")
-    ap.add_argument(
-        "--manifest",
-        type=nonempty("SPLIT=PATH"),
-        action="append",
-        default=[],
-        metavar="SPLIT=PATH",
-        help="episode manifest (default: the official collision_num_<split>.json)",
-    )
+    _add_manifest(ap, "episode manifest (default: the official collision_num_<split>.json)")
     ap.add_argument(
         "--splits",
         type=nonempty("a comma list of splits"),
@@ -91,14 +88,7 @@ def pack_main(argv: list[str]) -> int:
     ap.add_argument("inputs", type=path_arg, nargs="+", help="val_seen.json, val_unseen.json (or a folder holding them)")
     ap.add_argument("-o", "--out", type=path_arg, default="submission.zip", help="zip to write (default submission.zip)")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing zip")
-    ap.add_argument(
-        "--manifest",
-        type=nonempty("SPLIT=PATH"),
-        action="append",
-        default=[],
-        metavar="SPLIT=PATH",
-        help="manifest of a split's official ids (default: the official files)",
-    )
+    _add_manifest(ap, "manifest of a split's official ids (default: the official files)")
     ap.add_argument(
         "--splits",
         type=nonempty("a comma list of splits"),
@@ -156,9 +146,7 @@ class _Rejected(Exception):
     """The freshly packed temporary zip failed validation (pack_main)."""
 
 
-def export_main(argv: list[str]) -> int:
-    """``havln-robot export (--runs FILE ... | --trials DB | --stop-only) [--split S] [--out-dir DIR] [--fill-missing]
-    [--overwrite [--allow-partial]]``."""
+def _export_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="havln-robot export",
         description="Write format-v1 prediction files (val_seen.json / val_unseen.json) from sim runs or logged trials.",
@@ -182,38 +170,43 @@ def export_main(argv: list[str]) -> int:
         help="write sequences that follow each episode's reference path (straight segments) for an HA-R2R episode file; needs --split",
     )
     ap.add_argument("--limit", type=number_in(1, integer=True), help="with --follow-reference: first N episodes only")
-    ap.add_argument(
-        "--manifest",
-        type=nonempty("SPLIT=PATH"),
-        action="append",
-        default=[],
-        metavar="SPLIT=PATH",
-        help="manifest of a split's official ids (default: the official files)",
-    )
+    _add_manifest(ap, "manifest of a split's official ids (default: the official files)")
     ap.add_argument("--overwrite", action="store_true", help="replace prediction files already in --out-dir")
     ap.add_argument(
         "--allow-partial",
         action="store_true",
         help="with --overwrite: replace a prediction file even when the new one leaves out episodes it holds (they are lost)",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _gather_records(args: argparse.Namespace) -> list:
+    """The records of every source named on the command line; ExportError on a missing --split."""
+    records = []
+    if args.follow_reference:
+        if not args.split:
+            raise ExportError("--follow-reference needs --split (the split the episode file belongs to)")
+        records += reference_records(args.follow_reference, args.split, args.limit)
+    for f in args.runs:
+        records += read_run_file(f)
+    if args.trials:
+        if not args.split:
+            raise ExportError("--trials needs --split val_seen|val_unseen (the trial store does not record splits)")
+        notes: list[str] = []
+        records += trial_records(args.trials, split=args.split, platform=args.platform, campaign=args.campaign, notes=notes)
+        for note in notes:
+            print(f"havln-robot export: warning: {terminal_safe(note)}", file=sys.stderr)
+    return records
+
+
+def export_main(argv: list[str]) -> int:
+    """``havln-robot export (--runs FILE ... | --trials DB | --stop-only) [--split S] [--out-dir DIR] [--fill-missing]
+    [--overwrite [--allow-partial]]``."""
+    args = _export_parser().parse_args(argv)
     if not (args.runs or args.trials or args.stop_only or args.follow_reference):
         return _err("export", "nothing to export: give --runs FILE, --trials DB, --follow-reference EPISODES or --stop-only")
     try:
-        records = []
-        if args.follow_reference:
-            if not args.split:
-                return _err("export", "--follow-reference needs --split (the split the episode file belongs to)")
-            records += reference_records(args.follow_reference, args.split, args.limit)
-        for f in args.runs:
-            records += read_run_file(f)
-        if args.trials:
-            if not args.split:
-                return _err("export", "--trials needs --split val_seen|val_unseen (the trial store does not record splits)")
-            notes: list[str] = []
-            records += trial_records(args.trials, split=args.split, platform=args.platform, campaign=args.campaign, notes=notes)
-            for note in notes:
-                print(f"havln-robot export: warning: {terminal_safe(note)}", file=sys.stderr)
+        records = _gather_records(args)
         named = {r.split for r in records if r.split} | ({args.split} if args.split else set())
         wanted = sorted(named) if not args.stop_only else ([args.split] if args.split else list(PHASE1_SPLITS))
         discrete_ids = bool(args.follow_reference) and not args.follow_reference.endswith(".gz")

@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from havln_robot import jsonio
 from havln_robot.actions import STOP, ActionError, finalize_sequence
 from havln_robot.challenge.format import MAX_FILE_BYTES, FormatError, decode_json, read_split_file, write_split_file
 from havln_robot.challenge.manifest import Manifest
 from havln_robot.jsonio import JsonFileError, read_bytes_capped
-from havln_robot.paths import atomic_output, input_file_problem, safe_child
+from havln_robot.paths import input_file_problem, safe_child
 from havln_robot.quoting import quote
 from havln_robot.text import plural
 
@@ -264,6 +263,31 @@ def reference_records(episodes_file: str | os.PathLike[str], split: str, limit: 
     return [Record(e.episode_id, tuple(follow_reference(e)), split, f"{episodes_file}: {e.episode_id}") for e in eps]
 
 
+def _group_by_split(
+    records: Iterable[Record], split: str | None, splits: Sequence[str], summary: ExportSummary
+) -> dict[str, dict[str, list[str]]]:
+    """split → episode id → finalized actions (the last record of an id wins; duplicates and finalized counts into ``summary``)."""
+    by_split: dict[str, dict[str, list[str]]] = {s: {} for s in splits}
+    sources: dict[tuple[str, str], str] = {}
+    for r in records:
+        s = r.split or split
+        if not s:
+            raise ExportError(f"{r.source}: record names no split; pass --split val_seen|val_unseen")
+        _check_split(s, r.source)
+        try:
+            actions = finalize_sequence(r.actions)
+        except ActionError as exc:
+            raise ExportError(f"{r.source}: episode {r.episode_id}: {exc}") from None
+        eps = by_split.setdefault(s, {})
+        if r.episode_id in eps:
+            summary.duplicates.append(f"{s}/{r.episode_id} ({sources[(s, r.episode_id)]}, {r.source})")
+        sources[(s, r.episode_id)] = r.source
+        eps[r.episode_id] = actions
+        if actions != list(r.actions):
+            summary.finalized[s] = summary.finalized.get(s, 0) + 1
+    return by_split
+
+
 def export(
     records: Iterable[Record],
     out_dir: str | os.PathLike[str],
@@ -299,25 +323,8 @@ def export(
             lose episodes without ``allow_partial`` (nothing is written then).
     """
     manifests = manifests or {}
-    by_split: dict[str, dict[str, list[str]]] = {s: {} for s in splits}
-    sources: dict[tuple[str, str], str] = {}
     summary = ExportSummary()
-    for r in records:
-        s = r.split or split
-        if not s:
-            raise ExportError(f"{r.source}: record names no split; pass --split val_seen|val_unseen")
-        _check_split(s, r.source)
-        try:
-            actions = finalize_sequence(r.actions)
-        except ActionError as exc:
-            raise ExportError(f"{r.source}: episode {r.episode_id}: {exc}") from None
-        eps = by_split.setdefault(s, {})
-        if r.episode_id in eps:
-            summary.duplicates.append(f"{s}/{r.episode_id} ({sources[(s, r.episode_id)]}, {r.source})")
-        sources[(s, r.episode_id)] = r.source
-        eps[r.episode_id] = actions
-        if actions != list(r.actions):
-            summary.finalized[s] = summary.finalized.get(s, 0) + 1
+    by_split = _group_by_split(records, split, splits, summary)
     out = Path(out_dir)
     for s in by_split:
         _check_split(s, "--split / --splits")
@@ -445,14 +452,3 @@ def _out_file(out: Path, split: str) -> Path:
         return safe_child(out, f"{split}.json", f"output file of split {split!r}")
     except UnsafePathError as exc:
         raise ExportError(str(exc)) from None
-
-
-def write_records_json(records: Iterable[Record], path: str | os.PathLike[str]) -> Path:
-    """Write records as a run file (JSON list of {episode_id, actions, split}); for tools and tests."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(p) as tmp:
-        tmp.write_text(
-            jsonio.dumps([{"episode_id": r.episode_id, "actions": list(r.actions), "split": r.split} for r in records]), encoding="utf-8"
-        )
-    return p

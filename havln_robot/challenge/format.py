@@ -279,10 +279,23 @@ def parse_split_object(obj: Any, member: str = "", *, duplicate_keys: Sequence[P
     problems = _Problems(MAX_LISTED_PER_FILE, member, split_s)
     for p in duplicate_keys:
         problems.append(Problem(p.rule, p.message, member, split_s))
+    eps = _root_problems(obj, member, split_s, problems)
+    if split_s is None or eps is None:
+        return None, problems.finish()
+    extra = [k for k in obj if k not in ("format_version", "split", "episodes")]
+    out = SplitFile(split_s, {}, member, [f"root.{_id_label(k)}" for k in extra])
+    seen_at: dict[str, int] = {}
+    for n, entry in enumerate(eps):
+        _check_entry(n, entry, out, seen_at, problems)
+    return out, problems.finish()
+
+
+def _root_problems(obj: dict, member: str, split_s: str | None, problems: _Problems) -> list | None:
+    """Problems of the root object's keys into ``problems``; its ``episodes`` list, None when unusable."""
     if "split" not in obj:
         problems.append(Problem("schema", 'missing "split"; add "split": "val_seen" or "val_unseen"', member))
     elif split_s is None:
-        problems.append(Problem("schema", f'"split" must be a string such as "val_seen", got {type(split).__name__}', member))
+        problems.append(Problem("schema", f'"split" must be a string such as "val_seen", got {type(obj["split"]).__name__}', member))
     fv = obj.get("format_version")
     if "format_version" not in obj:
         problems.append(Problem("format-version", f'missing "format_version"; add "format_version": {FORMAT_VERSION}', member, split_s))
@@ -290,7 +303,6 @@ def parse_split_object(obj: Any, member: str = "", *, duplicate_keys: Sequence[P
         problems.append(
             Problem("format-version", f"format_version is {quote(fv)}; it must be the integer {FORMAT_VERSION}", member, split_s)
         )
-    extra = [k for k in obj if k not in ("format_version", "split", "episodes")]
     eps = obj.get("episodes")
     if "episodes" not in obj:
         problems.append(
@@ -308,63 +320,63 @@ def parse_split_object(obj: Any, member: str = "", *, duplicate_keys: Sequence[P
             )
         )
         eps = None
-    if split_s is None or eps is None:
-        return None, problems.finish()
-    out = SplitFile(split_s, {}, member, [f"root.{_id_label(k)}" for k in extra])
-    seen_at: dict[str, int] = {}
-    for n, entry in enumerate(eps):
-        if not isinstance(entry, dict):
-            problems.append(
-                Problem(
-                    "schema",
-                    f"must be an object with episode_id and actions, got {type(entry).__name__}",
-                    member,
-                    split_s,
-                    entry=n,
-                )
+    return eps
+
+
+def _check_entry(n: int, entry: Any, out: SplitFile, seen_at: dict[str, int], problems: _Problems) -> None:
+    """Problems of ``episodes[n]`` into ``problems``; its actions into ``out`` when its id is usable."""
+    member, split_s = out.member, out.split
+    if not isinstance(entry, dict):
+        problems.append(
+            Problem(
+                "schema",
+                f"must be an object with episode_id and actions, got {type(entry).__name__}",
+                member,
+                split_s,
+                entry=n,
             )
-            continue
-        for k in entry:
-            if k not in ("episode_id", "actions"):
-                out.extra_keys.append(f"episodes[{n}].{_id_label(k)}")
-        if "episode_id" not in entry:
-            problems.append(Problem("episode-id", 'no "episode_id"', member, split_s, entry=n))
-            continue
-        eid = entry["episode_id"]
-        if not isinstance(eid, str) or not eid:
-            fix = f'; write it as the string "{eid}"' if isinstance(eid, int) and not isinstance(eid, bool) else ""
-            problems.append(
-                Problem(
-                    "episode-id",
-                    f"episode_id is {_id_label(eid)} ({type(eid).__name__}); ids are non-empty strings{fix}",
-                    member,
-                    split_s,
-                    entry=n,
-                )
+        )
+        return
+    for k in entry:
+        if k not in ("episode_id", "actions"):
+            out.extra_keys.append(f"episodes[{n}].{_id_label(k)}")
+    if "episode_id" not in entry:
+        problems.append(Problem("episode-id", 'no "episode_id"', member, split_s, entry=n))
+        return
+    eid = entry["episode_id"]
+    if not isinstance(eid, str) or not eid:
+        fix = f'; write it as the string "{eid}"' if isinstance(eid, int) and not isinstance(eid, bool) else ""
+        problems.append(
+            Problem(
+                "episode-id",
+                f"episode_id is {_id_label(eid)} ({type(eid).__name__}); ids are non-empty strings{fix}",
+                member,
+                split_s,
+                entry=n,
             )
-            continue
-        if eid in seen_at:
-            problems.append(
-                Problem(
-                    "episode-duplicate",
-                    f"episode id also at episodes[{seen_at[eid]}]; keep one entry per episode",
-                    member,
-                    split_s,
-                    _id_label(eid),
-                    entry=n,
-                )
+        )
+        return
+    if eid in seen_at:
+        problems.append(
+            Problem(
+                "episode-duplicate",
+                f"episode id also at episodes[{seen_at[eid]}]; keep one entry per episode",
+                member,
+                split_s,
+                _id_label(eid),
+                entry=n,
             )
-            continue
-        seen_at[eid] = n
-        if "actions" not in entry:
-            problems.append(Problem("schema", 'no "actions" list', member, split_s, _id_label(eid), entry=n))
-            out.episodes[eid] = []
-            continue
-        actions = entry["actions"]
-        for p in _sequence_problems(actions):
-            problems.append(Problem(p.rule, p.message, member, split_s, _id_label(eid), p.index))
-        out.episodes[eid] = list(actions) if isinstance(actions, list) else []
-    return out, problems.finish()
+        )
+        return
+    seen_at[eid] = n
+    if "actions" not in entry:
+        problems.append(Problem("schema", 'no "actions" list', member, split_s, _id_label(eid), entry=n))
+        out.episodes[eid] = []
+        return
+    actions = entry["actions"]
+    for p in _sequence_problems(actions):
+        problems.append(Problem(p.rule, p.message, member, split_s, _id_label(eid), p.index))
+    out.episodes[eid] = list(actions) if isinstance(actions, list) else []
 
 
 def coverage_problems(sf: SplitFile, manifest_ids: Iterable[str]) -> list[Problem]:

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from havln_robot import jsonio
 from havln_robot.actions import (
     FORWARD_STEP_M,
     MAX_ACTIONS,
@@ -47,7 +46,7 @@ from havln_robot.actions import (
     TURN_RIGHT,
 )
 from havln_robot.challenge.format import FormatError, SplitFile, read_split_file
-from havln_robot.paths import data_dir
+from havln_robot.paths import data_dir, write_json
 from havln_robot.text import nonempty, number_in, path_arg, plural, terminal_safe
 
 
@@ -333,19 +332,8 @@ def print_results(results: Sequence[ReplayedEpisode], agg: Any, per_episode: boo
 RosBackend = Callable[..., list[ReplayedEpisode]]
 
 
-def main(
-    argv: list[str] | None = None, ros_backend: RosBackend | None = None, batch_play: Callable[[Any, list[str]], Any] | None = None
-) -> int:
-    """``havln-robot replay FILE.json [--episodes ids|N] [--backend batch|ros] [--episodes-file F]``.
-
-    Args:
-        argv: command-line arguments.
-        ros_backend: the ROS backend (``havln-robot replay`` passes
-            :func:`havln_robot.ros.replay.replay_ros`; this package imports no rclpy). Without it
-            ``--backend ros`` is refused with exit code 2.
-        batch_play: the batch backend's episode player (``havln-robot replay`` passes
-            :func:`havln_robot.agent.sim_io.replay_actions`); without it ``--backend batch`` is refused likewise.
-    """
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``havln-robot replay``."""
     from havln_robot.sim.params import SIM_NODE_PARAMS
 
     ap = argparse.ArgumentParser(
@@ -382,11 +370,11 @@ def main(
     ap.add_argument("--quiet", action="store_true", help="no per-episode table and no progress bar")
     ap.add_argument("--record", action="store_true", help="ros embedded: also run trial_logger_node (trials go to the trial store)")
     ap.add_argument("--yes", action="store_true", help="robot target: skip the typed confirmation (for scripted runs)")
-    args = ap.parse_args(argv)
-    if args.seed < 0:
-        ap.error(f"--seed {args.seed}: give a seed >= 0")
-    if args.action_timeout <= 0:
-        ap.error(f"--action-timeout {args.action_timeout}: give a positive number of seconds")
+    return ap
+
+
+def _check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse contradictory options (argparse's exit 2), check --json before the replay; --scenes goes to sim_node too."""
     if args.target != "embedded" and args.backend != "ros":
         ap.error(f"--target {args.target} needs --backend ros (the batch backend always runs the embedded simulator)")
     if args.scenes:
@@ -396,19 +384,76 @@ def main(
     if args.json:
         from havln_robot.paths import check_out_file
 
-        check_out_file(args.json, "--json", inputs=(args.file,), overwrite=args.overwrite)  # before the replay, not after
+        check_out_file(args.json, "--json", inputs=(args.file,), overwrite=args.overwrite)
+
+
+def _confirmed(n_episodes: int, n_actions: int) -> bool:
+    """The typed 'yes' before driving the real robot."""
+    print(f"About to drive the REAL robot through {plural(n_episodes, 'episode')} ({plural(n_actions, 'action')}).", file=sys.stderr)
+    print("Clear the area, keep the e-stop in hand. Type 'yes' to start: ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip() == "yes"
+
+
+def _run_ros(ros_backend: RosBackend, ids: list[str], actions: dict, baselines: dict, ep_file: Path, args: argparse.Namespace) -> list:
+    """The ROS backend's replay; Ctrl-C stops it between actions."""
+    stop = threading.Event()
+    old = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        return ros_backend(
+            ids,
+            actions,
+            baselines,
+            target=args.target,
+            episodes_file=ep_file,
+            action_timeout_s=args.action_timeout,
+            sets=args.set,
+            progress=not args.quiet,
+            stop_event=stop,
+            record=args.record,
+        )
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def write_results_json(path: str, results: list[ReplayedEpisode], agg: Any) -> None:
+    """The aggregate and each episode (its metrics, actions, refusals) as JSON; the old file or the new one, never half."""
+
+    episodes = [
+        {"episode_id": r.episode_id, "humans": r.humans, "note": r.note, "refused": r.refused, "actions": r.actions, **r.metrics.as_dict()}
+        for r in results
+    ]
+    write_json(
+        path, {"aggregate": agg.as_dict(), "episodes": episodes}, nonfinite="null", newline=False, indent=1, default=str
+    )  # NE unknown on the robot -> null
+
+
+def main(
+    argv: list[str] | None = None, ros_backend: RosBackend | None = None, batch_play: Callable[[Any, list[str]], Any] | None = None
+) -> int:
+    """``havln-robot replay FILE.json [--episodes ids|N] [--backend batch|ros] [--episodes-file F]``.
+
+    Args:
+        argv: command-line arguments.
+        ros_backend: the ROS backend (``havln-robot replay`` passes
+            :func:`havln_robot.ros.replay.replay_ros`; this package imports no rclpy). Without it
+            ``--backend ros`` is refused with exit code 2.
+        batch_play: the batch backend's episode player (``havln-robot replay`` passes
+            :func:`havln_robot.agent.sim_io.replay_actions`); without it ``--backend batch`` is refused likewise.
+    """
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    _check_args(ap, args)
     try:
         sf = read_split_file(args.file)
         ids = select_episodes(sf, args.episodes)
+        actions = {i: sf.episodes[i] for i in ids}
         ep_file = Path(args.episodes_file) if args.episodes_file else default_episodes_file(sf.split)
         is_continuous = ep_file.name.endswith(".gz")
         baselines, cr_denom = manifest_baselines(sf.split, ids, args.manifest) if (is_continuous or args.manifest) else ({}, None)
-        if args.backend == "batch" or args.target == "embedded":
-            episodes = load_replay_episodes(ep_file, ids)
         if args.backend == "batch":
             results = replay_batch(
-                episodes,
-                {i: sf.episodes[i] for i in ids},
+                load_replay_episodes(ep_file, ids),
+                actions,
                 baselines,
                 seed=args.seed,
                 connectivity_dir=args.connectivity,
@@ -417,34 +462,14 @@ def main(
                 play=batch_play,
             )
         else:
-            if args.target == "robot" and not args.yes:
-                print(
-                    f"About to drive the REAL robot through {plural(len(ids), 'episode')} ({plural(sum(len(sf.episodes[i]) for i in ids), 'action')}).",
-                    file=sys.stderr,
-                )
-                print("Clear the area, keep the e-stop in hand. Type 'yes' to start: ", end="", file=sys.stderr, flush=True)
-                if sys.stdin.readline().strip() != "yes":
-                    print("havln-robot replay: not confirmed; nothing was sent", file=sys.stderr)
-                    return 1
+            if args.target == "embedded":
+                load_replay_episodes(ep_file, ids)  # refuses unknown ids before the graph starts
+            if args.target == "robot" and not args.yes and not _confirmed(len(ids), sum(len(a) for a in actions.values())):
+                print("havln-robot replay: not confirmed; nothing was sent", file=sys.stderr)
+                return 1
             if ros_backend is None:
                 raise ReplayError("--backend ros: the ROS backend is not part of this entry point; run 'havln-robot replay'")
-            stop = threading.Event()
-            old = signal.signal(signal.SIGINT, lambda *_: stop.set())
-            try:
-                results = ros_backend(
-                    ids,
-                    {i: sf.episodes[i] for i in ids},
-                    baselines,
-                    target=args.target,
-                    episodes_file=ep_file,
-                    action_timeout_s=args.action_timeout,
-                    sets=args.set,
-                    progress=not args.quiet,
-                    stop_event=stop,
-                    record=args.record,
-                )
-            finally:
-                signal.signal(signal.SIGINT, old)
+            results = _run_ros(ros_backend, ids, actions, baselines, ep_file, args)
     except (ReplayError, FormatError) as exc:
         print(f"havln-robot replay: {terminal_safe(exc)}", file=sys.stderr)
         return 2
@@ -454,24 +479,7 @@ def main(
     agg = aggregate(results, cr_denom)
     print_results(results, agg, per_episode=not args.quiet)
     if args.json:
-        doc = {
-            "aggregate": agg.as_dict(),
-            "episodes": [
-                {
-                    "episode_id": r.episode_id,
-                    "humans": r.humans,
-                    "note": r.note,
-                    "refused": r.refused,
-                    "actions": r.actions,
-                    **r.metrics.as_dict(),
-                }
-                for r in results
-            ],
-        }
-        from havln_robot.paths import atomic_output
-
-        with atomic_output(args.json) as out_tmp:  # the old file or the new one, never half
-            jsonio.write(out_tmp, doc, nonfinite="null", newline=False, indent=1, default=str)  # NE unknown on the robot -> null
+        write_results_json(args.json, results, agg)
     return 0
 
 

@@ -259,44 +259,55 @@ def _check_archive(zf: zipfile.ZipFile, manifests: Mapping[str, Manifest], limit
         return
     found: dict[str, list[SplitFile]] = {}
     for info in safe:
-        if names[info.filename] > 1:
-            continue
-        data, prob = _read_member(zf, info, limits.max_member_bytes)
-        if prob is not None:
-            rep.problems.append(prob)
-            continue
-        assert data is not None
-        is_json_name = info.filename.lower().endswith(".json")
-        value, decode_problems = decode_json(data, info.filename)
-        if value is None:
-            if is_json_name:
-                rep.problems.extend(decode_problems)
-            else:
-                rep.notes.append(f"{info.filename}: not a JSON prediction file; ignored")
-            continue
-        if not (isinstance(value, dict) and "split" in value):
-            if is_json_name and not isinstance(value, dict):
-                rep.problems.append(
-                    Problem(
-                        "schema",
-                        f"top level is a {type(value).__name__}; a prediction file is an object with format_version, split, episodes",
-                        info.filename,
-                    )
-                )
-            else:
-                rep.notes.append(f"{info.filename}: JSON without a 'split' field; ignored as an extra file")
-            continue
-        split = value["split"]
-        if isinstance(split, str) and split not in manifests:
-            rep.notes.append(f"{info.filename}: split {split!r} is not required here ({', '.join(manifests)}); ignored")
-            continue
-        sf, problems = parse_split_object(value, info.filename, duplicate_keys=decode_problems)
-        rep.problems.extend(problems)
+        sf = _read_split(zf, info, manifests, limits, rep) if names[info.filename] == 1 else None
         if sf is not None:
             found.setdefault(sf.split, []).append(sf)
-            if sf.extra_keys:
-                shown = ", ".join(sf.extra_keys[:5]) + (f" (+{len(sf.extra_keys) - 5} more)" if len(sf.extra_keys) > 5 else "")
-                rep.notes.append(f"{info.filename}: keys outside format v1 ignored: {shown}")
+    _match_splits(found, manifests, rep)
+
+
+def _read_split(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, manifests: Mapping[str, Manifest], limits: Limits, rep: Report
+) -> SplitFile | None:
+    """One member read and checked as a prediction file of a required split (problems and notes into ``rep``); None otherwise."""
+    data, prob = _read_member(zf, info, limits.max_member_bytes)
+    if prob is not None:
+        rep.problems.append(prob)
+        return None
+    assert data is not None
+    is_json_name = info.filename.lower().endswith(".json")
+    value, decode_problems = decode_json(data, info.filename)
+    if value is None:
+        if is_json_name:
+            rep.problems.extend(decode_problems)
+        else:
+            rep.notes.append(f"{info.filename}: not a JSON prediction file; ignored")
+        return None
+    if not (isinstance(value, dict) and "split" in value):
+        if is_json_name and not isinstance(value, dict):
+            rep.problems.append(
+                Problem(
+                    "schema",
+                    f"top level is a {type(value).__name__}; a prediction file is an object with format_version, split, episodes",
+                    info.filename,
+                )
+            )
+        else:
+            rep.notes.append(f"{info.filename}: JSON without a 'split' field; ignored as an extra file")
+        return None
+    split = value["split"]
+    if isinstance(split, str) and split not in manifests:
+        rep.notes.append(f"{info.filename}: split {split!r} is not required here ({', '.join(manifests)}); ignored")
+        return None
+    sf, problems = parse_split_object(value, info.filename, duplicate_keys=decode_problems)
+    rep.problems.extend(problems)
+    if sf is not None and sf.extra_keys:
+        shown = ", ".join(sf.extra_keys[:5]) + (f" (+{len(sf.extra_keys) - 5} more)" if len(sf.extra_keys) > 5 else "")
+        rep.notes.append(f"{info.filename}: keys outside format v1 ignored: {shown}")
+    return sf
+
+
+def _match_splits(found: dict[str, list[SplitFile]], manifests: Mapping[str, Manifest], rep: Report) -> None:
+    """Each required split: exactly one file, covering its manifest."""
     for split, manifest in manifests.items():
         files = found.get(split, [])
         if not files:

@@ -20,6 +20,8 @@ The robot side is an injected :class:`Backend` (console_node over ROS; a fake in
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -89,42 +91,146 @@ async def _body(request: Request) -> dict[str, Any]:
     return parse_object(await request.body())
 
 
-def create_app(backend: Backend, control: Control, secure_cookie: bool = False, log: Callable[[str], None] = print) -> Starlette:
-    """The console app over ``backend``; ``control`` holds the token and the sessions.
+def _sid_of(request: Request | WebSocket) -> str | None:
+    return request.cookies.get(COOKIE)
 
-    Args:
-        backend: the robot side.
-        control: sessions and control ownership.
-        secure_cookie: mark the session cookie Secure (served over TLS).
-        log: where operator actions are logged (one line each; never the token).
-    """
+
+def _guarded(
+    control: Control, need_control: bool
+) -> Callable[[Callable[..., Awaitable[Response]]], Callable[[Request], Awaitable[Response]]]:
+    """Decorator of a route ``fn(request, session)``: a session (and control, when ``need_control``)
+    or the AuthError's status; a ValueError of the request's fields is a 400 with its first line."""
+
+    def wrap(fn: Callable[..., Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def handler(request: Request) -> Response:
+            try:
+                s = control.session(_sid_of(request), _bearer(request))
+                if need_control:
+                    control.require_control(s.sid)
+            except AuthError as exc:
+                return _err(exc.status, str(exc))
+            try:
+                return await fn(request, s)
+            except AuthError as exc:
+                return _err(exc.status, str(exc))
+            except ValueError as exc:
+                return _err(400, str(exc).splitlines()[0] if str(exc) else "bad request")
+
+        return handler
+
+    return wrap
+
+
+def parse_trial_start(data: dict[str, Any]) -> tuple[str, str, str, int]:
+    """(instruction, episode id, region, people) of ``POST /api/trial/start``; ValueError on a bad field."""
+    instruction = text_field(data, "instruction")  # blank / zero-width only: "" (text.is_blank)
+    episode_id = text_field(data, "episode_id", max_len=200)
+    if not instruction and not episode_id:
+        raise ValueError("give an instruction text or an HA-R2R episode id")
+    people = int_field(data, "people", lo=0, hi=1000)
+    return instruction, episode_id, text_field(data, "region", max_len=200) or "unknown", people
+
+
+def parse_trial_end(data: dict[str, Any]) -> tuple[str, float | None, bool, str]:
+    """(outcome, NE in m or None, force, reason) of ``POST /api/trial/end``; ValueError on a bad field."""
+    outcome = choice_field(data, "outcome", ("success", "failure", "aborted"))
+    ne_m = float_field(data, "ne_m", lo=0.0, hi=1e4, what="a distance in metres")
+    return outcome, ne_m, bool_field(data, "force", default=False), text_field(data, "reason")
+
+
+def parse_socket_op(text: str) -> tuple[str, Any]:
+    """A page's JSON text frame through the one strict parser: ``("ping", t)`` or ``(op, id)`` of
+    a stop / estop (id: a number, a text of at most 100 characters, or None). ValueError otherwise."""
+    data = parse_object(text)
+    op = choice_field(data, "op", ("stop", "estop", "ping"))
+    if op == "ping":
+        return op, float_field(data, "t", lo=-1e15, hi=1e15, what="a time")
+    ident = data.get("id")
+    if ident is not None and (isinstance(ident, bool) or not isinstance(ident, (int, str))):
+        raise ValueError(f"id: expected a number or text, got {type(ident).__name__}")
+    if isinstance(ident, str) and len(ident) > 100:
+        raise ValueError("id: at most 100 characters")
+    return op, ident
+
+
+async def _socket(websocket: WebSocket, backend: Backend, control: Control) -> None:
+    """/ws: state and frames out (the hub), stop / estop / ping in; either side ending ends both."""
     hub = backend.hub
+    try:
+        s = control.session(_sid_of(websocket))
+    except AuthError:
+        await websocket.close(code=4401)
+        return
+    await websocket.accept()
+    control.connected(s.sid)
+    client = hub.add(asyncio.get_running_loop())
 
-    def sid_of(request: Request | WebSocket) -> str | None:
-        return request.cookies.get(COOKIE)
+    async def sender() -> None:
+        while True:
+            got = await hub.next(client)
+            for channel, payload in got.items():
+                if channel == "state":
+                    await websocket.send_text(
+                        jsonio.dumps({"type": "state", **payload, "control": control.summary(s.sid), "you": s.name}, nonfinite="null")
+                    )
+                elif isinstance(payload, bytes):
+                    await websocket.send_bytes(payload)
 
-    def guarded(need_control: bool) -> Callable[[Callable[..., Awaitable[Response]]], Callable[[Request], Awaitable[Response]]]:
-        def wrap(fn: Callable[..., Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-            async def handler(request: Request) -> Response:
-                try:
-                    s = control.session(sid_of(request), _bearer(request))
-                    if need_control:
-                        control.require_control(s.sid)
-                except AuthError as exc:
-                    return _err(exc.status, str(exc))
-                try:
-                    return await fn(request, s)
-                except AuthError as exc:
-                    return _err(exc.status, str(exc))
-                except ValueError as exc:
-                    return _err(400, str(exc).splitlines()[0] if str(exc) else "bad request")
+    async def receiver() -> None:
+        while True:
+            frame = await websocket.receive()
+            if frame["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(frame.get("code", 1000))
+            if frame.get("text") is None:  # a binary frame: the page only sends JSON text
+                await websocket.close(code=WS_UNSUPPORTED_DATA, reason="binary frames are not accepted; send JSON text")
+                return
+            try:
+                op, value = parse_socket_op(frame["text"])
+            except ValueError as exc:
+                await websocket.send_text(jsonio.dumps({"type": "error", "message": str(exc)}))
+                continue
+            if op in ("stop", "estop"):
+                m = backend.stop(op == "estop", s.name)
+                await websocket.send_text(jsonio.dumps({"type": "ack", "op": op, "id": value, "message": m}))
+            else:
+                await websocket.send_text(jsonio.dumps({"type": "pong", "t": value, "server_t": time.time()}))
 
-            return handler
+    async def until_done(fn: Callable[[], Awaitable[None]], tg: anyio.abc.TaskGroup) -> None:
+        try:
+            await fn()
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass
+        finally:
+            tg.cancel_scope.cancel()  # either side ending ends the page's session
 
-        return wrap
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(until_done, sender, tg)
+            tg.start_soon(until_done, receiver, tg)
+    finally:
+        hub.remove(client)
+        control.disconnected(s.sid)
 
-    async def index(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+@contextlib.asynccontextmanager
+async def _lifespan(backend: Backend, app: Starlette):  # type: ignore[no-untyped-def]
+    """Publish the state to the connected pages at STATE_RATE_HZ while the app runs."""
+
+    async def state_pump() -> None:
+        while True:
+            if len(backend.hub):
+                backend.hub.publish("state", backend.view.snapshot())
+            await asyncio.sleep(1.0 / STATE_RATE_HZ)
+
+    task = asyncio.create_task(state_pump())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+def _login_route(control: Control, secure_cookie: bool, log: Callable[[str], None]) -> Callable[[Request], Awaitable[Response]]:
+    """``POST /api/login``: a session cookie for the right token; refusals logged without the token."""
 
     async def login(request: Request) -> Response:
         try:
@@ -140,6 +246,25 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
         resp.set_cookie(COOKIE, s.sid, httponly=True, samesite="strict", secure=secure_cookie, path="/")
         return resp
 
+    return login
+
+
+def create_app(backend: Backend, control: Control, secure_cookie: bool = False, log: Callable[[str], None] = print) -> Starlette:
+    """The console app over ``backend``; ``control`` holds the token and the sessions.
+
+    Args:
+        backend: the robot side.
+        control: sessions and control ownership.
+        secure_cookie: mark the session cookie Secure (served over TLS).
+        log: where operator actions are logged (one line each; never the token).
+    """
+    guarded = functools.partial(_guarded, control)
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    login = _login_route(control, secure_cookie, log)
+
     @guarded(False)
     async def logout(request: Request, s: Any) -> Response:
         control.logout(s.sid)
@@ -151,150 +276,53 @@ def create_app(backend: Backend, control: Control, secure_cookie: bool = False, 
     async def state(request: Request, s: Any) -> Response:
         return JSONResponse({**backend.view.snapshot(), "control": control.summary(s.sid), "you": s.name})
 
-    @guarded(False)
-    async def stop(request: Request, s: Any) -> Response:
-        return JSONResponse({"message": backend.stop(False, s.name)})
+    def stopper(emergency: bool) -> Callable[[Request], Awaitable[Response]]:
+        @guarded(False)
+        async def route(request: Request, s: Any) -> Response:
+            return JSONResponse({"message": backend.stop(emergency, s.name)})
 
-    @guarded(False)
-    async def estop(request: Request, s: Any) -> Response:
-        return JSONResponse({"message": backend.stop(True, s.name)})
+        return route
 
-    @guarded(False)
-    async def take(request: Request, s: Any) -> Response:
-        control.take(s.sid)
-        backend.view.event(f"{s.name} took control")
-        return JSONResponse(control.summary(s.sid))
+    def controller(act: Callable[[str], None], said: str) -> Callable[[Request], Awaitable[Response]]:
+        @guarded(False)
+        async def route(request: Request, s: Any) -> Response:
+            act(s.sid)
+            backend.view.event(f"{s.name} {said} control")
+            return JSONResponse(control.summary(s.sid))
 
-    @guarded(False)
-    async def release(request: Request, s: Any) -> Response:
-        control.release(s.sid)
-        backend.view.event(f"{s.name} released control")
-        return JSONResponse(control.summary(s.sid))
+        return route
 
     @guarded(True)
     async def pause(request: Request, s: Any) -> Response:
-        data = await _body(request)
-        paused = bool_field(data, "paused")
+        paused = bool_field(await _body(request), "paused")
         return JSONResponse({"message": await asyncio.to_thread(backend.set_paused, paused, s.name)})
 
     @guarded(True)
     async def trial_start(request: Request, s: Any) -> Response:
-        data = await _body(request)
-        instruction = text_field(data, "instruction")  # blank / zero-width only: "" (text.is_blank)
-        episode_id = text_field(data, "episode_id", max_len=200)
-        if not instruction and not episode_id:
-            raise ValueError("give an instruction text or an HA-R2R episode id")
-        people = int_field(data, "people", lo=0, hi=1000)
-        region = text_field(data, "region", max_len=200) or "unknown"
-        msg = await asyncio.to_thread(backend.start_trial, instruction, episode_id, region, people, s.name)
-        return JSONResponse({"message": msg})
+        args = parse_trial_start(await _body(request))
+        return JSONResponse({"message": await asyncio.to_thread(backend.start_trial, *args, s.name)})
 
     @guarded(True)
     async def trial_end(request: Request, s: Any) -> Response:
-        data = await _body(request)
-        outcome = choice_field(data, "outcome", ("success", "failure", "aborted"))
-        ne_m = float_field(data, "ne_m", lo=0.0, hi=1e4, what="a distance in metres")
-        force = bool_field(data, "force", default=False)
-        reason = text_field(data, "reason")
-        msg = await asyncio.to_thread(backend.end_trial, outcome, ne_m, force, reason, s.name)
-        return JSONResponse({"message": msg})
+        args = parse_trial_end(await _body(request))
+        return JSONResponse({"message": await asyncio.to_thread(backend.end_trial, *args, s.name)})
 
     async def ws(websocket: WebSocket) -> None:
-        sid = sid_of(websocket)
-        try:
-            s = control.session(sid)
-        except AuthError:
-            await websocket.close(code=4401)
-            return
-        await websocket.accept()
-        control.connected(s.sid)
-        client = hub.add(asyncio.get_running_loop())
-
-        async def sender() -> None:
-            while True:
-                got = await hub.next(client)
-                for channel, payload in got.items():
-                    if channel == "state":
-                        await websocket.send_text(
-                            jsonio.dumps({"type": "state", **payload, "control": control.summary(s.sid), "you": s.name}, nonfinite="null")
-                        )
-                    elif isinstance(payload, bytes):
-                        await websocket.send_bytes(payload)
-
-        async def receiver() -> None:
-            while True:
-                frame = await websocket.receive()
-                if frame["type"] == "websocket.disconnect":
-                    raise WebSocketDisconnect(frame.get("code", 1000))
-                if frame.get("text") is None:  # a binary frame: the page only sends JSON text
-                    await websocket.close(code=WS_UNSUPPORTED_DATA, reason="binary frames are not accepted; send JSON text")
-                    return
-                try:  # the one strict parser (finite numbers, expected types), as the HTTP routes
-                    data = parse_object(frame["text"])
-                    op = choice_field(data, "op", ("stop", "estop", "ping"))
-                    if op == "ping":
-                        t = float_field(data, "t", lo=-1e15, hi=1e15, what="a time")
-                    else:
-                        ident = data.get("id")
-                        if ident is not None and (isinstance(ident, bool) or not isinstance(ident, (int, str))):
-                            raise ValueError(f"id: expected a number or text, got {type(ident).__name__}")
-                        if isinstance(ident, str) and len(ident) > 100:
-                            raise ValueError("id: at most 100 characters")
-                except ValueError as exc:
-                    await websocket.send_text(jsonio.dumps({"type": "error", "message": str(exc)}))
-                    continue
-                if op in ("stop", "estop"):
-                    m = backend.stop(op == "estop", s.name)
-                    await websocket.send_text(jsonio.dumps({"type": "ack", "op": op, "id": ident, "message": m}))
-                else:
-                    await websocket.send_text(jsonio.dumps({"type": "pong", "t": t, "server_t": time.time()}))
-
-        async def until_done(fn: Callable[[], Awaitable[None]], tg: anyio.abc.TaskGroup) -> None:
-            try:
-                await fn()
-            except (WebSocketDisconnect, RuntimeError, OSError):
-                pass
-            finally:
-                tg.cancel_scope.cancel()  # either side ending ends the page's session
-
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(until_done, sender, tg)
-                tg.start_soon(until_done, receiver, tg)
-        finally:
-            hub.remove(client)
-            control.disconnected(s.sid)
-
-    async def state_pump() -> None:
-        period = 1.0 / STATE_RATE_HZ
-        while True:
-            if len(hub):
-                hub.publish("state", backend.view.snapshot())
-            await asyncio.sleep(period)
-
-    from contextlib import asynccontextmanager
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
-        task = asyncio.create_task(state_pump())
-        try:
-            yield
-        finally:
-            task.cancel()
+        await _socket(websocket, backend, control)
 
     routes = [
         Route("/", index),
         Route("/api/login", login, methods=["POST"]),
         Route("/api/logout", logout, methods=["POST"]),
         Route("/api/state", state),
-        Route("/api/stop", stop, methods=["POST"]),
-        Route("/api/estop", estop, methods=["POST"]),
-        Route("/api/control/take", take, methods=["POST"]),
-        Route("/api/control/release", release, methods=["POST"]),
+        Route("/api/stop", stopper(False), methods=["POST"]),
+        Route("/api/estop", stopper(True), methods=["POST"]),
+        Route("/api/control/take", controller(control.take, "took"), methods=["POST"]),
+        Route("/api/control/release", controller(control.release, "released"), methods=["POST"]),
         Route("/api/pause", pause, methods=["POST"]),
         Route("/api/trial/start", trial_start, methods=["POST"]),
         Route("/api/trial/end", trial_end, methods=["POST"]),
         WebSocketRoute("/ws", ws),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=functools.partial(_lifespan, backend))

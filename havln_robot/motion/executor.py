@@ -446,16 +446,7 @@ class Executor:
             return Tick(ZERO, [self._simple(action, "rejected", None, f"{bad}: cannot measure the action; check the sensor")], [])
         forward = spec.kind is A.ActionKind.TRANSLATE  # else ROTATE: STOP and TILT returned above
         target = spec.amount
-        # Heading chain: when the robot still stands within chain_heading of the heading the last
-        # action was meant to end at, this action aims from that nominal heading rather than from
-        # where the last one settled, so per-turn tolerances do not add up (24 panorama turns
-        # closed at +3 deg by IMU without it, measured in the embedded simulator).
-        offset = 0.0
-        fresh = t - self._nominal_t <= CHAIN_MAX_AGE_S  # not across a long pause (gyro drift, hands)
-        if self._nominal_yaw is not None and self.cfg.chain_heading > 0 and fresh:
-            d = wrap_angle(self._nominal_yaw - imu_yaw)
-            if abs(d) <= self.cfg.chain_heading:
-                offset = d
+        offset = self._chain_offset(t, imu_yaw)
         self._nominal_yaw = None  # set again only by an action that ends ok
         yaw_aim = offset if forward else target + offset
         self._a = ActionRun(
@@ -500,6 +491,18 @@ class Executor:
         self.phase = Phase.MOVING if forward else Phase.TURNING
         self._last_t = t
         return self.update(t, odom, imu_yaw, obstacles=obstacles)
+
+    def _chain_offset(self, t: float, imu_yaw: float) -> float:
+        """Heading chain, rad: when the robot still stands within chain_heading of the heading the last
+        action was meant to end at, the next action aims from that nominal heading rather than from
+        where the last one settled, so per-turn tolerances do not add up (24 panorama turns closed at
+        +3 deg by IMU without it, measured in the embedded simulator). 0 when stale or too far."""
+        fresh = t - self._nominal_t <= CHAIN_MAX_AGE_S  # not across a long pause (gyro drift, hands)
+        if self._nominal_yaw is not None and self.cfg.chain_heading > 0 and fresh:
+            d = wrap_angle(self._nominal_yaw - imu_yaw)
+            if abs(d) <= self.cfg.chain_heading:
+                return d
+        return 0.0
 
     def _partial_step(self, obs: Obstacles, hz: Hazard) -> float | None:
         """The longest forward step (m, whole cm) that keeps ``front_margin`` to the obstacle behind
@@ -639,7 +642,30 @@ class Executor:
         self._last_t = t
         prog, dyaw_imu, dyaw_odom, lateral = self._progress(odom, imu_yaw)
         obs = obstacles or Obstacles()
-        # --- checks common to every moving phase -------------------------------------------
+        checked = self._checks(t, odom, imu_yaw, obs, accel, (tm_odom, tm_imu), dt, (prog, dyaw_imu, dyaw_odom))
+        if checked is not None:
+            return checked
+        if self.phase in (Phase.MOVING, Phase.TURNING, Phase.REVERTING):
+            return self._drive(t, odom, imu_yaw, obs, (tm_odom, tm_imu), dt, (prog, dyaw_imu))
+        if self.phase in (Phase.SETTLING, Phase.REVERT_SETTLING, Phase.STOPPING):
+            return self._settle(t, odom, imu_yaw, (obstacles, odom_t, imu_t), (tm_odom, tm_imu), dt, prog)
+        return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
+
+    def _checks(
+        self,
+        t: float,
+        odom: Pose2D,
+        imu_yaw: float,
+        obs: Obstacles,
+        accel: tuple[float, float] | None,
+        tm: tuple[float, float],
+        dt: float,
+        progress: tuple,
+    ) -> Tick | None:
+        """The checks common to every moving phase (deadline, bounds, slip, contact, hazard, stall): the ending Tick, or None."""
+        a, cfg = self._a, self.cfg
+        tm_odom, tm_imu = tm
+        prog, dyaw_imu, dyaw_odom = progress
         if self.phase in (Phase.MOVING, Phase.TURNING, Phase.SETTLING) and t > a.deadline:
             a.outcome, a.detail = "timeout", f"not on target after {t - a.t0:.2f} s"
             return self._end_now(t, odom, imu_yaw)
@@ -677,80 +703,90 @@ class Executor:
                     hz = self._classify_bump(obs, "stall", f"no progress for {cfg.stall_time_s:g} s under command")
             if hz is not None:
                 return self._on_collision(t, odom, imu_yaw, hz)
-        # --- phase logic --------------------------------------------------------------------
-        if self.phase in (Phase.MOVING, Phase.TURNING, Phase.REVERTING):
-            inflight_v = self._unmeasured(t, tm_odom)[0]
-            inflight_w = self._unmeasured(t, tm_imu)[1]
-            axis_pred = prog + (inflight_v if a.forward else inflight_w)
-            remaining = a.goal - axis_pred
-            if self.phase == Phase.REVERTING:
-                hz = self._hazard(obs, remaining, reverting=True)
-                if hz is not None:
-                    a.detail += f"; revert stopped: {hz.detail}"
-                    a.reverted = False
-                    return self._end_now(t, odom, imu_yaw, collisions=[self._collision(t, odom, hz, "reverting")])
-                why = self._revert_unverified(t, dt, prog, tm_odom if a.forward else tm_imu)
-                if why is not None:
-                    a.detail += f"; revert stopped: {why}"
-                    a.reverted = False
-                    return self._end_now(t, odom, imu_yaw)
-            if a.forward:
-                ax = _Axis(cfg.v_max if remaining >= 0 else cfg.v_rev_max, cfg.a_lin, cfg.v_min)
-                v = ax.command(remaining, self._last_cmd[0], dt, cfg.pos_tol)
-                # a late tick holds this speed: keep what it carries inside the goal + front margin
-                v = math.copysign(min(abs(v), self.carry_speed(abs(remaining) + cfg.front_margin, dt)), v)
-                yaw_err = a.yaw_aim - (dyaw_imu + inflight_w)
-                w = max(-cfg.w_max, min(cfg.w_max, cfg.heading_gain * yaw_err))
-                cmd = (v, w if v != 0.0 else 0.0)
-                done_axis = v == 0.0
-            else:
-                ax = _Axis(cfg.sweep_w if a.sweep else cfg.w_max, cfg.a_ang, cfg.w_min)
-                w = ax.command(remaining, self._last_cmd[1], dt, cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol)
-                cmd = (0.0, w)
-                done_axis = w == 0.0
-            if done_axis:
-                # measurements must post-date the zero command taking effect (+ one tick)
-                a.settle_until = t + cfg.latency_s + 1.5 * dt
-                a.settle_deadline = a.settle_until + 0.5
-                a.resume = self.phase
-                self.phase = Phase.SETTLING if self.phase != Phase.REVERTING else Phase.REVERT_SETTLING
+        return None
+
+    def _drive(self, t: float, odom: Pose2D, imu_yaw: float, obs: Obstacles, tm: tuple[float, float], dt: float, progress: tuple) -> Tick:
+        """Moving, turning or reverting: the command toward the goal, and the move to settling when on it."""
+        a, cfg = self._a, self.cfg
+        tm_odom, tm_imu = tm
+        prog, dyaw_imu = progress
+        inflight_v = self._unmeasured(t, tm_odom)[0]
+        inflight_w = self._unmeasured(t, tm_imu)[1]
+        axis_pred = prog + (inflight_v if a.forward else inflight_w)
+        remaining = a.goal - axis_pred
+        if self.phase == Phase.REVERTING:
+            hz = self._hazard(obs, remaining, reverting=True)
+            if hz is not None:
+                a.detail += f"; revert stopped: {hz.detail}"
+                a.reverted = False
+                return self._end_now(t, odom, imu_yaw, collisions=[self._collision(t, odom, hz, "reverting")])
+            why = self._revert_unverified(t, dt, prog, tm_odom if a.forward else tm_imu)
+            if why is not None:
+                a.detail += f"; revert stopped: {why}"
+                a.reverted = False
+                return self._end_now(t, odom, imu_yaw)
+        if a.forward:
+            ax = _Axis(cfg.v_max if remaining >= 0 else cfg.v_rev_max, cfg.a_lin, cfg.v_min)
+            v = ax.command(remaining, self._last_cmd[0], dt, cfg.pos_tol)
+            # a late tick holds this speed: keep what it carries inside the goal + front margin
+            v = math.copysign(min(abs(v), self.carry_speed(abs(remaining) + cfg.front_margin, dt)), v)
+            yaw_err = a.yaw_aim - (dyaw_imu + inflight_w)
+            w = max(-cfg.w_max, min(cfg.w_max, cfg.heading_gain * yaw_err))
+            cmd = (v, w if v != 0.0 else 0.0)
+            done_axis = v == 0.0
+        else:
+            ax = _Axis(cfg.sweep_w if a.sweep else cfg.w_max, cfg.a_ang, cfg.w_min)
+            w = ax.command(remaining, self._last_cmd[1], dt, cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol)
+            cmd = (0.0, w)
+            done_axis = w == 0.0
+        if done_axis:
+            # measurements must post-date the zero command taking effect (+ one tick)
+            a.settle_until = t + cfg.latency_s + 1.5 * dt
+            a.settle_deadline = a.settle_until + 0.5
+            a.resume = self.phase
+            self.phase = Phase.SETTLING if self.phase != Phase.REVERTING else Phase.REVERT_SETTLING
+            self._stall.reset()
+        self._push_cmd(t, cmd)
+        return Tick(cmd, [], [])
+
+    def _settle(self, t: float, odom: Pose2D, imu_yaw: float, again: tuple, tm: tuple[float, float], dt: float, prog: float) -> Tick:
+        """Settling or stopping: wait for measurements after the zero command, then correct, revert or end.
+        ``again``: (obstacles, odom_t, imu_t) of this tick, for the update a correction or a revert starts."""
+        a, cfg = self._a, self.cfg
+        tm_odom, tm_imu = tm
+        obstacles, odom_t, imu_t = again
+        self._push_cmd(t, ZERO)
+        measured = min(tm_odom, tm_imu) if a.forward else tm_imu
+        if (t < a.settle_until or measured < a.settle_until - dt) and t < a.settle_deadline:
+            return Tick(ZERO, [], [])
+        if self.phase == Phase.STOPPING:
+            if cfg.revert and not a.sweep and abs(prog) > (cfg.pos_tol if a.forward else cfg.yaw_tol) * 0.5:
+                a.revert_budget, a.revert_cmd_travel = abs(prog), 0.0  # never back farther than verified progress
                 self._stall.reset()
-            self._push_cmd(t, cmd)
-            return Tick(cmd, [], [])
-        if self.phase in (Phase.SETTLING, Phase.REVERT_SETTLING, Phase.STOPPING):
-            self._push_cmd(t, ZERO)
-            measured = min(tm_odom, tm_imu) if a.forward else tm_imu
-            if (t < a.settle_until or measured < a.settle_until - dt) and t < a.settle_deadline:
-                return Tick(ZERO, [], [])
-            if self.phase == Phase.STOPPING:
-                if cfg.revert and not a.sweep and abs(prog) > (cfg.pos_tol if a.forward else cfg.yaw_tol) * 0.5:
-                    a.revert_budget, a.revert_cmd_travel = abs(prog), 0.0  # never back farther than verified progress
-                    self._stall.reset()
-                    a.goal = 0.0
-                    a.yaw_aim = 0.0  # back to the pre-action pose, heading included
-                    a.corrections = 0
-                    a.reverted = True
-                    a.deadline = t + cfg.timeout_factor * cfg.min_duration(a.action) + cfg.timeout_margin_s
-                    self.phase = Phase.REVERTING
-                    return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
-                a.reverted = cfg.revert and not a.sweep
-                return self._end_now(t, odom, imu_yaw)
-            err = a.goal - (prog)
-            tol = cfg.pos_tol if a.forward else (cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol)
-            if abs(err) > tol and a.corrections < cfg.max_corrections:
-                a.corrections += 1
-                self.phase = a.resume
+                a.goal = 0.0
+                a.yaw_aim = 0.0  # back to the pre-action pose, heading included
+                a.corrections = 0
+                a.reverted = True
+                a.deadline = t + cfg.timeout_factor * cfg.min_duration(a.action) + cfg.timeout_margin_s
+                self.phase = Phase.REVERTING
                 return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
-            if self.phase == Phase.REVERT_SETTLING:
-                return self._end_now(t, odom, imu_yaw)
-            if a.outcome is None:
-                a.outcome = "ok"
-                if abs(err) > tol:
-                    unit = f"{err:.3f} m" if a.forward else f"{math.degrees(err):.2f} deg"
-                    note = f"settled {unit} from target after {cfg.max_corrections} corrections"
-                    a.detail = f"{a.detail}; {note}" if a.detail else note
+            a.reverted = cfg.revert and not a.sweep
             return self._end_now(t, odom, imu_yaw)
-        return self.abort(t, f"internal: unknown phase {self.phase}")  # pragma: no cover
+        err = a.goal - (prog)
+        tol = cfg.pos_tol if a.forward else (cfg.sweep_yaw_tol if a.sweep else cfg.yaw_tol)
+        if abs(err) > tol and a.corrections < cfg.max_corrections:
+            a.corrections += 1
+            self.phase = a.resume
+            return self.update(t, odom, imu_yaw, obstacles, None, odom_t, imu_t)
+        if self.phase == Phase.REVERT_SETTLING:
+            return self._end_now(t, odom, imu_yaw)
+        if a.outcome is None:
+            a.outcome = "ok"
+            if abs(err) > tol:
+                unit = f"{err:.3f} m" if a.forward else f"{math.degrees(err):.2f} deg"
+                note = f"settled {unit} from target after {cfg.max_corrections} corrections"
+                a.detail = f"{a.detail}; {note}" if a.detail else note
+        return self._end_now(t, odom, imu_yaw)
 
     # ------------------------------------------------------------------ internals
     def _jumped(self, odom: Pose2D, tm_odom: float, imu_yaw: float, tm_imu: float) -> str | None:

@@ -207,6 +207,53 @@ def view_top(mount: CameraMount, k: Intrinsics | None, rng: np.ndarray) -> np.nd
     return mount.z + np.asarray(rng) * math.tan(min(up, math.radians(89.0)))
 
 
+def _person(
+    c: np.ndarray,
+    sensor_xy: tuple[float, float],
+    cfg: PeopleConfig,
+    half_fov: float | None,
+    top_at: Callable[[np.ndarray], np.ndarray] | None,
+    side_not_free: Callable[[], bool],
+) -> Detection | None:
+    """The detection of one cluster ``c`` ((n, 3) base_link points, m) when it has a person's shape, else None
+    (arguments as :func:`detect_people`; ``side_not_free()``: what is beside the cluster hides or continues it)."""
+    sx, sy = sensor_xy
+    cx, cy = float(c[:, 0].mean()), float(c[:, 1].mean())
+    dx, dy = cx - sx, cy - sy
+    rng = math.hypot(dx, dy)
+    if rng < 1e-6:
+        return None
+    ux, uy = dx / rng, dy / rng
+    if half_fov is not None:
+        bearing = np.abs(np.arctan2(c[:, 1] - sy, c[:, 0] - sx))
+        if float(bearing.max()) >= half_fov - math.radians(2.0):
+            return None
+    along = (c[:, 0] - sx) * ux + (c[:, 1] - sy) * uy
+    across = -(c[:, 0] - sx) * uy + (c[:, 1] - sy) * ux
+    width = float(across.max() - across.min()) + cfg.cell_m
+    depth = float(along.max() - along.min())
+    top, bottom = float(c[:, 2].max()), float(c[:, 2].min())
+    need = cfg.min_height_m
+    clipped = False  # the top of the view cuts the cluster: its height is unknown
+    if top_at is not None:
+        view = float(top_at(np.array([float(along.min())]))[0]) - 0.1
+        clipped = top >= view
+        need = min(need, view)
+    if top < need or top > cfg.max_height_m or bottom > cfg.max_bottom_m:
+        return None
+    if not (cfg.min_width_m <= width <= cfg.max_width_m) or depth > cfg.max_depth_m:
+        return None
+    # height unknown (clipped): a person only if no wider than their hips or chest, and
+    # standing free of what is beside them (not a strip of wall seen through a gap)
+    if clipped and (width > CLIPPED_MAX_WIDTH_M or side_not_free()):
+        return None
+    front = float(along.min())
+    centre = front + cfg.body_depth_m / 2.0
+    # across-ray centre: middle of the extent (robust to one-sided point density)
+    mid = float(0.5 * (across.max() + across.min()))
+    return Detection(sx + centre * ux - mid * uy, sy + centre * uy + mid * ux, top, bottom, width, depth, len(c))
+
+
 def detect_people(
     points: np.ndarray,
     cfg: PeopleConfig,
@@ -269,43 +316,10 @@ def detect_people(
         if on_terrain is not None and float(on_terrain[order[s:e]].mean()) > TERRAIN_MAX_FRACTION:
             continue  # stairs or a ramp beside or ahead, not a person
         c = band[order[s:e]]
-        cx, cy = float(c[:, 0].mean()), float(c[:, 1].mean())
-        dx, dy = cx - sx, cy - sy
-        rng = math.hypot(dx, dy)
-        if rng < 1e-6:
-            continue
-        ux, uy = dx / rng, dy / rng
-        if half_fov is not None:
-            bearing = np.abs(np.arctan2(c[:, 1] - sy, c[:, 0] - sx))
-            if float(bearing.max()) >= half_fov - math.radians(2.0):
-                continue
-        along = (c[:, 0] - sx) * ux + (c[:, 1] - sy) * uy
-        across = -(c[:, 0] - sx) * uy + (c[:, 1] - sy) * ux
-        width = float(across.max() - across.min()) + cfg.cell_m
-        depth = float(along.max() - along.min())
-        top, bottom = float(c[:, 2].max()), float(c[:, 2].min())
-        need = cfg.min_height_m
-        clipped = False  # the top of the view cuts the cluster: its height is unknown
-        if top_at is not None:
-            view = float(top_at(np.array([float(along.min())]))[0]) - 0.1
-            clipped = top >= view
-            need = min(need, view)
-        if top < need or top > cfg.max_height_m or bottom > cfg.max_bottom_m:
-            continue
-        if not (cfg.min_width_m <= width <= cfg.max_width_m) or depth > cfg.max_depth_m:
-            continue
-        # height unknown (clipped): a person only if no wider than their hips or chest, and
-        # standing free of what is beside them (not a strip of wall seen through a gap)
-        if clipped and (
-            width > CLIPPED_MAX_WIDTH_M
-            or _side_not_free(c, lab == lab_sorted[s], bearing_all, range_all, band[:, 2], (sx, sy), cfg, top_at)
-        ):
-            continue
-        front = float(along.min())
-        centre = front + cfg.body_depth_m / 2.0
-        # across-ray centre: middle of the extent (robust to one-sided point density)
-        mid = float(0.5 * (across.max() + across.min()))
-        out.append(Detection(sx + centre * ux - mid * uy, sy + centre * uy + mid * ux, top, bottom, width, depth, int(e - s)))
+        side_not_free = lambda: _side_not_free(c, lab == lab_sorted[s], bearing_all, range_all, band[:, 2], (sx, sy), cfg, top_at)  # noqa: E731, B023
+        det = _person(c, (sx, sy), cfg, half_fov, top_at, side_not_free)
+        if det is not None:
+            out.append(det)
     out.sort(key=lambda d: math.hypot(d.x - sx, d.y - sy))
     return out
 

@@ -25,12 +25,13 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from havln_robot import jsonio
+from havln_robot.paths import write_json
 from havln_robot.policy.api import PolicyError
 from havln_robot.policy.dataset import EpisodeSample, pano_headings, run_episodes, views_to_tensor
 from havln_robot.policy.small import PREV_DIM, SmallConfig, SmallNet, init_embeddings
@@ -211,11 +212,10 @@ def main(argv: list[str]) -> int:
         return 2
 
 
-def _run(args, log, argv) -> int:
-    from havln_robot.episodes import load_episodes
+def _check_args(args: argparse.Namespace) -> None:
+    """Refuse bad options (ValueError) and, before hours of training, a checkpoint that cannot be
+    written or would replace an earlier one without --overwrite."""
     from havln_robot.paths import check_out_file, refuse_overwrite
-    from havln_robot.policy.checkpoint import save_checkpoint
-    from havln_robot.policy.tokenizer import Vocabulary
 
     if args.scenes and not Path(args.scenes).is_dir():
         raise ValueError(f"--scenes {args.scenes}: not a folder; give the folder holding <scan>/<scan>.glb")
@@ -226,6 +226,36 @@ def _run(args, log, argv) -> int:
     # before hours of training: the checkpoint can be written, and replaces an earlier one only with --overwrite
     check_out_file(args.out, "--out", inputs=(args.train, args.val), atomic=True, overwrite=args.overwrite, example="model.pt")
     refuse_overwrite(Path(args.out).with_suffix(".json"), "--out", args.overwrite)
+
+
+def _validate(model: Any, val_eps: list, vocab: Any, cfg: SmallConfig, args: argparse.Namespace, log: Any) -> dict:
+    """SR, success, NE, SPL of ``model`` (greedy, fixed seed) on the validation episodes; {} without any."""
+    if not val_eps:
+        return {}
+    val = summarize(
+        run_episodes(val_eps, vocab, cfg, model, 0.0, seed=12345, record=False, connectivity_dir=args.connectivity, scenes_dir=args.scenes)
+    )
+    if val:
+        log(
+            f"  val_seen ({val['episodes']} ep): SR {val['sr']:.3f}, success {val['success']:.3f}, NE {val['ne']:.2f} m, SPL {val['spl']:.3f}"
+        )
+    return val
+
+
+def _write_report(out: Path, args: argparse.Namespace, argv: list[str], figures: dict, t0: float) -> None:
+    """The checkpoint's JSON report next to it (``out`` with .json): config, parameters, best round, history."""
+
+    report = {"checkpoint": out.name, "kind": "small", **figures, "command": "havln-robot train " + " ".join(argv)}
+    report |= {"elapsed_s": round(time.time() - t0, 1), "train_file": Path(args.train).name, "val_file": Path(args.val).name}
+    write_json(out.with_suffix(".json"), report, nonfinite="null", indent=2)  # a diverged loss (NaN)  is unknown, not a lost report
+
+
+def _run(args, log, argv) -> int:
+    from havln_robot.episodes import load_episodes
+    from havln_robot.policy.checkpoint import save_checkpoint
+    from havln_robot.policy.tokenizer import Vocabulary
+
+    _check_args(args)
     torch.set_num_threads(max(1, args.threads))
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -279,19 +309,7 @@ def _run(args, log, argv) -> int:
         tt = time.time()
         train_epochs(model, data, args.epochs, opt, args.batch, rng, deadline, log)
         log(f"  trained in {time.time() - tt:.0f} s")
-        val = (
-            summarize(
-                run_episodes(
-                    val_eps, vocab, cfg, model, 0.0, seed=12345, record=False, connectivity_dir=args.connectivity, scenes_dir=args.scenes
-                )
-            )
-            if val_eps
-            else {}
-        )
-        if val:
-            log(
-                f"  val_seen ({val['episodes']} ep): SR {val['sr']:.3f}, success {val['success']:.3f}, NE {val['ne']:.2f} m, SPL {val['spl']:.3f}"
-            )
+        val = _validate(model, val_eps, vocab, cfg, args, log)
         history.append({"round": rnd, "beta": beta, "train_episodes": len(data), "val": val})
         key = (val.get("sr", 0.0), -val.get("ne", math.inf)) if val else (rnd, 0)
         if best is None or key >= best[0]:
@@ -301,21 +319,6 @@ def _run(args, log, argv) -> int:
             log(f"  saved {out} ({os.path.getsize(out) / 1e6:.2f} MB)")
     if best is None:
         raise ValueError("time budget ran out before the first round finished; raise --time-budget-s")
-    report = {
-        "checkpoint": out.name,
-        "kind": "small",
-        "config": cfg.to_dict(),
-        "parameters": n_params,
-        "best": best[1],
-        "history": history,
-        "command": "havln-robot train " + " ".join(argv),
-        "elapsed_s": round(time.time() - t0, 1),
-        "train_file": Path(args.train).name,
-        "val_file": Path(args.val).name,
-    }
-    from havln_robot.paths import atomic_output
-
-    with atomic_output(out.with_suffix(".json")) as out_tmp:  # the old file or the new one, never half
-        jsonio.write(out_tmp, report, nonfinite="null", indent=2)  # a diverged loss (NaN) is unknown, not a lost report
+    _write_report(out, args, argv, {"config": cfg.to_dict(), "parameters": n_params, "best": best[1], "history": history}, t0)
     log(f"done in {time.time() - t0:.0f} s: {out} (+ {out.with_suffix('.json').name})")
     return 0

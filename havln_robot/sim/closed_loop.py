@@ -758,12 +758,23 @@ class ClosedLoop:
         if not cand.any() or step <= 0:
             self._terr_key, self._terr_pts = key, (P[cand], dz[cand])
             return self._terr_pts
+        self._terr_key, self._terr_pts = key, self._unclimbable((x, y, z0), (cam_x, cam_y, cam_z), yaw, view, (lo, hi, step))
+        return self._terr_pts
+
+    def _unclimbable(self, robot: tuple, cam: tuple, yaw: float, view: ViewRegion, limits: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """The cells (map xy, m) this frame sees inside the height band ``limits`` (lo, hi, max step, m)
+        that motion_node would not judge climbable, and their rise above the robot's ground ``robot[2]``, m."""
+        x, y, z0 = robot
+        cam_x, cam_y, _cam_z = cam
+        lo, hi, step = limits
+        c = TERRAIN_CELL_M
+        cy_, sy_ = math.cos(yaw), math.sin(yaw)
         # motion_node judges the ground on each frame's own points: whether that ground is climbable
         # is decided on the cells this frame sees (the camera's field of view out to its depth range,
         # ground nearer than the image's lower edge unseen), so a flight seen from its side counts
         # as climbable when the frame also sees where it meets the floor (val_seen 711), as live
         Q, H, R = self._sector_cells(cam_x, cam_y, yaw, view)
-        top = self._seen_surface(H, R, (cam_x, cam_y, cam_z))
+        top = self._seen_surface(H, R, cam)
         seen = np.isfinite(top)
         Q, qz = Q[seen], top[seen] - z0
         qx, qy = Q[:, 0] + 0.5 * c - x, Q[:, 1] + 0.5 * c - y
@@ -783,8 +794,7 @@ class ClosedLoop:
         if len(new):
             self._terrain_known = np.union1d(self._terrain_known, new)
         band = (qz >= lo) & (qz <= hi) & ~climb & ((Q[:, 0] - x) ** 2 + (Q[:, 1] - y) ** 2 <= TERRAIN_REACH_M**2)
-        self._terr_key, self._terr_pts = key, (Q[band], qz[band])
-        return self._terr_pts
+        return Q[band], qz[band]
 
     def _sector_cells(self, cam_x: float, cam_y: float, yaw: float, view: ViewRegion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The :data:`TERRAIN_CELL_M` cells whose centres lie in the camera's horizontal field of view
@@ -1051,7 +1061,6 @@ class ClosedLoop:
         next_cam, next_people = t0 + cam_period, t0 + people_period
         cam_t: float | None = None
         gap = f.tick_gap
-        timeout = self._guard_cfg.people_timeout_s
         while not results and w.t - t0 < MAX_ACTION_S:
             c = self._physics()
             if contact is None and c is not None:
@@ -1071,15 +1080,7 @@ class ClosedLoop:
                 if w.t + 1e-9 >= next_people:
                     next_people += people_period
                     people, people_at = self._people_message(t, people, people_at)
-                here = self._odom
-                fresh = depth.frame_problem(t) is None  # live: an unusable frame gives no points
-                obs = Obstacles(
-                    points=rebase_points(pts, at, here) if fresh else None,
-                    people=[]
-                    if t - self._people_t > timeout
-                    else ([rebase_person(q, people_at, here) for q in people] if people_at != here else people),
-                    weights=wts if fresh else None,
-                )
+                obs = self._tick_obstacles(t, (pts, wts, at), (people, people_at))
                 a = self.base.imu.accel
                 if frames is not None:
                     frames.track.add(float(w.t), self.gyro.yaw)
@@ -1105,6 +1106,20 @@ class ClosedLoop:
             results = list(ex.abort(w.t, f"batch: no result after {MAX_ACTION_S:g} s").results)
         w.camera_pitch = float(ex.pitch)
         return results, cols, contact
+
+    def _tick_obstacles(self, t: float, frame: tuple, people: tuple) -> Obstacles:
+        """What motion_node holds at a tick: the last depth frame's points and weights (``frame``: points,
+        weights, the odometry pose it was taken at) moved into the current base_link, none while the
+        frame is unusable; the last people message (``people``: people, the pose they were in), none when stale."""
+        pts, wts, at = frame
+        persons, people_at = people
+        here = self._odom
+        fresh = self._depth.frame_problem(t) is None  # live: an unusable frame gives no points
+        if t - self._people_t > self._guard_cfg.people_timeout_s:
+            persons = []
+        elif people_at != here:
+            persons = [rebase_person(q, people_at, here) for q in persons]
+        return Obstacles(points=rebase_points(pts, at, here) if fresh else None, people=persons, weights=wts if fresh else None)
 
     def _camera_frame(self, t: float) -> bool:
         """A depth frame arrives at sim time ``t``: the depth stream's bookkeeping (motion_node's

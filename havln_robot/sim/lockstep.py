@@ -27,7 +27,6 @@ sim_node applies it at the step it was computed for, whatever the topic delivery
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 #: Participants repeat their last ack this often (wall clock, s): their liveness signal.
@@ -141,15 +140,6 @@ class Gate:
             return None
         a = max(motion, key=lambda m: m.cmd_seq)
         return a.cmd_seq, a.cmd
-
-
-def steps_for(period_s: float, step_s: float) -> int:
-    """Simulation steps per period (>= 1): a stream or tick at ``1/period_s`` on steps of ``step_s``."""
-    return max(1, int(round(period_s / step_s)))
-
-
-def is_finite_cmd(cmd: tuple[float, float]) -> bool:
-    return all(math.isfinite(v) for v in cmd)
 
 
 class StepInbox:

@@ -806,26 +806,9 @@ class Scene:
         Returns:
             The :class:`Support` (kind, index, ground z in m), or None.
         """
-        cands: list[tuple[bool, float, Support]] = []  # (linked to prefer, |dz|, support)
         hx, hy = heading if heading is not None else (0.0, 0.0)
-        kept: Support | None = None
-        steep: list[tuple[bool, float, Support]] = []  # flights leaving the body's floor, beyond SUPPORT_TOL_M here
         linked = self._linked_floors(prefer) if prefer is not None else frozenset()
-        rb = self._ramp_bounds
-        hits = np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])) if len(rb) else ()
-        for i in hits:
-            r = self.ramps[int(i)]
-            if shapely.contains_xy(r.polygon, x, y):
-                z = r.z_at(x, y)
-                d = abs(z - z_hint)
-                if d > SUPPORT_TOL_M:
-                    if prefer is not None and prefer.kind == "floor" and self._at_foot(int(i), prefer.index, x, y):
-                        steep.append((True, d, Support("ramp", int(i), z)))
-                    continue
-                if prefer is not None and prefer.kind == "ramp" and prefer.index == int(i):
-                    kept = Support("ramp", int(i), z)
-                    continue
-                cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
+        cands, steep, kept = self._ramp_candidates(x, y, z_hint, prefer, linked)
         if prefer is not None and prefer.kind == "floor":
             entry = [
                 c
@@ -863,6 +846,32 @@ class Scene:
         if any(c[0] for c in cands):
             cands = [c for c in cands if c[0]]
         return min(cands, key=lambda c: c[1])[2]
+
+    def _ramp_candidates(
+        self, x: float, y: float, z_hint: float, prefer: Support | None, linked: frozenset
+    ) -> tuple[list, list, Support | None]:
+        """The ramps whose corridor holds map (x, y): (candidates within SUPPORT_TOL_M of ``z_hint`` as
+        (linked to prefer, |dz| m, support); steep flights leaving ``prefer``'s floor beyond it; ``prefer``
+        itself when it is a ramp holding the point, else None)."""
+        cands: list[tuple[bool, float, Support]] = []
+        steep: list[tuple[bool, float, Support]] = []
+        kept: Support | None = None
+        rb = self._ramp_bounds
+        hits = np.flatnonzero((rb[:, 0] <= x) & (x <= rb[:, 2]) & (rb[:, 1] <= y) & (y <= rb[:, 3])) if len(rb) else ()
+        for i in hits:
+            r = self.ramps[int(i)]
+            if shapely.contains_xy(r.polygon, x, y):
+                z = r.z_at(x, y)
+                d = abs(z - z_hint)
+                if d > SUPPORT_TOL_M:
+                    if prefer is not None and prefer.kind == "floor" and self._at_foot(int(i), prefer.index, x, y):
+                        steep.append((True, d, Support("ramp", int(i), z)))
+                    continue
+                if prefer is not None and prefer.kind == "ramp" and prefer.index == int(i):
+                    kept = Support("ramp", int(i), z)
+                    continue
+                cands.append((bool(linked.intersection(r.floors)), d, Support("ramp", int(i), z)))
+        return cands, steep, kept
 
     def _keep_or_cross(self, kept: Support, cands: list[tuple[bool, float, Support]], x: float, y: float) -> Support:
         """A body on flight ``kept`` (whose footprint still holds it) keeps it, unless it has crossed onto

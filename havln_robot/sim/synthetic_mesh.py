@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from havln_robot import jsonio
+from havln_robot.paths import write_json
 
 #: Camera height (m) above the floor written into the synthetic graph's viewpoints (Matterport3D
 #: tripod heights in the HA-VLN connectivity files are ~1.3-1.6 m).
@@ -165,10 +165,7 @@ def write_connectivity(path: Path, viewpoints: dict[str, tuple[float, float, flo
             }
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    from havln_robot.paths import atomic_output
-
-    with atomic_output(path) as out_tmp:  # the old file or the new one, never half
-        jsonio.write(out_tmp, out, newline=False)
+    write_json(path, out, newline=False)
     return path
 
 
@@ -331,10 +328,7 @@ def write_episodes(path: str | Path, scan: str = "synth_house", paths=TEST_PATHS
         del e["distance"]  # let the loader measure the reference path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from havln_robot.paths import atomic_output
-
-    with atomic_output(path) as out_tmp:  # the old file or the new one, never half
-        jsonio.write(out_tmp, eps, newline=False)
+    write_json(path, eps, newline=False)
     return path
 
 

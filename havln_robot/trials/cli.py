@@ -400,20 +400,7 @@ def open_store(db: Path, readonly: bool) -> TrialStore:
     return TrialStore(db)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="havln-robot trial", description="Trial campaign: plan, next, start, end, list, show.")
-    add_store_args(ap)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-
-    p = sub.add_parser("plan", help="import a campaign plan (YAML/CSV); re-import to resume")
-    p.add_argument(
-        "file", type=path_arg, help="campaign plan: YAML with a trials list, or CSV with a region,people,... header (docs/trials.md)"
-    )
-    p.add_argument("--name", help="campaign name (default: the file's 'campaign' key / CSV file stem)")
-
-    p = sub.add_parser("next", help="show the next pending planned trial")
-    p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="campaign name or id (default: the only / latest campaign)")
-
+def _add_start(sub: Any) -> None:
     p = sub.add_parser("start", help="open a trial")
     p.add_argument("--next", action="store_true", help="take the next pending trial of the campaign plan")
     p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="campaign name or id the trial belongs to")
@@ -437,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notes", help="free-text notes stored with the trial")
     p.add_argument("--supersede", action="store_true", help="abort a trial that is still running instead of refusing")
 
+
+def _add_end(sub: Any) -> None:
     p = sub.add_parser("end", help="record the verdict of the running (or latest unjudged) trial")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--success", action="store_true", help="the robot stopped within the success radius")
@@ -455,6 +444,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="the verdict was judged by eye, no NE measured (recorded as NE source 'by eye'); without it a --success "
         "with no measurable NE asks for --ne",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="havln-robot trial", description="Trial campaign: plan, next, start, end, list, show.")
+    add_store_args(ap)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("plan", help="import a campaign plan (YAML/CSV); re-import to resume")
+    p.add_argument(
+        "file", type=path_arg, help="campaign plan: YAML with a trials list, or CSV with a region,people,... header (docs/trials.md)"
+    )
+    p.add_argument("--name", help="campaign name (default: the file's 'campaign' key / CSV file stem)")
+
+    p = sub.add_parser("next", help="show the next pending planned trial")
+    p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="campaign name or id (default: the only / latest campaign)")
+
+    _add_start(sub)
+    _add_end(sub)
 
     p = sub.add_parser("list", help="list trials")
     p.add_argument("--campaign", type=nonempty("a campaign name or id"), help="only this campaign (name or id)")

@@ -368,6 +368,30 @@ def _write_report_files(
 ) -> dict[str, Path]:
     """The body of :func:`write_report`: every file of the report written into ``out`` (the staging folder)."""
     draw_traj = len(trials) <= TRAJECTORY_LIMIT if trajectories is None else bool(trajectories)
+    items = _read_items(store, trials, draw_traj, progress)
+    summaries = [s for s, _ in items]
+    table = success_table(trials)
+    files = {"success_csv": out / "success_by_region.csv", "trials_csv": out / "trials.csv"}
+    _write_success_csv(table, files["success_csv"])
+    _write_trials_csv(summaries, files["trials_csv"])
+    files |= {"success_png": out / "success_by_region.png", "collisions_png": out / "collisions_per_trial.png"}
+    files["ne_png"] = out / "ne_distribution.png"
+    plot_success(table, files["success_png"])
+    plot_collisions(summaries, files["collisions_png"])
+    plot_ne(summaries, files["ne_png"])
+    traj_files = _write_trajectory_figures(items if draw_traj else [], out, progress)
+    files |= {name.removesuffix(".png"): out / name for name in traj_files}
+    sel = [f"{k} `{md_cell(v)}`" for k, v in (("campaign", campaign), ("platform", platform), ("policy", policy)) if v]
+    md = _md_head(store, trials, summaries, table, title, sel)
+    md += _md_body(trials, summaries, traj_files, draw_traj)
+    files["report_md"] = out / "report.md"
+    with atomic_output(files["report_md"]) as tmp:
+        tmp.write_text("\n".join(md), encoding="utf-8")
+    return files
+
+
+def _read_items(store: TrialStore, trials: list, draw_traj: bool, progress: bool) -> list:
+    """(summary, trajectory or None) of each trial, read from the store in batches."""
     bar = Progress("reading trials", len(trials)) if progress else None
     items = []
     for k in range(0, len(trials), _BATCH):
@@ -378,46 +402,35 @@ def _write_report_files(
             items.append((summarize(t, steps, colls), trajectory(t, steps, colls) if draw_traj else None))
         if bar is not None:
             bar.update(k + len(chunk))
-    summaries = [s for s, _ in items]
-    table = success_table(trials)
-    files: dict[str, Path] = {}
+    return items
 
-    # CSV ------------------------------------------------------------------------------------------
-    files["success_csv"] = out / "success_by_region.csv"
-    with atomic_output(files["success_csv"]) as tmp, tmp.open("w", newline="") as fh:
+
+def _write_success_csv(table: dict, path: Path) -> None:
+    """success_by_region.csv: per region, k / n / rate without people, with people and in all."""
+    head = [f"{col}_{x}" for col in ("without_people", "with_people", "all") for x in ("success", "trials", "sr")]
+    with atomic_output(path) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(
-            [
-                "region",
-                "without_people_success",
-                "without_people_trials",
-                "without_people_sr",
-                "with_people_success",
-                "with_people_trials",
-                "with_people_sr",
-                "all_success",
-                "all_trials",
-                "all_sr",
-            ]
-        )
+        w.writerow(["region", *head])
         for region, row in table.items():
             cells = []
             for col in ("without", "with", "all"):
                 r = row[col]
                 cells += [r.k, r.n, "" if r.rate is None else f"{r.rate:.4f}"]
             w.writerow([csv_text(region), *cells])
-    files["trials_csv"] = out / "trials.csv"
+
+
+def _write_trials_csv(summaries: list, path: Path) -> None:
+    """trials.csv: one row a trial; every text cell through text.csv_text (no control character, no formula)."""
     cols = ["id", "started", "platform", "region", "instance", "people_present", "operator", "episode_id", "scan", "instruction",
             "outcome", "reason", "end_reason", "ne_m", "ne_source", "steps", "motions", "collisions_human", "collisions_static",
             "collisions_other", "path_length_m", "duration_s", "goal_x", "goal_y", "goal_frame", "campaign_id", "mcap_path",
             "state", "sr_success", "verdict_forced", "policy", "checkpoint", "checkpoint_sha256", "software", "profile", "notes",
             "collision_source", "robot_collisions_human", "robot_collisions_static", "unknown_word_rate", "recording_fault"]  # fmt: skip
-    with atomic_output(files["trials_csv"]) as tmp, tmp.open("w", newline="") as fh:
+    with atomic_output(path) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for s in summaries:
             t = s.trial
-            # every text cell goes through text.csv_text (free text from the store: no control character, no formula)
             c = csv_text
             w.writerow([t.id, _dt.datetime.fromtimestamp(t.started).isoformat(timespec="seconds"), c(t.platform), c(t.region),
                         c(t.instance), t.people_present, c(t.operator), c(t.episode_id), c(t.scan), c(t.instruction), c(t.outcome),
@@ -430,35 +443,25 @@ def _write_report_files(
                         c(t.notes), s.source, s.robot_human, s.robot_static,
                         "" if t.unknown_word_rate is None else f"{t.unknown_word_rate:.4f}", c(t.recording_fault)])  # fmt: skip
 
-    # PNG ------------------------------------------------------------------------------------------
-    files["success_png"] = out / "success_by_region.png"
-    plot_success(table, files["success_png"])
-    files["collisions_png"] = out / "collisions_per_trial.png"
-    plot_collisions(summaries, files["collisions_png"])
-    files["ne_png"] = out / "ne_distribution.png"
-    plot_ne(summaries, files["ne_png"])
-    traj_files = []
-    n_fig = -(-len(items) // TRAJ_PER_FIGURE) if draw_traj else 0
+
+def _write_trajectory_figures(items: list, out: Path, progress: bool) -> list[str]:
+    """trajectories.png (or trajectories_N.png, TRAJ_PER_FIGURE trials each); their names."""
+    traj_files: list[str] = []
+    n_fig = -(-len(items) // TRAJ_PER_FIGURE)
     bar = Progress("trajectory figures", n_fig, min_total=5) if progress and n_fig else None
-    for k in range(0, len(items) if draw_traj else 0, TRAJ_PER_FIGURE):
+    for k in range(0, len(items), TRAJ_PER_FIGURE):
         name = "trajectories.png" if len(items) <= TRAJ_PER_FIGURE else f"trajectories_{k // TRAJ_PER_FIGURE + 1}.png"
         plot_trajectories(items[k : k + TRAJ_PER_FIGURE], out / name)
-        files[name.removesuffix(".png")] = out / name
         traj_files.append(name)
         if bar is not None:
             bar.update(len(traj_files))
+    return traj_files
 
-    # Markdown -------------------------------------------------------------------------------------
+
+def _md_head(store: TrialStore, trials: list, summaries: list, table: dict, title: str, sel: list[str]) -> list[str]:
+    """report.md down to the NE section's heading: counts, provenance, success and SR, the region table."""
     counts = {o: sum(t.outcome == o for t in trials) for o in ("success", "failure", "aborted")}
     unjudged = sum(t.outcome is None for t in trials)
-    ne_all = [t.ne_m for t in trials if t.ne_m is not None and t.outcome in ("success", "failure")]
-    sel = []
-    if campaign:
-        sel.append(f"campaign `{md_cell(campaign)}`")
-    if platform:
-        sel.append(f"platform `{md_cell(platform)}`")
-    if policy:
-        sel.append(f"policy `{md_cell(policy)}`")
     judged = [s for s in summaries if s.trial.outcome in ("success", "failure")]
     n_ok = sum(s.trial.outcome == "success" for s in judged)
     n_sr = sum(sr_success(s.trial, s.collisions_human) for s in judged)
@@ -522,6 +525,13 @@ def _write_report_files(
         "## Navigation error",
         "",
     ]
+    return md
+
+
+def _md_body(trials: list, summaries: list, traj_files: list[str], draw_traj: bool) -> list[str]:
+    """report.md from the NE figures on: collisions, trajectories, the trial table."""
+    ne_all = [t.ne_m for t in trials if t.ne_m is not None and t.outcome in ("success", "failure")]
+    md: list[str] = []
     if ne_all:
         md.append(
             f"NE over {plural(len(ne_all), 'judged trial')} with a known goal: mean {np.mean(ne_all):.2f} m, median {np.median(ne_all):.2f} m, "
@@ -558,8 +568,14 @@ def _write_report_files(
             f"Per-trial trajectory figures left out ({plural(len(trials), 'trial')}, "
             f"{-(-len(trials) // TRAJ_PER_FIGURE)} figures); `havln-robot report --trajectories on` draws them."
         )
-    md += ["", "## Trials", ""]
-    md.append(
+    md += ["", "## Trials", "", _md_trial_table(summaries)]
+    md += ["", "CSV: [trials.csv](trials.csv), [success_by_region.csv](success_by_region.csv).", ""]
+    return md
+
+
+def _md_trial_table(summaries: list) -> str:
+    """The table of report.md: one row a trial."""
+    return (
         _md_table(
             [
                 "id",
@@ -598,11 +614,6 @@ def _write_report_files(
             ],
         )  # fmt: skip
     )
-    md += ["", "CSV: [trials.csv](trials.csv), [success_by_region.csv](success_by_region.csv).", ""]
-    files["report_md"] = out / "report.md"
-    with atomic_output(files["report_md"]) as tmp:
-        tmp.write_text("\n".join(md), encoding="utf-8")
-    return files
 
 
 def _id_ranges(ids: Sequence[int]) -> str:

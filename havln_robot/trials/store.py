@@ -411,6 +411,17 @@ def check_meta(meta: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     return out
 
 
+def _checked_ne(ne_m: Any) -> float:
+    """An operator's NE as a float, m; TrialError unless finite and from 0 to MAX_TRIAL_DISTANCE_M."""
+    try:
+        ne_m = float(ne_m)
+    except (TypeError, ValueError):
+        raise TrialError(f"ne: expected a distance in metres, got {ne_m!r}") from None
+    if not math.isfinite(ne_m) or not 0 <= ne_m <= MAX_TRIAL_DISTANCE_M:
+        raise TrialError(f"ne: expected a distance from 0 to {MAX_TRIAL_DISTANCE_M:g} m, got {ne_m!r}")
+    return ne_m
+
+
 class TrialStore:
     """SQLite trial store (WAL, synchronous=FULL, schema ``PRAGMA user_version`` with migrations).
 
@@ -1060,13 +1071,7 @@ class TrialStore:
         if outcome not in VERDICTS:
             raise TrialError(f"outcome: {outcome!r} is not one of {', '.join(VERDICTS)}")
         if ne_m is not None:
-            try:
-                ne_m = float(ne_m)
-            except (TypeError, ValueError):
-                raise TrialError(f"ne: expected a distance in metres, got {ne_m!r}") from None
-            if not math.isfinite(ne_m) or not 0 <= ne_m <= MAX_TRIAL_DISTANCE_M:
-                raise TrialError(f"ne: expected a distance from 0 to {MAX_TRIAL_DISTANCE_M:g} m, got {ne_m!r}")
-            ne_source = ne_source or "operator"
+            ne_m, ne_source = _checked_ne(ne_m), ne_source or "operator"
         with self._tx() as db:
             row = self._require(db, trial_id)
             if row["outcome"] is not None and not overwrite:
