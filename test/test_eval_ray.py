@@ -1,7 +1,8 @@
 """eval on Ray (--ray / --workers), per-episode seeding, --resume, and havln-robot sweep.
 
-One local Ray runtime for the whole session (2 CPUs, every port on 127.0.0.1), started by the
-``ray_local`` fixture; eval/sweep find it connected and use it. Costs on 2 loaded cores: the runtime
+One local Ray runtime for this module (2 CPUs, every port on 127.0.0.1), started by the
+``ray_local`` fixture and shut down after the module's last test (its processes would otherwise take
+CPU and memory from the rest of the suite); eval/sweep find it connected and use it. Costs on 2 loaded cores: the runtime
 ~10-15 s to start; each test a few seconds (expert / forward / random on 3-8 val_seen episodes).
 """
 
@@ -22,17 +23,18 @@ from havln_robot import cluster, sweep
 from havln_robot import eval as ev
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def crash_dir(tmp_path_factory):
     """The fault-injection folder (eval.CRASH_HOOK_ENV), set before the Ray runtime starts so its workers inherit it."""
     d = tmp_path_factory.mktemp("crash")
-    os.environ[ev.CRASH_HOOK_ENV] = str(d)
-    return d
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ev.CRASH_HOOK_ENV, str(d))
+        yield d
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_local(crash_dir):
-    """One local Ray runtime (2 CPUs, 127.0.0.1) for the test session (ray is imported by cluster.connect, in loopback mode)."""
+    """One local Ray runtime (2 CPUs, 127.0.0.1) for this module's tests (ray is imported by cluster.connect, in loopback mode)."""
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:

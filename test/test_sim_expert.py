@@ -7,10 +7,11 @@ import statistics
 
 import numpy as np
 import pytest
+from cpu_pool import evaluate_in_pool, spawn_pool
 
 from havln_robot.actions import validate_sequence
 from havln_robot.episodes import builtin_episode, load_episodes
-from havln_robot.eval import evaluate, main, run_episode
+from havln_robot.eval import main, run_episode
 from havln_robot.sim.expert import Expert
 from havln_robot.sim.humans import Crowd
 from havln_robot.sim.scene import Scene
@@ -27,7 +28,8 @@ def test_expert_succeeds_on_single_floor_episodes_in_the_closed_loop_world(val_s
     it plans with the executor's refusals (would_refuse) and looks for a free heading when refused;
     a few may still fail next to people (personal space). Stairs: test_sim_stairs.py."""
     flat = [e for e in val_seen[::30] if max(p[2] for p in e.reference_path) - min(p[2] for p in e.reference_path) <= 1.0]
-    recs = evaluate(flat, "expert", havln_data / "connectivity", seed=0)
+    with spawn_pool() as pool:  # the episodes side by side (test/cpu_pool.py)
+        recs = evaluate_in_pool(pool, flat, "expert", havln_data / "connectivity", seed=0)
     assert len(recs) == len(flat)
     ok = [r.metrics.success for r in recs]
     assert sum(ok) >= len(flat) - 3, [(r.episode_id, r.metrics.ne) for r in recs if not r.metrics.success]

@@ -354,8 +354,9 @@ def test_real_scan_graph_as_a_mesh_expert_walks_its_stairs(havln_data, tmp_path)
     loaded back through --scenes: the y-up transform lines up with the real graph, and the expert
     reaches the goal of every val_seen path of the scan on the mesh's free space and grid NE.
     Cost ~30 s on the loaded 2-core VM."""
+    from cpu_pool import evaluate_in_pool, spawn_pool
+
     from havln_robot.episodes import load_episodes
-    from havln_robot.eval import evaluate
     from havln_robot.sim.synthetic_mesh import write_scene_mesh
 
     scan, conn = "rPc6DW4iMge", havln_data / "connectivity"
@@ -365,7 +366,8 @@ def test_real_scan_graph_as_a_mesh_expert_walks_its_stairs(havln_data, tmp_path)
     assert al.n == 118 and al.on_floor >= 0.95 * al.n and al.clear >= 0.95 * al.n
     assert al.camera_height_m == pytest.approx(GO2_CAMERA_HEIGHT_M, abs=0.02)
     eps = [e for e in load_episodes(havln_data / "ha_r2r_de" / "HA_val_seen.json", conn) if e.scan == scan]
-    recs = evaluate(eps, "expert", conn, scenes_dir=tmp_path)
+    with spawn_pool() as pool:  # the 9 walks side by side (test/cpu_pool.py)
+        recs = evaluate_in_pool(pool, eps, "expert", conn, scenes_dir=tmp_path)
     assert len(recs) == 9 and sum(r.floors_changed for r in recs) == 7
     assert all(r.metrics.success for r in recs), [(r.episode_id, r.metrics.ne) for r in recs if not r.metrics.success]
 

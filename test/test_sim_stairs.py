@@ -3,16 +3,20 @@ staircases from 8 start headings and a synthetic switchback both ways.
 
 Costs: each reported-case test a few seconds to ~1 min on the loaded 2-core VM (8 start
 headings, every action through motion_node's executor); the switchback tests ~10 s and need no
-data. The walk of every stairs edge of all 90 scans is ``havln-robot bench stairs`` (~30 min in
-the closed-loop world), not a test.
+data. The start headings of one test are walked side by side in worker processes (test/cpu_pool.py:
+the walks are pure CPU and independent), then judged in heading order as a loop would. The walk of every stairs edge of all 90 scans is ``havln-robot bench stairs`` (~30 min
+in the closed-loop world), not a test.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
+from cpu_pool import WORKERS, spawn_pool
 
 from havln_robot.sim.expert import Expert
 from havln_robot.sim.scene import Scene, Viewpoint
@@ -45,6 +49,45 @@ def _run(scene: Scene, ids: tuple[str, ...], yaw: float):
     return w
 
 
+@functools.lru_cache(maxsize=2)
+def _worker_scene(scene_args: tuple | None) -> Scene:
+    """The scene of a worker's walks, loaded once per worker process and kept (as the serial loop
+    kept one Scene for all headings: its lazily built walls and terrain are reused). ``scene_args``:
+    (scan, connectivity folder, cache folder); None: the synthetic switchback."""
+    if scene_args is None:
+        return _switchback()
+    scan, conn, cache = scene_args
+    return Scene.load(scan, Path(conn), cache_dir=Path(cache))
+
+
+def _walk(scene_args: tuple | None, ids: tuple[str, ...], yaw: float) -> tuple:
+    """One heading's walk in a worker process (:func:`_worker_scene`). Returns what the tests judge:
+    (success, NE m, actions, static collisions, final pose)."""
+    w = _run(_worker_scene(scene_args), ids, yaw)
+    m = w.metrics()
+    return m.success, m.ne, m.steps, m.collisions_static, tuple(w.pose)
+
+
+@pytest.fixture(scope="module")
+def walks():
+    """``walks(scene_args, ids)``: the walks from every start heading in YAWS, each ``_walk``'s tuple,
+    yielded in YAWS order. No more walks run at once than the pool has workers, and the next one
+    starts only as a result is handed over: a test that stops at a failed heading (the xfail cases)
+    costs at most the walks already under way, as a loop stopping there would."""
+    pool = spawn_pool()
+
+    def run(scene_args, ids):
+        futs = {k: pool.submit(_walk, scene_args, ids, YAWS[k]) for k in range(min(WORKERS, len(YAWS)))}
+        for k, yaw in enumerate(YAWS):
+            result = futs.pop(k).result()
+            if k + WORKERS < len(YAWS):
+                futs[k + WORKERS] = pool.submit(_walk, scene_args, ids, YAWS[k + WORKERS])
+            yield yaw, result
+
+    yield run
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.fixture(scope="module")
 def scene_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("scenes")
@@ -68,7 +111,7 @@ TOO_STEEP = {
         for k in sorted(REPORTED)
     ],
 )
-def test_reported_staircases_are_walked_from_every_start_heading(kind, havln_data, scene_cache):
+def test_reported_staircases_are_walked_from_every_start_heading(kind, havln_data, scene_cache, walks):
     """Every reported staircase, walked by the expert in the closed-loop world from 8 start
     headings. Three of them ended stuck while batch judged the climbable-ground rule on the cells
     near the robot only (a landing beside another flight, the side of a near-vertical edge's top
@@ -78,13 +121,11 @@ def test_reported_staircases_are_walked_from_every_start_heading(kind, havln_dat
     scene = Scene.load(scan, havln_data / "connectivity", cache_dir=scene_cache)
     ids = tuple(next(v for v in scene.viewpoints if v.startswith(p)) for p in prefixes)
     assert any((a, b) in set(stairs_edges(scene)) or (b, a) in set(stairs_edges(scene)) for a, b in pairwise(ids))
-    for yaw in YAWS:
-        w = _run(scene, ids, yaw)
-        m = w.metrics()
-        assert m.success, f"{kind}: yaw {math.degrees(yaw):.0f} deg: NE {m.ne:.2f} m after {m.steps} actions, pose {w.pose}"
-        assert m.collisions_static == 0
+    for yaw, (success, ne, steps, collisions_static, pose) in walks((scan, str(havln_data / "connectivity"), str(scene_cache)), ids):
+        assert success, f"{kind}: yaw {math.degrees(yaw):.0f} deg: NE {ne:.2f} m after {steps} actions, pose {pose}"
+        assert collisions_static == 0
         goal_z = scene.viewpoints[ids[-1]].z
-        assert abs(w.pose[2] - goal_z) < 0.5, f"{kind}: ended at z {w.pose[2]:.2f}, goal floor at {goal_z:.2f}"
+        assert abs(pose[2] - goal_z) < 0.5, f"{kind}: ended at z {pose[2]:.2f}, goal floor at {goal_z:.2f}"
 
 
 def _switchback() -> Scene:
@@ -116,7 +157,7 @@ def _switchback() -> Scene:
         ),
     ],
 )
-def test_synthetic_switchback_is_walked_both_ways(direction):
+def test_synthetic_switchback_is_walked_both_ways(direction, walks):
     """Down, floor 1 (the mid-flight viewpoint s1, 0.65 m) is drawn past the first flight's foot,
     0.65 m over floor 0: a ledge to batch while it judged the climbable rule on the cells near the
     robot only; judged on the whole frame as motion_node does, it is ground reached by the flight
@@ -125,13 +166,11 @@ def test_synthetic_switchback_is_walked_both_ways(direction):
     ids = ("a0", "a1", "s1", "land", "s2", "b1", "b0")
     if direction == "down":
         ids = ids[::-1]
-    for yaw in YAWS:
-        w = _run(scene, ids, yaw)
-        m = w.metrics()
-        assert m.success and m.ne < 1.0 and m.collisions_static == 0, (
-            f"{direction}, yaw {math.degrees(yaw):.0f}: NE {m.ne:.2f} m, {m.steps} actions, pose {w.pose}"
+    for yaw, (success, ne, steps, collisions_static, pose) in walks(None, ids):
+        assert success and ne < 1.0 and collisions_static == 0, (
+            f"{direction}, yaw {math.degrees(yaw):.0f}: NE {ne:.2f} m, {steps} actions, pose {pose}"
         )
-        assert abs(w.pose[2] - scene.viewpoints[ids[-1]].z) < 0.3
+        assert abs(pose[2] - scene.viewpoints[ids[-1]].z) < 0.3
 
 
 def test_coverage_paths_cross_every_stairs_edge_and_are_deterministic():
