@@ -205,7 +205,7 @@ def run_panoramas(
     out: dict[str, dict[str, Any]] = {}
     try:
         end = time.monotonic() + 60.0
-        while time.monotonic() < end and not (agent._imu and agent._depth and mot._imu_t is not None and len(hist) > 10):
+        while time.monotonic() < end and not (agent._imu and agent._depth and mot.core.imu_t is not None and len(hist) > 10):
             time.sleep(0.05)
         if not agent._depth:
             raise RuntimeError(f"no camera frames from sim_node ({sim.camera_error or 'camera thread silent'})")
