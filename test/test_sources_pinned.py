@@ -66,10 +66,26 @@ def _spin(ex, cond, timeout: float) -> bool:
     return bool(cond())
 
 
+@pytest.fixture
+def other_ctx():
+    """A second DDS participant on the test's domain: another robot's stack on the same network."""
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+def _close(theirs, ours, ex, node) -> None:
+    """Stop both stacks, then our executor and motion_node."""
+    if theirs is not None:
+        theirs.close()
+    ours.close()
+    ex.shutdown()
+    node.destroy_node()
+
+
 @pytest.mark.parametrize("sim_time", [False, True], ids=["odom", "clock-and-odom"])
-def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, sim_time):
-    other_ctx = rclpy.Context()
-    rclpy.init(context=other_ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, other_ctx, sim_time):
     params = {**MOTION_PARAMS.defaults(), "require_depth": False, "use_sim_time": sim_time}
     node = MotionNode(params=params, context=ros_context)
     ours = Stack(ros_context, "go2_driver_node", 0.5, 100.0 if sim_time else None)
@@ -97,12 +113,7 @@ def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, sim_
         if sim_time:
             assert "/clock" in conflicts, conflicts
     finally:
-        if theirs is not None:
-            theirs.close()
-        ours.close()
-        ex.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=other_ctx)
+        _close(theirs, ours, ex, node)
 
 
 class TracksStack:
@@ -131,11 +142,9 @@ class TracksStack:
         self.node.destroy_node()
 
 
-def test_other_robots_people_tracks_do_not_replace_ours(ros_context):
+def test_other_robots_people_tracks_do_not_replace_ours(ros_context, other_ctx):
     """The tracked people motion_node checks come from this robot's people_node only: another
     robot's tracks (a person elsewhere, none ahead of us) would hide the person in front of us."""
-    other_ctx = rclpy.Context()
-    rclpy.init(context=other_ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False}, context=ros_context)
     ours = TracksStack(ros_context, 12, 1.0)
     ex = SingleThreadedExecutor(context=ros_context)
@@ -152,9 +161,4 @@ def test_other_robots_people_tracks_do_not_replace_ours(ros_context):
         assert 99 not in ids, "motion_node took the other robot's people"
         assert "/havln/people_tracks" in node.source_conflicts(), node.source_conflicts()
     finally:
-        if theirs is not None:
-            theirs.close()
-        ours.close()
-        ex.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=other_ctx)
+        _close(theirs, ours, ex, node)
