@@ -313,6 +313,11 @@ STAIR_MIN_RISE_M = 0.08
 #: edge, which alone made a box top a flight (0.30 m box at 30 deg approached from 1.55 m: entered).
 STAIR_MIN_TREAD_CELLS = 4
 
+#: ... or fewer cells (2 or more) holding at least this many depth points together: a tread seen
+#: close and across (beside the robot halfway up a flight, 2-3 cells of a tread hold ~100 points at
+#: the nodes' depth stride of 4) is a surface; a sliver of a box face holds a pixel or two per cell.
+STAIR_MIN_TREAD_POINTS = 24
+
 #: A cell is level (a tread, a box top, a ramp rising 3 cm per 5 cm cell at 32 deg) when its points
 #: span at most this in height, m; the rise of a raised surface is measured on its level cells.
 LEVEL_CELL_M = 0.04
@@ -414,6 +419,7 @@ def climbable_mask(
     bottom = np.full(shape[0] * shape[1], np.inf)
     np.maximum.at(top, flat, z)
     np.minimum.at(bottom, flat, z)
+    count = np.bincount(flat, minlength=shape[0] * shape[1])
     top, bottom = top.reshape(shape), bottom.reshape(shape)
     seen = np.isfinite(top)
     flat_cell = seen & (top - bottom <= step_m)
@@ -448,7 +454,9 @@ def climbable_mask(
         # the rise counts only where several level cells lie below the top (a tread, not a face sliver)
         with np.errstate(invalid="ignore"):
             below = lv & (t <= hi[label] - STAIR_MIN_RISE_M)
-        rose_c = np.bincount(label[below], minlength=label.max() + 1) >= STAIR_MIN_TREAD_CELLS
+        cells_below = np.bincount(label[below], minlength=label.max() + 1)
+        pts_below = np.bincount(label[below], weights=count.reshape(-1)[below], minlength=label.max() + 1)
+        rose_c = (cells_below >= STAIR_MIN_TREAD_CELLS) | ((cells_below >= 2) & (pts_below >= STAIR_MIN_TREAD_POINTS))
         top_all = np.full(label.max() + 1, -np.inf)
         np.maximum.at(top_all, label[r], t[r])
         # the surface's seen area: larger than any box top, it is a floor level (a landing, a storey
