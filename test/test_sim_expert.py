@@ -212,3 +212,16 @@ def test_bench_expert_times_the_closed_loop_parts_without_changing_the_walk():
     assert 0.4 * ticks <= frames <= 0.9 * ticks
     assert x["ceiling_actions_per_s"] == pytest.approx(1e3 / x["parts"]["executor"]["ms_per_action"])
     assert x["actions_per_s"] < x["ceiling_actions_per_s"]
+
+
+def test_expert_goes_round_a_step_the_executor_stopped(havln_data, tmp_path):
+    """val_seen 3437 (29hnd4uzFmX), partway up a flight: the executor stops each MOVE_FORWARD on a
+    tread beside the path that its start check does not foresee; the expert repeated the step until
+    the runner's consecutive-blocked end (a failure after 32 actions). It now remembers the pose a
+    stopped step left from and goes round."""
+    eps = [e for e in json.loads((havln_data / "ha_r2r_de" / "HA_val_seen.json").read_text()) if e["path_id"] == 3437]
+    f = tmp_path / "ep.json"
+    f.write_text(json.dumps(eps))
+    assert main(["--policy", "expert", "--episodes", str(f), "--out", str(tmp_path / "out"), "-q"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["sr"] == 1.0 and summary["collisions_static"] == 0, summary

@@ -35,6 +35,7 @@ import shapely
 
 from havln_robot.actions import FORWARD_STEP_M, LOOK_DOWN, LOOK_UP, MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from havln_robot.geometry import wrap_angle
+from havln_robot.records import is_blocked_outcome
 
 STOP_DIST_M: float = 0.3
 """Stop when the goal is this close in xy (m); below the 3 m success radius by far, so NE stays small."""
@@ -63,6 +64,11 @@ HAIRPIN_REACH_M: float = 0.25
 STUCK_STEPS: int = 40
 """Actions without progress after which the expert gives up (STOP)."""
 MAX_WAIT_STEPS: int = 60
+STOPPED_REPEATS: int = 3
+"""A MOVE_FORWARD the executor stopped this many times from one pose (3 cm, 3 deg) counts as blocked
+from there. A stop can be one frame's view (a tread's edge seen once, on a switchback's landing:
+the retry walks on); one that repeats is the place (val_seen 3437: stopped 10 times, the episode
+ended blocked)."""
 """Longest wait (actions) for a person to clear before trying to push through on the old plan."""
 
 
@@ -92,6 +98,8 @@ class Expert:
         self._wait = 0
         self._pending: list[str] = []
         self._commit: float | None = None
+        self._step_from: tuple[float, float, float] | None = None
+        self._stopped_at: list[tuple[float, float, float]] = []
         self.replans = 0
 
     def _set_plan(self, pts: np.ndarray) -> None:
@@ -158,7 +166,29 @@ class Expert:
 
     # ------------------------------------------------------------------ decisions
     def act(self, obs=None) -> str:
-        """Next action literal for the world's current state (``obs`` is ignored: the expert is privileged)."""
+        """Next action literal for the world's current state (``obs`` is ignored: the expert is privileged).
+
+        A MOVE_FORWARD that motion_node's executor stopped (a refusal the start did not foresee: an
+        obstacle seen only once moving) is remembered with the pose it left from; from that pose and
+        heading a step stopped again and again counts as blocked, so the expert goes round instead of repeating it until
+        the runner's consecutive-blocked end (after :data:`STOPPED_REPEATS` stops)."""
+        w = self.world
+        res = w.loop.results[-1] if w.loop.results else None
+        if self._step_from is not None and res is not None and res.action == MOVE_FORWARD and is_blocked_outcome(res.outcome):
+            self._stopped_at.append(self._step_from)
+        self._step_from = None
+        action = self._act()
+        if action == MOVE_FORWARD:
+            x, y, _, yaw = w.pose
+            self._step_from = (x, y, yaw)
+        return action
+
+    def _stopped_here(self, x: float, y: float, yaw: float) -> bool:
+        """A MOVE_FORWARD from within 3 cm and 3 deg of this pose was stopped :data:`STOPPED_REPEATS` times."""
+        near = [1 for a, b, c in self._stopped_at if math.hypot(x - a, y - b) < 0.03 and abs(wrap_angle(yaw - c)) < math.radians(3.0)]
+        return len(near) >= STOPPED_REPEATS
+
+    def _act(self) -> str:
         w = self.world
         if self._pending:
             return self._pending.pop(0)
@@ -243,7 +273,7 @@ class Expert:
             dx, dy = FORWARD_STEP_M * math.cos(h), FORWARD_STEP_M * math.sin(h)
             if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
                 continue
-            if not w.loop.would_refuse(MOVE_FORWARD, yaw_offset=o):
+            if not w.loop.would_refuse(MOVE_FORWARD, yaw_offset=o) and not self._stopped_here(x, y, h):
                 return h
         return None
 
@@ -270,6 +300,8 @@ class Expert:
     def _blocked(self, x: float, y: float, z: float, yaw: float) -> bool:
         w = self.world
         if w.loop.would_refuse(MOVE_FORWARD):  # motion_node's own rules (depth clearance, personal space)
+            return True
+        if self._stopped_here(x, y, yaw):
             return True
         dx, dy = FORWARD_STEP_M * math.cos(yaw), FORWARD_STEP_M * math.sin(yaw)
         if w.scene.first_contact(w._support, w.robot_radius, x, y, x + dx, y + dy) < 0.999:
