@@ -49,14 +49,15 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sensor_msgs.msg import CameraInfo, Image, Imu
+from sensor_msgs.msg import CameraInfo, Image, Imu, PointCloud2
 from std_srvs.srv import Trigger
 
 from havln_robot.geometry import map_to_odom, optical_quat, rpy_to_quat, yaw_to_quat
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.records import GroundTruth, RecordError
-from havln_robot.ros.codec import decode_result, encode_ground_truth, image_msg
+from havln_robot.ros.codec import decode_result, encode_cloud, encode_ground_truth, image_msg
 from havln_robot.ros.lockstep import decode, decode_ack, encode_sim, encode_step, sync_qos
 from havln_robot.sim.lockstep import Gate
 from havln_robot.sim.params import SIM_NODE_PARAMS
@@ -158,6 +159,9 @@ class SimNode(HavlnNode):
         self.depth_pub = self.create_publisher(Image, p["depth_topic"], img_q)
         self.color_info_pub = self.create_publisher(CameraInfo, p["color_info_topic"], img_q)
         self.depth_info_pub = self.create_publisher(CameraInfo, p["depth_info_topic"], img_q)
+        # the simulated LiDAR: swept with each camera frame, on the model the camera renders
+        self.cloud_pub = self.create_publisher(PointCloud2, p["lidar_topic"], img_q) if p["lidar_topic"] else None
+        self._lidar_mount = LidarMount.from_params(p)
 
         self._group = MutuallyExclusiveCallbackGroup()
         # one commander, as go2_driver_node: another stack's motion_node on the same domain is refused
@@ -463,7 +467,15 @@ class SimNode(HavlnNode):
         self._publish(self.depth_info_pub, info)
         if self.tf_pub is not None:
             self._publish(self.tf_pub, TFMessage(transforms=[self._camera_tf(stamp, pitch)]))
+        self._publish_cloud(cam["renderer"], pose, t, stamp)
         return True
+
+    def _publish_cloud(self, renderer: Any, pose: tuple[float, float, float, float], t: float, stamp: Time) -> None:
+        """Publish the simulated LiDAR sweep from ``pose`` at sim time ``t`` (when ``lidar_topic`` is set)."""
+        if self.cloud_pub is None:
+            return
+        xyz = renderer.lidar_cloud(pose, self._lidar_mount, t, self.params["lidar_range_m"])
+        self._publish(self.cloud_pub, encode_cloud(xyz, self.params["lidar_frame"], stamp))
 
     def _publish(self, pub: Any, msg: Any) -> None:
         pub.publish(msg)
@@ -559,6 +571,7 @@ class SimNode(HavlnNode):
                 self._publish(self.depth_info_pub, info)
                 if self.tf_pub is not None:
                     self._publish(self.tf_pub, TFMessage(transforms=[self._camera_tf(stamp, pitch)]))
+                self._publish_cloud(renderer, pose, t, stamp)
                 # steady schedule: a slow frame (a loaded machine) is followed by the next one at once,
                 # so the mean rate stays camera_rate_hz; far behind, the schedule restarts (no burst)
                 deadline += period

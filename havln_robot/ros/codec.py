@@ -205,6 +205,28 @@ def decode_episode_done(msg: String) -> EpisodeDone:
     return EpisodeDone.from_json(msg.data)
 
 
+# --- point clouds ----------------------------------------------------------------------
+
+
+def encode_cloud(xyz: np.ndarray, frame_id: str, stamp: Time) -> Any:
+    """sensor_msgs/PointCloud2 of (N, 3) points, m, as a LiDAR driver publishes them: FLOAT32 x, y, z
+    (the Go2 L1's ``utlidar/cloud`` and Livox's PointCloud2 carry more fields; x, y, z is what is read)."""
+    from sensor_msgs.msg import PointCloud2, PointField
+
+    a = np.ascontiguousarray(np.asarray(xyz, dtype="<f4").reshape(-1, 3))
+    msg = PointCloud2()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = 1, len(a)
+    msg.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, n in enumerate("xyz")]
+    msg.is_bigendian = False
+    msg.point_step = 12
+    msg.row_step = 12 * len(a)
+    msg.is_dense = True
+    msg.data = a.tobytes()
+    return msg
+
+
 # --- people tracks ---------------------------------------------------------------------
 
 #: Fields of ``havln/people_tracks`` (sensor_msgs/PointCloud2, one point per tracked person, base_link):

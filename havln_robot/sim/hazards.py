@@ -27,7 +27,7 @@ import numpy as np
 from havln_robot import actions as A
 from havln_robot.hardware import GO2_HEIGHT_M
 from havln_robot.motion.executor import Executor, MotionConfig
-from havln_robot.motion.lidar import LidarMount
+from havln_robot.motion.lidar import LidarMount, sweep_directions
 from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person
 from havln_robot.records import BLOCKED_DETAIL, Outcome
@@ -142,14 +142,10 @@ def render_depth(blocks: Sequence[Block], pose: tuple[float, float, float], k: I
 def lidar_cloud(
     blocks: Sequence[Block], pose: tuple[float, float, float], mount: LidarMount, max_m: float = 8.0, az_step_deg: float = 2.0
 ) -> np.ndarray:
-    """A simulated LiDAR sweep (N, 3) float32 in the sensor's frame, m: azimuth all round every
-    ``az_step_deg``, elevation -60..+15 deg every 3 deg of the sensor (a hemispherical unit like the
-    Go2's L1 tilted forward sees the floor near the feet; a MID360 covers -7..52 deg), returns up to
-    ``max_m``; blocks with ``lidar=False`` are not seen."""
-    az = np.radians(np.arange(-180.0, 180.0, az_step_deg))
-    el = np.radians(np.arange(-60.0, 15.1, 3.0))
-    A_, E_ = np.meshgrid(az, el, indexing="ij")
-    d_s = np.stack([np.cos(E_) * np.cos(A_), np.cos(E_) * np.sin(A_), np.sin(E_)], axis=-1).reshape(-1, 3)
+    """A simulated LiDAR sweep (N, 3) float32 in the sensor's frame, m
+    (:func:`~havln_robot.motion.lidar.sweep_directions`), returns up to ``max_m``; blocks with
+    ``lidar=False`` are not seen."""
+    d_s = sweep_directions(az_step_deg)
     d_g = mount.to_ground(d_s) - mount.to_ground(np.zeros((1, 3)))  # ground-frame directions
     x, y, th = pose
     ct, st = math.cos(th), math.sin(th)

@@ -16,6 +16,7 @@ import os
 
 from havln_robot import topics
 from havln_robot.hardware import GO2_VX_RANGE, GO2_VYAW_RANGE
+from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.params import Param, ParamSpec
 from havln_robot.sim import robot
 
@@ -228,6 +229,18 @@ SIM_NODE_PARAMS = ParamSpec(
         Param("clock_topic", topics.CLOCK, "str", "rosgraph_msgs/Clock out (sim time)"),
         Param("tf_topic", topics.TF, "str", "tf2_msgs/TFMessage out (only where tf2_msgs imports)"),
         Param("reset_service", "sim/reset", "str", "std_srvs/Trigger: restart the episode (re-reads the episode parameters)"),
+        # --- simulated LiDAR (optional): the mount is motion_node's, so the two place the points alike --
+        Param(
+            "lidar_topic",
+            "",
+            "str",
+            "sensor_msgs/PointCloud2 out: a simulated LiDAR sweep (float32 x, y, z, the sensor's frame) ray cast in the scene "
+            "with each camera frame; set motion_node's lidar_topic to the same (Go2: 'utlidar/cloud'); '' = none",
+            optional=True,
+        ),
+        Param("lidar_frame", "utlidar_lidar", "str", "frame_id of the simulated cloud"),
+        Param("lidar_range_m", 8.0, "float", "simulated LiDAR range, m", min=0.5, max=100.0),
+        *(MOTION_PARAMS.by_name()[n] for n in ("lidar_x_m", "lidar_y_m", "lidar_z_m", "lidar_pitch_deg", "lidar_yaw_deg")),
         # --- frames --------------------------------------------------------------------------------
         Param("map_frame", topics.MAP_FRAME, "str", "ground-truth world frame"),
         Param("odom_frame", topics.ODOM_FRAME, "str", "odometry frame"),

@@ -668,6 +668,34 @@ class Renderer:
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_camlight(self.model, self.data)
 
+    def lidar_cloud(self, pose: tuple[float, float, float, float], mount: Any, t: float = 0.0, max_m: float = 8.0) -> np.ndarray:
+        """A simulated LiDAR sweep of the scene and its people at time ``t``: (N, 3) float32 points in
+        the sensor's frame, m (rays :func:`~havln_robot.motion.lidar.sweep_directions`, cast by
+        ``mujoco.mj_multiRay`` on the model the camera renders; no return = no point).
+
+        Args:
+            pose: (x, y, z, yaw) of base_link in the map frame; z = ground height under the body.
+            mount: a :class:`~havln_robot.motion.lidar.LidarMount` (the sensor relative to the ground under base_link).
+            t: sim time of the people's positions, s.
+            max_m: the sensor's range, m.
+        """
+        from havln_robot.motion.lidar import sweep_directions
+
+        d_s = sweep_directions()
+        d_g = np.asarray(mount.to_ground(d_s), dtype=np.float64) - np.asarray(mount.to_ground(np.zeros((1, 3))), dtype=np.float64)
+        x, y, z, yaw = (float(v) for v in pose)
+        c, s = math.cos(yaw), math.sin(yaw)
+        vec = np.stack([c * d_g[:, 0] - s * d_g[:, 1], s * d_g[:, 0] + c * d_g[:, 1], d_g[:, 2]], axis=1)
+        vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+        origin = np.array([x + c * mount.x - s * mount.y, y + s * mount.x + c * mount.y, z + mount.z], dtype=np.float64)
+        self.set_humans(t)
+        n = len(vec)
+        geom = np.zeros(n, dtype=np.int32)
+        dist = np.zeros(n, dtype=np.float64)
+        mujoco.mj_multiRay(self.model, self.data, origin, vec.reshape(-1), None, 1, -1, geom, dist, None, n, float(max_m))
+        ok = (geom >= 0) & (dist >= 0.0) & (dist <= max_m)
+        return (d_s[ok] * dist[ok, None]).astype(np.float32)
+
     def render(self, pose: tuple[float, float, float, float], pitch_rad: float = 0.0, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Render colour and aligned depth.
 
