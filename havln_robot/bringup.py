@@ -288,8 +288,9 @@ class DomainProbe:
             if found:
                 self.found = found
                 seen_at = now if seen_at is None else seen_at
-                # node names arrive a little after the endpoints: wait for them, briefly
-                if named or now - seen_at > 0.5 or now >= self._t_end:
+                # node names arrive a little after the endpoints (seconds on a loaded machine): wait
+                # for them, past the window's end too, so that the refusal names who holds the topic
+                if named or now - seen_at > DOMAIN_NAMES_GRACE_S:
                     return
             elif now >= self._t_end:
                 return
