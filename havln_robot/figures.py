@@ -16,7 +16,7 @@ test suite runs it. Parts that need the HA-VLN data (:func:`havln_robot.paths.da
 ``--update-readme FILE`` replaces the text between ``<!-- figures:begin -->`` and
 ``<!-- figures:end -->`` in FILE with the tables (the markers stay), so the README's figures come
 from a command anyone can re-run. With ``--only`` it rewrites just those parts' own blocks inside the
-figures (``<!-- figures:PART:begin -->`` .. ``end``; today the safety course's), keeping every other
+figures (``<!-- figures:PART:begin -->`` .. ``end``; the robot's and the safety course's), keeping every other
 figure: ``bench all --only safety --update-readme README.md``.
 """
 
@@ -486,7 +486,7 @@ def markdown(fig: dict[str, Any]) -> str:
     ]
     if plan["quick"]:
         lines += ["**Quick run** (`--quick`: 2 episodes, short timings) -- a smoke test, not the README's figures.", ""]
-    for part in (_md_eval, _md_speeds, _md_motion, _md_latency, _md_people, _md_trials, _md_scale, _md_agreement, _md_safety):
+    for part in (_md_eval, _md_speeds, _md_motion, _md_latency, _md_robot, _md_people, _md_trials, _md_scale, _md_agreement, _md_safety):
         lines += part(fig, plan)
     skipped = [f"{k} ({v})" for k, v in fig.items() if k in PARTS and isinstance(v, str)]
     if skipped:
@@ -598,14 +598,6 @@ def _md_latency(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
             ["`STOP` → zero `cmd_vel` through motion_node over DDS p50 / p95 (target ≤ 50)",
              f"{span(mo['ros_p50_ms'])} / {span(mo['ros_p95_ms'])} ms", "`havln-robot bench motion --ros-estop N`"]
         )  # fmt: skip
-    if isinstance(r := fig.get("robot"), dict):
-        rows += [
-            ["`cmd_vel` → first `SportClient.Move` p50 (fake Go2)", f"{span(r['first_move_p50'])} ms", "`havln-robot bench robot`"],
-            ["`Move` re-sent every (p50)", f"{span(r['interval_p50'])} ms", "`havln-robot bench robot`"],
-            ["e-stop → `Damp` p50 / p95", f"{span(r['damp_p50'])} / {span(r['damp_p95'])} ms", "`havln-robot bench robot`"],
-            [f"`cmd_vel` silence → `StopMove` (watchdog {r['watchdog_ms']:.0f} ms)", f"{span(r['watchdog_p50'], '{:.0f}')} ms", "`havln-robot bench robot`"],
-            [f"lost `rt/sportmodestate` → `StopMove` (timeout {r['state_timeout_ms']:.0f} ms)", f"{span(r['state_lost'], '{:.0f}')} ms", "`havln-robot bench robot`"],
-        ]  # fmt: skip
     if isinstance(pe := fig.get("perception"), dict):
         rows += [
             ["preprocessing 848x480 → RGB 224 + depth 256", f"{span(pe['preprocess_ms'])} ms/view", "`havln-robot bench perception`"],
@@ -613,8 +605,25 @@ def _md_latency(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
             ["12-view panorama, agent-side work (instant robot)", f"{span(pe['panorama_agent_s'], '{:.3f}')} s", "`havln-robot bench perception`"],
         ]  # fmt: skip
     if rows:
-        lines += ["**Robot, e-stop and perception latency**", ""] + _table(["figure", "value", "command"], rows) + [""]
+        lines += ["**E-stop and perception latency**", ""] + _table(["figure", "value", "command"], rows) + [""]
     return lines
+
+
+def _md_robot(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """The Go2 driver against the fake Go2, in its own block (``bench all --only robot``), dated."""
+    if not isinstance(r := fig.get("robot"), dict):
+        return []
+    m = fig["machine"]
+    rows = [
+        ["`cmd_vel` → first `SportClient.Move` p50", f"{span(r['first_move_p50'])} ms"],
+        ["`Move` re-sent every (p50)", f"{span(r['interval_p50'])} ms"],
+        ["e-stop → `Damp` p50 / p95", f"{span(r['damp_p50'])} / {span(r['damp_p95'])} ms"],
+        [f"`cmd_vel` silence → `StopMove` (watchdog {r['watchdog_ms']:.0f} ms)", f"{span(r['watchdog_p50'], '{:.0f}')} ms"],
+        [f"lost `rt/sportmodestate` → `StopMove` (timeout {r['state_timeout_ms']:.0f} ms)", f"{span(r['state_lost'], '{:.0f}')} ms"],
+    ]
+    b, e = part_markers("robot")
+    head = f"**Go2 driver against the fake Go2** (`havln-robot bench robot`; {m['date']}, {m['cpu']}, {m['cores']} cores)"
+    return [b, head, "", *_table(["figure", "value"], rows), "", e, ""]
 
 
 def _md_people(fig: dict[str, Any], plan: dict[str, Any]) -> list[str]:
