@@ -171,3 +171,14 @@ def test_lidar_cloud_round_trip_and_bad_fields():
         cloud_xyz([("x", 0, 7, 1), ("y", 4, 7, 1)], 8, 1, bytes(8))
     with pytest.raises(ValueError, match="needs 24"):
         cloud_xyz(fields, step, 2, data[:10])
+
+
+def test_a_walk_down_seen_treads_is_no_fall_and_a_real_drop_still_is():
+    """With the LiDAR the robot sees the treads of a flight down (0.15 m rise, 0.30 m deep) and walks
+    down it: no fall (the course counted every footprint point 0.16 m below the start as a fall, so a
+    controlled descent was one). With the drop-off rule off, walking over a 0.5 m ledge is a fall."""
+    r = H.run(H.stairs_down_scene(1.0), seed=1, lidar=True)
+    assert r.travelled_m > 1.5 and not r.fall and not r.contact, r.outcomes
+    off = {**H.go2_params(), "max_step_down_m": 0.0}
+    r = H.run(H.ledge_scene(1.55, 0.5), seed=0, params=off)
+    assert r.fall, r.outcomes

@@ -210,20 +210,23 @@ def decode_episode_done(msg: String) -> EpisodeDone:
 
 def encode_cloud(xyz: np.ndarray, frame_id: str, stamp: Time) -> Any:
     """sensor_msgs/PointCloud2 of (N, 3) points, m, as a LiDAR driver publishes them: FLOAT32 x, y, z
-    (the Go2 L1's ``utlidar/cloud`` and Livox's PointCloud2 carry more fields; x, y, z is what is read)."""
+    (:func:`~havln_robot.motion.lidar.pack_cloud`; the Go2 L1's ``utlidar/cloud`` and Livox's
+    PointCloud2 carry more fields, x, y, z is what is read)."""
     from sensor_msgs.msg import PointCloud2, PointField
 
-    a = np.ascontiguousarray(np.asarray(xyz, dtype="<f4").reshape(-1, 3))
+    from havln_robot.motion.lidar import pack_cloud
+
+    fields, step, data = pack_cloud(xyz)
     msg = PointCloud2()
     msg.header.stamp = stamp
     msg.header.frame_id = frame_id
-    msg.height, msg.width = 1, len(a)
-    msg.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, n in enumerate("xyz")]
+    msg.height, msg.width = 1, len(data) // step
+    msg.fields = [PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in fields]
     msg.is_bigendian = False
-    msg.point_step = 12
-    msg.row_step = 12 * len(a)
+    msg.point_step = step
+    msg.row_step = len(data)
     msg.is_dense = True
-    msg.data = a.tobytes()
+    msg.data = data
     return msg
 
 

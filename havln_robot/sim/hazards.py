@@ -9,8 +9,9 @@ the robot's pose at the camera rate, an optional LiDAR cloud (:func:`lidar_cloud
 same :class:`~havln_robot.motion.obstacles.ObstacleTracker` (obstacle memory, seen floor) and the
 same :class:`~havln_robot.motion.executor.Executor` motion_node runs, at its control rate, with the
 robot following the commanded velocity; late control ticks can be injected. Contacts (the footprint
-overlapping an obstacle 0.10 m or taller), falls (part of the footprint over a floor more than the
-largest step down below the start) and stopping distances are measured on the true geometry.
+overlapping an obstacle 0.10 m or taller), falls (the footprint over a drop larger than the Go2's
+step, or over no floor: a controlled walk down a flight of treads is no fall) and stopping
+distances are measured on the true geometry.
 
 Scenes are built by :func:`course` (the bench, ``havln-robot bench safety``) and by tests.
 """
@@ -29,7 +30,7 @@ from havln_robot.hardware import GO2_HEIGHT_M
 from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.lidar import LidarMount, sweep_directions
 from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
-from havln_robot.motion.safety import CameraMount, Intrinsics, Obstacles, Person
+from havln_robot.motion.safety import GO2_MAX_STEP_M, CameraMount, Intrinsics, Obstacles, Person
 from havln_robot.records import BLOCKED_DETAIL, Outcome
 
 #: An obstacle at least this tall above the floor is one the robot must never touch, m.
@@ -192,7 +193,8 @@ class RunResult:
 
     Attributes:
         contact: the footprint overlapped an obstacle >= :data:`CONTACT_MIN_HEIGHT_M` (or a person).
-        fall: part of the footprint stood over floor more than the step down below the start (or none).
+        fall: the footprint stood over a drop larger than :data:`GO2_MAX_STEP_M` between floor points
+            5 cm apart along it, or over no floor (a walk down treads of a smaller rise is no fall).
         clearance_m: smallest gap between the footprint and an obstacle over the run, m (inf: none).
         travelled_m: forward distance travelled, m.
         outcomes: (action, outcome, detail) of each action.
@@ -335,10 +337,12 @@ def run(
             res.clearance_m = min(res.clearance_m, max(0.0, -pen))
             if pen > 1e-3:
                 res.contact = True
-        gx, gy = np.meshgrid(np.linspace(-0.45, 0.45, 5) * flen, np.linspace(-0.45, 0.45, 3) * fwid, indexing="ij")
+        # the floor under the footprint every 5 cm along it: a drop the legs cannot step, or no floor
+        gx, gy = np.meshgrid(np.arange(-0.5 * flen, 0.5 * flen + 1e-9, 0.05), np.linspace(-0.45, 0.45, 3) * fwid, indexing="ij")
         c, s = math.cos(th), math.sin(th)
         fxy = np.stack([x + c * gx.ravel() - s * gy.ravel(), y + s * gx.ravel() + c * gy.ravel()], axis=1)
-        if (floor_under(scene.blocks, fxy) < floor0 - cfg.step_down - 1e-6).any():
+        fz = floor_under(scene.blocks, fxy).reshape(gx.shape)
+        if not np.isfinite(fz).all() or (np.abs(np.diff(fz, axis=0)) > GO2_MAX_STEP_M + 1e-6).any():
             res.fall = True
         if t > 120.0:
             break
