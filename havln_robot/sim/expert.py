@@ -64,12 +64,12 @@ HAIRPIN_REACH_M: float = 0.25
 STUCK_STEPS: int = 40
 """Actions without progress after which the expert gives up (STOP)."""
 MAX_WAIT_STEPS: int = 60
+"""Longest wait (actions) for a person to clear before trying to push through on the old plan."""
 STOPPED_REPEATS: int = 3
 """A MOVE_FORWARD the executor stopped this many times from one pose (3 cm, 3 deg) counts as blocked
-from there. A stop can be one frame's view (a tread's edge seen once, on a switchback's landing:
-the retry walks on); one that repeats is the place (val_seen 3437: stopped 10 times, the episode
-ended blocked)."""
-"""Longest wait (actions) for a person to clear before trying to push through on the old plan."""
+from there. One stop can be one frame's view (a tread's edge seen once: the retry walks on); a stop
+that repeats belongs to the place, and repeating it would end the episode at the runner's
+consecutive-blocked limit."""
 
 
 class Expert:
@@ -169,9 +169,9 @@ class Expert:
         """Next action literal for the world's current state (``obs`` is ignored: the expert is privileged).
 
         A MOVE_FORWARD that motion_node's executor stopped (a refusal the start did not foresee: an
-        obstacle seen only once moving) is remembered with the pose it left from; from that pose and
-        heading a step stopped again and again counts as blocked, so the expert goes round instead of repeating it until
-        the runner's consecutive-blocked end (after :data:`STOPPED_REPEATS` stops)."""
+        obstacle seen only once moving) is remembered with the pose it left from; from a pose where
+        it was stopped :data:`STOPPED_REPEATS` times the step counts as blocked, so the expert goes
+        round instead of repeating it until the runner's consecutive-blocked end."""
         w = self.world
         res = w.loop.results[-1] if w.loop.results else None
         if self._step_from is not None and res is not None and res.action == MOVE_FORWARD and is_blocked_outcome(res.outcome):
