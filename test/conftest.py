@@ -80,15 +80,25 @@ def havln_data():
     return d
 
 
-@pytest.fixture
-def ros_context():
-    """A fresh rclpy context on this run's ROS domain id (loopback DDS); shut down afterwards."""
+def _ros_context():
     import rclpy
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     yield ctx
     rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture
+def ros_context():
+    """A fresh rclpy context on this run's ROS domain id (loopback DDS); shut down afterwards."""
+    yield from _ros_context()
+
+
+@pytest.fixture
+def other_ros_context():
+    """A second DDS participant on the same domain: another robot's stack on the same network."""
+    yield from _ros_context()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from conftest import ROS_DOMAIN_ID  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
@@ -66,15 +65,6 @@ def _spin(ex, cond, timeout: float) -> bool:
     return bool(cond())
 
 
-@pytest.fixture
-def other_ctx():
-    """A second DDS participant on the test's domain: another robot's stack on the same network."""
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=ROS_DOMAIN_ID, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def _close(theirs, ours, ex, node) -> None:
     """Stop both stacks, then our executor and motion_node."""
     if theirs is not None:
@@ -85,7 +75,7 @@ def _close(theirs, ours, ex, node) -> None:
 
 
 @pytest.mark.parametrize("sim_time", [False, True], ids=["odom", "clock-and-odom"])
-def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, other_ctx, sim_time):
+def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, other_ros_context, sim_time):
     params = {**MOTION_PARAMS.defaults(), "require_depth": False, "use_sim_time": sim_time}
     node = MotionNode(params=params, context=ros_context)
     ours = Stack(ros_context, "go2_driver_node", 0.5, 100.0 if sim_time else None)
@@ -96,7 +86,7 @@ def test_other_stacks_odom_and_clock_are_refused_with_one_line(ros_context, othe
         assert _spin(ex, lambda: node.core.odom is not None, 10.0), "motion_node got no odometry"
         seen_x, seen_t = set(), []
 
-        theirs = Stack(other_ctx, "go2_driver_node", 7.0, 5.0 if sim_time else None)  # same node name, other machine
+        theirs = Stack(other_ros_context, "go2_driver_node", 7.0, 5.0 if sim_time else None)  # same node name, other machine
         end = time.monotonic() + 3.0
         while time.monotonic() < end:
             ex.spin_once(timeout_sec=0.01)
@@ -142,7 +132,7 @@ class TracksStack:
         self.node.destroy_node()
 
 
-def test_other_robots_people_tracks_do_not_replace_ours(ros_context, other_ctx):
+def test_other_robots_people_tracks_do_not_replace_ours(ros_context, other_ros_context):
     """The tracked people motion_node checks come from this robot's people_node only: another
     robot's tracks (a person elsewhere, none ahead of us) would hide the person in front of us."""
     node = MotionNode(params={**MOTION_PARAMS.defaults(), "require_depth": False}, context=ros_context)
@@ -152,7 +142,7 @@ def test_other_robots_people_tracks_do_not_replace_ours(ros_context, other_ctx):
     theirs = None
     try:
         assert _spin(ex, lambda: bool(node.people.tracks[0]), 10.0), "motion_node got no tracks"
-        theirs = TracksStack(other_ctx, 99, 8.0)
+        theirs = TracksStack(other_ros_context, 99, 8.0)
         ids = set()
         end = time.monotonic() + 3.0
         while time.monotonic() < end:

@@ -11,6 +11,7 @@ dark surface that gives the depth camera no return still stops the robot.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,15 +66,18 @@ class LidarMount:
         return np.stack([cp * x1 + sp * z1, y1, -sp * x1 + cp * z1], axis=1).astype(np.float32)
 
 
+@functools.lru_cache(maxsize=4)
 def sweep_directions(az_step_deg: float = 2.0, el_min_deg: float = -60.0, el_max_deg: float = 15.0, el_step_deg: float = 3.0) -> np.ndarray:
     """Unit ray directions (N, 3) float64 of a simulated LiDAR sweep in the sensor's frame: azimuth
     all round every ``az_step_deg``, elevation ``el_min_deg``..``el_max_deg`` every ``el_step_deg``
     (the default: a hemispherical unit like the Go2's L1 tilted forward sees the floor near the
-    feet; a MID360 covers -7..52 deg)."""
+    feet; a MID360 covers -7..52 deg). Computed once per pattern and shared: read-only."""
     az = np.radians(np.arange(-180.0, 180.0, az_step_deg))
     el = np.radians(np.arange(el_min_deg, el_max_deg + 0.1 * el_step_deg, el_step_deg))
     a, e = np.meshgrid(az, el, indexing="ij")
-    return np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], axis=-1).reshape(-1, 3)
+    d = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], axis=-1).reshape(-1, 3)
+    d.flags.writeable = False
+    return d
 
 
 def cloud_xyz(
