@@ -56,6 +56,20 @@ class LidarMount:
         y2 = sy * x1 + cy * p[:, 1]
         return np.stack([x2 + self.x, y2 + self.y, z1 + self.z], axis=1).astype(np.float32)
 
+    def sweep_rays(
+        self, x: float, y: float, yaw: float, ground_z: float = 0.0, az_step_deg: float = 2.0
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A simulated sweep's rays (:func:`sweep_directions`) from base_link at map pose ``x``, ``y``
+        (m), ``yaw`` (rad) over ground at ``ground_z`` (m): (directions (N, 3) in the sensor's frame,
+        origin (3,) and directions (N, 3) float64 in the map frame, unit length); a hit at range r
+        along ray i is the sensor-frame point ``r * directions[i]``."""
+        d_s = sweep_directions(az_step_deg)
+        d_g = self.to_ground(d_s) - self.to_ground(np.zeros((1, 3)))  # ground-frame directions
+        c, s = math.cos(yaw), math.sin(yaw)
+        dirs = np.stack([c * d_g[:, 0] - s * d_g[:, 1], s * d_g[:, 0] + c * d_g[:, 1], d_g[:, 2]], axis=1).astype(np.float64)
+        origin = np.array([x + c * self.x - s * self.y, y + s * self.x + c * self.y, ground_z + self.z])
+        return d_s, origin, dirs
+
     def from_ground(self, xyz: np.ndarray) -> np.ndarray:
         """Inverse of :meth:`to_ground` (a simulated cloud is made in the ground frame and published in the sensor's)."""
         p = np.asarray(xyz, dtype=np.float64).reshape(-1, 3)

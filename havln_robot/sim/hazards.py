@@ -28,7 +28,7 @@ import numpy as np
 from havln_robot import actions as A
 from havln_robot.hardware import GO2_HEIGHT_M
 from havln_robot.motion.executor import Executor, MotionConfig
-from havln_robot.motion.lidar import LidarMount, sweep_directions
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
 from havln_robot.motion.safety import GO2_MAX_STEP_M, CameraMount, Intrinsics, Obstacles, Person
 from havln_robot.records import BLOCKED_DETAIL, Outcome
@@ -144,14 +144,9 @@ def lidar_cloud(
     blocks: Sequence[Block], pose: tuple[float, float, float], mount: LidarMount, max_m: float = 8.0, az_step_deg: float = 2.0
 ) -> np.ndarray:
     """A simulated LiDAR sweep (N, 3) float32 in the sensor's frame, m
-    (:func:`~havln_robot.motion.lidar.sweep_directions`), returns up to ``max_m``; blocks with
+    (:meth:`~havln_robot.motion.lidar.LidarMount.sweep_rays`), returns up to ``max_m``; blocks with
     ``lidar=False`` are not seen."""
-    d_s = sweep_directions(az_step_deg)
-    d_g = mount.to_ground(d_s) - mount.to_ground(np.zeros((1, 3)))  # ground-frame directions
-    x, y, th = pose
-    ct, st = math.cos(th), math.sin(th)
-    dirs = np.stack([ct * d_g[:, 0] - st * d_g[:, 1], st * d_g[:, 0] + ct * d_g[:, 1], d_g[:, 2]], axis=1).astype(np.float64)
-    origin = np.array([x + ct * mount.x - st * mount.y, y + st * mount.x + ct * mount.y, mount.z])
+    d_s, origin, dirs = mount.sweep_rays(*pose, az_step_deg=az_step_deg)
     t = _ray_boxes(origin, dirs, [b for b in blocks if b.lidar])
     ok = np.isfinite(t) & (t <= max_m)
     return (d_s[ok] * t[ok, None]).astype(np.float32)

@@ -679,15 +679,7 @@ class Renderer:
             t: sim time of the people's positions, s.
             max_m: the sensor's range, m.
         """
-        from havln_robot.motion.lidar import sweep_directions
-
-        d_s = sweep_directions()
-        d_g = np.asarray(mount.to_ground(d_s), dtype=np.float64) - np.asarray(mount.to_ground(np.zeros((1, 3))), dtype=np.float64)
-        x, y, z, yaw = (float(v) for v in pose)
-        c, s = math.cos(yaw), math.sin(yaw)
-        vec = np.stack([c * d_g[:, 0] - s * d_g[:, 1], s * d_g[:, 0] + c * d_g[:, 1], d_g[:, 2]], axis=1)
-        vec /= np.linalg.norm(vec, axis=1, keepdims=True)
-        origin = np.array([x + c * mount.x - s * mount.y, y + s * mount.x + c * mount.y, z + mount.z], dtype=np.float64)
+        d_s, origin, vec = mount.sweep_rays(pose[0], pose[1], pose[3], float(pose[2]))
         self.set_humans(t)
         n = len(vec)
         geom = np.zeros(n, dtype=np.int32)
