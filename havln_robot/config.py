@@ -186,6 +186,7 @@ def load_profile(
     overrides = overrides or {}
     checked: dict[str, dict[str, Any]] = {}
     fqns: dict[str, str] = {}
+    where_set: dict[tuple[str, str], str] = {}
     for node in names:
         fqn = rosparams.node_fqn(node, namespace) if namespace is not None else _default_fqn(node, sections)
         fqns[node] = fqn
@@ -200,11 +201,43 @@ def load_profile(
         params: dict[str, Any] = {}
         for sec in secs:
             params.update(check_section(spec, node, sec, f"{path}: {sec.key}", ns))
+            where_set.update({(node, k): f"{sec.key} line {sec.lines.get(k, sec.line)}" for k in sec.params})
         over = overrides.get(node, {})
         spec.validate(over, where=f"{overrides_from} {node}", namespace=ns)  # named where the value came from
         params.update(over)
+        where_set.update({(node, k): overrides_from for k in over})
         checked[node] = spec.validate(params, where=f"{path}: {node}", namespace=ns)
     for node in overrides:
         if node not in names:
             raise ConfigError(f"override for {node}: that node is not in {path}")
+    check_shared(path, checked, where_set)
     return Profile(path=path, nodes=checked, fqns=fqns)
+
+
+def check_shared(path: Path, nodes: dict[str, dict[str, Any]], where_set: dict[tuple[str, str], str]) -> None:
+    """A :class:`~havln_robot.params.Param` row that several nodes' specs declare (the camera and
+    LiDAR mounts, :data:`havln_robot.motion.params.SENSOR_MOUNT_KEYS`) is one setting of the one
+    robot: every node of the profile must hold the same value, or one of them places the sensor's
+    data where the sensor is not (a LiDAR 0.3 m off in people_node moves every person it sees).
+
+    Args:
+        path: the profile, for the message.
+        nodes: node -> validated parameters (defaults filled in).
+        where_set: (node, key) -> where the value was given (``/**/motion_node line 158``); absent = default.
+
+    Raises:
+        ConfigError: two nodes hold different values of one shared row, naming both and the fix.
+    """
+    holders: dict[int, list[tuple[str, str]]] = {}
+    for node in nodes:
+        for p in load_spec(node).params:
+            holders.setdefault(id(p), []).append((node, p.name))
+    for group in holders.values():
+        (a, key), *rest = group
+        for b, _ in rest:
+            if nodes[a][key] != nodes[b][key]:
+                wa, wb = (where_set.get((n, key), "default") for n in (a, b))
+                raise ConfigError(
+                    f"{path}: {key}: {a} has {nodes[a][key]!r} ({wa}), {b} has {nodes[b][key]!r} ({wb}); one robot has one "
+                    f"{key.rsplit('_', 1)[0].replace('_', ' ')}: give every node that declares {key} the same value"
+                )

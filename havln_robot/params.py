@@ -421,10 +421,17 @@ class ParamSpec:
         return out
 
 
+#: Parameters renamed since a release: old name -> new name (a profile still holding the old one is
+#: told the new one; changelog).
+RENAMED = {"cloud_topic": "lidar_topic", "mcap_camera_x_m": "camera_x_m"}
+
+
 def suggest(key: str, names: Iterable[str], list_known: bool = True) -> str:
-    """``"; did you mean 'x'?"`` for an unknown parameter ``key``; without a close match the known
-    names (``list_known``) or nothing."""
+    """``"; did you mean 'x'?"`` for an unknown parameter ``key`` (``"; renamed 'x'"`` for a
+    :data:`RENAMED` one); without a close match the known names (``list_known``) or nothing."""
     names = sorted(names)
+    if RENAMED.get(key) in names:
+        return f"; it is now called '{RENAMED[key]}' (same meaning)"
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     if close:
         return f"; did you mean '{close[0]}'?"

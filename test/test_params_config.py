@@ -111,6 +111,34 @@ def test_shipped_profiles_validate():
         assert {f"/**/{n}" for n in prof.nodes} == keys, "namespace-proof keys"
 
 
+def test_one_robot_has_one_sensor_mount(tmp_path):
+    """The camera and LiDAR mounts are one setting of the robot: a profile that tells people_node a
+    different LiDAR height (or pitch) than motion_node -- so one of them places every point where the
+    sensor is not -- is refused in one line naming both nodes, both values and where each was set;
+    the same value in both loads; a profile still using people_node's old ``cloud_topic`` is told
+    the new name."""
+    base = (REPO / "config" / "go2.yaml").read_text()
+    for key, motion, people in (("lidar_z_m", "0.30", "0.45"), ("lidar_pitch_deg", "0.0", "-15.0"), ("camera_z_m", "0.4125", "0.43")):
+        people_at = base.index("/**/people_node:")
+        head, tail = base[:people_at], base[people_at:]
+        line = next(ln for ln in tail.splitlines() if ln.startswith(f"    {key}:"))
+        assert f"{key}: {motion}" in line
+        bad = write(tmp_path, head + tail.replace(line, f"    {key}: {people}"))
+        with pytest.raises(ConfigError) as err:
+            config.load_profile(bad)
+        msg = str(err.value)
+        assert "\n" not in msg and key in msg and "motion_node" in msg and "people_node" in msg, msg
+        assert f"{float(motion)!r}" in msg and f"{float(people)!r}" in msg and "line" in msg and "same value" in msg, msg
+        # the same change made to every node that declares the key loads
+        good = write(tmp_path, base.replace(f"    {key}: {motion}", f"    {key}: {people}"))
+        assert config.load_profile(good).nodes["people_node"][key] == float(people)
+    text = base[: base.index("/**/people_node:")] + base[base.index("/**/people_node:") :].replace(
+        "    lidar_topic:", "    cloud_topic:", 1
+    )
+    with pytest.raises(ConfigError, match="cloud_topic: unknown parameter; it is now called 'lidar_topic'"):
+        config.load_profile(write(tmp_path, text))
+
+
 def test_cli_refuses_misspelled_key_in_one_line(tmp_path):
     """`havln-robot launch` on a profile with a typo exits 2 with a single line naming the key, no traceback."""
     node = next(iter(config.NODES))

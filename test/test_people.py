@@ -16,6 +16,7 @@ from havln_robot import actions as A
 from havln_robot.camera import Intrinsics
 from havln_robot.episodes import load_episodes
 from havln_robot.motion.executor import Executor, MotionConfig
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.safety import CameraMount, Footprint, Obstacles, Person, forecast_hazard, load_person_detector
 from havln_robot.perception.people import (
     DepthPeopleTracker,
@@ -99,7 +100,7 @@ def test_lidar_cloud_people_among_walls_and_furniture():
             np.stack([rng.uniform(4.0, 4.3, 300), rng.uniform(-1.0, -0.7, 300), rng.uniform(1.3, 2.0, 300)], axis=1),  # a shelf: no legs
         ]
     )
-    pts = lidar_points(cloud, offset=(0.0, 0.0, 0.0), min_range_m=0.1)
+    pts = lidar_points(cloud, min_range_m=0.1)
     dets = detect_people(pts, PeopleConfig())
     got = sorted((round(d.x, 1), round(d.y, 1)) for d in dets)
     assert len(dets) == 2, dets
@@ -108,6 +109,21 @@ def test_lidar_cloud_people_among_walls_and_furniture():
         assert min(math.hypot(d.x - cx, d.y - cy) for d in dets) < 0.15, got
     with pytest.raises(ValueError, match="x, y, z"):
         lidar_points(np.zeros((4, 2)))
+
+
+def test_a_tilted_and_turned_lidar_places_people_where_they_stand():
+    """A LiDAR mounted as a Go2's L1 (0.28 m ahead, 0.30 m up, pitched 15 deg down) and turned 30 deg
+    left publishes in its own frame: through its mount a person 2.5 m ahead and 0.8 m left is found
+    there, and the floor lies at 0 m (ignoring the pitch would tilt the floor 0.65 m over 2.5 m and
+    sink the person's legs below it)."""
+    rng = np.random.default_rng(3)
+    mount = LidarMount(0.28, 0.0, 0.30, math.radians(-15.0), math.radians(30.0))
+    floor = np.stack([rng.uniform(-3, 3, 3000), rng.uniform(-3, 3, 3000), np.zeros(3000)], axis=1)
+    ground = np.concatenate([_person_cloud(2.5, 0.8, rng, lidar=(0.28, 0.0)), floor])
+    pts = lidar_points(mount.from_ground(ground), mount, min_range_m=0.1)
+    assert np.abs(pts[len(pts) - 2000 :, 2]).max() < 1e-3  # floor rows (all beyond 0.1 m) back at 0 m
+    dets = detect_people(pts, PeopleConfig(), (mount.x, mount.y))
+    assert len(dets) == 1 and math.hypot(dets[0].x - 2.5, dets[0].y - 0.8) < 0.15, dets
 
 
 def test_lidar_min_range_is_a_blind_zone():

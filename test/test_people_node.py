@@ -15,6 +15,7 @@ from rclpy.node import Node
 from rosspin import spin_until
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.nodes.motion_node import MotionNode
 from havln_robot.nodes.people_node import PeopleNode
@@ -133,15 +134,21 @@ def _cloud_msg(xyz: np.ndarray, stamp) -> PointCloud2:
 
 def test_people_node_lidar_only_sees_a_person_behind_the_robot(ros_context):
     """A LiDAR-only people_node (depth_topic ''): a person 2 m behind the robot -- where the camera
-    is blind -- is published from the cloud (LiDAR 0.3 m above the ground, cloud in its own frame)."""
+    is blind -- is published from the cloud where they stand. The LiDAR is mounted as a Go2's L1 is
+    (0.28 m ahead, 0.30 m up, pitched 15 deg down, turned 10 deg left) and its cloud comes in the
+    sensor's own frame, so the node must apply the whole mount, pitch and yaw included."""
     rng = np.random.default_rng(0)
     ang = rng.uniform(-np.pi / 2, np.pi / 2, 800)  # the half of the body facing the LiDAR (+x side of it)
-    body = np.stack([-2.0 + 0.25 * np.cos(ang), 0.25 * np.sin(ang), rng.uniform(0.05, 1.7, 800) - 0.3], axis=1)
-    params = {**PEOPLE_PARAMS.defaults(), "depth_topic": "", "cloud_topic": "livox/lidar", "lidar_z_m": 0.3}
+    body = np.stack([-2.0 + 0.25 * np.cos(ang), 0.25 * np.sin(ang), rng.uniform(0.05, 1.7, 800)], axis=1)
+    floor = np.stack([rng.uniform(-4, 4, 3000), rng.uniform(-4, 4, 3000), np.zeros(3000)], axis=1)
+    mount = LidarMount(0.28, 0.0, 0.30, math.radians(-15.0), math.radians(10.0))
+    sensor = mount.from_ground(np.concatenate([body, floor]))  # what the LiDAR publishes
+    params = {**PEOPLE_PARAMS.defaults(), "depth_topic": "", "lidar_topic": "livox/lidar"}
+    params.update(lidar_x_m=0.28, lidar_z_m=0.30, lidar_pitch_deg=-15.0, lidar_yaw_deg=10.0)
     node = PeopleNode(params=params, context=ros_context)
     cam = Camera(ros_context)  # only its odom and its people/tracks subscriptions matter here
     pub = cam.create_publisher(PointCloud2, "livox/lidar", 2)
-    cam.create_timer(0.05, lambda: pub.publish(_cloud_msg(body.astype(np.float32), cam.get_clock().now().to_msg())))
+    cam.create_timer(0.05, lambda: pub.publish(_cloud_msg(sensor, cam.get_clock().now().to_msg())))
     ex = SingleThreadedExecutor(context=ros_context)
     ex.add_node(node)
     ex.add_node(cam)

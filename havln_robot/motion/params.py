@@ -352,3 +352,25 @@ MOTION_PARAMS = ParamSpec(
         ),
     ),
 )
+
+#: The sensor mounts (camera and LiDAR pose under base_link): one robot has one of each, so every
+#: node that places their data (motion_node, people_node, sim_node) declares these same rows, and a
+#: profile that gives two of them different values is refused (:func:`havln_robot.config.load_profile`).
+SENSOR_MOUNT_KEYS = (
+    "camera_x_m",
+    "camera_y_m",
+    "camera_z_m",
+    "camera_pitch_deg",
+    "lidar_x_m",
+    "lidar_y_m",
+    "lidar_z_m",
+    "lidar_pitch_deg",
+    "lidar_yaw_deg",
+)
+
+
+def mount_params(*names: str) -> tuple[Param, ...]:
+    """motion_node's own :class:`~havln_robot.params.Param` rows of these mount keys (all of
+    :data:`SENSOR_MOUNT_KEYS` when none are named), for another node's spec."""
+    by = MOTION_PARAMS.by_name()
+    return tuple(by[n] for n in (names or SENSOR_MOUNT_KEYS))

@@ -47,7 +47,6 @@ from havln_robot.motion.executor import ActionResult, CollisionRecord, Tick
 from havln_robot.motion.guard import Guarded
 from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
 from havln_robot.motion.inputs import MotionCore
-from havln_robot.motion.lidar import cloud_xyz
 from havln_robot.motion.obstacles import Pose2D
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.people_input import nearest_rows
@@ -56,7 +55,7 @@ from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.quoting import quote
 from havln_robot.records import Outcome
-from havln_robot.ros.codec import decode_pose_array_cdr, decode_tracks, encode_collision, encode_result, image_array
+from havln_robot.ros.codec import decode_cloud, decode_pose_array_cdr, decode_tracks, encode_collision, encode_result, image_array
 from havln_robot.ros.lockstep import SteppedInputs
 from havln_robot.ros.qos import sensor_qos
 from havln_robot.sim.lockstep import ActionClaims, stamp_ns
@@ -397,8 +396,7 @@ class MotionNode(HavlnNode):
         """A LiDAR cloud (float32 x, y, z in its own frame): into the obstacle memory and the seen floor."""
         t = self._now()
         try:
-            fields = [(f.name, int(f.offset), int(f.datatype), int(f.count)) for f in msg.fields]
-            xyz = cloud_xyz(fields, int(msg.point_step), int(msg.width) * int(msg.height), bytes(msg.data), bool(msg.is_bigendian))
+            xyz = decode_cloud(msg)
         except ValueError as exc:
             self._warn_once("lidar", terminal_safe(f"{self.params['lidar_topic']}: {exc}; cloud not used"))
             return

@@ -3,8 +3,8 @@
 Thin ROS shell over :class:`havln_robot.perception.people.DepthPeopleTracker`.
 
 * subscribes the aligned depth image + its ``camera_info`` (``depth_topic``), optionally a LiDAR
-  ``sensor_msgs/PointCloud2`` (``cloud_topic``: fields x, y, z in a frame with axes parallel to
-  base_link, origin at ``lidar_*_m``), and ``odom`` (tracks are kept in the odom frame);
+  ``sensor_msgs/PointCloud2`` (``lidar_topic``: fields x, y, z in the sensor's own frame, placed by
+  the ``lidar_*`` mount that motion_node uses), and ``odom`` (tracks are kept in the odom frame);
 * publishes, at most ``rate_hz`` per second (one output per processed depth or cloud frame):
   ``havln/people`` (geometry_msgs/PoseArray, base_link, nearest first; position only, the
   message motion_node has always read) and ``havln/people_tracks`` (sensor_msgs/PointCloud2, one
@@ -33,13 +33,14 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from havln_robot.camera import Intrinsics
 from havln_robot.geometry import quat_to_yaw
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.obstacles import Pose2D, PoseHistory
 from havln_robot.motion.safety import CameraMount
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
 from havln_robot.perception.params import PEOPLE_PARAMS
 from havln_robot.perception.people import AppearanceCheck, DepthPeopleTracker, PeopleConfig, lidar_points
-from havln_robot.ros.codec import cloud_fields, encode_tracks, image_array
+from havln_robot.ros.codec import decode_cloud, encode_tracks, image_array
 from havln_robot.ros.lockstep import SteppedInputs
 from havln_robot.ros.qos import sensor_qos
 from havln_robot.sim.lockstep import stamp_ns
@@ -67,7 +68,8 @@ class PeopleNode(HavlnNode):
                 self.destroy_node()
                 raise ConfigError(msg) from None
         self.core = DepthPeopleTracker(PeopleConfig.from_params(p), clock=self._now, appearance=appearance)
-        self.core.lidar_xy = (p["lidar_x_m"], p["lidar_y_m"])
+        self.lidar = LidarMount.from_params(p)
+        self.core.lidar_xy = (self.lidar.x, self.lidar.y)
         self.mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
         self._k: Intrinsics | None = None
         self._pose: Pose2D | None = None
@@ -82,15 +84,15 @@ class PeopleNode(HavlnNode):
         self.tracks_pub = self.create_publisher(PointCloud2, p["people_tracks_topic"], 5)
         # this robot's sources, bound to their first publisher: another stack's odometry or camera on the
         # same domain is refused (one line naming both); people then fall silent and motion_node stops
-        sources = (p["odom_topic"], p["depth_topic"], p["cloud_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else []))
+        sources = (p["odom_topic"], p["depth_topic"], p["lidar_topic"], *(["/clock"] if self.get_parameter("use_sim_time").value else []))
         for name in filter(None, sources):
             self.pin_source(name)
         self.create_subscription(Odometry, p["odom_topic"], self._on_odom, sensor_qos(10), callback_group=group)
         if p["depth_topic"]:
             self.create_subscription(Image, p["depth_topic"], self._on_depth, sensor_qos(2), callback_group=group)
             self.create_subscription(CameraInfo, p["depth_info_topic"], self._on_info, sensor_qos(2), callback_group=group)
-        if p["cloud_topic"]:
-            self.create_subscription(PointCloud2, p["cloud_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
+        if p["lidar_topic"]:
+            self.create_subscription(PointCloud2, p["lidar_topic"], self._on_cloud, sensor_qos(2), callback_group=group)
         self.on_clock_jump_back(self._on_clock_reset)
         self._out_ns = -1  # stamp of the last output, ns
         # lockstep with the embedded simulator (inactive until it announces a step)
@@ -157,12 +159,11 @@ class PeopleNode(HavlnNode):
     def _on_cloud(self, msg: PointCloud2) -> None:
         p = self.params
         try:
-            xyz = cloud_fields(msg, ("x", "y", "z"))
+            a = decode_cloud(msg)
         except ValueError as exc:
-            self._warn_once("cloud", f"{p['cloud_topic']}: {exc}")
+            self._warn_once("cloud", f"{p['lidar_topic']}: {exc}; cloud not used")
             return
-        a = np.stack([xyz["x"], xyz["y"], xyz["z"]], axis=1).astype(np.float32)
-        self.core.cloud = lidar_points(a, (p["lidar_x_m"], p["lidar_y_m"], p["lidar_z_m"]), p["lidar_min_range_m"], p["lidar_max_range_m"])
+        self.core.cloud = lidar_points(a, self.lidar, p["lidar_min_range_m"], p["lidar_max_range_m"])
         t = self._now()
         self._cloud_t = t
         if not p["depth_topic"] and self._due(t):  # LiDAR-only robot: the cloud drives the output

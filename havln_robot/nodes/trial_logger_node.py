@@ -216,7 +216,7 @@ class TrialLoggerNode(HavlnNode):
         k = getattr(self, "_color_k", None)
         if k is None or msg.encoding != "rgb8" or (msg.width, msg.height) != (k.width, k.height):
             return  # no intrinsics to place the blur: the frame is not recorded
-        out = blur_people(image_array(msg), list(getattr(self, "_people_xy", [])), k, self.params["mcap_camera_x_m"])
+        out = blur_people(image_array(msg), list(getattr(self, "_people_xy", [])), k, self.params["camera_x_m"], self.params["camera_y_m"])
         self._rec(self.params["color_topic"], image_msg(out, "rgb8", msg.header.frame_id, msg.header.stamp))
 
     def _rec(self, topic: str, msg: Any) -> None:

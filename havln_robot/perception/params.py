@@ -9,6 +9,7 @@ quality, Intel "Tuning depth cameras for best performance", sec. 1).
 from __future__ import annotations
 
 from havln_robot import topics
+from havln_robot.motion.params import mount_params
 from havln_robot.params import Param, ParamSpec
 
 CAMERA_PARAMS = ParamSpec(
@@ -54,10 +55,11 @@ PEOPLE_PARAMS = ParamSpec(
         Param("depth_topic", topics.DEPTH_IMAGE, "str", "aligned depth image in (16UC1 mm or 32FC1 m); '' = no camera", optional=True),
         Param("depth_info_topic", topics.DEPTH_INFO, "str", "its camera_info in"),
         Param(
-            "cloud_topic",
+            "lidar_topic",
             "",
             "str",
-            "sensor_msgs/PointCloud2 LiDAR cloud in (Go2: utlidar/cloud; Livox MID360: livox/lidar); '' = none",
+            "sensor_msgs/PointCloud2 (float32 x, y, z) of a LiDAR in its own frame, placed by the lidar_* mount "
+            "(Go2 L1: utlidar/cloud; Livox MID360: livox/lidar); '' = none",
             optional=True,
         ),
         Param("odom_topic", topics.ODOM, "str", "nav_msgs/Odometry in: tracks are kept in odom so the robot's own motion is not people's"),
@@ -71,13 +73,7 @@ PEOPLE_PARAMS = ParamSpec(
         Param(
             "rate_hz", 15.0, "float", "most frames processed per second, Hz (>= 10 for motion_node's people_timeout_s)", min=1.0, max=60.0
         ),
-        Param("camera_x_m", 0.3, "float", "depth camera optical centre ahead of base_link, m", min=-2.0, max=2.0),
-        Param("camera_y_m", 0.0, "float", "depth camera optical centre left of base_link, m", min=-2.0, max=2.0),
-        Param("camera_z_m", 0.4125, "float", "depth camera optical centre above the ground, m", min=0.0, max=3.0),
-        Param("camera_pitch_deg", 0.0, "float", "camera elevation, deg (positive = up)", min=-90.0, max=90.0),
-        Param("lidar_x_m", 0.0, "float", "LiDAR origin ahead of base_link, m (cloud frame axes parallel to base_link)", min=-2.0, max=2.0),
-        Param("lidar_y_m", 0.0, "float", "LiDAR origin left of base_link, m", min=-2.0, max=2.0),
-        Param("lidar_z_m", 0.0, "float", "LiDAR origin above the ground, m", min=0.0, max=3.0),
+        *mount_params(),  # the robot's camera and LiDAR mounts: motion_node's rows, one value per profile
         Param("lidar_min_range_m", 0.1, "float", "LiDAR blind zone: closer points are dropped, m (Livox MID360: 0.1)", min=0.0, max=5.0),
         Param("lidar_max_range_m", 20.0, "float", "LiDAR points farther than this are dropped, m", min=0.5, max=200.0),
         Param("max_range_m", 6.5, "float", "depth points farther than this are ignored, m", min=0.5, max=20.0),

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from havln_robot.camera import Intrinsics
+from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.safety import (
     GO2_MAX_STEP_M,
     CameraMount,
@@ -172,20 +173,20 @@ class Track:
         return Person(self.x, self.y, self.track_id, vx=self.vx, vy=self.vy)
 
 
-def lidar_points(
-    cloud_xyz: np.ndarray, offset: tuple[float, float, float] = (0.0, 0.0, 0.0), min_range_m: float = 0.1, max_range_m: float = 40.0
-) -> np.ndarray:
-    """LiDAR points (sensor frame, axes parallel to base_link) -> base_link, cut to the sensor's range.
+def lidar_points(cloud_xyz: np.ndarray, mount: LidarMount | None = None, min_range_m: float = 0.1, max_range_m: float = 40.0) -> np.ndarray:
+    """LiDAR points (the sensor's own frame) -> base_link's ground frame, cut to the sensor's range.
 
     Args:
         cloud_xyz: (N, 3) float x, y, z in the LiDAR frame, m (NaN rows are dropped).
-        offset: LiDAR origin in base_link (x, y, z above the ground), m.
+        mount: the LiDAR's pose under base_link (origin, height above the ground, pitch and yaw):
+            the one mount motion_node places the same cloud with; None = origin on the ground under
+            base_link, axes parallel to it.
         min_range_m: points closer than this to the LiDAR are dropped (blind zone; Livox MID360: 0.1 m,
             Livox MID360 user manual v1.2, "Specifications").
         max_range_m: points farther than this are dropped, m.
 
     Returns:
-        (M, 3) float32 points in base_link, m.
+        (M, 3) float32 points (x ahead, y left of base_link, z above the ground), m.
 
     Raises:
         ValueError: ``cloud_xyz`` is not (N, 3).
@@ -195,7 +196,7 @@ def lidar_points(
         raise ValueError(f"LiDAR cloud must be (N, 3) x, y, z, got shape {a.shape}")
     r = np.linalg.norm(a, axis=1)
     ok = np.isfinite(r) & (r >= min_range_m) & (r <= max_range_m)
-    return (a[ok] + np.asarray(offset, dtype=np.float32)).astype(np.float32)
+    return (mount or LidarMount(0.0, 0.0, 0.0)).to_ground(a[ok])
 
 
 def view_top(mount: CameraMount, k: Intrinsics | None, rng: np.ndarray) -> np.ndarray:

@@ -208,6 +208,20 @@ def decode_episode_done(msg: String) -> EpisodeDone:
 # --- point clouds ----------------------------------------------------------------------
 
 
+def decode_cloud(msg: Any) -> np.ndarray:
+    """The x, y, z of a LiDAR's sensor_msgs/PointCloud2 (the sensor's frame) as (N, 3) float32, m;
+    points with a non-finite coordinate dropped (:func:`~havln_robot.motion.lidar.cloud_xyz`, the one
+    reader of LiDAR clouds: motion_node and people_node read a cloud alike).
+
+    Raises:
+        ValueError: no float x, y, z fields, or data shorter than the header says (the message names the fix).
+    """
+    from havln_robot.motion.lidar import cloud_xyz
+
+    fields = [(f.name, int(f.offset), int(f.datatype), int(f.count)) for f in msg.fields]
+    return cloud_xyz(fields, int(msg.point_step), int(msg.width) * int(msg.height), bytes(msg.data), bool(msg.is_bigendian))
+
+
 def encode_cloud(xyz: np.ndarray, frame_id: str, stamp: Time) -> Any:
     """sensor_msgs/PointCloud2 of (N, 3) points, m, as a LiDAR driver publishes them: FLOAT32 x, y, z
     (:func:`~havln_robot.motion.lidar.pack_cloud`; the Go2 L1's ``utlidar/cloud`` and Livox's

@@ -16,7 +16,7 @@ import os
 
 from havln_robot import topics
 from havln_robot.hardware import GO2_VX_RANGE, GO2_VYAW_RANGE
-from havln_robot.motion.params import MOTION_PARAMS
+from havln_robot.motion.params import mount_params
 from havln_robot.params import Param, ParamSpec
 from havln_robot.sim import robot
 
@@ -240,7 +240,7 @@ SIM_NODE_PARAMS = ParamSpec(
         ),
         Param("lidar_frame", "utlidar_lidar", "str", "frame_id of the simulated cloud"),
         Param("lidar_range_m", 8.0, "float", "simulated LiDAR range, m", min=0.5, max=100.0),
-        *(MOTION_PARAMS.by_name()[n] for n in ("lidar_x_m", "lidar_y_m", "lidar_z_m", "lidar_pitch_deg", "lidar_yaw_deg")),
+        *mount_params("lidar_x_m", "lidar_y_m", "lidar_z_m", "lidar_pitch_deg", "lidar_yaw_deg"),
         # --- frames --------------------------------------------------------------------------------
         Param("map_frame", topics.MAP_FRAME, "str", "ground-truth world frame"),
         Param("odom_frame", topics.ODOM_FRAME, "str", "odometry frame"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from havln_robot import topics
+from havln_robot.motion.params import mount_params
 from havln_robot.params import Param, ParamSpec
 from havln_robot.trials.store import GOAL_FRAMES, PLATFORMS, SUCCESS_RADIUS_M
 
@@ -51,7 +52,7 @@ TRIAL_LOGGER_PARAMS = ParamSpec(
             "on people_topic blurred (a person the tracker missed is not); raw = as captured, only with the bystanders' consent",
             choices=("none", "blur_people", "raw"),
         ),
-        Param("mcap_camera_x_m", 0.3, "float", "colour camera ahead of base_link, m (for blur_people)", min=-2.0, max=2.0),
+        *mount_params("camera_x_m", "camera_y_m"),  # where blur_people places each person's strip: the robot's one camera mount
         Param("mcap_max_bytes", 2_000_000_000, "int", "size cap per MCAP file, bytes (0 = none)", min=0),
         Param("mcap_on_limit", "roll", "str", "at the cap: roll over to a new file or stop recording", choices=("roll", "stop")),
         Param(
