@@ -19,6 +19,7 @@ from physical_scenes import forward_with_late_tick
 from havln_robot import actions as A
 from havln_robot.motion.executor import MotionConfig
 from havln_robot.motion.lidar import LidarMount, cloud_xyz, pack_cloud
+from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import FloorMemory, Footprint, climbable_mask, floor_hazard
 from havln_robot.sim import hazards as H
 
@@ -171,6 +172,52 @@ def test_lidar_cloud_round_trip_and_bad_fields():
         cloud_xyz([("x", 0, 7, 1), ("y", 4, 7, 1)], 8, 1, bytes(8))
     with pytest.raises(ValueError, match="needs 24"):
         cloud_xyz(fields, step, 2, data[:10])
+
+
+def test_the_go2_l1_mount_upside_down_under_the_head_is_taken():
+    """The Go2's own L1 sits under its head upside down, looking forward and down: Unitree's
+    go2_description ``radar_joint`` is xyz (0.28945, 0, -0.046825) from the trunk, rpy (0, 2.8782, 0).
+    That pitch (about -164.9 deg as elevation of the sensor's x axis) must be a valid
+    ``lidar_pitch_deg``, and through it a point the L1 reports in its own frame lands where the
+    URDF's transform puts it (floor at 0 m with the trunk at its default 0.33 m)."""
+    pitch = 2.8782  # URDF rotation about y (rad); elevation of x is its negative
+    body_z = 0.33
+    p = MOTION_PARAMS.validate({"lidar_x_m": 0.28945, "lidar_z_m": round(body_z - 0.046825, 4), "lidar_pitch_deg": -164.91})
+    mount = LidarMount.from_params(p)
+    ground = np.array([[0.6, 0.0, 0.0], [1.2, 0.4, 0.0], [0.8, -0.3, 0.25], [0.5, 0.1, 0.0]])
+    rot = np.array([[math.cos(pitch), 0.0, math.sin(pitch)], [0.0, 1.0, 0.0], [-math.sin(pitch), 0.0, math.cos(pitch)]])
+    origin = np.array([0.28945, 0.0, body_z - 0.046825])
+    sensor = (ground - origin) @ rot  # R^T (p - t) for each row: the L1's own frame
+    assert (sensor[:, 2] > 0).all()  # the L1's dome (its +z) looks at the floor ahead: mounted upside down
+    assert np.allclose(mount.to_ground(sensor), ground, atol=2e-3)
+
+
+def test_the_lidar_does_not_take_the_robots_own_legs_for_obstacles():
+    """Hanging under the head, the Go2's L1 sees the robot's front legs (0.2 m ahead of base_link,
+    inside its footprint). Those returns are the robot, not an obstacle 0.00 m ahead: MOVE_FORWARD on
+    open floor starts, and a box 1.5 m ahead is still in the obstacle points."""
+    from havln_robot.camera import Intrinsics
+    from havln_robot.motion.executor import Executor
+    from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
+    from havln_robot.motion.safety import CameraMount, Obstacles
+
+    p = H.go2_params({"lidar_topic": "utlidar/cloud", "lidar_x_m": 0.28945, "lidar_z_m": 0.2832, "lidar_pitch_deg": -164.91})
+    mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
+    k = Intrinsics.from_hfov(H.DEPTH_W, H.DEPTH_H, H.DEPTH_HFOV_DEG)
+    tr = ObstacleTracker(TrackerConfig.from_params(p), mount)
+    tr.intrinsics, tr.lidar_mount = k, LidarMount.from_params(p)
+    depth = H.render_depth(H.free_scene().blocks, (0.0, 0.0, 0.0), k, mount)
+    tr.add_odom(0.0, (0.0, 0.0, 0.0))
+    tr.add_depth(0.0, lambda: depth, k.width, k.height, stamp=0.0)
+    legs = [(x, y, z) for x in (0.17, 0.21) for y in (-0.14, -0.12, 0.12, 0.14) for z in np.arange(0.02, 0.30, 0.02)]
+    box = [(1.5, y, z) for y in np.arange(-0.2, 0.21, 0.04) for z in np.arange(0.06, 0.30, 0.04)]
+    floor = [(x, y, 0.0) for x in np.arange(0.4, 2.5, 0.05) for y in np.arange(-0.8, 0.81, 0.05)]
+    tr.add_cloud(0.0, tr.lidar_mount.from_ground(np.array(legs + box + floor)), stamp=0.0)
+    pts = tr.points(0.0, (0.0, 0.0, 0.0), mount.pitch)
+    assert pts is not None and (np.abs(pts[:, 0] - 1.5) < 0.05).sum() >= 30
+    assert not ((np.abs(pts[:, 0]) <= 0.35) & (np.abs(pts[:, 1]) <= 0.155)).any()
+    tick = Executor(MotionConfig.from_params(p)).start(A.MOVE_FORWARD, 0.0, (0.0, 0.0, 0.0), 0.0, Obstacles(points=pts))
+    assert not tick.results, [r.detail for r in tick.results]  # started, not refused
 
 
 def test_a_walk_down_seen_treads_is_no_fall_and_a_real_drop_still_is():

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from havln_robot.hardware import GO2_HEIGHT_M
 from havln_robot.motion.lidar import LidarMount
 from havln_robot.motion.safety import (
     CameraMount,
@@ -140,6 +141,10 @@ class TrackerConfig:
             not tracked (:class:`~havln_robot.motion.safety.FloorMemory`).
         floor_memory_s: how long seen floor is remembered, s.
         lidar_timeout_s: a LiDAR cloud older than this is not used, s.
+        body_m: (half length, half width) of the robot's footprint box, m: LiDAR points inside it
+            up to the robot's height (:data:`~havln_robot.hardware.GO2_HEIGHT_M`) are the robot's own
+            legs and body (a Go2's L1 hangs under the head and sees its front legs), not obstacles;
+            None = keep every point.
     """
 
     stride: int = 4
@@ -154,6 +159,7 @@ class TrackerConfig:
     step_down_m: float = 0.0
     floor_memory_s: float = 60.0
     lidar_timeout_s: float = 0.5
+    body_m: tuple[float, float] | None = None
 
     @classmethod
     def from_params(cls, p: Any) -> TrackerConfig:
@@ -171,6 +177,7 @@ class TrackerConfig:
             step_down_m=p.get("max_step_down_m", 0.0),
             floor_memory_s=p.get("floor_memory_s", 60.0),
             lidar_timeout_s=p.get("lidar_timeout_s", 0.5),
+            body_m=(p["footprint_length_m"] / 2.0, p["footprint_width_m"] / 2.0) if "footprint_length_m" in p else None,
         )
 
 
@@ -386,14 +393,19 @@ class ObstacleTracker:
         the odom pose at ``stamp`` (capture time, s; None = ``t``). Its obstacle points (the same
         height band and climbable-terrain rule as depth) join :meth:`points` while the cloud is
         younger than ``lidar_timeout_s`` and are remembered like depth obstacles; its ground points
-        join the seen floor (a LiDAR sees the floor the camera's blind zone hides).
+        join the seen floor (a LiDAR sees the floor the camera's blind zone hides). Points on the
+        robot itself (inside ``body_m`` up to its height) are dropped.
 
         Raises:
             ValueError: no :attr:`lidar_mount` set.
         """
         if self.lidar_mount is None:
             raise ValueError("add_cloud: no lidar_mount set (motion_node's lidar_* parameters)")
-        self._cloud = (float(t if stamp is None else min(stamp, t)), self.lidar_mount.to_ground(xyz_sensor))
+        xyz = self.lidar_mount.to_ground(xyz_sensor)
+        if self.cfg.body_m is not None:  # the robot's own legs and body
+            hl, hw = self.cfg.body_m
+            xyz = xyz[~((np.abs(xyz[:, 0]) <= hl) & (np.abs(xyz[:, 1]) <= hw) & (xyz[:, 2] <= GO2_HEIGHT_M))]
+        self._cloud = (float(t if stamp is None else min(stamp, t)), xyz)
         self._cloud_done = None
 
     def _lidar_points(self, t: float, odom: Pose2D | None) -> np.ndarray | None:

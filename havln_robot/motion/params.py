@@ -292,7 +292,15 @@ MOTION_PARAMS = ParamSpec(
         Param("lidar_x_m", 0.28, "float", "LiDAR origin ahead of base_link, m -- measure your mount", min=-2.0, max=2.0),
         Param("lidar_y_m", 0.0, "float", "LiDAR origin left of base_link, m", min=-2.0, max=2.0),
         Param("lidar_z_m", 0.30, "float", "LiDAR origin above the ground, m", min=0.0, max=3.0),
-        Param("lidar_pitch_deg", 0.0, "float", "LiDAR mount elevation, deg (positive = its x axis looks up)", min=-90.0, max=90.0),
+        Param(
+            "lidar_pitch_deg",
+            0.0,
+            "float",
+            "LiDAR mount elevation, deg (positive = its x axis looks up; the Go2's L1 hangs upside down under the head: -164.91, "
+            "go2_description radar_joint pitch 2.8782 rad)",
+            min=-180.0,
+            max=180.0,
+        ),
         Param("lidar_yaw_deg", 0.0, "float", "LiDAR mount yaw, deg (positive = its x axis turned left)", min=-180.0, max=180.0),
         Param("lidar_timeout_s", 0.5, "float", "a LiDAR cloud older than this is not used, s", min=0.05, max=5.0),
         Param("camera_x_m", 0.30, "float", "camera position ahead of base_link, m", min=-2.0, max=2.0),
