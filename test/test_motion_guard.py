@@ -158,6 +158,37 @@ def test_unusable_depth_refuses_a_forward_step_and_stops_one_running():
     )
 
 
+def test_a_configured_lidar_that_falls_silent_refuses_and_stops_forward_steps():
+    """With ``lidar_topic`` set, the LiDAR is part of the obstacle sensing (it alone sees a glass
+    door): a lost cloud refuses a forward step although the depth points are fresh, and stops one
+    that is moving, naming the LiDAR topic. The tracker says when its cloud is lost."""
+    from havln_robot.motion.lidar import LidarMount
+    from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
+    from havln_robot.motion.safety import CameraMount
+
+    tr = ObstacleTracker(TrackerConfig(lidar_timeout_s=0.5), CameraMount())
+    assert tr.lidar_problem(0.0) is None  # no LiDAR configured: nothing to lose
+    tr.lidar_mount = LidarMount()
+    assert tr.lidar_problem(0.0) == ("lidar", "no LiDAR cloud received yet")
+    tr.add_cloud(1.0, np.array([[2.0, 0.0, 0.0]]))
+    assert tr.lidar_problem(1.4) is None
+    lost = tr.lidar_problem(1.8)
+    assert lost == ("lidar", "LiDAR cloud 0.80 s old (> lidar_timeout_s 0.5)")
+
+    r = Robot(*_rig(require_depth=True, lidar_topic="utlidar/cloud"))
+    out = r.start("MOVE_FORWARD", problem=lost)
+    (res,) = out.tick.results
+    why = "utlidar/cloud: LiDAR cloud 0.80 s old (> lidar_timeout_s 0.5) (require_depth)"
+    assert res.outcome == "aborted" and res.detail == f"{why}; not started" and r.ex.busy is False
+    assert out.errors == [f"MOVE_FORWARD refused: {why}"]
+    assert r.start("TURN_LEFT", problem=lost).tick.results == []  # turns need no obstacle sensing
+    _until_result(r)
+    r.start("MOVE_FORWARD")
+    r.tick()
+    (res,) = r.tick(problem=lost).tick.results
+    assert res.outcome == "aborted" and res.detail == f"{why}; robot stopped"
+
+
 def test_nothing_to_refuse_leaves_the_executor_alone():
     r = Robot(*_rig(require_people=False))
     assert r.start("MOVE_FORWARD").tick.results == []

@@ -75,3 +75,63 @@ def test_sim_node_publishes_the_cloud_and_motion_node_takes_it(ros_context):
         threads.stop()
         for n in (mot, sim):
             n.destroy_node()
+
+
+def test_motion_node_refuses_a_forward_step_while_its_configured_lidar_is_silent(ros_context):
+    """On a real graph: motion_node with ``lidar_topic`` set and sim_node publishing depth and
+    odometry but no cloud refuses MOVE_FORWARD naming the LiDAR (a lost LiDAR must not leave the
+    robot walking on depth alone, blind to a glass door); once sim_node's cloud comes, the same
+    step is not refused for the LiDAR."""
+    pytest.importorskip("havln_robot.nodes.sim_node")
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from havln_robot.bringup import NodeThreads
+    from havln_robot.config import load_profile
+    from havln_robot.nodes.motion_node import MotionNode
+    from havln_robot.nodes.sim_node import SimNode
+    from havln_robot.paths import config_dir
+    from havln_robot.ros.codec import decode_result
+
+    prof = load_profile(config_dir() / "sim.yaml")
+    results = []
+    probe = Node("lidar_probe", context=ros_context)
+    probe.create_subscription(DiagnosticStatus, "havln/action_result", lambda m: results.append(decode_result(m)), 10)
+    act = probe.create_publisher(String, "havln/action", 10)
+
+    def forward() -> tuple[str, str]:
+        n = len(results)
+        end = time.monotonic() + 60.0
+        while time.monotonic() < end and not probe.count_subscribers("havln/action"):
+            time.sleep(0.1)
+        act.publish(String(data="MOVE_FORWARD"))
+        while time.monotonic() < end and len(results) == n:
+            time.sleep(0.1)
+        assert len(results) > n, "no action result"
+        return results[n].outcome.value, results[n].detail
+
+    for sim_lidar in ("", "utlidar/cloud"):
+        sim_p = {**prof.nodes["sim_node"], "scene_source": "builtin", "populate_humans": 0, "lockstep": False}
+        sim_p.update(lidar_topic=sim_lidar, camera_width=160, camera_height=120)
+        mot_p = {**prof.nodes["motion_node"], "lidar_topic": "utlidar/cloud"}
+        sim = SimNode(params=sim_p, context=ros_context)
+        mot = MotionNode(params=mot_p, context=ros_context)
+        threads = NodeThreads(ros_context, log=lambda s: None)
+        for n in (sim, mot, probe):
+            threads.add(n.get_name(), n)
+        try:
+            end = time.monotonic() + 60.0
+            while time.monotonic() < end and (mot.core.odom is None or mot.core.tracker.points(mot._now(), mot.core.odom, 0.0) is None):
+                time.sleep(0.1)
+            time.sleep(1.0)  # a cloud (when published) is in
+            outcome, detail = forward()
+            if sim_lidar:
+                assert "LiDAR" not in detail, (outcome, detail)
+            else:
+                assert (outcome, detail) == ("aborted", "utlidar/cloud: no LiDAR cloud received yet (require_depth); not started")
+        finally:
+            threads.stop()
+            for n in (mot, sim):
+                n.destroy_node()
+    probe.destroy_node()

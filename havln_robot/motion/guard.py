@@ -19,8 +19,9 @@ when they cannot:
   callbacks, not the sensor).
 * **unusable depth** (``require_depth``): the newest depth frame cannot be used
   (:meth:`~havln_robot.motion.obstacles.ObstacleTracker.frame_problem`: empty, no or wrong
-  camera_info, frozen, old). A forward step is refused at its start with the reason, and stopped
-  while it still drives to its goal.
+  camera_info, frozen, old), or a configured LiDAR (``lidar_topic``) sent no cloud within
+  ``lidar_timeout_s`` (``lidar_problem``). A forward step is refused at its start with the reason,
+  and stopped while it still drives to its goal.
 
 motion_node (the ROS shell) and the batch simulator (:class:`havln_robot.sim.closed_loop.ClosedLoop`)
 both feed it their streams and call :meth:`MotionGuard.start` / :meth:`MotionGuard.tick` instead of
@@ -60,8 +61,8 @@ class GuardConfig:
         require_people: refuse / stop motion while the people source is silent.
         require_depth: refuse / stop forward steps while the depth frame is unusable.
         freeze_messages: consecutive identical messages = frozen stream (0 disables).
-        topics: ``{parameter: topic}`` of odom_topic, imu_topic, depth_topic, people_topic,
-            people_tracks_topic ("" = none).
+        topics: ``{parameter: topic}`` of odom_topic, imu_topic, depth_topic, lidar_topic,
+            people_topic, people_tracks_topic ("" = none).
     """
 
     control_rate_hz: float = 50.0
@@ -75,7 +76,7 @@ class GuardConfig:
     @classmethod
     def from_params(cls, p: Mapping[str, Any]) -> GuardConfig:
         """From a validated ``motion_node`` parameter dict."""
-        names = ("odom_topic", "imu_topic", "depth_topic", "people_topic", "people_tracks_topic")
+        names = ("odom_topic", "imu_topic", "depth_topic", "lidar_topic", "people_topic", "people_tracks_topic")
         return cls(
             control_rate_hz=float(p["control_rate_hz"]),
             sensor_timeout_s=float(p["sensor_timeout_s"]),
@@ -198,8 +199,11 @@ class MotionGuard:
             out.infos.append(f"people source back ({self._people_topics()}): personal-space checks on")
 
     def depth_reason(self, problem: tuple[str, str] | None) -> str | None:
-        """The tracker's ``frame_problem`` (kind, one line) as a reason naming the depth topic, or None."""
-        return None if problem is None else f"{self._topic('depth_topic')}: {problem[1]}"
+        """A sensor problem (kind, one line: the tracker's ``frame_problem`` or ``lidar_problem``) as a
+        reason naming the depth or LiDAR topic, or None."""
+        if problem is None:
+            return None
+        return f"{self._topic('lidar_topic' if problem[0] == 'lidar' else 'depth_topic')}: {problem[1]}"
 
     def non_finite_silence(self, t: float, odom_t: float | None, imu_t: float | None) -> str | None:
         """Why odometry / IMU count as silent (only non-finite messages for longer than
@@ -247,6 +251,9 @@ class MotionGuard:
             tick = ex.abort(t, f"{people}; not started")
         depth = self.depth_reason(depth_problem) if self.cfg.require_depth else None
         if depth is not None and A.is_motion(action) and A.MOTION_SPECS[action].kind is A.ActionKind.TRANSLATE:
+            if not was_busy and ex.busy:  # fresh depth, but the configured LiDAR is lost: refused here
+                out.errors.append(f"{action} refused: {depth} (require_depth)")
+                tick = ex.abort(t, f"{depth} (require_depth); not started")
             for r in tick.results:
                 # the executor's require_depth refusal, worded with the reason the depth is unusable
                 if r.action == action and r.outcome == "aborted" and depth not in r.detail:

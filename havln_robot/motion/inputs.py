@@ -167,12 +167,17 @@ class MotionCore:
         floor = self.tracker.floor(self.odom) if pts is not None else None
         return Obstacles(points=pts, people=people, recalled=recalled, floor=floor)
 
+    def sensor_problem(self, t: float) -> tuple[str, str] | None:
+        """Why the obstacle sensors cannot be trusted at ``t``: the depth frame's problem, else the
+        configured LiDAR's (:meth:`~havln_robot.motion.obstacles.ObstacleTracker.lidar_problem`)."""
+        return self.tracker.frame_problem(t) or self.tracker.lidar_problem(t)
+
     # ------------------------------------------------------------------ acting
     def start(self, action: str, t: float) -> Guarded:
         """An action arrived: STOP stops at once; any other starts unless a rule refuses it."""
         if action == "STOP":
             return Guarded(self.motion.stop(t, "preempted by STOP", self.odom, self.imu_yaw))
-        return self.guard.start(self.motion, action, t, self.odom, self.imu_yaw, self.obstacles(t), self.tracker.frame_problem(t))
+        return self.guard.start(self.motion, action, t, self.odom, self.imu_yaw, self.obstacles(t), self.sensor_problem(t))
 
     def tick(self, t: float) -> tuple[Guarded, bool]:
         """One control tick; and whether zero cmd_vel is to be published when no action ran (holding
@@ -186,7 +191,7 @@ class MotionCore:
             self.accel,
             self.odom_t,
             self.imu_t,
-            lambda: self.tracker.frame_problem(t),
+            lambda: self.sensor_problem(t),
         )
         return g, g.tick is None and (self.motion.phase == "holding" or t < self.zero_until)
 

@@ -317,6 +317,19 @@ class ObstacleTracker:
             return "old", f"depth image {age:.2f} s old {how} (> depth_timeout_s {cfg.depth_timeout_s:g})"
         return None
 
+    def lidar_problem(self, t: float) -> tuple[str, str] | None:
+        """Why the configured LiDAR cannot be used at time ``t``: ``("lidar", one line)`` when no
+        cloud came yet or the newest is older than ``lidar_timeout_s`` (a driver or cable lost: the
+        glass door it alone sees would go unseen); None when it can be, or no LiDAR is configured."""
+        if self.lidar_mount is None:
+            return None
+        if self._cloud is None:
+            return "lidar", "no LiDAR cloud received yet"
+        age = t - self._cloud[0]
+        if age > self.cfg.lidar_timeout_s:
+            return "lidar", f"LiDAR cloud {age:.2f} s old (> lidar_timeout_s {self.cfg.lidar_timeout_s:g})"
+        return None
+
     def points(self, t: float, odom: Pose2D | None, pitch: float) -> np.ndarray | None:
         """(N, 2) float32 obstacle points in base_link at time ``t``; None when no fresh depth frame.
 

@@ -222,7 +222,12 @@ MOTION_PARAMS = ParamSpec(
             min=-1.0,
             max=10.0,
         ),
-        Param("require_depth", True, "bool", "refuse MOVE_FORWARD when no fresh depth image is available"),
+        Param(
+            "require_depth",
+            True,
+            "bool",
+            "refuse / stop MOVE_FORWARD when no fresh depth image is available, or no fresh cloud from a configured LiDAR (lidar_topic)",
+        ),
         Param(
             "depth_timeout_s",
             0.5,
