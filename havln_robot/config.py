@@ -162,12 +162,7 @@ def load_profile(
             out-of-range value, a topic, service or frame name ROS refuses, a namespace rclpy
             refuses, a node no section applies to -- one line naming the file, node and key.
     """
-    if namespace is not None:
-        why = rosnames.namespace_error(rosnames.node_namespace(namespace))
-        if why is not None:
-            raise ConfigError(
-                f"namespace {namespace!r}: not a ROS namespace: {why}; give e.g. --namespace go2 or /robots/go2 ({rosnames.RULES_URL})"
-            )
+    _check_namespace(namespace)
     path = Path(path)
     sections = rosparams.parse_file(path)
     if not sections:
@@ -212,6 +207,21 @@ def load_profile(
             raise ConfigError(f"override for {node}: that node is not in {path}")
     check_shared(path, checked, where_set)
     return Profile(path=path, nodes=checked, fqns=fqns)
+
+
+def _check_namespace(namespace: str | None) -> None:
+    """Refuse a namespace rclpy would refuse (None: each node where its section puts it).
+
+    Raises:
+        ConfigError: naming the rule broken and an example.
+    """
+    if namespace is None:
+        return
+    why = rosnames.namespace_error(rosnames.node_namespace(namespace))
+    if why is not None:
+        raise ConfigError(
+            f"namespace {namespace!r}: not a ROS namespace: {why}; give e.g. --namespace go2 or /robots/go2 ({rosnames.RULES_URL})"
+        )
 
 
 def check_shared(path: Path, nodes: dict[str, dict[str, Any]], where_set: dict[tuple[str, str], str]) -> None:

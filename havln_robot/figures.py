@@ -427,10 +427,11 @@ def run_agreement(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None])
 
 
 def run_safety(plan: Plan, data: Path, tmp: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """``bench safety``: the safety course in the embedded simulator, depth and depth + LiDAR, and the
-    false refusals on val_seen reference paths (exit 1 = a target missed: the table says which)."""
+    """``bench safety --live``: the safety course in the embedded simulator, depth and depth + LiDAR,
+    its live subset through the real motion_node, and the false refusals on val_seen reference paths
+    (exit 1 = a target missed: the table says which)."""
     out = tmp / "safety.json"
-    args = ["bench", "safety", "--seeds", str(plan.safety_seeds), "--episodes", str(plan.safety_episodes), "--json", str(out)]
+    args = ["bench", "safety", "--live", "--seeds", str(plan.safety_seeds), "--episodes", str(plan.safety_episodes), "--json", str(out)]
     _havln(args, 6 * 3600, log, ok=(0, 1))
     return dict(jsonio.load_json_file(out))
 
@@ -461,6 +462,17 @@ def safety_markdown(sf: dict[str, Any]) -> list[str]:
         lines += [
             f"False refusals: {fr['refused']} of {fr['actions']} expert actions on {fr['paths']} val_seen reference paths "
             f"({fr['percent']:.2f} %; batch closed loop, config/sim.yaml).",
+            "",
+        ]
+    if isinstance(live := sf.get("live"), list):
+        from havln_robot.bench.safety_live import live_table
+
+        agree = sum(bool(r["agree"]) for r in live)
+        lines += [
+            f"Live subset (`--live`: the real motion_node on a ROS graph, scenes played in real time; seed 0): "
+            f"{agree} of {len(live)} end as their batch run.",
+            "",
+            *live_table(live),
             "",
         ]
     return [*lines, e]

@@ -10,7 +10,10 @@ actions on ``--episodes`` val_seen reference paths in the batch closed-loop worl
 that motion_node refused (target <= 2 %). Exit code 1 when a target is missed (0 contacts with
 static obstacles of 0.10 m or more, 0 falls, false refusals <= 2 %; the glass door counts only
 with the LiDAR: depth sees through it, and the table says so). ``--json FILE`` writes the rows and the
-false refusals (what ``bench all`` puts in the README's figures).
+false refusals (what ``bench all`` puts in the README's figures). ``--live``: also the live subset
+(:mod:`havln_robot.bench.safety_live`: the issue's reproductions and one scene of each other kind
+through the real motion_node on a ROS graph, each compared with its batch run; a disagreement
+misses the targets).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--episodes", type=number_in(0, integer=True), default=16, help="val_seen reference paths for false refusals (default 16; 0 = skip)"
     )
+    p.add_argument("--live", action="store_true", help="also run the live subset through the real motion_node on a ROS graph (about 4 min)")
     p.add_argument("--json", type=path_arg, default=None, help="also write the table and false refusals as JSON to this file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     return p
@@ -135,6 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"false refusals: {ref} of {n} expert actions on {args.episodes} val_seen reference paths ({pct:.2f} %; target <= 2 %)")
             ok = ok and pct <= 2.0
             doc["false_refusals"] = {"refused": ref, "actions": n, "paths": args.episodes, "percent": round(pct, 3)}
+    if args.live:
+        from havln_robot.bench.safety_live import live_rows, live_table
+
+        live, live_ok = live_rows()
+        print("live subset (the real motion_node on a ROS graph, seed 0; batch = the same scene and seed):")
+        print("\n".join(live_table(live)))
+        ok = ok and live_ok
+        doc["live"] = live
     doc["targets_met"] = ok
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     print(f"targets {'met' if ok else 'MISSED'} ({doc['seconds']:.0f} s)")

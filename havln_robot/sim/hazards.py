@@ -140,6 +140,18 @@ def render_depth(blocks: Sequence[Block], pose: tuple[float, float, float], k: I
     return t.reshape(k.height, k.width).astype(np.float32)
 
 
+def depth_frame(
+    blocks: Sequence[Block], pose: tuple[float, float, float], k: Intrinsics, mount: CameraMount, rng: np.random.Generator | None
+) -> np.ndarray:
+    """:func:`render_depth` with the D435i's noise drawn from ``rng`` (1 mm x z^2 and 1 % dropouts;
+    None = exact), (H, W) float32 m."""
+    d = render_depth(blocks, pose, k, mount)
+    if rng is not None:
+        d = d + (d > 0) * rng.normal(0, 1e-3, d.shape).astype(np.float32) * d * d
+        d[rng.random(d.shape) < 0.01] = 0.0
+    return d
+
+
 def lidar_cloud(
     blocks: Sequence[Block], pose: tuple[float, float, float], mount: LidarMount, max_m: float = 8.0, az_step_deg: float = 2.0
 ) -> np.ndarray:
@@ -273,10 +285,7 @@ def run(
         blocks = [b.at(t) for b in scene.blocks]
         pose = (x, y, th)
         if t >= next_cam:
-            d = render_depth(blocks, pose, k, mount)
-            if depth_noise:
-                d = d + (d > 0) * rng.normal(0, 1e-3, d.shape).astype(np.float32) * d * d
-                d[rng.random(d.shape) < 0.01] = 0.0
+            d = depth_frame(blocks, pose, k, mount, rng if depth_noise else None)
             tr.add_depth(t, lambda d=d: d, k.width, k.height, stamp=t)
             next_cam += 1.0 / camera_hz
         if lidar and t >= next_lidar:
@@ -284,15 +293,7 @@ def run(
             next_lidar += 1.0 / lidar_hz
         tr.add_odom(t, pose)
         if t >= next_tick - 1e-9:
-            people = []
-            ct, st = math.cos(th), math.sin(th)
-            for b in blocks:
-                if b.person and t >= b.t_start - 1.0:
-                    dx, dy = b.cx - x, b.cy - y
-                    mv = t >= b.t_start
-                    people.append(
-                        Person(ct * dx + st * dy, -st * dx + ct * dy, None, (ct * b.vx + st * b.vy) * mv, (-st * b.vx + ct * b.vy) * mv)
-                    )
+            people = people_seen(blocks, t, pose)
             pts = tr.points(t, pose, mount.pitch)
             obs = Obstacles(points=pts, people=people, floor=tr.floor(pose) if pts is not None else None)
             if not running and t >= idle_until:
@@ -320,28 +321,53 @@ def run(
         th += w * dt_phys
         t += dt_phys
         res.travelled_m = max(res.travelled_m, math.hypot(x - sx, y - sy))
-        fpoly = _footprint_poly((x, y, th), flen, fwid)
-        for b in (b.at(t) for b in scene.blocks):
-            if b.floor:
-                continue
-            under = float(floor_under(scene.blocks, np.array([[b.cx, b.cy]]))[0])
-            base = under if np.isfinite(under) else floor0
-            if b.z1 - max(b.z0, base) < CONTACT_MIN_HEIGHT_M and not b.person or b.z0 - base >= GO2_HEIGHT_M:
-                continue
-            pen = _overlap_depth(fpoly, b.corners())
-            res.clearance_m = min(res.clearance_m, max(0.0, -pen))
-            if pen > 1e-3:
-                res.contact = True
-        # the floor under the footprint every 5 cm along it: a drop the legs cannot step, or no floor
-        gx, gy = np.meshgrid(np.arange(-0.5 * flen, 0.5 * flen + 1e-9, 0.05), np.linspace(-0.45, 0.45, 3) * fwid, indexing="ij")
-        c, s = math.cos(th), math.sin(th)
-        fxy = np.stack([x + c * gx.ravel() - s * gy.ravel(), y + s * gx.ravel() + c * gy.ravel()], axis=1)
-        fz = floor_under(scene.blocks, fxy).reshape(gx.shape)
-        if not np.isfinite(fz).all() or (np.abs(np.diff(fz, axis=0)) > GO2_MAX_STEP_M + 1e-6).any():
-            res.fall = True
+        measure(scene, t, (x, y, th), (flen, fwid), floor0, res)
         if t > 120.0:
             break
     return res
+
+
+def people_seen(blocks: Sequence[Block], t: float, pose: tuple[float, float, float]) -> list[Person]:
+    """The people among ``blocks`` (already at time ``t``) as people_node reports them to a robot at
+    world ``pose``: base_link position and velocity, from 1 s before they start to walk."""
+    x, y, th = pose
+    ct, st = math.cos(th), math.sin(th)
+    out = []
+    for b in blocks:
+        if b.person and t >= b.t_start - 1.0:
+            dx, dy = b.cx - x, b.cy - y
+            mv = t >= b.t_start
+            out.append(Person(ct * dx + st * dy, -st * dx + ct * dy, None, (ct * b.vx + st * b.vy) * mv, (-st * b.vx + ct * b.vy) * mv))
+    return out
+
+
+def measure(
+    scene: HazardScene, t: float, pose: tuple[float, float, float], size: tuple[float, float], floor0: float, res: RunResult
+) -> None:
+    """Judge the footprint (``size``: length, width, m) at world ``pose`` at time ``t`` on the true
+    geometry into ``res``: contact with an obstacle >= :data:`CONTACT_MIN_HEIGHT_M` (or a person),
+    the clearance, and a fall (the floor under the footprint every 5 cm along it drops more than the
+    Go2's step, or is missing). ``floor0``: the floor height at the start (for free-standing blocks)."""
+    x, y, th = pose
+    flen, fwid = size
+    fpoly = _footprint_poly(pose, flen, fwid)
+    for b in (b.at(t) for b in scene.blocks):
+        if b.floor:
+            continue
+        under = float(floor_under(scene.blocks, np.array([[b.cx, b.cy]]))[0])
+        base = under if np.isfinite(under) else floor0
+        if b.z1 - max(b.z0, base) < CONTACT_MIN_HEIGHT_M and not b.person or b.z0 - base >= GO2_HEIGHT_M:
+            continue
+        pen = _overlap_depth(fpoly, b.corners())
+        res.clearance_m = min(res.clearance_m, max(0.0, -pen))
+        if pen > 1e-3:
+            res.contact = True
+    gx, gy = np.meshgrid(np.arange(-0.5 * flen, 0.5 * flen + 1e-9, 0.05), np.linspace(-0.45, 0.45, 3) * fwid, indexing="ij")
+    c, s = math.cos(th), math.sin(th)
+    fxy = np.stack([x + c * gx.ravel() - s * gy.ravel(), y + s * gx.ravel() + c * gy.ravel()], axis=1)
+    fz = floor_under(scene.blocks, fxy).reshape(gx.shape)
+    if not np.isfinite(fz).all() or (np.abs(np.diff(fz, axis=0)) > GO2_MAX_STEP_M + 1e-6).any():
+        res.fall = True
 
 
 #: Nose of the Go2 ahead of base_link (config/go2.yaml footprint 0.70 m long), m.
