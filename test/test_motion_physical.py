@@ -95,9 +95,11 @@ def test_floor_is_not_carried_across_the_blind_zone_past_something_standing_in_i
     ahead = np.array([[0.5, 0.0], [0.5, 0.2]])
     m.add(0.0, ring, (0.0, 0.0, 0.0), blind_m=1.1)
     assert np.isfinite(m.heights(ahead, (0.0, 0.0, 0.0))).all()
-    m.add(0.1, ring, (0.0, 0.0, 0.0), blind_m=1.1, blockers=np.array([[0.95, 0.01, 0.1]]))
+    m.add(0.1, ring, (0.0, 0.0, 0.0), blind_m=1.1, blockers=np.array([[0.95, 0.01, 0.5]]))  # a post: its own lane
     h = m.heights(ahead, (0.0, 0.0, 0.0))
     assert np.isnan(h[0]) and np.isfinite(h[1])
+    m.add(0.15, ring, (0.0, 0.0, 0.0), blind_m=1.1, blockers=np.array([[0.95, 0.01, 0.1]]))  # low: its hidden near part may reach aside
+    assert np.isnan(m.heights(ahead, (0.0, 0.0, 0.0))).all()
     shadow = ring[(ring[:, 0] > 1.25) | (np.abs(ring[:, 1]) > 0.1)]  # a low box's shadow hides the first 0.15 m
     m.add(0.2, shadow, (0.0, 0.0, 0.0), blind_m=1.1)
     h = m.heights(ahead, (0.0, 0.0, 0.0))
@@ -112,6 +114,33 @@ def test_a_ledge_is_never_crossed_and_the_cause_is_named(drop):
     assert r.refused and "no floor seen" in r.outcomes[-1][2], r.outcomes[-1]
     r = H.run(H.ledge_scene(0.15, drop), seed=0)
     assert not r.fall and r.travelled_m < 0.05, r.outcomes
+
+
+@pytest.mark.parametrize(
+    ("gap", "drop", "yaw", "lidar"),
+    [(1.55, 0.5, 30.0, False), (2.2, 0.5, 40.0, False), (0.8, 0.5, 30.0, True), (1.55, 1.0, -35.0, True)],
+)
+def test_a_ledge_met_at_an_angle_is_never_crossed(gap, drop, yaw, lidar):
+    """A ledge met at 30-40 deg reaches one front corner first: a slice across the footprint half
+    over the edge counted as seen floor, and the corner went over the drop (found by attacking the
+    course with other geometry; the 2.2 m / 40 deg case walked off without a refusal)."""
+    import dataclasses
+
+    sc = dataclasses.replace(H.ledge_scene(gap, drop), start=(0.0, 0.0, math.radians(yaw)))
+    r = H.run(sc, seed=2 if yaw < 0 else 0, lidar=lidar)
+    assert not r.fall, r.outcomes
+
+
+@pytest.mark.parametrize(
+    ("height", "angle", "lateral", "seed"),
+    [(0.12, 45.0, 0.0, 0), (0.20, 30.0, 0.15, 0), (0.16, 20.0, 0.15, 0), (0.12, 45.0, 0.15, 0), (0.14, 45.0, 0.15, 1)],
+)
+def test_a_low_box_turned_or_aside_close_ahead_from_rest_is_not_entered(height, angle, lateral, seed):
+    """A 0.2 m wide box 0.11-0.20 m high, turned 20-45 deg or 0.15 m aside, its nearest point 0.15 m
+    ahead of the nose, from rest, depth only: the camera sees its far part at most, and the floor
+    was carried across the blind zone in the lanes beside it, under its hidden near corner."""
+    r = H.run(H.box_scene(0.15, height, 0.2, angle, lateral=lateral), seed=seed)
+    assert not r.contact, r.outcomes
 
 
 def test_open_floor_is_walked_from_rest_without_a_refusal():
