@@ -14,6 +14,7 @@ from geometry_msgs.msg import Pose, PoseArray, Twist
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 
@@ -421,7 +422,7 @@ def test_people_are_moved_from_their_capture_pose_into_the_current_base_link(ros
         ps = Pose()
         ps.position.x = 2.0
         pa.poses.append(ps)
-        node._on_people(pa)
+        node._on_people_raw(serialize_message(pa))
         (p,) = node.core.obstacles(node.get_clock().now().nanoseconds * 1e-9).people
         assert p.x == pytest.approx(2.0 * math.cos(math.radians(20.0)), abs=0.02)
         assert p.y == pytest.approx(-2.0 * math.sin(math.radians(20.0)), abs=0.02)
@@ -527,7 +528,7 @@ def test_non_finite_people_and_tracks_are_dropped(ros_context):
             ps = Pose()
             ps.position.x = x
             pa.poses.append(ps)
-        node._on_people(pa)
+        node._on_people_raw(serialize_message(pa))
         assert node.people.people[0] == []
         node._on_tracks(encode_tracks([(1.0, 0.0, math.nan, 0.0, 3)], "base_link", stamp))
         assert node.people.tracks[0] == []

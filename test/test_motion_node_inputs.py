@@ -15,6 +15,7 @@ import pytest
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Pose, PoseArray
 from nav_msgs.msg import Odometry
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import String
 
@@ -104,7 +105,7 @@ class Driver:
             ps = Pose()
             ps.position.x, ps.position.y = float(x), float(y)
             pa.poses.append(ps)
-        self.node._on_people(pa)
+        self.node._on_people_raw(serialize_message(pa))
 
     def act(self, action):
         n = len(self.published)

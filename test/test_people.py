@@ -191,7 +191,7 @@ def test_appearance_model_needs_onnxruntime_or_a_loadable_file(tmp_path):
 
 # --------------------------------------------------------------------------- plug-in + message
 def test_tracker_is_a_person_detector_plugin():
-    from havln_robot.nodes.motion_node import BUILTIN_PERSON_DETECTORS
+    from havln_robot.perception.people import BUILTIN_PERSON_DETECTORS
 
     det = load_person_detector("depth_people_tracker", BUILTIN_PERSON_DETECTORS)
     assert isinstance(det, DepthPeopleTracker)

@@ -27,70 +27,40 @@ command. Without the simulator's steps (Go2, Gazebo) the timer ticks as always.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
 from typing import Any
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import Point, Pose, PoseArray, Quaternion, Twist
+from geometry_msgs.msg import PoseArray, Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import CameraInfo, Image, Imu, PointCloud2
 from std_msgs.msg import String
 
-from havln_robot import actions as A
-from havln_robot.geometry import quat_to_yaw
 from havln_robot.motion.executor import ActionResult, CollisionRecord, Tick
 from havln_robot.motion.guard import Guarded
-from havln_robot.motion.imu_frame import ImuFrameError, imu_axes
+from havln_robot.motion.imu_frame import ImuFrameError
 from havln_robot.motion.inputs import MotionCore
 from havln_robot.motion.obstacles import Pose2D
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.people_input import nearest_rows
-from havln_robot.motion.safety import Intrinsics, Person, load_person_detector
+from havln_robot.motion.result_log import ACTION_ECHO_CHARS, ResultLog, bounded_literal  # noqa: F401  (re-exported)
+from havln_robot.motion.safety import Intrinsics, load_person_detector
 from havln_robot.nodes._base import HavlnNode, run_node
 from havln_robot.params import ConfigError
+from havln_robot.perception.people import BUILTIN_PERSON_DETECTORS
 from havln_robot.quoting import quote
-from havln_robot.records import Outcome
-from havln_robot.ros.codec import decode_cloud, decode_pose_array_cdr, decode_tracks, encode_collision, encode_result, image_array
+from havln_robot.ros.codec import decode_cloud, decode_pose_array_cdr, encode_collision, encode_result, image_array
 from havln_robot.ros.lockstep import SteppedInputs
+from havln_robot.ros.motion_inputs import read_imu, read_odom, read_people, read_tracks
 from havln_robot.ros.qos import sensor_qos
 from havln_robot.sim.lockstep import ActionClaims, stamp_ns
-from havln_robot.text import outcome_label, terminal_safe
+from havln_robot.text import terminal_safe
 from havln_robot.topics import BASE_FRAME
-
-
-#: The shipped person detectors, by the names ``person_detector`` accepts (the module path is the
-#: old spelling of the same detector, still accepted).
-def _depth_people_tracker() -> Any:
-    """people_node's depth tracker in-process (imported only when chosen)."""
-    from havln_robot.perception.people import DepthPeopleTracker
-
-    return DepthPeopleTracker()
-
-
-BUILTIN_PERSON_DETECTORS = {
-    "depth_people_tracker": _depth_people_tracker,
-    "havln_robot.perception.people:DepthPeopleTracker": _depth_people_tracker,
-}
-
-#: An action literal longer than this is no action (the longest is 12 characters): it is cut to
-#: this many characters (plus its length) before it is echoed in the result and the log.
-ACTION_ECHO_CHARS = 64
-#: Rejected / unknown actions are logged at most once per this many seconds (a flood of junk on
-#: havln/action must not flood the log); the next logged one counts those left out.
-REJECT_LOG_PERIOD_S = 1.0
-
-
-def bounded_literal(text: str) -> str:
-    """An action literal as echoed in results and logs: at most :data:`ACTION_ECHO_CHARS` characters
-    of it, then ``… (N chars)`` (a 2 MB string on havln/action is not copied into a result or a log line)."""
-    if len(text) <= ACTION_ECHO_CHARS:
-        return text
-    return f"{text[:ACTION_ECHO_CHARS]}… ({len(text)} chars)"
 
 
 class MotionNode(HavlnNode):
@@ -125,8 +95,7 @@ class MotionNode(HavlnNode):
         self.motion, self.guard, self.tracker, self.people = self.core.motion, self.core.guard, self.core.tracker, self.core.people
         self._depth: tuple[Image, float] | None = None
         self._warned: set[str] = set()
-        self._reject_log_t = -math.inf
-        self._reject_skipped = 0
+        self._result_log = ResultLog()
 
         # all callbacks serialised: the executor is not thread-safe; the lock also serialises
         # safe_stop(), which bringup calls from another thread while this node still spins
@@ -210,24 +179,11 @@ class MotionNode(HavlnNode):
     def _publish_result(self, r: ActionResult) -> None:
         self.result_pub.publish(encode_result(r, hardware_id=self.get_name()))
         self._results = max(self._results, r.seq)  # lockstep: results are counted by their seq
-        # the literal and the detail come from a topic: bounded and terminal-safe in the log
-        name = r.action if A.is_motion(r.action) else quote(r.action, ACTION_ECHO_CHARS + 32)
-        detail = f" - {r.detail[:400]}{'…' if len(r.detail) > 400 else ''}" if r.detail else ""
-        text = terminal_safe(f"#{r.seq} {name}: {outcome_label(r.outcome, r.detail)} ({r.duration_s:.2f} s){detail}")
-        if r.outcome == Outcome.OK:  # rclpy forbids two severities from one call site
-            self.get_logger().info(text)
-        elif r.outcome == Outcome.REJECTED:
-            # a publisher flooding havln/action with junk: at most one line per REJECT_LOG_PERIOD_S
-            t = self._now()
-            if t - self._reject_log_t < REJECT_LOG_PERIOD_S:
-                self._reject_skipped += 1
-                return
-            if self._reject_skipped:
-                text += f" ({self._reject_skipped} more rejected actions not logged)"
-            self._reject_log_t, self._reject_skipped = t, 0
-            self.get_logger().warning(text)
-        else:
-            self.get_logger().warning(text)
+        line = self._result_log.line(r, self._now())
+        if line is not None and line[0]:  # rclpy forbids two severities from one call site
+            self.get_logger().info(line[1])
+        elif line is not None:
+            self.get_logger().warning(line[1])
 
     def _publish_collision(self, c: CollisionRecord) -> None:
         self.collision_pub.publish(encode_collision(c, hardware_id=self.get_name()))
@@ -242,9 +198,10 @@ class MotionNode(HavlnNode):
             )
 
     def _on_people_raw(self, raw: bytes) -> None:
-        """people_topic as serialized bytes (a ``raw=True`` subscription): decoded with numpy and cut to
-        the nearest ``max_people`` before any Python object is made per pose -- rclpy's own
-        conversion of a 20,000-pose PoseArray takes 0.3 s, at 10 Hz more CPU than the control loop has."""
+        """people_topic as serialized bytes (a ``raw=True`` subscription), decoded with numpy and cut to
+        the nearest ``max_people`` without a Python object per pose: rclpy's own conversion of a
+        20,000-pose PoseArray takes 0.3 s, at 10 Hz more CPU than the control loop has. PoseArray
+        carries no ids (sim_node sorts people nearest first), so human_id stays unknown."""
         topic = self.params["people_topic"]
         try:
             sec, nanosec, frame_id, poses = decode_pose_array_cdr(raw)
@@ -253,17 +210,15 @@ class MotionNode(HavlnNode):
             return
         if self._ls.hold("people", stamp_ns(sec, nanosec), raw):
             return
+        if frame_id and frame_id != BASE_FRAME:
+            self._warn_once("people-frame", terminal_safe(f"{topic}: frame {quote(frame_id)} ignored; people must be in {BASE_FRAME}"))
+            return
         self._crowd(len(poses), topic)
         keep = nearest_rows(poses, self.params["max_people"])
-        if keep is not None:
-            poses = poses[keep]
-        msg = PoseArray()
-        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-        msg.header.frame_id = frame_id
-        msg.poses = [
-            Pose(position=Point(x=r[0], y=r[1], z=r[2]), orientation=Quaternion(x=r[3], y=r[4], z=r[5], w=r[6])) for r in poses.tolist()
-        ]
-        self._on_people(msg)
+        fields, people = read_people(poses if keep is None else poses[keep])
+        if self._finite("people", topic, fields):  # else the last finite message's people stay until people_timeout_s
+            t = self._now()
+            self.core.on_people(people, t, self._captured_at(Time(sec=sec, nanosec=nanosec), t, "people"), tracks=False)
 
     def _captured_at(self, stamp: Any, now: float, name: str) -> Pose2D | None:
         """The odom pose at a message's header stamp (None when the odometry kept does not reach back to it)."""
@@ -308,64 +263,22 @@ class MotionNode(HavlnNode):
     def _on_odom(self, msg: Odometry) -> None:
         if self._ls.hold("odom", msg.header.stamp, msg):
             return
-        t = self._now()
-        pp, q = msg.pose.pose.position, msg.pose.pose.orientation
-        tw = msg.twist.twist
-        fields = (
-            ("pose.position.x", pp.x),
-            ("pose.position.y", pp.y),
-            ("pose.orientation.x", q.x),
-            ("pose.orientation.y", q.y),
-            ("pose.orientation.z", q.z),
-            ("pose.orientation.w", q.w),
-            ("twist.linear.x", tw.linear.x),
-            ("twist.linear.y", tw.linear.y),
-            ("twist.angular.z", tw.angular.z),
-        )
-        if not self._finite("odom", self.params["odom_topic"], fields):
-            return
-        st = msg.header.stamp
-        self.core.on_odom(
-            t,
-            (float(pp.x), float(pp.y), quat_to_yaw(q.x, q.y, q.z, q.w)),
-            abs(tw.linear.x) + abs(tw.linear.y) + abs(tw.angular.z),
-            self._stamp_time(st, t, "odom"),
-            (st.sec, st.nanosec),
-            (pp.x, pp.y, pp.z, q.x, q.y, q.z, q.w, tw.linear.x, tw.linear.y, tw.angular.z),
-        )
+        t, st, o = self._now(), msg.header.stamp, read_odom(msg)
+        if self._finite("odom", self.params["odom_topic"], o.fields):
+            self.core.on_odom(t, o.pose, o.speed, self._stamp_time(st, t, "odom"), (st.sec, st.nanosec), o.sample)
 
     def _on_imu(self, msg: Imu) -> None:
         if self._ls.hold("imu", msg.header.stamp, msg):
             return
-        t = self._now()
+        t, st = self._now(), msg.header.stamp
         try:
-            axes = imu_axes(msg.header.frame_id, self.params["imu_mount"])
+            m = read_imu(msg, self.params["imu_mount"], self.params["imu_yaw_source"])
         except ImuFrameError as exc:
             self._warn_once("imu-frame", f"{self.params['imu_topic']}: {exc}; IMU not used")
             return
-        sample_t = self.core.imu_sample_time(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, t)
-        q = msg.orientation
-        has_orientation = msg.orientation_covariance[0] != -1.0 and (q.x, q.y, q.z, q.w) != (0.0, 0.0, 0.0, 0.0)
-        w, a = msg.angular_velocity, msg.linear_acceleration
-        use_orientation = self.params["imu_yaw_source"] == "orientation" and has_orientation and axes.orientation_usable
-        fields = (
-            (("orientation.x", q.x), ("orientation.y", q.y), ("orientation.z", q.z), ("orientation.w", q.w))
-            if use_orientation
-            else (("angular_velocity.x", w.x), ("angular_velocity.y", w.y), ("angular_velocity.z", w.z))
-        ) + (("linear_acceleration.x", a.x), ("linear_acceleration.y", a.y), ("linear_acceleration.z", a.z))
-        if not self._finite("imu", self.params["imu_topic"], fields):
-            return
-        st = msg.header.stamp
-        self.core.on_imu(
-            t,
-            sample_t,
-            quat_to_yaw(q.x, q.y, q.z, q.w) if use_orientation else None,
-            None if use_orientation else axes.yaw_rate(float(w.x), float(w.y), float(w.z)),
-            axes.horizontal_accel(float(a.x), float(a.y), float(a.z)),
-            self._stamp_time(st, t, "imu"),
-            (st.sec, st.nanosec),
-            (q.x, q.y, q.z, q.w, w.x, w.y, w.z, a.x, a.y, a.z),
-        )
+        sample_t = self.core.imu_sample_time(st.sec + st.nanosec * 1e-9, t)
+        if self._finite("imu", self.params["imu_topic"], m.fields):
+            self.core.on_imu(t, sample_t, m.yaw, m.yaw_rate, m.accel, self._stamp_time(st, t, "imu"), (st.sec, st.nanosec), m.sample)
 
     def _on_color(self, msg: Image) -> None:
         if self._ls.hold("color", msg.header.stamp, msg):
@@ -412,22 +325,6 @@ class MotionNode(HavlnNode):
             self.core.k = self.tracker.intrinsics = None
             self._warn_once("info", terminal_safe(f"{self.params['depth_info_topic']}: {exc}; depth not used"))
 
-    def _on_people(self, msg: PoseArray) -> None:
-        if msg.header.frame_id and msg.header.frame_id != BASE_FRAME:
-            self._warn_once(
-                "people-frame",
-                terminal_safe(f"{self.params['people_topic']}: frame {quote(msg.header.frame_id)} ignored; people must be in {BASE_FRAME}"),
-            )
-            return
-        # PoseArray carries no ids (sim_node sorts people nearest first), so human_id stays unknown.
-        fields = tuple((f"poses[{i}].position.{k}", getattr(ps.position, k)) for i, ps in enumerate(msg.poses) for k in "xy")
-        if not self._finite("people", self.params["people_topic"], fields):
-            return  # the people of the last finite message stay until people_timeout_s
-        people = [Person(float(ps.position.x), float(ps.position.y), None) for ps in msg.poses]
-        t = self._now()
-        self._crowd(len(people), self.params["people_topic"])
-        self.core.on_people(people, t, self._captured_at(msg.header.stamp, t, "people"), tracks=False)
-
     def _on_tracks(self, msg: PointCloud2) -> None:
         if self._ls.hold("tracks", msg.header.stamp, msg):
             return
@@ -438,17 +335,14 @@ class MotionNode(HavlnNode):
             )
             return
         try:
-            a = decode_tracks(msg)
+            fields, people = read_tracks(msg)
         except ValueError as exc:
             self._warn_once("tracks", terminal_safe(f"{self.params['people_tracks_topic']}: {exc}"))
             return
-        fields = tuple((f"track {int(r['id'])} {k}", float(r[k])) for r in a for k in ("x", "y", "vx", "vy"))
-        if not self._finite("tracks", self.params["people_tracks_topic"], fields):
-            return  # the tracks of the last finite message stay until people_timeout_s
-        people = [Person(float(r["x"]), float(r["y"]), int(r["id"]), vx=float(r["vx"]), vy=float(r["vy"])) for r in a]
-        t = self._now()
-        self._crowd(len(people), self.params["people_tracks_topic"])
-        self.core.on_people(people, t, self._captured_at(msg.header.stamp, t, "tracks"), tracks=True)
+        if self._finite("tracks", self.params["people_tracks_topic"], fields):  # else the last finite tracks stay
+            t = self._now()
+            self._crowd(len(people), self.params["people_tracks_topic"])
+            self.core.on_people(people, t, self._captured_at(msg.header.stamp, t, "tracks"), tracks=True)
 
     # ------------------------------------------------------------------ lockstep
     def _ls_needs(self, t_ns: int, streams: frozenset[str]) -> list[str]:

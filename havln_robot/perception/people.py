@@ -732,3 +732,11 @@ class DepthPeopleTracker:
     def detect(self, rgb: np.ndarray, depth_m: np.ndarray, k: Intrinsics, mount: CameraMount) -> list[Person]:
         """PersonDetector: tracked people in base_link with ids and velocities."""
         return [tr.person() for tr in self.step(self.clock(), rgb, depth_m, k, mount)]
+
+
+#: The shipped person detectors of motion_node's ``person_detector``, by name (the module path is
+#: the old spelling of the same detector, still accepted).
+BUILTIN_PERSON_DETECTORS = {
+    "depth_people_tracker": DepthPeopleTracker,
+    "havln_robot.perception.people:DepthPeopleTracker": DepthPeopleTracker,
+}
