@@ -149,6 +149,18 @@ def test_open_floor_is_walked_from_rest_without_a_refusal():
     assert [o[1] for o in r.outcomes] == ["ok"] * 6, r.outcomes
 
 
+def test_the_course_runs_the_guards_input_rules_as_the_robot_does():
+    """The course drives motion_node's core, not the bare executor: a LiDAR that is configured but
+    sends nothing refuses every forward step with its topic named, on open floor, as on the robot;
+    the same floor is walked when the LiDAR is fed or not configured."""
+    r = H.run(H.free_scene(), seed=0, params=H.course_params(lidar=True))
+    assert r.travelled_m < 0.02, r.outcomes
+    assert r.outcomes and all(
+        o[1] == "aborted" and "utlidar/cloud: no LiDAR cloud" in o[2] and o[2].endswith("not started") for o in r.outcomes
+    ), r.outcomes
+    assert H.run(H.free_scene(), seed=0, lidar=True).travelled_m > 1.4
+
+
 def test_a_glass_door_stops_the_robot_only_with_the_lidar():
     assert H.run(H.glass_scene(1.2), seed=0).contact, "depth sees through glass: the course must say so"
     r = H.run(H.glass_scene(1.2), seed=0, lidar=True)
@@ -255,6 +267,6 @@ def test_a_walk_down_seen_treads_is_no_fall_and_a_real_drop_still_is():
     controlled descent was one). With the drop-off rule off, walking over a 0.5 m ledge is a fall."""
     r = H.run(H.stairs_down_scene(1.0), seed=1, lidar=True)
     assert r.travelled_m > 1.5 and not r.fall and not r.contact, r.outcomes
-    off = {**H.go2_params(), "max_step_down_m": 0.0}
+    off = {**H.course_params(False), "max_step_down_m": 0.0}
     r = H.run(H.ledge_scene(1.55, 0.5), seed=0, params=off)
     assert r.fall, r.outcomes

@@ -26,9 +26,9 @@ pytest.importorskip("rclpy")
     ids=["box-approached", "ledge", "glass-lidar"],
 )
 def test_a_live_course_run_ends_as_its_batch_run(scene, lidar):
-    from havln_robot.bench.safety_live import live_params, live_run
+    from havln_robot.bench.safety_live import live_run
 
-    batch = H.run(scene, seed=0, lidar=lidar, params=live_params(lidar))
+    batch = H.run(scene, seed=0, lidar=lidar)
     live = live_run(scene, seed=0, lidar=lidar)
     assert not live.contact and not live.fall, live.outcomes
     assert (live.contact, live.fall, live.refused) == (batch.contact, batch.fall, batch.refused), (live.outcomes, batch.outcomes)

@@ -36,8 +36,6 @@ from havln_robot.sim import hazards as H
 
 #: World timer (the base integrates cmd_vel, contacts are judged), Hz.
 WORLD_HZ = 100.0
-#: Rates of the simulated streams, Hz: odometry and IMU, depth, people, LiDAR.
-ODOM_HZ, CAMERA_HZ, PEOPLE_HZ, LIDAR_HZ = 50.0, 15.0, 15.0, 10.0
 #: Longest wait for one action's result, s (a MOVE_FORWARD takes ~1.2 s; a revert and settling more).
 RESULT_TIMEOUT_S = 20.0
 _RUNS = itertools.count()
@@ -65,12 +63,6 @@ def driver_deadman_s() -> float:
     from havln_robot.paths import config_dir
 
     return float(load_profile(config_dir() / "go2.yaml").nodes["go2_driver_node"]["cmd_timeout_s"])
-
-
-def live_params(lidar: bool) -> dict[str, Any]:
-    """motion_node's config/go2.yaml parameters for a live course run: the 160 x 120 depth image taken
-    whole (``depth_stride`` 1, as the batch course) and the LiDAR on ``utlidar/cloud`` when used."""
-    return H.go2_params({"depth_stride": 1, "lidar_topic": "utlidar/cloud" if lidar else ""})
 
 
 class HazardWorld:
@@ -151,17 +143,17 @@ class HazardWorld:
             H.measure(self.scene, t, self.pose, self.size, self.floor0, self.res)
         stamp = self.node.get_clock().now().to_msg()
         if t >= self._due["odom"]:
-            self._due["odom"] = t + 1.0 / ODOM_HZ
+            self._due["odom"] = t + 1.0 / H.ODOM_HZ
             self._publish_odom_imu(stamp, v, w)
         blocks = [b.at(t) for b in self.scene.blocks]
         if t >= self._due["people"]:
-            self._due["people"] = t + 1.0 / PEOPLE_HZ
+            self._due["people"] = t + 1.0 / H.PEOPLE_HZ
             self._publish_people(stamp, H.people_seen(blocks, t, self.pose))
         if t >= self._due["camera"]:
-            self._due["camera"] = t + 1.0 / CAMERA_HZ
+            self._due["camera"] = t + 1.0 / H.CAMERA_HZ
             self._publish_depth(stamp, H.depth_frame(blocks, self.pose, self.k, self.mount, self.rng))
         if self.lidar and t >= self._due["lidar"]:
-            self._due["lidar"] = t + 1.0 / LIDAR_HZ
+            self._due["lidar"] = t + 1.0 / H.LIDAR_HZ
             from havln_robot.ros.codec import encode_cloud
 
             self.pub["lidar"].publish(encode_cloud(H.lidar_cloud(blocks, self.pose, self.lmount), "utlidar_lidar", stamp))
@@ -248,7 +240,7 @@ def live_run(scene: H.HazardScene, seed: int = 0, lidar: bool = False, params: d
     from havln_robot.nodes.motion_node import MotionNode
 
     configure_dds()
-    p = params or live_params(lidar)
+    p = params or H.course_params(lidar)
     ns = f"/safety_live/run{os.getpid()}_{next(_RUNS)}"
     ctx = rclpy.Context()
     rclpy.init(context=ctx, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
@@ -287,7 +279,7 @@ def live_rows(seed: int = 0) -> tuple[list[dict[str, object]], bool]:
     rows: list[dict[str, object]] = []
     ok = True
     for scene, lidar in live_course():
-        b = H.run(scene, seed=seed, lidar=lidar, params=live_params(lidar))
+        b = H.run(scene, seed=seed, lidar=lidar)
         lv = live_run(scene, seed=seed, lidar=lidar)
         same = (b.contact, b.fall, b.refused) == (lv.contact, lv.fall, lv.refused)
         counts = not scene.lidar_only or lidar

@@ -3,12 +3,12 @@
 A :class:`HazardScene` is a set of oriented boxes (:class:`Block`, world frame: x, y on the floor,
 z up, m) -- floors and lower floors (ledges, stairs down), obstacles (boxes, a low table and a chair
 with thin legs, door frames), a glass pane (no depth return) and people walking at a constant
-velocity. :func:`run` drives motion_node's own safety layer through it: the depth camera of the
-``go2`` profile (config/go2.yaml: level D435i at 0.41 m, 0.30 m ahead of base_link) is ray-cast from
-the robot's pose at the camera rate, an optional LiDAR cloud (:func:`lidar_cloud`) likewise, into the
-same :class:`~havln_robot.motion.obstacles.ObstacleTracker` (obstacle memory, seen floor) and the
-same :class:`~havln_robot.motion.executor.Executor` motion_node runs, at its control rate, with the
-robot following the commanded velocity; late control ticks can be injected. Contacts (the footprint
+velocity. :func:`run` drives motion_node's own core through it
+(:class:`~havln_robot.motion.inputs.MotionCore`: the executor under every input rule of the safety
+layer, as on the robot): the depth camera of the ``go2`` profile (config/go2.yaml: level D435i at
+0.41 m, 0.30 m ahead of base_link) is ray-cast from the robot's pose, an optional LiDAR cloud
+(:func:`lidar_cloud`) likewise, odometry, IMU and people are fed at the live rates, and the robot
+follows the commanded velocity. Contacts (the footprint
 overlapping an obstacle 0.10 m or taller), falls (the footprint over a drop larger than the Go2's
 step, or over no floor: a controlled walk down a flight of treads is no fall) and stopping
 distances are measured on the true geometry.
@@ -27,10 +27,8 @@ import numpy as np
 
 from havln_robot import actions as A
 from havln_robot.hardware import GO2_HEIGHT_M
-from havln_robot.motion.executor import Executor, MotionConfig
 from havln_robot.motion.lidar import LidarMount
-from havln_robot.motion.obstacles import ObstacleTracker, TrackerConfig
-from havln_robot.motion.safety import GO2_MAX_STEP_M, CameraMount, Intrinsics, Obstacles, Person
+from havln_robot.motion.safety import GO2_MAX_STEP_M, CameraMount, Intrinsics, Person
 from havln_robot.records import BLOCKED_DETAIL, Outcome
 
 #: An obstacle at least this tall above the floor is one the robot must never touch, m.
@@ -39,6 +37,9 @@ CONTACT_MIN_HEIGHT_M = 0.10
 DEPTH_W, DEPTH_H = 160, 120
 #: Colour/depth horizontal field of view of the D435i aligned depth (config/go2.yaml camera_node), deg.
 DEPTH_HFOV_DEG = 69.4
+#: Rates of the simulated streams (batch and live), Hz: odometry and IMU (the Go2's sportmodestate
+#: as go2_driver_node republishes it), depth (the D435i profile), people (people_node), LiDAR (L1).
+ODOM_HZ, CAMERA_HZ, PEOPLE_HZ, LIDAR_HZ = 50.0, 15.0, 15.0, 10.0
 
 
 @dataclass(frozen=True)
@@ -229,101 +230,94 @@ def go2_params(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     return p
 
 
+def course_params(lidar: bool) -> dict[str, Any]:
+    """motion_node's config/go2.yaml parameters for a course run: the 160 x 120 depth image taken whole
+    (``depth_stride`` 1) and, with ``lidar``, the LiDAR on ``utlidar/cloud`` (else none configured)."""
+    return go2_params({"depth_stride": 1, "lidar_topic": "utlidar/cloud" if lidar else ""})
+
+
 def run(
     scene: HazardScene,
     seed: int = 0,
     lidar: bool = False,
     params: dict[str, Any] | None = None,
-    camera_hz: float = 15.0,
-    lidar_hz: float = 10.0,
-    tick_gaps: Sequence[tuple[float, float]] = (),
     actions: Sequence[str] | None = None,
-    depth_noise: bool = True,
 ) -> RunResult:
-    """Drive motion_node's safety layer through ``scene`` (module docstring).
+    """Drive motion_node's core (:class:`~havln_robot.motion.inputs.MotionCore`: the executor under
+    the guard's input rules) through ``scene``, its streams at the live rates (module docstring).
 
     Args:
         scene: the scenario.
         seed: noise seed (depth noise ~ 1 mm x z^2, 1 % dropouts, start pose jitter 2 cm / 2 deg).
-        lidar: also feed a simulated LiDAR cloud (the profile's ``lidar_*`` mount).
-        params: motion_node parameters (default :func:`go2_params`).
-        camera_hz: depth frame rate, Hz.
-        lidar_hz: LiDAR cloud rate, Hz.
-        tick_gaps: (time s, gap s): the control tick due at that time comes ``gap`` late.
+        lidar: also feed a simulated LiDAR cloud (the profile's ``lidar_*`` mount) on ``utlidar/cloud``.
+        params: motion_node parameters (default :func:`course_params`); the LiDAR is fed when
+            ``lidar`` is set, and judged (its silence refuses forward steps) when ``lidar_topic`` is set.
         actions: the actions to send (default ``scene.steps`` MOVE_FORWARDs, stopping at a refusal).
-        depth_noise: add the depth noise.
     """
-    p = go2_params() if params is None else params
+    from havln_robot.motion.inputs import MotionCore
+
+    p = course_params(lidar) if params is None else params
     rng = np.random.default_rng(seed)
-    cfg = MotionConfig.from_params(p)
-    ex = Executor(cfg)
-    mount = CameraMount(p["camera_x_m"], p["camera_y_m"], p["camera_z_m"], math.radians(p["camera_pitch_deg"]))
+    core = MotionCore(p, 0.0, warn_depth=lambda line: None)
     k = Intrinsics.from_hfov(DEPTH_W, DEPTH_H, DEPTH_HFOV_DEG)
-    tcfg = replace(TrackerConfig.from_params(p), stride=1)
-    tr = ObstacleTracker(tcfg, mount)
-    tr.intrinsics = k
+    core.tracker.intrinsics = k
     lmount = LidarMount.from_params(p)
-    if lidar:
-        tr.lidar_mount = lmount
     sx, sy, sth = scene.start
     if seed:
         sx, sy, sth = sx + rng.normal(0, 0.02), sy + rng.normal(0, 0.02), sth + math.radians(rng.normal(0, 2.0))
     x, y, th = sx, sy, sth
     v = w = 0.0
     period = 1.0 / p["control_rate_hz"]
-    fp = cfg.footprint
+    fp = core.motion.cfg.footprint
     flen, fwid = 2.0 * fp.half_length, 2.0 * fp.half_width
-    gaps = sorted(tick_gaps)
     res = RunResult()
     todo = list(actions) if actions is not None else [A.MOVE_FORWARD] * scene.steps
-    t, next_cam, next_lidar, next_tick = 0.0, 0.0, 0.0, 0.0
+    t = 0.0
+    due = dict.fromkeys(("odom", "people", "camera", "lidar", "tick"), 0.0)
     dt_phys = 0.005
     running = False
     idle_until = 0.5  # the first frames come in before the first action
     floor0 = float(floor_under(scene.blocks, np.array([[sx, sy]]))[0])
-    while True:
+    while t <= 120.0:
         blocks = [b.at(t) for b in scene.blocks]
         pose = (x, y, th)
-        if t >= next_cam:
-            d = depth_frame(blocks, pose, k, mount, rng if depth_noise else None)
-            tr.add_depth(t, lambda d=d: d, k.width, k.height, stamp=t)
-            next_cam += 1.0 / camera_hz
-        if lidar and t >= next_lidar:
-            tr.add_cloud(t, lidar_cloud(blocks, pose, lmount), stamp=t)
-            next_lidar += 1.0 / lidar_hz
-        tr.add_odom(t, pose)
-        if t >= next_tick - 1e-9:
-            people = people_seen(blocks, t, pose)
-            pts = tr.points(t, pose, mount.pitch)
-            obs = Obstacles(points=pts, people=people, floor=tr.floor(pose) if pts is not None else None)
+        if t >= due["odom"]:
+            due["odom"] += 1.0 / ODOM_HZ
+            core.on_odom(t, pose, abs(v) + abs(w), t, t, (x, y, th, v, w))
+            core.on_imu(t, t, th, None, (0.0, 0.0), t, t, (th, w, 0.0, 0.0))
+        if t >= due["people"]:
+            due["people"] += 1.0 / PEOPLE_HZ
+            core.on_people(people_seen(blocks, t, pose), t, pose, tracks=True)
+        if t >= due["camera"]:
+            due["camera"] += 1.0 / CAMERA_HZ
+            d = depth_frame(blocks, pose, k, core.mount, rng)
+            core.tracker.add_depth(t, lambda d=d: d, k.width, k.height, stamp=t, raw_stamp=t)
+        if lidar and t >= due["lidar"]:
+            due["lidar"] += 1.0 / LIDAR_HZ
+            core.tracker.add_cloud(t, lidar_cloud(blocks, pose, lmount), stamp=t)
+        if t >= due["tick"] - 1e-9:
+            due["tick"] = t + period
             if not running and t >= idle_until:
                 if not todo:
                     break
-                act = todo.pop(0)
-                tick = ex.start(act, t, pose, th, obs)
+                tick = core.start(todo.pop(0), t).tick
                 running = True
             else:
-                tick = ex.update(t, pose, th, obs)
-            for r in tick.results:
+                tick = core.tick(t)[0].tick
+            for r in tick.results if tick is not None else ():
                 res.outcomes.append((r.action, r.outcome.value if isinstance(r.outcome, Outcome) else str(r.outcome), r.detail))
                 running = False
                 idle_until = t + 0.3
                 if r.detail.startswith(BLOCKED_DETAIL) and actions is None:
                     todo = []
-            v, w = tick.cmd
-            late = 0.0
-            while gaps and gaps[0][0] <= t + period:
-                late += gaps.pop(0)[1]
-            next_tick = t + period + late
-        # physics: the base follows the command (the driver's cmd_vel watchdog is not modelled: worst case)
+            v, w = tick.cmd if tick is not None else (0.0, 0.0)
+        # physics: the base follows the command (the driver's cmd_vel deadman is not modelled: worst case)
         x += v * math.cos(th) * dt_phys
         y += v * math.sin(th) * dt_phys
         th += w * dt_phys
         t += dt_phys
         res.travelled_m = max(res.travelled_m, math.hypot(x - sx, y - sy))
         measure(scene, t, (x, y, th), (flen, fwid), floor0, res)
-        if t > 120.0:
-            break
     return res
 
 
