@@ -23,8 +23,9 @@ lint: setup
 	$(VENV)/bin/ruff format --check havln_robot test launch
 	$(VENV)/bin/lint-imports --config .importlinter
 
+# The suite runs on every core (up to 4 pytest-xdist workers, each on its own ROS domains: test/conftest.py).
 test: setup lint
-	$(PY) -m pytest -q $(or $(ARGS),test)
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist worksteal $(or $(ARGS),test)
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache .ruff_cache

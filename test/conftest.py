@@ -66,9 +66,44 @@ os.environ.pop("HAVLN_DDS", None)
 configure_dds()
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-# A per-run ROS domain (inherited by subprocesses) so parallel runs on one machine don't cross-talk.
-os.environ.setdefault("ROS_DOMAIN_ID", str(40 + os.getpid() % 50 * 2))
-ROS_DOMAIN_ID = int(os.environ["ROS_DOMAIN_ID"])
+#: DDS domain ids of one test process: a block of this many from its ROS_DOMAIN_ID (:func:`domain`).
+DOMAIN_BLOCK = 6
+#: Most pytest-xdist workers one run spreads over its domains (make test: -n auto, --maxprocesses 4).
+MAX_WORKERS = 4
+#: Highest domain id Fast DDS and Cyclone DDS take with their default port mapping (7400 + 250 x id).
+MAX_DOMAIN_ID = 232
+
+
+def _first_domain() -> int:
+    """This process's ROS_DOMAIN_ID (inherited by the nodes and CLIs it starts).
+
+    The run's first id is the caller's ROS_DOMAIN_ID, else one drawn from the pid so that parallel
+    runs on one machine do not cross-talk; the controller sets it before the pytest-xdist workers
+    start, and worker ``gwN`` takes the N-th block of :data:`DOMAIN_BLOCK` ids after it."""
+    if "ROS_DOMAIN_ID" not in os.environ:
+        slots = (MAX_DOMAIN_ID - DOMAIN_BLOCK * MAX_WORKERS) // DOMAIN_BLOCK
+        os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % slots * DOMAIN_BLOCK)
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    first = int(os.environ["ROS_DOMAIN_ID"]) + worker * DOMAIN_BLOCK
+    if first + DOMAIN_BLOCK - 1 > MAX_DOMAIN_ID:
+        raise pytest.UsageError(
+            f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} leaves worker {worker} no room for {DOMAIN_BLOCK} domain ids "
+            f"(the highest is {MAX_DOMAIN_ID}); unset it or use one <= {MAX_DOMAIN_ID - DOMAIN_BLOCK * MAX_WORKERS}"
+        )
+    return first
+
+
+ROS_DOMAIN_ID = _first_domain()
+os.environ["ROS_DOMAIN_ID"] = str(ROS_DOMAIN_ID)
+
+
+def domain(k: int) -> int:
+    """The ``k``-th DDS domain id of this test process (0: its ROS domain; 1: the fake Go2's Unitree
+    SDK domain; 2: a second stack's ROS domain; 3: a test's own ROS domain; 4: the domain-guard
+    stacks; 5: a domain never joined). No other test process of the run uses it."""
+    if not 0 <= k < DOMAIN_BLOCK:
+        raise ValueError(f"domain index {k} outside 0..{DOMAIN_BLOCK - 1} (conftest.DOMAIN_BLOCK)")
+    return ROS_DOMAIN_ID + k
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import conftest
 import pytest
 
 #: The survivor is stopped by SIGINT in _stop: `launch` exits 128 + the signal number.
@@ -66,7 +67,7 @@ def test_second_stack_on_the_domain_is_refused_at_any_delay(tmp_path, machines, 
 
     profile = tmp_path / "motion.yaml"
     profile.write_text(PROFILE)
-    domain = str(60 + os.getpid() % 30)  # not the suite's domain: nothing else of the suite runs here
+    domain = str(conftest.domain(4))  # not the suite's domain: nothing else of the suite runs here
     base = dict(os.environ, ROS_DOMAIN_ID=domain)
     env_a = dict(base, HAVLN_LOCK_DIR=str(tmp_path / "a"))
     env_b = dict(base, HAVLN_LOCK_DIR=str(tmp_path / ("a" if machines == "same" else "b")))
@@ -145,7 +146,7 @@ def test_a_stack_that_escaped_its_window_is_stopped_by_the_watch(tmp_path):
     one keeps running; the outcome does not depend on how slow discovery is."""
     profile = tmp_path / "motion.yaml"
     profile.write_text(PROFILE)
-    domain = str(60 + os.getpid() % 30)  # as the test above: nothing else of the suite runs there
+    domain = str(conftest.domain(4))  # as the test above: nothing else of the suite runs there
     base = dict(os.environ, ROS_DOMAIN_ID=domain)
     a = _launch(profile, dict(base, HAVLN_LOCK_DIR=str(tmp_path / "a")))
     b = None

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 
 import pytest
+from conftest import domain
 
 from havln_robot.actions import STOP
 from havln_robot.challenge.format import write_split_file
@@ -17,8 +17,8 @@ pytest.importorskip("rclpy")
 
 @pytest.fixture
 def own_domain(monkeypatch):
-    """A ROS domain id no other test process uses at the same time (conftest gives each process a base)."""
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
+    """A ROS domain id no other test process uses at the same time (conftest gives each process a block)."""
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain(3)))
 
 
 def test_embedded_replay_runs_each_action_through_motion_node(havln_data, own_domain, tmp_path, capsys):

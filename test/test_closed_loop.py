@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shapely
+from conftest import domain
 
 from havln_robot.actions import FORWARD_STEP_M
 from havln_robot.episodes import Episode
@@ -152,12 +153,11 @@ def test_bench_agreement_two_episodes_live(havln_data, monkeypatch, capsys, tmp_
     loaded machine)."""
     pytest.importorskip("rclpy")
     pytest.importorskip("havln_robot.nodes.sim_node")
-    import os
     import tempfile
 
     from havln_robot.bench.agreement import main
 
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(int(os.environ.get("ROS_DOMAIN_ID", "40")) + 1))
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain(2)))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert main(["--episodes", "2", "--kinds", "reference", "--max-actions", "12"]) == 0
     out = capsys.readouterr().out

@@ -17,14 +17,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import domain
 
 from havln_robot import doctor
 from havln_robot.doctor import FAIL, OK, WARN, Probes
 
 REPO = Path(__file__).resolve().parent.parent
 GO2 = REPO / "config" / "go2.yaml"
-ROS_DOMAIN = int(os.environ["ROS_DOMAIN_ID"])
-UNITREE_DOMAIN = ROS_DOMAIN + 1  # the fake Go2's SDK domain, distinct from ROS (as test_robot_driver.py)
+ROS_DOMAIN = domain(0)
+UNITREE_DOMAIN = domain(1)  # the fake Go2's SDK domain, distinct from ROS (as test_robot_driver.py)
 
 
 def _missing(name):

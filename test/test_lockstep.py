@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import domain
 
 from havln_robot.sim.lockstep import FOREIGN_ACTION_WAIT_S, Ack, ActionClaims, Gate, StepInbox
 
@@ -183,7 +184,7 @@ def test_live_replay_of_a_reference_file_is_the_same_beside_two_cpu_hogs(havln_d
     from havln_robot.challenge.replay import follow_reference
     from havln_robot.episodes import load_episodes
 
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain(3)))
     f = havln_data / "ha_r2r_de" / "HA_val_seen.json"
     ep = next(e for e in load_episodes(f) if str(e.episode_id) == "139")
     seq = [*follow_reference(ep)[:5], "STOP"]

@@ -18,6 +18,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("unitree_sdk2py")
 
+from conftest import domain  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -30,11 +31,11 @@ from havln_robot.nodes.go2_driver_node import Go2DriverNode  # noqa: E402
 from havln_robot.params import ConfigError  # noqa: E402
 from havln_robot.robot.adapter import DriverCore  # noqa: E402
 from havln_robot.robot.fake_go2 import FakeGo2Process  # noqa: E402
-from havln_robot.robot.go2 import Go2Link  # noqa: E402
+from havln_robot.robot.go2 import Go2Link, init_channel  # noqa: E402
 from havln_robot.ros.codec import status_dict  # noqa: E402
 
-# test/conftest.py puts ROS on the even domain 40 + (pid % 50) * 2; the Unitree SDK takes the next (odd) one.
-UNITREE_DOMAIN = 40 + (os.getpid() % 50) * 2 + 1
+# The Unitree SDK's domain: the one test/conftest.py gives this process for it, distinct from ROS.
+UNITREE_DOMAIN = domain(1)
 
 
 @pytest.fixture(scope="module")
@@ -306,8 +307,9 @@ def test_bad_interface_or_second_domain_is_a_one_line_config_error(ros_context, 
             context=ros_context,
         )
     # the SDK's channel is one per process: a different domain in the same process is refused, not ignored
+    init_channel(UNITREE_DOMAIN, "lo")  # as the other tests of this process have it (in any order)
     with pytest.raises(ConfigError, match="one per process"):
-        Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": UNITREE_DOMAIN + 2}, context=ros_context)
+        Go2DriverNode(params={"network_interface": "lo", "dds_domain_id": domain(5)}, context=ros_context)
 
 
 class RecordingLink(Go2Link):

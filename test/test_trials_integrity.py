@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import domain
 
 from havln_robot.trials.cli import main as trial_main
 from havln_robot.trials.store import Step, StoreBusy, TrialError, TrialStore, lock_path
@@ -90,7 +91,7 @@ def test_two_demos_on_one_store_second_refused_first_intact(tmp_path):
                 break
             time.sleep(0.1)
         assert first.poll() is None, first.communicate()
-        env2 = dict(os.environ, ROS_DOMAIN_ID=str((int(os.environ.get("ROS_DOMAIN_ID", "0")) + 1) % 100))
+        env2 = dict(os.environ, ROS_DOMAIN_ID=str(domain(2)))
         second = subprocess.run(exe, capture_output=True, text=True, env=env2, timeout=120)
         assert second.returncode == 2, second.stdout + second.stderr
         err = second.stderr.strip().splitlines()
