@@ -452,7 +452,7 @@ def safety_markdown(sf: dict[str, Any]) -> list[str]:
         f"**Safety course** (`havln-robot bench safety --seeds {sf['seeds']}`: boxes, ledges, stairs down, a low table, a chair, "
         "a glass door, a person stepping out, a doorway, open floor in the embedded simulator through motion_node's safety layer "
         "with the go2 profile; docs/safety.md; targets: 0 contacts with static obstacles of 0.10 m or more, 0 falls, "
-        f"false refusals <= 2 %: {'met' if sf.get('targets_met') else 'MISSED'})",
+        f"false refusals <= 2 %: {'met' if sf.get('targets_met') else 'MISSED'}; each cell: depth / depth + LiDAR)",
         "",
         *table_lines(sf["rows"]),
         "",
@@ -467,13 +467,13 @@ def safety_markdown(sf: dict[str, Any]) -> list[str]:
     if isinstance(live := sf.get("live"), list):
         from havln_robot.bench.safety_live import live_table
 
-        agree = sum(bool(r["agree"]) for r in live)
+        differ = [r for r in live if not r["agree"]]
         lines += [
-            f"Live subset (`--live`: the real motion_node on a ROS graph, scenes played in real time; seed 0): "
-            f"{agree} of {len(live)} end as their batch run.",
+            f"Live subset (`--live`: {len(live)} scenes played in real time around the real motion_node on a ROS graph; "
+            f"seed 0): {len(live) - len(differ)} of {len(live)} end as their batch run (contact, fall, refusal)"
+            + (":" if differ else "; `havln-robot bench safety --live` prints each scene's batch and live ending."),
             "",
-            *live_table(live),
-            "",
+            *(live_table(differ) + [""] if differ else []),
         ]
     return [*lines, e]
 

@@ -423,7 +423,7 @@ class ParamSpec:
 
 #: Parameters renamed since a release: old name -> new name (a profile still holding the old one is
 #: told the new one; changelog).
-RENAMED = {"cloud_topic": "lidar_topic", "mcap_camera_x_m": "camera_x_m"}
+RENAMED = {"cloud_topic": "lidar_topic", "mcap_camera_x_m": "camera_x_m", "camera_forward_m": "camera_x_m", "camera_height_m": "camera_z_m"}
 
 
 def suggest(key: str, names: Iterable[str], list_known: bool = True) -> str:

@@ -372,8 +372,8 @@ def _live_walked_obstacles(world, back_m: float):
         sim["camera_width"],
         sim["camera_height"],
         sim["camera_hfov_deg"],
-        sim["camera_height_m"],
-        sim["camera_forward_m"],
+        sim["camera_z_m"],
+        sim["camera_x_m"],
     )
     try:
         tr.intrinsics = r.intrinsics

@@ -152,9 +152,18 @@ def test_only_safety_rewrites_its_own_block_and_keeps_every_other_figure(tmp_pat
         "refused": 2,
         "mean_travel_m": 1.2,
     }
+    lidar = {**row, "sensors": "depth + LiDAR", "contacts": 1, "closest_m": 0.0}
     fr = {"refused": 1, "actions": 300, "paths": 4, "percent": 0.333}
-    text = "\n".join(safety_markdown({"seeds": 1, "rows": [row], "false_refusals": fr, "targets_met": True}))
-    assert "| box | depth | 2 | 0 | 0 | 0.06 | 2 | 1.20 |" in text and "1 of 300 expert actions" in text
+    end = {"contact": False, "fall": False, "refused": True, "travel_m": 1.4}
+    live = [
+        {"scene": "box A", "sensors": "depth", "batch": end, "live": end, "agree": True},
+        {"scene": "box B", "sensors": "depth", "batch": end, "live": {**end, "refused": False}, "agree": False},
+    ]
+    text = "\n".join(safety_markdown({"seeds": 1, "rows": [row, lidar], "false_refusals": fr, "targets_met": True, "live": live}))
+    # one line per scenario, each cell depth / depth + LiDAR; of the live scenes only those that differ
+    assert "| box | 2 / 2 | 0 / 1 | 0 / 0 | 0.06 / 0.00 | 2 / 2 | 1.20 / 1.20 |" in text and "1 of 300 expert actions" in text
+    assert "1 of 2 end as their batch run" in text and "| box B | depth | refused, 1.40 m | walked, 1.40 m | NO |" in text
+    assert "box A" not in text
     f = tmp_path / "R.md"
     f.write_text(f"a\n{BEGIN}\nMeasured on X\n\n| t |\n{END}\nb\n")
     assert update_readme_parts(f, text, ["safety"]) == ["safety"]

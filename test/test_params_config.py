@@ -139,6 +139,25 @@ def test_one_robot_has_one_sensor_mount(tmp_path):
         config.load_profile(write(tmp_path, text))
 
 
+def test_the_simulator_renders_the_camera_where_motion_node_places_its_depth(tmp_path):
+    """sim_node's camera is the same mount rows as motion_node's and people_node's: a sim profile that
+    moves the camera in sim_node only (rendered 0.1 m higher than motion_node projects its depth) is
+    refused naming both nodes; sim_node's old camera_height_m / camera_forward_m are told the new names."""
+    base = (REPO / "config" / "sim.yaml").read_text()
+    sim_at = base.index("/**/sim_node:")
+    end = base.index("\n/**/", sim_at + 1)
+    part = base[sim_at:end]
+    bad = write(tmp_path, base[:sim_at] + part.replace("    camera_z_m: 0.4125", "    camera_z_m: 0.5125") + base[end:])
+    with pytest.raises(ConfigError) as err:
+        config.load_profile(bad)
+    msg = str(err.value)
+    assert "camera_z_m" in msg and "sim_node" in msg and "0.5125" in msg and "same value" in msg, msg
+    for old, new in (("camera_z_m", "camera_height_m"), ("camera_x_m", "camera_forward_m")):
+        renamed = base[:sim_at] + part.replace(f"    {old}:", f"    {new}:") + base[end:]
+        with pytest.raises(ConfigError, match=f"{new}: unknown parameter; it is now called '{old}'"):
+            config.load_profile(write(tmp_path, renamed))
+
+
 def test_cli_refuses_misspelled_key_in_one_line(tmp_path):
     """`havln-robot launch` on a profile with a typo exits 2 with a single line naming the key, no traceback."""
     node = next(iter(config.NODES))

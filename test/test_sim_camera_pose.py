@@ -28,7 +28,7 @@ from havln_robot.sim.world import World
 def _hazard_ahead(world: World, pose, motion: dict, sim: dict):
     """motion_node's verdict on a MOVE_FORWARD, from a depth image rendered at ``pose`` with the sim profile's camera."""
     w, h, hfov = sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"]
-    r = Renderer(world.scene, world.crowd, width=w, height=h, hfov_deg=hfov, camera_height_m=sim["camera_height_m"])
+    r = Renderer(world.scene, world.crowd, width=w, height=h, hfov_deg=hfov, camera_height_m=sim["camera_z_m"])
     try:
         _, depth = r.render(pose, 0.0, world.t)
     finally:

@@ -257,7 +257,7 @@ def rendered_motion_depth(scene, pose, t: float = 0.0):
 
     sim, mp = sim_profile()[1], motion_params()
     r = Renderer(
-        scene, None, sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"], sim["camera_height_m"], sim["camera_forward_m"]
+        scene, None, sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"], sim["camera_z_m"], sim["camera_x_m"]
     )
     try:
         _, depth = r.render(pose, 0.0, t)
@@ -295,3 +295,14 @@ def test_robot_walking_down_a_flight_does_not_see_the_storeys_as_a_wall(havln_da
     cfg = MotionConfig.from_params(mp)
     obs = Obstacles(points=pts[:, :2], people=[])
     assert forward_hazard(obs, cfg.footprint, 0.25, cfg.front_margin, cfg.side_margin, cfg.personal_space, cfg.min_points) is None
+
+
+def test_the_camera_is_rendered_at_its_whole_mount():
+    """The rendered camera sits at the mount's forward, left and height offsets, turned with the body,
+    and looks at the mount's elevation plus the LOOK_UP / LOOK_DOWN pitch (sim_node's camera_* rows)."""
+    import types
+
+    mount = types.SimpleNamespace(camera_forward_m=0.3, camera_left_m=0.1, camera_height_m=0.41, camera_pitch_rad=math.radians(-10.0))
+    pos, yaw, pitch = Renderer.camera_pose(mount, (1.0, 2.0, 0.5, math.pi / 2), math.radians(30.0))
+    assert pos == pytest.approx([0.9, 2.3, 0.91]) and yaw == pytest.approx(math.pi / 2)
+    assert pitch == pytest.approx(math.radians(20.0))

@@ -79,17 +79,24 @@ def course_rows(seeds: int, quick: bool) -> tuple[list[dict[str, object]], bool]
 
 
 def table_lines(rows: list[dict[str, object]]) -> list[str]:
-    """The course table (Markdown) of :func:`course_rows` (``bench safety`` and the README's figures)."""
-    out = [
-        "| scenario | sensors | runs | contacts | falls | closest approach (m) | ended refused | mean travel (m) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    """The course table (Markdown) of :func:`course_rows` (``bench safety`` and the README's figures):
+    one line per scenario, each cell "depth / depth + LiDAR"."""
+    by: dict[str, dict[str, dict[str, object]]] = defaultdict(dict)
     for r in rows:
-        clear = "-" if r["closest_m"] is None else f"{r['closest_m']:.2f}"
-        note = " (depth sees through glass: LiDAR only)" if r["scenario"] == "glass door" and r["sensors"] == "depth" else ""
+        by[str(r["scenario"])][str(r["sensors"])] = r
+    out = [
+        "| scenario | runs | contacts | falls | closest approach (m) | ended refused | mean travel (m) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+
+    def pair(pr: dict[str, dict[str, object]], key: str, fmt=str) -> str:
+        return " / ".join("-" if pr.get(k, {}).get(key) is None else fmt(pr[k][key]) for k in ("depth", "depth + LiDAR"))
+
+    for kind, pr in by.items():
+        note = " (depth sees through glass: LiDAR only)" if kind == "glass door" else ""
         out.append(
-            f"| {r['scenario']}{note} | {r['sensors']} | {r['runs']} | {r['contacts']} | {r['falls']} | {clear} | "
-            f"{r['refused']} | {r['mean_travel_m']:.2f} |"
+            f"| {kind}{note} | {pair(pr, 'runs')} | {pair(pr, 'contacts')} | {pair(pr, 'falls')} | "
+            f"{pair(pr, 'closest_m', lambda v: f'{v:.2f}')} | {pair(pr, 'refused')} | {pair(pr, 'mean_travel_m', lambda v: f'{v:.2f}')} |"
         )
     return out
 

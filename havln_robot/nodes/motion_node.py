@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -55,10 +54,10 @@ from havln_robot.params import ConfigError
 from havln_robot.perception.people import BUILTIN_PERSON_DETECTORS
 from havln_robot.quoting import quote
 from havln_robot.ros.codec import decode_cloud, decode_pose_array_cdr, encode_collision, encode_result, image_array
-from havln_robot.ros.lockstep import SteppedInputs
+from havln_robot.ros.lockstep import MotionSteps
 from havln_robot.ros.motion_inputs import read_imu, read_odom, read_people, read_tracks
 from havln_robot.ros.qos import sensor_qos
-from havln_robot.sim.lockstep import ActionClaims, stamp_ns
+from havln_robot.sim.lockstep import stamp_ns
 from havln_robot.text import terminal_safe
 from havln_robot.topics import BASE_FRAME
 
@@ -129,17 +128,18 @@ class MotionNode(HavlnNode):
         self.on_clock_jump_back(self._on_clock_reset)
         # lockstep with the embedded simulator (inactive until it announces a step): each step's
         # messages in this order, then the control tick when due; agent actions at the agent's step
-        self._ls_period = int(round(1e9 / p["control_rate_hz"]))
-        self._ls_ticked = -1  # control periods ticked (t // period of the last tick)
-        self._ls_agent = None
-        self._claims = ActionClaims()
-        self._results = 0
-        self._cmd_seq = 0
-        self._cmd: tuple[float, float] = (0.0, 0.0)
         kinds = ("odom", "imu", "info", "color", "depth", "people", "tracks")
         handlers = (self._on_odom, self._on_imu, self._on_info, self._on_color, self._on_depth, self._on_people_raw, self._on_tracks)
-        self._ls = SteppedInputs(
-            self, "motion", self._lock, zip(kinds, handlers, strict=True), self._ls_needs, self._ls_tick, self._ls_claim, self._ls_after
+        self._ls = MotionSteps(
+            self,
+            self._lock,
+            zip(kinds, handlers, strict=True),
+            p["control_rate_hz"],
+            self._on_tick,
+            self._on_action,
+            lambda: self.motion.busy,
+            color=detector is not None,
+            tracks=bool(p["people_tracks_topic"]),
         )
 
     def _second_source(self, topic: str, first: str, second: str) -> None:
@@ -162,8 +162,7 @@ class MotionNode(HavlnNode):
         return ls.now if ls is not None and ls.now is not None else super()._now()
 
     def _publish_cmd(self, cmd: tuple[float, float]) -> None:
-        self._cmd_seq += 1
-        self._cmd = (float(cmd[0]), float(cmd[1]))
+        self._ls.sent(cmd)
         tw = Twist()
         tw.linear.x, tw.angular.z = float(cmd[0]), float(cmd[1])
         self.cmd_pub.publish(tw)
@@ -178,7 +177,7 @@ class MotionNode(HavlnNode):
 
     def _publish_result(self, r: ActionResult) -> None:
         self.result_pub.publish(encode_result(r, hardware_id=self.get_name()))
-        self._results = max(self._results, r.seq)  # lockstep: results are counted by their seq
+        self._ls.results = max(self._ls.results, r.seq)
         line = self._result_log.line(r, self._now())
         if line is not None and line[0]:  # rclpy forbids two severities from one call site
             self.get_logger().info(line[1])
@@ -240,10 +239,7 @@ class MotionNode(HavlnNode):
             self.get_logger().info(terminal_safe(line))
 
     def _on_action(self, msg: String) -> None:
-        if self._ls.active and not self._ls.replaying:
-            with self._lock:
-                self._claims.arrived(msg, time.monotonic())
-            self._ls.event()
+        if self._ls.action(msg):
             return
         t = self._now()
         with self._lock:
@@ -344,46 +340,9 @@ class MotionNode(HavlnNode):
             self._crowd(len(people), self.params["people_tracks_topic"])
             self.core.on_people(people, t, self._captured_at(msg.header.stamp, t, "tracks"), tracks=True)
 
-    # ------------------------------------------------------------------ lockstep
-    def _ls_needs(self, t_ns: int, streams: frozenset[str]) -> list[str]:
-        """The message kinds step ``t_ns`` waits for (people_node's output for it too)."""
-        need = [k for k in ("odom", "imu") if k in streams]
-        if "camera" in streams:
-            need += ["depth", "info"] + (["color"] if self.core.detector is not None else [])
-        if "people" in streams:
-            need.append("people")
-        people = self._ls.link.peer("people")
-        if people is not None:
-            if people.t_ns < t_ns:
-                need.append("people_node")
-            elif people.people_ns == t_ns:
-                need += ["people"] + (["tracks"] if self.params["people_tracks_topic"] else [])
-        return need
-
-    def _ls_claim(self) -> None:
-        self._ls_agent = self._ls.link.peer("agent")
-        if self._ls_agent is not None:
-            self._claims.agent_at(self._ls_agent.actions, self._ls_agent.t_ns)
-
-    def _ls_tick(self, t_ns: int) -> None:
-        if t_ns // self._ls_period > self._ls_ticked:  # the first step at or after each control period
-            self._ls_ticked = t_ns // self._ls_period
-            self._on_tick()
-
-    def _ls_after(self) -> None:
-        """Start the actions due (an agent's at the step it was sent at), then ack with the command."""
-        done = self._ls.inbox.done
-        while (due := self._claims.due(done, self._ls_agent is not None, time.monotonic())) is not None:
-            self._ls.at(due[1], self._on_action, due[0])
-        self._ls.link.ack(
-            t_ns=done, wants=self.motion.busy, actions=self._claims.started, results=self._results, cmd_seq=self._cmd_seq, cmd=self._cmd
-        )
-
     def _on_timer(self) -> None:
-        if not self._ls.active:
+        if self._ls.timer():
             self._on_tick()
-        elif self._claims.queue or self._ls.inbox.waiting:
-            self._ls.event()  # waits bounded by wall time are re-checked here
 
     def _on_tick(self) -> None:
         t = self._now()

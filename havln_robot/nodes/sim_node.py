@@ -433,8 +433,10 @@ class SimNode(HavlnNode):
                 p["camera_width"],
                 p["camera_height"],
                 p["camera_hfov_deg"],
-                camera_height_m=p["camera_height_m"],
-                camera_forward_m=p["camera_forward_m"],
+                camera_height_m=p["camera_z_m"],
+                camera_forward_m=p["camera_x_m"],
+                camera_left_m=p["camera_y_m"],
+                camera_pitch_rad=math.radians(p["camera_pitch_deg"]),
             )
         except RenderError as exc:
             self.camera_error = str(exc)
@@ -590,9 +592,8 @@ class SimNode(HavlnNode):
         """base_link → optical frame (z forward, x right, y down), tilted by the camera pitch."""
         p = self.params
         # optical = body rotation (pitch about y, REP 103 sign: -elevation) then axes swap (z fwd, x right, y down)
-        return _transform(
-            stamp, p["base_frame"], p["camera_frame"], (p["camera_forward_m"], 0.0, p["camera_height_m"]), optical_quat(-pitch)
-        )
+        mount = (p["camera_x_m"], p["camera_y_m"], p["camera_z_m"])
+        return _transform(stamp, p["base_frame"], p["camera_frame"], mount, optical_quat(-(pitch + math.radians(p["camera_pitch_deg"]))))
 
     def destroy_node(self) -> None:
         """Stop the camera thread, then destroy the node."""

@@ -21,7 +21,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from havln_robot import topics
-from havln_robot.sim.lockstep import HEARTBEAT_S, INCOMPLETE_STEP_WAIT_S, PEER_TIMEOUT_S, Ack, StepInbox, stamp_ns
+from havln_robot.sim.lockstep import HEARTBEAT_S, INCOMPLETE_STEP_WAIT_S, PEER_TIMEOUT_S, Ack, ActionClaims, StepInbox, stamp_ns
 
 #: Steps remembered by a participant (their streams), oldest dropped first.
 _STEPS_KEPT = 256
@@ -274,6 +274,98 @@ class SteppedInputs:
 
     def close(self) -> None:
         self.link.close()
+
+
+class MotionSteps(SteppedInputs):
+    """motion_node's lockstep participant (role ``motion``): its input messages handled step by step,
+    the control tick on the first step of every control period, an agent's action started at the step
+    the agent sent it at, and each event acked with the command, the actions started and the results.
+
+    Args:
+        node: motion_node. lock: its lock. handlers: ``(kind, handler)`` of its input messages, in order.
+        control_rate_hz: the control tick rate, Hz.
+        on_tick: runs one control tick. on_action: starts an action (``on_action(msg)``, a std_msgs/String).
+        busy: True while an action runs. color: a step waits for the colour image (in-process person
+            detector). tracks: a step waits for people_node's tracks too.
+    """
+
+    def __init__(
+        self,
+        node: Any,
+        lock: Any,
+        handlers,
+        control_rate_hz: float,
+        on_tick: Callable[[], None],
+        on_action: Callable[[Any], None],
+        busy: Callable[[], bool],
+        color: bool,
+        tracks: bool,
+    ) -> None:
+        super().__init__(node, "motion", lock, handlers, self._needs, self._tick, self._claim, self._ack)
+        self._period = int(round(1e9 / control_rate_hz))
+        self._ticked = -1  # control periods ticked (t // period of the last tick)
+        self._agent: Ack | None = None
+        self._on_tick, self._on_action, self._busy = on_tick, on_action, busy
+        self._color, self._tracks = color, tracks
+        self.claims = ActionClaims()
+        self.results = 0  # highest result seq published (results are counted by their seq)
+        self.cmd_seq = 0
+        self.cmd: tuple[float, float] = (0.0, 0.0)
+
+    def sent(self, cmd: tuple[float, float]) -> None:
+        """A cmd_vel was published."""
+        self.cmd_seq += 1
+        self.cmd = (float(cmd[0]), float(cmd[1]))
+
+    def action(self, msg: Any) -> bool:
+        """An action message arrived: in lockstep it is claimed for its step (True: the caller returns)."""
+        if not self.active or self.replaying:
+            return False
+        with self.lock:
+            self.claims.arrived(msg, time.monotonic())
+        self.event()
+        return True
+
+    def timer(self) -> bool:
+        """The node's control timer fired: True when the node ticks itself (not in lockstep); in
+        lockstep, waits bounded by wall time are re-checked."""
+        if not self.active:
+            return True
+        if self.claims.queue or self.inbox.waiting:
+            self.event()
+        return False
+
+    def _needs(self, t_ns: int, streams: frozenset[str]) -> list[str]:
+        """The message kinds step ``t_ns`` waits for (people_node's output for it too)."""
+        need = [k for k in ("odom", "imu") if k in streams]
+        if "camera" in streams:
+            need += ["depth", "info"] + (["color"] if self._color else [])
+        if "people" in streams:
+            need.append("people")
+        people = self.link.peer("people")
+        if people is not None:
+            if people.t_ns < t_ns:
+                need.append("people_node")
+            elif people.people_ns == t_ns:
+                need += ["people"] + (["tracks"] if self._tracks else [])
+        return need
+
+    def _claim(self) -> None:
+        self._agent = self.link.peer("agent")
+        if self._agent is not None:
+            self.claims.agent_at(self._agent.actions, self._agent.t_ns)
+
+    def _tick(self, t_ns: int) -> None:
+        if t_ns // self._period > self._ticked:  # the first step at or after each control period
+            self._ticked = t_ns // self._period
+            self._on_tick()
+
+    def _ack(self) -> None:
+        """Start the actions due (an agent's at the step it was sent at), then ack with the command."""
+        done = self.inbox.done
+        while (due := self.claims.due(done, self._agent is not None, time.monotonic())) is not None:
+            self.at(due[1], self._on_action, due[0])
+        self.link.ack(t_ns=done, wants=self._busy(), actions=self.claims.started, results=self.results, cmd_seq=self.cmd_seq, cmd=self.cmd)
 
 
 class LockstepAgent:

@@ -188,15 +188,8 @@ SIM_NODE_PARAMS = ParamSpec(
             min=10.0,
             max=170.0,
         ),
-        Param(
-            "camera_height_m",
-            robot.GO2_CAMERA_HEIGHT_M,
-            "float",
-            "optical centre above the ground, m (D435i on the Go2 head)",
-            min=0.05,
-            max=2.5,
-        ),
-        Param("camera_forward_m", robot.GO2_CAMERA_FORWARD_M, "float", "optical centre ahead of base_link, m", min=-1.0, max=1.0),
+        # the camera is rendered where motion_node and people_node place its depth: one mount, one set of rows
+        *mount_params("camera_x_m", "camera_y_m", "camera_z_m", "camera_pitch_deg"),
         Param("depth_min_m", robot.D435I_MIN_RANGE_M, "float", "depth closer than this is published as 0 (invalid), m", min=0.0, max=5.0),
         Param("depth_max_m", robot.D435I_MAX_RANGE_M, "float", "depth beyond this is published as 0 (invalid), m", min=0.5, max=65.0),
         Param("people_range_m", 10.0, "float", "havln/people lists people within this distance of the robot, m", min=0.5, max=100.0),

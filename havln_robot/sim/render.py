@@ -580,6 +580,8 @@ class Renderer:
         hfov_deg: horizontal field of view, deg (default 69.4, D435i colour).
         camera_height_m: optical centre above the ground under the body, m (Go2 head, see robot.py).
         camera_forward_m: optical centre ahead of base_link, m.
+        camera_left_m: optical centre left of base_link, m.
+        camera_pitch_rad: mount elevation, rad (positive = up), added to every view's pitch.
 
     Attributes:
         intrinsics: :class:`Intrinsics` of the images.
@@ -598,12 +600,16 @@ class Renderer:
         hfov_deg: float = D435I_HFOV_DEG,
         camera_height_m: float = GO2_CAMERA_HEIGHT_M,
         camera_forward_m: float = GO2_CAMERA_FORWARD_M,
+        camera_left_m: float = 0.0,
+        camera_pitch_rad: float = 0.0,
     ) -> None:
         self.intrinsics = Intrinsics.from_hfov(int(width), int(height), float(hfov_deg))
         self.scene = scene
         self.crowd = crowd
         self.camera_height_m = float(camera_height_m)
         self.camera_forward_m = float(camera_forward_m)
+        self.camera_left_m = float(camera_left_m)
+        self.camera_pitch_rad = float(camera_pitch_rad)
         self.n_humans = len(getattr(crowd, "humans", []) or []) if crowd is not None else 0
         xml = build_mjcf(self.n_humans, self.intrinsics.width, self.intrinsics.height, name=str(getattr(scene, "name", "scene")))
         self.model = compile_model(xml, cached_scene_meshes(scene))
@@ -647,12 +653,13 @@ class Renderer:
 
         Args:
             pose: (x, y, z, yaw) of base_link in the map frame; z = ground height under the body.
-            pitch_rad: camera elevation, rad, positive looking up.
+            pitch_rad: camera pitch over the mount's (LOOK_UP / LOOK_DOWN), rad, positive looking up.
         """
         x, y, z, yaw = (float(v) for v in pose)
         c, s = math.cos(yaw), math.sin(yaw)
-        pos = np.array([x + c * self.camera_forward_m, y + s * self.camera_forward_m, z + self.camera_height_m])
-        return pos, yaw, float(pitch_rad)
+        fx, fy = self.camera_forward_m, self.camera_left_m
+        pos = np.array([x + c * fx - s * fy, y + s * fx + c * fy, z + self.camera_height_m])
+        return pos, yaw, float(pitch_rad) + self.camera_pitch_rad
 
     def set_humans(self, t: float) -> None:
         """Place the human bodies at their positions and headings at sim time ``t`` (s)."""
