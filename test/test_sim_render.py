@@ -256,9 +256,7 @@ def rendered_motion_depth(scene, pose, t: float = 0.0):
     from havln_robot.sim.closed_loop import motion_params, sim_profile
 
     sim, mp = sim_profile()[1], motion_params()
-    r = Renderer(
-        scene, None, sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"], sim["camera_z_m"], sim["camera_x_m"]
-    )
+    r = Renderer(scene, None, sim["camera_width"], sim["camera_height"], sim["camera_hfov_deg"], sim["camera_z_m"], sim["camera_x_m"])
     try:
         _, depth = r.render(pose, 0.0, t)
     finally:
