@@ -18,7 +18,7 @@ from physical_scenes import forward_with_late_tick
 
 from havln_robot import actions as A
 from havln_robot.motion.executor import MotionConfig
-from havln_robot.motion.lidar import LidarMount, cloud_xyz, pack_cloud
+from havln_robot.motion.lidar import L1_ELEVATION_DEG, LidarMount, cloud_xyz, pack_cloud
 from havln_robot.motion.params import MOTION_PARAMS
 from havln_robot.motion.safety import FloorMemory, Footprint, climbable_mask, floor_hazard
 from havln_robot.sim import hazards as H
@@ -231,6 +231,24 @@ def test_the_go2_l1_mount_upside_down_under_the_head_is_taken():
     sensor = (ground - origin) @ rot  # R^T (p - t) for each row: the L1's own frame
     assert (sensor[:, 2] > 0).all()  # the L1's dome (its +z) looks at the floor ahead: mounted upside down
     assert np.allclose(mount.to_ground(sensor), ground, atol=2e-3)
+
+
+def test_the_courses_lidar_is_the_go2_l1_as_mounted():
+    """The course's LiDAR rows are the Go2's own L1 at config/go2.yaml's mount: its dome (the
+    sensor's +z hemisphere) looks down and forward from under the head, so from rest it returns the
+    floor just ahead of the nose -- the band the level camera cannot see -- and nothing forward
+    above ~15 deg elevation, nor anything behind above -15 deg."""
+    p = H.course_params(lidar=True)
+    assert (p["lidar_x_m"], p["lidar_z_m"], p["lidar_pitch_deg"]) == (0.289, 0.283, -164.91)
+    mount = LidarMount.from_params(p)
+    g = mount.to_ground(H.lidar_cloud(H.free_scene().blocks, (0.0, 0.0, 0.0), mount))
+    near = g[(g[:, 0] > H.GO2_NOSE_M) & (g[:, 0] < 0.8) & (np.abs(g[:, 1]) < 0.2)]
+    assert len(near) >= 20 and np.abs(near[:, 2]).max() < 0.01, near
+    _, _, dirs = mount.sweep_rays(0.0, 0.0, 0.0, elevation_deg=L1_ELEVATION_DEG)
+    elev = np.degrees(np.arcsin(dirs[:, 2]))
+    ahead, behind = (np.abs(dirs[:, 1]) < 0.02) & (dirs[:, 0] > 0), (np.abs(dirs[:, 1]) < 0.02) & (dirs[:, 0] < 0)
+    assert 12.0 < elev[ahead].max() <= 15.3 and elev[behind].max() <= -15.0
+    assert elev.min() < -89.0
 
 
 def test_the_lidar_does_not_take_the_robots_own_legs_for_obstacles():

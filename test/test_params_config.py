@@ -118,7 +118,7 @@ def test_one_robot_has_one_sensor_mount(tmp_path):
     the same value in both loads; a profile still using people_node's old ``cloud_topic`` is told
     the new name."""
     base = (REPO / "config" / "go2.yaml").read_text()
-    for key, motion, people in (("lidar_z_m", "0.30", "0.45"), ("lidar_pitch_deg", "0.0", "-15.0"), ("camera_z_m", "0.4125", "0.43")):
+    for key, motion, people in (("lidar_z_m", "0.283", "0.45"), ("lidar_pitch_deg", "-164.91", "-15.0"), ("camera_z_m", "0.4125", "0.43")):
         people_at = base.index("/**/people_node:")
         head, tail = base[:people_at], base[people_at:]
         line = next(ln for ln in tail.splitlines() if ln.startswith(f"    {key}:"))

@@ -19,6 +19,13 @@ from typing import Any
 
 import numpy as np
 
+#: Elevation range of a simulated sweep in the sensor's own frame, deg (z up): the Go2's L1 is a
+#: hemisphere (Unitree L1 datasheet: 360 x 90 deg field of view) over its base plane, which hangs
+#: under the Go2's head pitched down (config/go2.yaml ``lidar_pitch_deg``) so it looks at the floor
+#: around the nose; a generic unit mounted level sees -60..15 deg (a MID360: -7..52).
+L1_ELEVATION_DEG = (0.0, 90.0)
+GENERIC_ELEVATION_DEG = (-60.0, 15.0)
+
 #: sensor_msgs/PointField datatype codes -> numpy dtypes (PointField.INT8 .. FLOAT64).
 POINTFIELD_DTYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
 
@@ -57,13 +64,19 @@ class LidarMount:
         return np.stack([x2 + self.x, y2 + self.y, z1 + self.z], axis=1).astype(np.float32)
 
     def sweep_rays(
-        self, x: float, y: float, yaw: float, ground_z: float = 0.0, az_step_deg: float = 2.0
+        self,
+        x: float,
+        y: float,
+        yaw: float,
+        ground_z: float = 0.0,
+        az_step_deg: float = 2.0,
+        elevation_deg: tuple[float, float] = GENERIC_ELEVATION_DEG,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A simulated sweep's rays (:func:`sweep_directions`) from base_link at map pose ``x``, ``y``
-        (m), ``yaw`` (rad) over ground at ``ground_z`` (m): (directions (N, 3) in the sensor's frame,
-        origin (3,) and directions (N, 3) float64 in the map frame, unit length); a hit at range r
-        along ray i is the sensor-frame point ``r * directions[i]``."""
-        d_s = sweep_directions(az_step_deg)
+        """A simulated sweep's rays (:func:`sweep_directions` over ``elevation_deg``, the sensor's own
+        frame) from base_link at map pose ``x``, ``y`` (m), ``yaw`` (rad) over ground at ``ground_z``
+        (m): (directions (N, 3) in the sensor's frame, origin (3,) and directions (N, 3) float64 in the
+        map frame, unit length); a hit at range r along ray i is the sensor-frame point ``r * directions[i]``."""
+        d_s = sweep_directions(az_step_deg, float(elevation_deg[0]), float(elevation_deg[1]))
         d_g = self.to_ground(d_s) - self.to_ground(np.zeros((1, 3)))  # ground-frame directions
         c, s = math.cos(yaw), math.sin(yaw)
         dirs = np.stack([c * d_g[:, 0] - s * d_g[:, 1], s * d_g[:, 0] + c * d_g[:, 1], d_g[:, 2]], axis=1).astype(np.float64)
@@ -84,8 +97,8 @@ class LidarMount:
 def sweep_directions(az_step_deg: float = 2.0, el_min_deg: float = -60.0, el_max_deg: float = 15.0, el_step_deg: float = 3.0) -> np.ndarray:
     """Unit ray directions (N, 3) float64 of a simulated LiDAR sweep in the sensor's frame: azimuth
     all round every ``az_step_deg``, elevation ``el_min_deg``..``el_max_deg`` every ``el_step_deg``
-    (the default: a hemispherical unit like the Go2's L1 tilted forward sees the floor near the
-    feet; a MID360 covers -7..52 deg). Computed once per pattern and shared: read-only."""
+    (:data:`GENERIC_ELEVATION_DEG` by default, :data:`L1_ELEVATION_DEG` for the Go2's L1). Computed
+    once per pattern and shared: read-only."""
     az = np.radians(np.arange(-180.0, 180.0, az_step_deg))
     el = np.radians(np.arange(el_min_deg, el_max_deg + 0.1 * el_step_deg, el_step_deg))
     a, e = np.meshgrid(az, el, indexing="ij")

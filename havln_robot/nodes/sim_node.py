@@ -476,7 +476,10 @@ class SimNode(HavlnNode):
         """Publish the simulated LiDAR sweep from ``pose`` at sim time ``t`` (when ``lidar_topic`` is set)."""
         if self.cloud_pub is None:
             return
-        xyz = renderer.lidar_cloud(pose, self._lidar_mount, t, self.params["lidar_range_m"])
+        p = self.params
+        xyz = renderer.lidar_cloud(
+            pose, self._lidar_mount, t, p["lidar_range_m"], (p["lidar_min_elevation_deg"], p["lidar_max_elevation_deg"])
+        )
         self._publish(self.cloud_pub, encode_cloud(xyz, self.params["lidar_frame"], stamp))
 
     def _publish(self, pub: Any, msg: Any) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from havln_robot import actions as A
 from havln_robot.hardware import GO2_HEIGHT_M
-from havln_robot.motion.lidar import LidarMount
+from havln_robot.motion.lidar import L1_ELEVATION_DEG, LidarMount
 from havln_robot.motion.safety import GO2_MAX_STEP_M, CameraMount, Intrinsics, Person
 from havln_robot.records import BLOCKED_DETAIL, Outcome
 
@@ -154,12 +154,17 @@ def depth_frame(
 
 
 def lidar_cloud(
-    blocks: Sequence[Block], pose: tuple[float, float, float], mount: LidarMount, max_m: float = 8.0, az_step_deg: float = 2.0
+    blocks: Sequence[Block],
+    pose: tuple[float, float, float],
+    mount: LidarMount,
+    max_m: float = 8.0,
+    az_step_deg: float = 2.0,
+    elevation_deg: tuple[float, float] = L1_ELEVATION_DEG,
 ) -> np.ndarray:
     """A simulated LiDAR sweep (N, 3) float32 in the sensor's frame, m
-    (:meth:`~havln_robot.motion.lidar.LidarMount.sweep_rays`), returns up to ``max_m``; blocks with
-    ``lidar=False`` are not seen."""
-    d_s, origin, dirs = mount.sweep_rays(*pose, az_step_deg=az_step_deg)
+    (:meth:`~havln_robot.motion.lidar.LidarMount.sweep_rays`; by default the Go2's L1 hemisphere),
+    returns up to ``max_m``; blocks with ``lidar=False`` are not seen."""
+    d_s, origin, dirs = mount.sweep_rays(*pose, az_step_deg=az_step_deg, elevation_deg=elevation_deg)
     t = _ray_boxes(origin, dirs, [b for b in blocks if b.lidar])
     ok = np.isfinite(t) & (t <= max_m)
     return (d_s[ok] * t[ok, None]).astype(np.float32)
@@ -232,7 +237,8 @@ def go2_params(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def course_params(lidar: bool) -> dict[str, Any]:
     """motion_node's config/go2.yaml parameters for a course run: the 160 x 120 depth image taken whole
-    (``depth_stride`` 1) and, with ``lidar``, the LiDAR on ``utlidar/cloud`` (else none configured)."""
+    (``depth_stride`` 1) and, with ``lidar``, the Go2's L1 on ``utlidar/cloud`` at go2.yaml's mount
+    (else none configured)."""
     return go2_params({"depth_stride": 1, "lidar_topic": "utlidar/cloud" if lidar else ""})
 
 

@@ -16,6 +16,7 @@ import os
 
 from havln_robot import topics
 from havln_robot.hardware import GO2_VX_RANGE, GO2_VYAW_RANGE
+from havln_robot.motion.lidar import GENERIC_ELEVATION_DEG
 from havln_robot.motion.params import mount_params
 from havln_robot.params import Param, ParamSpec
 from havln_robot.sim import robot
@@ -233,6 +234,22 @@ SIM_NODE_PARAMS = ParamSpec(
         ),
         Param("lidar_frame", "utlidar_lidar", "str", "frame_id of the simulated cloud"),
         Param("lidar_range_m", 8.0, "float", "simulated LiDAR range, m", min=0.5, max=100.0),
+        Param(
+            "lidar_min_elevation_deg",
+            GENERIC_ELEVATION_DEG[0],
+            "float",
+            "lowest ray of the simulated sweep in the sensor's own frame, deg (Go2 L1 hemisphere: 0; MID360: -7)",
+            min=-90.0,
+            max=90.0,
+        ),
+        Param(
+            "lidar_max_elevation_deg",
+            GENERIC_ELEVATION_DEG[1],
+            "float",
+            "highest ray of the simulated sweep in the sensor's own frame, deg (Go2 L1: 90; MID360: 52)",
+            min=-90.0,
+            max=90.0,
+        ),
         *mount_params("lidar_x_m", "lidar_y_m", "lidar_z_m", "lidar_pitch_deg", "lidar_yaw_deg"),
         # --- frames --------------------------------------------------------------------------------
         Param("map_frame", topics.MAP_FRAME, "str", "ground-truth world frame"),

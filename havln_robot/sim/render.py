@@ -675,7 +675,14 @@ class Renderer:
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_camlight(self.model, self.data)
 
-    def lidar_cloud(self, pose: tuple[float, float, float, float], mount: Any, t: float = 0.0, max_m: float = 8.0) -> np.ndarray:
+    def lidar_cloud(
+        self,
+        pose: tuple[float, float, float, float],
+        mount: Any,
+        t: float = 0.0,
+        max_m: float = 8.0,
+        elevation_deg: tuple[float, float] = (-60.0, 15.0),
+    ) -> np.ndarray:
         """A simulated LiDAR sweep of the scene and its people at time ``t``: (N, 3) float32 points in
         the sensor's frame, m (rays :func:`~havln_robot.motion.lidar.sweep_directions`, cast by
         ``mujoco.mj_multiRay`` on the model the camera renders; no return = no point).
@@ -685,8 +692,9 @@ class Renderer:
             mount: a :class:`~havln_robot.motion.lidar.LidarMount` (the sensor relative to the ground under base_link).
             t: sim time of the people's positions, s.
             max_m: the sensor's range, m.
+            elevation_deg: the sweep's elevation range in the sensor's own frame, deg.
         """
-        d_s, origin, vec = mount.sweep_rays(pose[0], pose[1], pose[3], float(pose[2]))
+        d_s, origin, vec = mount.sweep_rays(pose[0], pose[1], pose[3], float(pose[2]), elevation_deg=elevation_deg)
         self.set_humans(t)
         n = len(vec)
         geom = np.zeros(n, dtype=np.int32)
