@@ -20,7 +20,8 @@ stop = threading.Event()
 install_shutdown_signals(stop.set, grace_s=float(sys.argv[1]), label="child")
 threading.Thread(target=lambda: threading.Event().wait(), daemon=False).start()  # hangs the exit
 print("ready", flush=True)
-stop.wait()
+while not stop.wait(0.05):  # as bringup's main loop: a signal the kernel hands to the hung thread is seen here too
+    pass
 print("report written", flush=True)   # what shutdown does before the hung thread blocks the exit
 """
 
