@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from havln_robot.camera import Intrinsics  # noqa: F401  (re-exported: the renderer's CameraInfo)
+from havln_robot.motion.lidar import GENERIC_ELEVATION_DEG
 from havln_robot.sim.robot import D435I_HFOV_DEG, D435I_MAX_RANGE_M, D435I_MIN_RANGE_M, GO2_CAMERA_FORWARD_M, GO2_CAMERA_HEIGHT_M
 from havln_robot.sim.scene import WALL_THICKNESS_M, clip_segments  # noqa: F401  (clip_segments re-exported)
 
@@ -681,7 +682,7 @@ class Renderer:
         mount: Any,
         t: float = 0.0,
         max_m: float = 8.0,
-        elevation_deg: tuple[float, float] = (-60.0, 15.0),
+        elevation_deg: tuple[float, float] = GENERIC_ELEVATION_DEG,
     ) -> np.ndarray:
         """A simulated LiDAR sweep of the scene and its people at time ``t``: (N, 3) float32 points in
         the sensor's frame, m (rays :func:`~havln_robot.motion.lidar.sweep_directions`, cast by
